@@ -1,0 +1,38 @@
+# The two set-up commands of the README. Each installs what it needs on a fresh machine:
+# a virtualenv, PyTorch (CPU build) before anything that depends on it, the package, KaTeX
+# (from npm, served by the platform itself) and, for the tests, Debian's Chromium.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: demo test test-heavy serve install assets chromium
+
+demo: install assets
+	$(VENV)/bin/stepwise demo --host $(HOST) --port $(PORT)
+
+test: install assets chromium
+	$(PY) -m pytest
+
+test-heavy: install assets chromium
+	$(PY) -m pytest -m heavy
+
+install: $(VENV)/.installed
+
+# torch first, pinned: the machine carries a local CPU wheel for 2.13.0; letting pip resolve
+# "torch" through transformers would pull gigabytes of CUDA packages instead.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+assets: install
+	$(PY) -m labeler_ui.vendor_assets
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }

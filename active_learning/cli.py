@@ -1,0 +1,135 @@
+"""`stepwise prm ...`: synthesise data, train, score and evaluate a process reward model.
+
+torch and transformers are imported inside the commands, so that `stepwise serve` and the other
+commands of the group do not pay for them at start-up.
+"""
+
+import dataclasses
+import json
+import sys
+
+import click
+
+from active_learning.config import TrainConfig
+
+prm = click.Group("prm", help="Process reward model: synthesise data, train, score, evaluate.")
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+
+
+def _device(device: str) -> str:
+    import torch
+
+    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+
+
+def _train_options(command):
+    """One click option for each TrainConfig field, with the dataclass help text."""
+    for f in reversed(dataclasses.fields(TrainConfig)):
+        if f.name == "output":
+            continue
+        default = None if f.default is dataclasses.MISSING else f.default
+        kind = f.type if f.type in (int, float, str) else float  # `float | None` fields
+        flag = "--" + f.name.replace("_", "-")
+        command = click.option(flag, f.name, type=kind, default=default, show_default=True,
+                               help=f.metadata["help"])(command)
+    return command
+
+
+@prm.command()
+@click.option("--output", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
+@click.option("--problems", default=200, show_default=True, help="Number of problems.")
+@click.option("--solutions-per-problem", default=4, show_default=True, help="Candidates per problem.")
+@click.option("--seed", default=0, show_default=True, help="Different seeds give different problems.")
+@click.option("--full/--first-error", default=False, show_default=True,
+              help="Rate every step, or stop at the first -1 as PRM800K phase 2 did.")
+def synth(output, problems, solutions_per_problem, seed, full):
+    """Write oracle-labeled synthetic solutions as PRM800K JSONL."""
+    from active_learning.synthetic import iter_candidates, write_prm800k
+
+    count = write_prm800k(output, iter_candidates(problems, solutions_per_problem, seed),
+                          first_error_only=not full)
+    click.echo(json.dumps({"output": output, "records": count}))
+
+
+@prm.command()
+@click.option("--train", "train_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="PRM800K or TRL JSONL with step labels.")
+@click.option("--eval", "eval_file", type=click.Path(exists=True, dir_okay=False),
+              help="Held-out labels; without it a share of the training problems is held out.")
+@click.option("--output", required=True, type=click.Path(), help=TrainConfig.__dataclass_fields__["output"].metadata["help"])
+@_train_options
+def train(train_file, eval_file, **settings):
+    """Train a PRM. Run again after a crash to resume; launch with `accelerate launch` or
+    `torchrun` for several GPUs or nodes."""
+    _quiet_transformers()
+    from active_learning.train import train as run_training
+
+    try:
+        run_training(TrainConfig(**settings), train_file, eval_file)
+    except (FileExistsError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+
+
+@prm.command()
+@click.option("--model", "model_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--input", "input_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="PRM800K, TRL, or candidate JSONL ({problem, steps}).")
+@click.option("--output", required=True, type=click.Path(dir_okay=False), help="JSONL, one line per input line.")
+@click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
+              help="Whether a step rated 0 counts as correct in step and solution scores.")
+@click.option("--batch-tokens", default=16384, show_default=True, help="Padded tokens per batch.")
+@click.option("--max-length", default=2048, show_default=True, help="Tokens per solution; later steps get no score.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_length, device):
+    """Per-step probabilities and solution scores (product and min) for every solution."""
+    _quiet_transformers()
+    import orjson
+
+    from active_learning.data import load_solutions
+    from active_learning.model import load_checkpoint
+    from active_learning.score import iter_scores
+
+    model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
+    solutions = load_solutions(input_file)
+    scores = iter_scores(model, tokenizer, solutions, max_length=max_length,
+                         batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)
+    with open(output, "wb") as f:
+        for solution, result in zip(solutions, scores):
+            row = {"problem_id": solution.problem_id, **dataclasses.asdict(result)}
+            f.write(orjson.dumps(row) + b"\n")
+    click.echo(json.dumps({"output": output, "solutions": len(solutions)}))
+
+
+@prm.command(name="eval")
+@click.option("--model", "model_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="PRM800K or TRL JSONL with step labels.")
+@click.option("--threshold", default=0.5, show_default=True,
+              help="A step with P(correct) below this is predicted to be an error.")
+@click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True)
+@click.option("--max-length", default=2048, show_default=True)
+@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+def evaluate(model_dir, data, threshold, neutral_as_correct, max_length, device):
+    """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting."""
+    _quiet_transformers()
+    from active_learning.evaluate import evaluate as run_evaluation
+    from active_learning.model import load_checkpoint
+
+    model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
+    try:
+        metrics = run_evaluation(model, tokenizer, data, threshold=threshold,
+                                 neutral_as_correct=neutral_as_correct, max_length=max_length)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    json.dump(metrics, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    prm()

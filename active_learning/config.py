@@ -1,0 +1,34 @@
+"""Training configuration: one dataclass, every field explained, shared by the CLI and Python."""
+
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class TrainConfig:
+    output: str = field(metadata={"help": "Checkpoint directory; written only when training completes."})
+    base: str = field(default="tiny", metadata={
+        "help": "Backbone: a preset (tiny, 100m, 500m: built from a config, no download), a local "
+                "directory, or a Hugging Face hub id."})
+    epochs: float = field(default=3.0, metadata={"help": "Passes over the training examples."})
+    learning_rate: float = field(default=1e-3, metadata={
+        "help": "Peak AdamW learning rate (after warm-up, then linear decay to zero). 1e-3 suits "
+                "the tiny preset; pretrained backbones want about 1e-5."})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    warmup_fraction: float = field(default=0.05, metadata={"help": "Share of steps spent warming up."})
+    batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step per process."})
+    max_length: int = field(default=1024, metadata={
+        "help": "Tokens per sequence; steps past it are not trained on (the problem keeps at most half)."})
+    seed: int = field(default=0, metadata={"help": "Seed for initialisation, data order and dropout."})
+    device: str = field(default="auto", metadata={
+        "help": "auto (CUDA when present), cpu or cuda. bf16 mixed precision on CUDA, fp32 on CPU."})
+    eval_fraction: float = field(default=0.1, metadata={
+        "help": "Without an eval file, the share of problems held out for validation."})
+    save_every: int = field(default=200, metadata={
+        "help": "Optimizer steps between resumable snapshots of the training state."})
+    log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines."})
+    time_budget_s: float | None = field(default=None, metadata={
+        "help": "Train at most this many seconds; the learning rate then decays with whichever of "
+                "time or steps runs out first."})
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,197 @@
+"""Label files (PRM800K or TRL stepwise supervision) to training examples, and examples to tokens.
+
+An Example is one problem, a sequence of steps, and a rating per step (-1/0/+1) or None where the
+step is context only. Both the trainer and the scorer go through `tokenize_example`, so the model
+is read at the same place it was trained at.
+"""
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import orjson
+
+IGNORE_INDEX = -100  # positions without a label; cross-entropy skips them
+SKIPPED_FINISH_REASONS = {"give_up", "bad_problem"}
+
+
+@dataclass
+class Example:
+    problem_id: str
+    prompt: str
+    steps: list[str]
+    labels: list[int | None]
+
+
+@dataclass
+class Solution:
+    """A whole candidate solution, for scoring and best-of-N; `answer` as written, if known."""
+
+    problem_id: str
+    prompt: str
+    steps: list[str]
+    answer: str | None = None
+    ground_truth_answer: str | None = None
+
+
+def problem_id(problem: str) -> str:
+    return hashlib.sha1(problem.strip().encode()).hexdigest()[:16]
+
+
+def read_records(source: str | Path | Iterable[dict]) -> Iterator[dict]:
+    """JSON objects from a JSONL path, or the dicts of an in-memory iterable as they are."""
+    if not isinstance(source, (str, Path)):
+        yield from source
+        return
+    with open(source, "rb") as f:
+        for line_no, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield orjson.loads(line)
+                except orjson.JSONDecodeError as e:
+                    raise ValueError(f"{source}:{line_no}: not valid JSON ({e})") from None
+
+
+def _until_first_error(steps: list[str], labels: list[int | None]) -> tuple[list[str], list]:
+    # Labelers stop at the first -1, so later steps carry no label; dropping them also saves
+    # compute, since a causal model's reading of earlier steps does not depend on them.
+    if -1 in labels:
+        cut = labels.index(-1) + 1
+        return steps[:cut], labels[:cut]
+    return steps, labels
+
+
+def _prm800k_examples(record: dict) -> Iterator[Example]:
+    if record.get("is_quality_control_question") or record.get("is_initial_screening_question"):
+        return
+    label = record.get("label") or {}
+    if label.get("finish_reason") in SKIPPED_FINISH_REASONS:
+        return
+    prompt = record["question"]["problem"]
+    pid = problem_id(prompt)
+    steps, labels = [], []
+    for step in label.get("steps", []):
+        completions = step["completions"]
+        chosen = step.get("chosen_completion")
+        human = step.get("human_completion")
+        # The trajectory goes on with the chosen completion; where none was chosen and no human
+        # step replaced it, it ends on the first rated completion (phase 2: the -1 step).
+        if chosen is None and human is None:
+            chosen = next((i for i, c in enumerate(completions) if c.get("rating") is not None), None)
+        for i, completion in enumerate(completions):
+            if i != chosen and completion.get("rating") is not None:
+                # An alternative completion is one more labeled step in the same context; the
+                # context is not labeled again.
+                yield Example(pid, prompt, steps + [completion["text"]],
+                              [None] * len(labels) + [completion["rating"]])
+        if chosen is not None:
+            steps.append(completions[chosen]["text"])
+            labels.append(completions[chosen].get("rating"))
+        elif human is not None:
+            steps.append(human["text"])
+            labels.append(None)  # human-written, not a model step anyone rated
+        if labels and labels[-1] == -1 or chosen is None and human is None:
+            break
+    steps, labels = _until_first_error(steps, labels)
+    if any(rating is not None for rating in labels):
+        yield Example(pid, prompt, steps, labels)
+
+
+def _trl_example(record: dict) -> Example:
+    labels = [1 if ok else -1 for ok in record["labels"]]
+    steps, labels = _until_first_error(list(record["completions"]), labels)
+    return Example(problem_id(record["prompt"]), record["prompt"], steps, labels)
+
+
+def load_examples(source: str | Path | Iterable[dict]) -> list[Example]:
+    """Training examples from PRM800K or TRL records (a JSONL path or dicts in memory)."""
+    examples = []
+    for record in read_records(source):
+        if "label" in record and "question" in record:
+            examples.extend(_prm800k_examples(record))
+        elif "completions" in record and "labels" in record:
+            examples.append(_trl_example(record))
+        else:
+            raise ValueError(f"neither a PRM800K nor a TRL record: keys {sorted(record)}")
+    return examples
+
+
+def _trajectory(label_steps: list[dict]) -> list[str]:
+    """The solution as PRM800K's README rebuilds it, for phase-1 records without
+    pre-generated steps."""
+    return [s["human_completion"]["text"] if s.get("chosen_completion") is None and s.get("human_completion")
+            else s["completions"][s.get("chosen_completion") or 0]["text"] for s in label_steps]
+
+
+def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
+    """Whole solutions to score: PRM800K (pre-generated steps, else the labeled trajectory),
+    TRL (`prompt`, `completions`), or candidate files (`problem`, `steps`, optional `answer`)."""
+    solutions = []
+    for record in read_records(source):
+        if "question" in record:
+            question = record["question"]
+            steps = question.get("pre_generated_steps") or _trajectory(record["label"]["steps"])
+            solutions.append(Solution(problem_id(question["problem"]), question["problem"], steps,
+                                      question.get("pre_generated_answer"),
+                                      question.get("ground_truth_answer")))
+        elif "completions" in record:
+            solutions.append(Solution(problem_id(record["prompt"]), record["prompt"],
+                                      list(record["completions"])))
+        elif "steps" in record:
+            prompt = record["problem"]
+            solutions.append(Solution(record.get("problem_id") or problem_id(prompt), prompt,
+                                      list(record["steps"]), record.get("answer"),
+                                      record.get("ground_truth_answer")))
+        else:
+            raise ValueError(f"not a solution record: keys {sorted(record)}")
+    return solutions
+
+
+def split_by_problem(examples: list[Example], eval_fraction: float,
+                     seed: int = 0) -> tuple[list[Example], list[Example]]:
+    """Train/validation split that keeps all steps of a problem on one side, so validation
+    measures problems the model has not seen, not just other steps of the same solutions."""
+
+    def bucket(pid: str) -> float:
+        digest = hashlib.sha1(f"{seed}:{pid}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+    train = [e for e in examples if bucket(e.problem_id) >= eval_fraction]
+    held_out = [e for e in examples if bucket(e.problem_id) < eval_fraction]
+    return train, held_out
+
+
+def snapshot_hash(examples: list[Example]) -> str:
+    """Content hash of a training set, recorded in the checkpoint to name its data snapshot."""
+    digest = hashlib.sha256()
+    for example in examples:
+        digest.update(orjson.dumps(asdict(example)))
+    return digest.hexdigest()[:16]
+
+
+def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
+                     labels: list[int | None] | None, max_length: int) -> dict:
+    """Token ids with the step marker after each step; the marker is where the head is read.
+
+    Returns `input_ids`, `labels` (rating + 1 at a labeled marker, IGNORE_INDEX elsewhere) and
+    `markers` (the marker position of each step, or -1 for a step cut off by `max_length`).
+    The prompt keeps at most half the budget, cut from the left: the question is at its end.
+    """
+    encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    prompt_ids = encode(prompt + "\n\n")[-(max_length // 2):]
+    input_ids = head + prompt_ids
+    targets = [IGNORE_INDEX] * len(input_ids)
+    markers = []
+    for i, step in enumerate(steps):
+        step_ids = encode(step) + [marker_id]
+        if len(input_ids) + len(step_ids) > max_length:
+            markers.extend([-1] * (len(steps) - i))
+            break
+        input_ids += step_ids
+        targets += [IGNORE_INDEX] * (len(step_ids) - 1)
+        rating = labels[i] if labels is not None else None
+        targets.append(IGNORE_INDEX if rating is None else rating + 1)
+        markers.append(len(input_ids) - 1)
+    return {"input_ids": input_ids, "labels": targets, "markers": markers}

@@ -1,0 +1,104 @@
+"""The PRM: a Hugging Face backbone with a 3-class token head (-1 / 0 / +1) read at step markers.
+
+It is `AutoModelForTokenClassification` over the backbone, so a checkpoint is a plain
+`save_pretrained` directory that `AutoModelForTokenClassification.from_pretrained` and
+`AutoTokenizer.from_pretrained` load; our `stepwise.json` beside it only adds provenance.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
+
+from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
+
+ID2LABEL = {0: "-1", 1: "0", 2: "+1"}  # class index = rating + 1
+LABEL2ID = {v: k for k, v in ID2LABEL.items()}
+META_FILE = "stepwise.json"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A backbone shape built from a config with the byte tokenizer: no download."""
+
+    hidden: int
+    layers: int
+    heads: int
+    max_positions: int = 2048
+
+
+# tiny (1M): CPU tests and the embedded demo; 100m: the GPU learning check; 500m: the GPU
+# throughput benchmark (a byte vocabulary leaves nearly all parameters in the layers).
+PRESETS = {
+    "tiny": Preset(hidden=128, layers=4, heads=4),
+    "100m": Preset(hidden=768, layers=12, heads=12),
+    "500m": Preset(hidden=1152, layers=24, heads=18),
+}
+
+
+def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
+    tokenizer = build_byte_tokenizer()
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=preset.hidden,
+        intermediate_size=preset.hidden * 4,
+        num_hidden_layers=preset.layers,
+        num_attention_heads=preset.heads,
+        num_key_value_heads=preset.heads,
+        max_position_embeddings=preset.max_positions,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
+        num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID,
+    )
+    config._attn_implementation = attn
+    model = AutoModelForTokenClassification.from_config(config, dtype=dtype)
+    return model, tokenizer
+
+
+def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa"):
+    """(model, tokenizer) for a preset name, a local directory or a hub id, head freshly made
+    unless `base` is already a Stepwise checkpoint."""
+    if base in PRESETS and not os.path.isdir(base):
+        return _from_preset(PRESETS[base], dtype, attn)
+    local = os.path.isdir(base)  # a local path never triggers a download attempt
+    tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
+    model = AutoModelForTokenClassification.from_pretrained(
+        base, local_files_only=local, dtype=dtype, attn_implementation=attn,
+        num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID)
+    if STEP_MARKER not in tokenizer.get_vocab():
+        tokenizer.add_special_tokens({"additional_special_tokens": [STEP_MARKER]})
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    # Hub models often pad the embedding matrix past the vocabulary; only grow it when needed.
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
+    model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def marker_id(tokenizer) -> int:
+    return tokenizer.convert_tokens_to_ids(STEP_MARKER)
+
+
+def save_checkpoint(model, tokenizer, directory: str | Path, meta: dict) -> None:
+    directory = Path(directory)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    (directory / META_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+
+
+def load_checkpoint(directory: str | Path, device: str = "cpu"):
+    """(model, tokenizer, meta) from a checkpoint; bf16 with SDPA attention on CUDA."""
+    directory = Path(directory)
+    cuda = device.startswith("cuda")
+    model = AutoModelForTokenClassification.from_pretrained(
+        directory, local_files_only=True, attn_implementation="sdpa",
+        dtype=torch.bfloat16 if cuda else torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    meta_path = directory / META_FILE
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    return model.to(device).eval(), tokenizer, meta

@@ -1,0 +1,87 @@
+"""The simulation's learning curves as a standalone SVG (no plotting library needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PANELS = [("step_auroc", "Step AUROC"), ("first_error_f1", "First-error F1"), ("best_of_n", "Best-of-N accuracy")]
+COLORS = {"active": "#c8322b", "uniform": "#4f46e5"}
+W, H, LEFT, RIGHT, TOP, BOTTOM = 330, 260, 46, 14, 34, 40
+
+
+def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    return [lo + (hi - lo) * i / n for i in range(n + 1)]
+
+
+def _panel(results: dict[str, Any], metric: str, title: str, x0: float) -> list[str]:
+    curves = results["curves"]
+    points = {arm: [(p["labels"], p[metric]) for p in curve if p.get(metric) is not None]
+              for arm, curve in curves.items()}
+    values = [q for pts in points.values() for _, q in pts]
+    labels = [lab for pts in points.values() for lab, _ in pts]
+    out = [f'<text x="{x0 + W / 2:.1f}" y="18" class="title">{title}</text>']
+    if not values:
+        out.append(f'<text x="{x0 + W / 2:.1f}" y="{H / 2:.1f}" class="note">no data</text>')
+        return out
+    lo, hi = min(values), max(values)
+    pad = max((hi - lo) * 0.1, 0.02)
+    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+    lmax = max(labels)
+
+    def x(labels_: float) -> float:
+        return x0 + LEFT + (W - LEFT - RIGHT) * labels_ / lmax
+
+    def y(value: float) -> float:
+        return TOP + (H - TOP - BOTTOM) * (1 - (value - lo) / (hi - lo or 1))
+
+    digits = 3 if hi - lo < 0.1 else 2
+    for v in _ticks(lo, hi):
+        out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>')
+        out.append(f'<text x="{x0 + LEFT - 6}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">{v:.{digits}f}</text>')
+    for lab in sorted({lab for lab in labels}):
+        out.append(f'<text x="{x(lab):.1f}" y="{H - BOTTOM + 16}" class="tick" text-anchor="middle">{lab}</text>')
+    out.append(f'<text x="{x0 + (W + LEFT) / 2:.1f}" y="{H - 8}" class="axis">labels</text>')
+    if metric == "step_auroc" and lo <= 0.5 <= hi:
+        out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(0.5):.1f}" y2="{y(0.5):.1f}" class="chance"/>'
+                   f'<text x="{x0 + LEFT + 4}" y="{y(0.5) - 4:.1f}" class="tick">chance</text>')
+    final = (results["data_efficiency"].get(metric) or {}).get("final")
+    if final and final.get("quality") is not None:
+        out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(final["quality"]):.1f}" '
+                   f'y2="{y(final["quality"]):.1f}" class="target"/>')
+        if final.get("ratio") is not None:
+            note = f'{final["ratio"]:.2f}x' + (" (extrapolated)" if final["extrapolated"] else "")
+            out.append(f'<text x="{x0 + W - RIGHT}" y="{y(final["quality"]) - 5:.1f}" class="note" '
+                       f'text-anchor="end">{note}</text>')
+    for arm, pts in points.items():
+        line = " ".join(f"{x(lab):.1f},{y(q):.1f}" for lab, q in pts)
+        out.append(f'<polyline points="{line}" fill="none" stroke="{COLORS.get(arm, "#333")}" stroke-width="2"/>')
+        out += [f'<circle cx="{x(lab):.1f}" cy="{y(q):.1f}" r="3" fill="{COLORS.get(arm, "#333")}"/>'
+                for lab, q in pts]
+    return out
+
+
+def learning_curves_svg(results: dict[str, Any]) -> str:
+    width = W * len(PANELS)
+    body = []
+    for i, (metric, title) in enumerate(PANELS):
+        body += _panel(results, metric, title, i * W)
+    legend_y = H + 16
+    legend = []
+    for i, (arm, color) in enumerate(COLORS.items()):
+        name = "active (convincing wrong answers)" if arm == "active" else "uniform"
+        legend.append(f'<rect x="{LEFT + i * 260}" y="{legend_y - 9}" width="14" height="4" fill="{color}"/>'
+                      f'<text x="{LEFT + 20 + i * 260}" y="{legend_y - 4}" class="axis">{name}</text>')
+    config = results["config"]
+    caption = (f'seed {config["seed"]}: {config["seed_labels"]} seed labels + {config["rounds"]} rounds of '
+               f'{config["labels_per_round"]}; pool {results["pool"]["solutions"]} solutions; dashed: '
+               f'quality the active arm reached, with the labels ratio uniform needs for it; y axes zoomed')
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H + 40}" width="{width}" height="{H + 40}">',
+        "<style>text{font-family:system-ui,sans-serif;fill:#333}.title{font-size:14px;font-weight:600;"
+        "text-anchor:middle}.tick{font-size:10px;fill:#666}.axis{font-size:11px}.note{font-size:11px;"
+        "fill:#c8322b}.grid{stroke:#e3e5ea}.target{stroke:#c8322b;stroke-dasharray:4 4}.chance{stroke:#999;stroke-dasharray:1 3}</style>",
+        '<rect width="100%" height="100%" fill="#fff"/>',
+        *body, *legend,
+        f'<text x="{LEFT}" y="{H + 32}" class="tick">{caption}</text>',
+        "</svg>",
+    ]) + "\n"

@@ -1,0 +1,331 @@
+"""Run one active-learning round: the only module that joins the PRM engine to the database.
+
+snapshot → train → evaluate → promote → score → select → enqueue, each stage ending in one
+transaction that records its result and the next stage (see app.rounds.lease). What a stage
+leaves outside the database is made safe to redo: a checkpoint is renamed into place only when
+complete (active_learning.train) and is reused only when it was trained on the same data with
+the same settings; scores are keyed by (model version, solution); picks by (round, solution).
+A worker killed anywhere therefore leaves the served model as it was, and the next worker
+continues from the recorded stage without enqueuing anything twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import logging
+import shutil
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from active_learning.config import TrainConfig
+from active_learning.data import Example, load_examples, problem_id, snapshot_hash, split_by_problem
+from active_learning.data import Solution as PrmSolution
+from active_learning.evaluate import best_of_n, evaluate_examples
+from active_learning.model import META_FILE, load_checkpoint
+from active_learning.score import iter_scores
+from active_learning.train import PROGRESS_FILE, train
+from app.db import session_scope
+from app.models import ModelVersion, Round, RoundStage, RoundStatus, ScoreKind, utcnow
+from app.rounds import lease, pool
+from app.rounds.config import WorkerSettings
+from app.rounds.failpoints import failpoint
+from app.rounds.picking import enqueue_stage, select_stage
+from app.rounds.promotion import passes
+from app.rounds.run import STAGE_START, RoundRun, frozen_settings, jsonable, settings_dict
+from app.rounds.service import round_settings, served_version
+
+log = logging.getLogger("stepwise.rounds")
+
+SCORE_CHUNK = 512
+BEST_OF_N_PROBLEMS = 200
+BEST_OF_N_SAMPLES = 16
+# Problems are split into train and held-out by a hash of their text, with a seed fixed for
+# good: a held-out problem stays held out in every round, so rounds are compared on one set.
+HELDOUT_SEED = 0
+
+
+def run_round(
+    factory: sessionmaker[Session], round_id: int, owner: str, worker: WorkerSettings
+) -> RoundStatus | None:
+    """Claim the round and run it to its end; None if another worker holds it."""
+    with session_scope(factory) as session:
+        if not lease.claim(session, round_id, owner, worker.round_lease_s):
+            return None
+        round_ = session.get(Round, round_id)
+        assert round_ is not None
+        if round_.attempts > worker.round_max_claims:
+            # Its workers keep dying (killed for memory, say): stop feeding it new ones.
+            lease.fail(session, round_id, owner, f"failed: its workers died {round_.attempts - 1} times")
+            return RoundStatus.failed
+        settings = frozen_settings(round_.metrics.get("settings"))
+        if settings is None:
+            settings = round_settings(session, round_.project_id)
+            session.expunge(settings)
+        run = RoundRun(factory, round_id, owner, worker, round_.project_id, round_.number, settings)
+    log.info("round %s: claimed by %s", round_id, owner)
+    try:
+        beat = lambda session: _report_training(run, session)  # noqa: E731
+        with lease.LeaseKeeper(factory, round_id, owner, worker.round_lease_s, beat):
+            while (stage := _stage(run)) is not None:
+                log.info("round %s: %s", round_id, stage.value)
+                STAGES[stage](run)
+        return RoundStatus.done
+    except lease.LeaseLost as lost:
+        log.info("round %s: %s", round_id, lost)
+        return None
+    except Exception:
+        log.exception("round %s failed", round_id)
+        return lease.give_up_or_retry(
+            factory, round_id, owner, traceback.format_exc(), worker.round_max_attempts
+        )
+
+
+def _stage(run: RoundRun) -> RoundStage | None:
+    with run.session() as session:
+        row = session.execute(
+            select(Round.status, Round.stage, Round.lease_owner).where(Round.id == run.round_id)
+        ).one()
+    if row.status == RoundStatus.done:
+        return None
+    if row.status != RoundStatus.running or row.lease_owner != run.owner:
+        raise lease.LeaseLost(f"round {run.round_id} is {row.status.value}")
+    return row.stage
+
+
+# -- snapshot ---------------------------------------------------------------------------------
+
+def _snapshot(run: RoundRun) -> None:
+    with run.session() as session:
+        run.progress(session, RoundStage.snapshot, 0, "taking the label snapshot")
+        max_id, count = pool.label_snapshot(session, run.project_id)
+        examples = load_examples(pool.label_records(session, run.project_id, max_id))
+        failpoint("snapshot.taken")
+        lease.advance(
+            session, run.round_id, run.owner, RoundStage.snapshot, RoundStage.train,
+            snapshot_label_id=max_id, snapshot_labels=count,
+            snapshot_hash=snapshot_hash(examples), percent=STAGE_START[RoundStage.train],
+            metrics={"settings": jsonable(settings_dict(run.settings))},
+        )
+
+
+def _split(run: RoundRun, session: Session) -> tuple[list[dict], list[dict]]:
+    """The snapshot's records, split into training and held-out problems."""
+    max_id = session.scalar(select(Round.snapshot_label_id).where(Round.id == run.round_id)) or 0
+    records = pool.label_records(session, run.project_id, max_id)
+    heldout = _heldout_texts({r["question"]["problem"] for r in records}, run.settings.heldout_share)
+    train_records = [r for r in records if r["question"]["problem"] not in heldout]
+    return train_records, [r for r in records if r["question"]["problem"] in heldout]
+
+
+def _heldout_texts(problems: set[str], share: float) -> set[str]:
+    probes = [Example(problem_id(text), text, [], []) for text in problems]
+    _, held = split_by_problem(probes, share, HELDOUT_SEED)
+    return {e.prompt for e in held}
+
+
+# -- train ------------------------------------------------------------------------------------
+
+def _train_config(run: RoundRun, n_examples: int) -> TrainConfig:
+    s = run.settings
+    config = TrainConfig(
+        output=str(run.checkpoint_dir), base=s.base_model, epochs=s.train_epochs,
+        learning_rate=s.learning_rate, max_length=s.max_length, seed=run.number, log_every=50,
+    )
+    # About ten resumable snapshots a run: a killed worker loses a tenth of training at most,
+    # and the snapshots double as the progress bar's ticks.
+    config.save_every = max(1, _total_steps(config, n_examples) // 10)
+    return config
+
+
+def _total_steps(config: TrainConfig, n_examples: int) -> int:
+    return math.ceil(config.epochs * max(1, n_examples // config.batch_size))
+
+
+def _report_training(run: RoundRun, session: Session) -> None:
+    """Training progress from the trainer's last resumable snapshot, on the lease's beat."""
+    progress = run.checkpoint_dir.with_name(run.checkpoint_dir.name + ".partial") / PROGRESS_FILE
+    try:
+        done = json.loads(progress.read_text())["step"]
+    except (OSError, ValueError, KeyError):
+        return
+    if not run.total_steps:
+        return
+    start, end = STAGE_START[RoundStage.train], STAGE_START[RoundStage.evaluate]
+    percent = start + (end - start) * min(done / run.total_steps, 1.0)
+    session.execute(
+        update(Round)
+        .where(Round.id == run.round_id, Round.lease_owner == run.owner,
+               Round.stage == RoundStage.train)
+        .values(percent=percent, eta_at=run.eta(session, percent),
+                message=f"training: step {done} of {run.total_steps}")
+    )
+
+
+def _train(run: RoundRun) -> None:
+    with run.session() as session:
+        train_records, heldout_records = _split(run, session)
+        examples = load_examples(train_records)
+        if len(examples) < run.settings.min_train_labels:
+            message = (f"{len(examples)} training labels, fewer than the "
+                       f"{run.settings.min_train_labels} needed: no model this round")
+            metrics = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+            lease.advance(session, run.round_id, run.owner, RoundStage.train, RoundStage.score,
+                          message=message, promoted=False, metrics={**metrics, "rule": message},
+                          percent=STAGE_START[RoundStage.score])
+            return
+        run.progress(session, RoundStage.train, 0, f"training on {len(examples)} labels")
+    config = _train_config(run, len(examples))
+    run.total_steps = _total_steps(config, len(examples))
+    output = run.checkpoint_dir
+    if not _reusable(output, config, examples):
+        shutil.rmtree(output, ignore_errors=True)
+        # The held-out labels evaluate the checkpoint, so its own metrics are honest ones.
+        train(config, train_records, heldout_records or None)
+    failpoint("train.saved")
+    meta = json.loads((output / META_FILE).read_text())
+    with run.session() as session:
+        version = ModelVersion(
+            project_id=run.project_id, round_id=run.round_id, path=str(output.resolve()),
+            base=run.settings.base_model, data_hash=meta["data_hash"],
+            train_labels=len(examples), metrics=jsonable(meta.get("metrics") or {}),
+        )
+        session.add(version)
+        session.flush()
+        lease.advance(session, run.round_id, run.owner, RoundStage.train, RoundStage.evaluate,
+                      percent=STAGE_START[RoundStage.evaluate], message="evaluating")
+
+
+def _reusable(output: Path, config: TrainConfig, examples: list[Example]) -> bool:
+    """A complete checkpoint from an earlier attempt of this round, on the same data."""
+    try:
+        meta = json.loads((output / META_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("data_hash") == snapshot_hash(examples) and meta.get("config") == config.to_dict()
+
+
+# -- evaluate and promote ---------------------------------------------------------------------
+
+def _device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _evaluate(run: RoundRun) -> None:
+    with run.session() as session:
+        _, heldout_records = _split(run, session)
+        candidate = _round_version(session, run)
+        served = served_version(session, run.project_id)
+        bon_rows = _best_of_n_rows(session, run, {r["question"]["problem"] for r in heldout_records})
+    heldout = load_examples(heldout_records)
+    metrics: dict[str, Any] = {"heldout_labels": len(heldout)}
+    metrics["candidate"] = _metrics_of(run, candidate.path, heldout, bon_rows)
+    if served is not None:
+        metrics["served"] = _metrics_of(run, served.path, heldout, bon_rows)
+        metrics["served_version_id"] = served.id
+    failpoint("evaluate.measured")
+    with run.session() as session:
+        session.execute(update(ModelVersion).where(ModelVersion.id == candidate.id)
+                        .values(metrics=jsonable(metrics["candidate"])))
+        lease.advance(session, run.round_id, run.owner, RoundStage.evaluate, RoundStage.promote,
+                      metrics=jsonable(metrics), percent=STAGE_START[RoundStage.promote])
+
+
+def _best_of_n_rows(session: Session, run: RoundRun, heldout_texts: set[str]) -> list[tuple]:
+    problems = [pid for pid, text in pool.problems_of(session, run.project_id) if text in heldout_texts]
+    problems = sorted(problems)[:BEST_OF_N_PROBLEMS]
+    return pool.graded_solutions_of(session, problems, BEST_OF_N_SAMPLES) if problems else []
+
+
+def _metrics_of(run: RoundRun, path: str, heldout: list[Example], bon_rows: list[tuple]) -> dict:
+    model, tokenizer, _ = load_checkpoint(path, _device())
+    options = {"neutral_as_correct": run.settings.neutral_as_correct, "max_length": run.settings.max_length}
+    metrics = evaluate_examples(model, tokenizer, heldout, **options) if heldout else {}
+    solutions = [PrmSolution(str(pid), text, steps, answer, truth) for pid, text, steps, answer, truth in bon_rows]
+    if solutions:
+        scores = list(iter_scores(model, tokenizer, solutions, **options))
+        metrics["best_of_n"] = best_of_n(solutions, scores)
+    return metrics
+
+
+def _promote(run: RoundRun) -> None:
+    with run.session() as session:
+        round_ = session.get(Round, run.round_id)
+        assert round_ is not None
+        candidate = _round_version(session, run)
+        ok, why = passes(run.settings, round_.metrics.get("candidate"), round_.metrics.get("served"))
+        now = utcnow()
+        candidate.passed = ok
+        if ok:
+            # Both flips in one transaction: readers see the old model or the new one.
+            session.execute(update(ModelVersion).where(
+                ModelVersion.project_id == run.project_id, ModelVersion.is_served.is_(True)
+            ).values(is_served=False))
+            session.flush()
+            candidate.is_served = True
+            candidate.promoted_at = now
+        session.flush()
+        failpoint("promote.decided")
+        lease.advance(session, run.round_id, run.owner, RoundStage.promote, RoundStage.score,
+                      promoted=ok, message=("promoted: " if ok else "not promoted: ") + why,
+                      metrics={**round_.metrics, "rule": why, "passed": ok},
+                      percent=STAGE_START[RoundStage.score])
+
+
+def _round_version(session: Session, run: RoundRun) -> ModelVersion:
+    version = session.scalar(select(ModelVersion).where(ModelVersion.round_id == run.round_id))
+    assert version is not None, "a trained round has a model version"
+    return version
+
+
+# -- score (select and enqueue: app.rounds.picking) -------------------------------------------
+
+def _score(run: RoundRun) -> None:
+    with run.session() as session:
+        served = served_version(session, run.project_id)
+        if served is None:
+            lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
+                          message="no model served yet: picking uniformly",
+                          percent=STAGE_START[RoundStage.select])
+            return
+        version_id, path = served.id, served.path
+        total = pool.count_unscored(session, run.project_id, version_id)
+        run.progress(session, RoundStage.score, 0, f"scoring {total} solutions")
+    model, tokenizer, _ = load_checkpoint(path, _device())
+    s, after, done = run.settings, 0, 0
+    while True:
+        with run.session() as session:
+            chunk = pool.unscored_chunk(session, run.project_id, version_id, after, SCORE_CHUNK)
+        if not chunk:
+            break
+        solutions = [PrmSolution(str(pid), text, steps) for _, pid, steps, text in chunk]
+        scored = iter_scores(model, tokenizer, solutions, max_length=s.max_length,
+                             neutral_as_correct=s.neutral_as_correct)
+        rows = [
+            (sid, score.product if s.score_kind == ScoreKind.product else score.minimum, score.step_scores)
+            for (sid, *_), score in zip(chunk, scored)
+        ]
+        done, after = done + len(rows), chunk[-1][0]
+        with run.session() as session:
+            pool.save_scores(session, version_id, rows)
+            run.progress(session, RoundStage.score, done / max(total, 1), f"scored {done} of {total}")
+        failpoint("score.chunk")
+    with run.session() as session:
+        lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
+                      percent=STAGE_START[RoundStage.select], message="selecting")
+
+
+STAGES = {
+    RoundStage.snapshot: _snapshot,
+    RoundStage.train: _train,
+    RoundStage.evaluate: _evaluate,
+    RoundStage.promote: _promote,
+    RoundStage.score: _score,
+    RoundStage.select: select_stage,
+    RoundStage.enqueue: enqueue_stage,
+}

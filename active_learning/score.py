@@ -1,0 +1,101 @@
+"""Scoring solutions with a trained PRM: per-step class probabilities and solution scores.
+
+Built for pools of millions: solutions stream through in chunks; inside a chunk they are sorted
+by length and packed into batches under a token budget, so padding stays small and a batch of
+short solutions is as large as the budget allows. Results come back in input order.
+"""
+
+import itertools
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import torch
+
+from active_learning.data import Solution, tokenize_example
+from active_learning.model import marker_id
+
+
+@dataclass
+class SolutionScore:
+    step_probs: list[list[float] | None]  # [p(-1), p(0), p(+1)] per step; None if cut off
+    step_scores: list[float | None]  # probability that the step is correct
+    product: float  # the paper's solution score: every step correct
+    minimum: float  # the weakest step
+    truncated: bool  # some steps did not fit in max_length and were not scored
+
+
+def correct_probability(probs: list[float], neutral_as_correct: bool = True) -> float:
+    """P(step is correct). A neutral step is correct-but-unhelpful, so by default it counts as
+    correct, as in the paper's PRM scoring."""
+    return probs[2] + probs[1] if neutral_as_correct else probs[2]
+
+
+def _summarise(step_probs: list, neutral_as_correct: bool) -> SolutionScore:
+    scores = [None if p is None else correct_probability(p, neutral_as_correct) for p in step_probs]
+    known = [s for s in scores if s is not None]
+    return SolutionScore(step_probs, scores, math.prod(known), min(known, default=1.0),
+                         len(known) < len(scores))
+
+
+def _batches(lengths: list[int], batch_tokens: int) -> Iterator[list[int]]:
+    """Indices grouped so that (longest in batch) * (batch size) <= batch_tokens."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batch: list[int] = []
+    for i in order:
+        if batch and lengths[i] * (len(batch) + 1) > batch_tokens:
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def pad_batch(features: list[dict], pad_id: int, device) -> dict:
+    """Right-padded tensors; padding is masked, so it changes nothing at the markers."""
+    width = max(len(f["input_ids"]) for f in features)
+    ids = torch.full((len(features), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(features), width), dtype=torch.long)
+    labels = torch.full((len(features), width), -100, dtype=torch.long)
+    for row, f in enumerate(features):
+        n = len(f["input_ids"])
+        ids[row, :n] = torch.tensor(f["input_ids"])
+        mask[row, :n] = 1
+        labels[row, :n] = torch.tensor(f["labels"])
+    return {"input_ids": ids.to(device), "attention_mask": mask.to(device),
+            "labels": labels.to(device)}
+
+
+@torch.inference_mode()
+def _score_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch_tokens: int,
+                 neutral_as_correct: bool) -> list[SolutionScore]:
+    marker = marker_id(tokenizer)
+    features = [tokenize_example(tokenizer, marker, s.prompt, s.steps, None, max_length)
+                for s in chunk]
+    device = next(model.parameters()).device
+    results: list = [None] * len(chunk)
+    for batch in _batches([len(f["input_ids"]) for f in features], batch_tokens):
+        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, device)
+        logits = model(input_ids=inputs["input_ids"],
+                       attention_mask=inputs["attention_mask"]).logits  # [B, T, 3]
+        probs = logits.float().softmax(-1).cpu()
+        for row, i in enumerate(batch):
+            step_probs = [probs[row, m].tolist() if m >= 0 else None
+                          for m in features[i]["markers"]]
+            results[i] = _summarise(step_probs, neutral_as_correct)
+    return results
+
+
+def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: int = 2048,
+                batch_tokens: int = 16384, chunk_size: int = 4096,
+                neutral_as_correct: bool = True) -> Iterator[SolutionScore]:
+    """Scores in input order, holding one chunk of solutions in memory at a time."""
+    model.eval()
+    solutions = iter(solutions)
+    while chunk := list(itertools.islice(solutions, chunk_size)):
+        yield from _score_chunk(model, tokenizer, chunk, max_length, batch_tokens,
+                                neutral_as_correct)
+
+
+def score_solutions(model, tokenizer, solutions: Iterable[Solution], **options) -> list[SolutionScore]:
+    return list(iter_scores(model, tokenizer, solutions, **options))

@@ -1,0 +1,200 @@
+"""Train a PRM on step labels: one process on CPU, or many through `accelerate launch`/`torchrun`.
+
+Crash safety: everything is written under `<output>.partial/`; a resumable snapshot of the
+training state (weights, optimizer, RNG) lands there every `save_every` steps, and the finished
+checkpoint is renamed to `<output>` only once it is complete and evaluated. Running the same
+command again after a kill resumes from the last snapshot; a reader never sees half a model.
+"""
+
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+
+from active_learning.config import TrainConfig
+from active_learning.data import (IGNORE_INDEX, Example, load_examples, read_records,
+                                  snapshot_hash, split_by_problem, tokenize_example)
+from active_learning.evaluate import evaluate, evaluate_examples
+from active_learning.grading import GRADER_VERSION
+from active_learning.model import load_base, marker_id, save_checkpoint
+from active_learning.score import pad_batch
+from active_learning.tokenizer import STEP_MARKER
+
+PROGRESS_FILE = "progress.json"
+
+
+def epoch_batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
+    """Shuffled batches of similar length: sort within windows of 50 batches, so padding is
+    small but the order stays random. Deterministic in `seed`, which makes resuming exact."""
+    rng = random.Random(seed)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    window = batch_size * 50
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start:start + window], key=lengths.__getitem__)
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _process_batches(lengths: list[int], config: TrainConfig, steps_per_epoch: int,
+                     world: int, rank: int, start_step: int) -> Iterator[list[int]]:
+    """This process's share of every epoch from `start_step` on, endlessly."""
+    epoch, offset = divmod(start_step, steps_per_epoch)
+    while True:
+        batches = epoch_batches(lengths, config.batch_size, config.seed * 1000 + epoch)
+        yield from batches[:steps_per_epoch * world][rank::world][offset:]
+        epoch, offset = epoch + 1, 0
+
+
+def _learning_rate(config: TrainConfig, progress: float) -> float:
+    """Linear warm-up, then linear decay to zero at progress 1."""
+    if progress < config.warmup_fraction:
+        return config.learning_rate * max(progress / config.warmup_fraction, 0.01)
+    return config.learning_rate * max(0.0, 1 - progress) / (1 - config.warmup_fraction)
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    os.replace(tmp, path)  # atomic: a kill leaves the old file or the new one
+
+
+def _save_snapshot(accelerator: Accelerator, work: Path, step: int, seconds: float,
+                   fingerprint: dict) -> None:
+    state = work / f"state-{step}"
+    accelerator.save_state(state)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        _write_json(work / PROGRESS_FILE, {"step": step, "seconds": seconds, "state": state.name,
+                                           **fingerprint})
+        for old in work.glob("state-*"):
+            if old != state:
+                shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+
+
+def _resume(accelerator: Accelerator, work: Path, fingerprint: dict) -> tuple[int, float]:
+    """(steps done, seconds spent) of the last snapshot, after loading its state."""
+    progress_path = work / PROGRESS_FILE
+    if not progress_path.exists():
+        return 0, 0.0
+    progress = json.loads(progress_path.read_text())
+    if any(progress[key] != value for key, value in fingerprint.items()):
+        raise ValueError(f"{work} holds a run with other data or settings; remove it to start over")
+    accelerator.load_state(work / progress["state"])
+    return progress["step"], progress["seconds"]
+
+
+def _features(examples: list[Example], tokenizer, max_length: int) -> list[dict]:
+    marker = marker_id(tokenizer)
+    features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, max_length)
+                for e in examples]
+    features = [f for f in features if any(t != IGNORE_INDEX for t in f["labels"])]
+    if not features:
+        raise ValueError("no labeled steps to train on")
+    return features
+
+
+def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
+          eval_source: str | Path | Iterable[dict] | None = None) -> Path:
+    """Train and write a checkpoint directory to `config.output`; returns its path.
+
+    Sources are PRM800K or TRL JSONL paths, or in-memory record dicts. Without `eval_source`,
+    `config.eval_fraction` of the problems are held out for validation.
+    """
+    cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
+    # bf16 autocast on CUDA keeps fp32 master weights, so small updates are not rounded away.
+    accelerator = Accelerator(cpu=not cuda, mixed_precision="bf16" if cuda else "no")
+    set_seed(config.seed)
+    output = Path(config.output)
+    if output.exists():
+        raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
+    work = output.with_name(output.name + ".partial")
+    work.mkdir(parents=True, exist_ok=True)
+
+    examples = load_examples(train_source)
+    held_out, eval_records = [], None
+    if eval_source is None:
+        examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
+    else:
+        eval_records = list(read_records(eval_source))
+    model, tokenizer = load_base(config.base)
+    features = _features(examples, tokenizer, config.max_length)
+    lengths = [len(f["input_ids"]) for f in features]
+    world, rank = accelerator.num_processes, accelerator.process_index
+    # Every process must run the same number of steps, or gradient all-reduce would hang.
+    steps_per_epoch = max(1, len(features) // (config.batch_size * world))
+    total_steps = math.ceil(config.epochs * steps_per_epoch)
+    fingerprint = {"data_hash": snapshot_hash(examples), "config": config.to_dict(), "world": world}
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate,
+                                  weight_decay=config.weight_decay)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    start_step, spent = _resume(accelerator, work, fingerprint)
+    log = print if accelerator.is_main_process else (lambda *a, **k: None)
+    if start_step:
+        log(json.dumps({"resumed_from_step": start_step}), file=sys.stderr, flush=True)
+
+    model.train()
+    started, tokens, step = time.monotonic() - spent, 0, start_step
+    for batch in _process_batches(lengths, config, steps_per_epoch, world, rank, start_step):
+        elapsed, progress = time.monotonic() - started, step / total_steps
+        if config.time_budget_s is not None:
+            # Processes must agree on the clock, or their learning rates and their decision to
+            # stop would differ (a process left alone would wait forever in all-reduce).
+            elapsed = accelerator.reduce(torch.tensor(elapsed, device=accelerator.device), "max").item()
+            progress = max(progress, elapsed / config.time_budget_s)
+        if progress >= 1:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = _learning_rate(config, progress)
+        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device)
+        loss = model(**inputs).loss
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        tokens += int(inputs["attention_mask"].sum()) * world
+        if step % config.log_every == 0:
+            log(json.dumps({"step": step, "of": total_steps, "epoch": round(step / steps_per_epoch, 2),
+                            "loss": round(loss.item(), 4), "lr": optimizer.param_groups[0]["lr"],
+                            "tokens_per_s": round(tokens / (time.monotonic() - started - spent))}),
+                file=sys.stderr, flush=True)
+        if step % config.save_every == 0 and step < total_steps:
+            _save_snapshot(accelerator, work, step, time.monotonic() - started, fingerprint)
+
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        model = accelerator.unwrap_model(model).eval()
+        with accelerator.autocast():
+            if eval_records is not None:
+                metrics = evaluate(model, tokenizer, eval_records, max_length=config.max_length)
+            else:
+                metrics = evaluate_examples(model, tokenizer, held_out, max_length=config.max_length)
+        meta = {
+            "format": 1, "base": config.base, "step_marker": STEP_MARKER,
+            "data_hash": fingerprint["data_hash"], "config": config.to_dict(), "metrics": metrics,
+            "train_examples": len(examples), "steps": step, "resumed_from_step": start_step,
+            "stopped_by_time_budget": step < total_steps, "world_size": world,
+            "train_seconds": round(time.monotonic() - started, 1), "grader_version": GRADER_VERSION,
+        }
+        final = work / "model"
+        shutil.rmtree(final, ignore_errors=True)
+        save_checkpoint(model, tokenizer, final, meta)
+        os.rename(final, output)
+        shutil.rmtree(work)
+        log(json.dumps({"output": str(output), "metrics": metrics}), flush=True)
+    accelerator.wait_for_everyone()
+    return output

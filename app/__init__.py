@@ -1,0 +1,1 @@
+"""Stepwise: step-level human feedback on model-written math solutions."""

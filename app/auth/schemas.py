@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class TokenRequest(BaseModel):
+    username: str = Field(max_length=64)
+    password: str = Field(max_length=1024)
+    name: str = Field(default="api", max_length=100, description="a note to recognise the token by")
+
+
+class TokenRead(BaseModel):
+    token: str
+    token_type: str = "bearer"

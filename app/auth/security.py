@@ -1,0 +1,39 @@
+"""Password hashing and opaque tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+_hasher = PasswordHasher()
+
+# Verifying against this when the user does not exist keeps login time the same either way,
+# so response times do not reveal which usernames exist.
+_DUMMY_HASH = _hasher.hash("not a real password")
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str | None, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def same_token(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())

@@ -1,0 +1,392 @@
+"""The `stepwise` command. Parses arguments, then calls the same services the API uses."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from active_learning.cli import prm
+from app.config import Settings, get_settings
+from app.db import create_db_engine, create_session_factory, session_scope
+from app.errors import ServiceError
+from app.models import Role
+
+
+class _Context:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._factory = None
+
+    def session(self):  # type: ignore[no-untyped-def]
+        if self._factory is None:
+            self._factory = create_session_factory(create_db_engine(self.settings))
+        return session_scope(self._factory)
+
+
+pass_ctx = click.make_pass_decorator(_Context)
+
+
+class _Group(click.Group):
+    """Service errors become a one-line message and exit status 1, not a traceback."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except ServiceError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            details = exc.details if isinstance(exc.details, list) else []
+            for detail in details[:50]:
+                click.echo(f"  {_format_detail(detail)}", err=True)
+            if len(details) > 50:
+                click.echo(f"  … and {len(details) - 50} more", err=True)
+            ctx.exit(1)
+
+
+def _format_detail(detail: object) -> str:
+    if isinstance(detail, dict):
+        where = ":".join(str(detail[k]) for k in ("file", "line") if detail.get(k) is not None)
+        field = detail.get("field")
+        return f"{where}{' ' if where else ''}{field + ': ' if field else ''}{detail.get('message', '')}"
+    return str(detail)
+
+
+@click.group(cls=_Group)
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Stepwise: step-level labels for math solutions. Honours DATABASE_URL."""
+    ctx.obj = _Context(get_settings())
+
+
+@cli.group(cls=_Group)
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+@pass_ctx
+def db_upgrade(ctx: _Context, revision: str) -> None:
+    """Apply migrations."""
+    from app.migrate import upgrade
+
+    upgrade(ctx.settings.database_url, revision)
+    click.echo(f"database at {revision}")
+
+
+@db.command("downgrade")
+@click.argument("revision")
+@pass_ctx
+def db_downgrade(ctx: _Context, revision: str) -> None:
+    """Revert migrations down to REVISION ('base' empties the database)."""
+    from app.migrate import downgrade
+
+    downgrade(ctx.settings.database_url, revision)
+    click.echo(f"database at {revision}")
+
+
+@cli.group(cls=_Group)
+def users() -> None:
+    """User accounts."""
+
+
+@users.command("create")
+@click.option("--username", required=True)
+@click.option("--role", required=True, type=click.Choice([r.value for r in Role]))
+@pass_ctx
+def users_create(ctx: _Context, username: str, role: str) -> None:
+    """Create a user; the password is read from standard input."""
+    from app.users.schemas import UserCreate
+    from app.users.service import create_user
+
+    password = _read_password()
+    data = _validated(UserCreate, username=username, role=role, password=password)
+    with ctx.session() as session:
+        user = create_user(session, data)
+        click.echo(f"created {user.role.value} {user.username} (id {user.id})")
+
+
+@users.command("list")
+@pass_ctx
+def users_list(ctx: _Context) -> None:
+    from app.users.service import list_users
+
+    with ctx.session() as session:
+        for user in list_users(session):
+            state = "" if user.is_active else " (disabled)"
+            click.echo(f"{user.id}\t{user.username}\t{user.role.value}{state}")
+
+
+@cli.group(cls=_Group)
+def tokens() -> None:
+    """Bearer tokens for the JSON API."""
+
+
+@tokens.command("create")
+@click.option("--username", required=True)
+@click.option("--name", default="cli", show_default=True)
+@pass_ctx
+def tokens_create(ctx: _Context, username: str, name: str) -> None:
+    """Print a new API token for a user (shown once)."""
+    from app.auth.service import issue_api_token
+    from app.users.service import get_user_by_name
+
+    with ctx.session() as session:
+        click.echo(issue_api_token(session, get_user_by_name(session, username), name))
+
+
+@cli.group(cls=_Group)
+def projects() -> None:
+    """Labeling projects."""
+
+
+@projects.command("create")
+@click.argument("name")
+@click.option("--mode", "labeling_mode", type=click.Choice(["first_error", "full"]), default="first_error", show_default=True)
+@click.option("--overlap", type=int, default=1, show_default=True)
+@click.option("--lease-minutes", type=int, default=30, show_default=True)
+@click.option("--description", default="")
+@pass_ctx
+def projects_create(ctx: _Context, name: str, labeling_mode: str, overlap: int, lease_minutes: int, description: str) -> None:
+    """Create a project."""
+    from app.projects.schemas import ProjectCreate
+    from app.projects.service import create_project
+
+    data = _validated(
+        ProjectCreate,
+        name=name,
+        labeling_mode=labeling_mode,
+        overlap=overlap,
+        lease_minutes=lease_minutes,
+        description=description,
+    )
+    with ctx.session() as session:
+        project = create_project(session, data)
+        click.echo(f"created project {project.name} (id {project.id})")
+
+
+@projects.command("list")
+@pass_ctx
+def projects_list(ctx: _Context) -> None:
+    from app.projects.service import list_projects
+
+    with ctx.session() as session:
+        for project in list_projects(session):
+            click.echo(f"{project.id}\t{project.name}\t{project.labeling_mode.value}\toverlap {project.overlap}")
+
+
+@cli.command("import")
+@click.option("--project", "project_name", required=True)
+@click.option("--format", "fmt", required=True, type=click.Choice(["prm800k", "math", "solutions"]))
+@click.option("--separator", default=None, help="step separator for solutions given as text")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@pass_ctx
+def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, file: Path) -> None:
+    """Import a JSONL file into a project: all of it, or nothing if any line is bad."""
+    from app.imports.service import import_file
+    from app.projects.service import get_project_by_name
+
+    with ctx.session() as session, file.open("rb") as stream:
+        project = get_project_by_name(session, project_name)
+        result = import_file(
+            session, project, stream, filename=file.name, fmt=fmt, separator=separator, user=None
+        )
+        click.echo(result.summary())
+
+
+@cli.command("export")
+@click.option("--project", "project_name", required=True)
+@click.option("--format", "fmt", required=True, type=click.Choice(["prm800k", "trl", "parquet"]))
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--since", default=None, help="labels created on or after this date (YYYY-MM-DD)")
+@click.option("--until", default=None, help="labels created before this date (YYYY-MM-DD)")
+@click.option("--generation", type=int, multiple=True, help="only these generations")
+@click.option("--labeler", multiple=True, help="username or foreign labeler id")
+@click.option("--qc", type=click.Choice(["include", "exclude", "only"]), default="include", show_default=True)
+@click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
+@pass_ctx
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, neutral: str) -> None:
+    """Export a project's labels, streamed to a file."""
+    from app.exports.schemas import ExportFilters
+    from app.exports.service import write_export
+    from app.projects.service import get_project_by_name
+
+    filters = _validated(
+        ExportFilters,
+        since=since,
+        until=until,
+        generations=list(generation) or None,
+        labelers=list(labeler) or None,
+        qc=qc,
+        neutral=neutral,
+    )
+    with ctx.session() as session:
+        project = get_project_by_name(session, project_name)
+        partial = output.with_name(output.name + ".partial")
+        with partial.open("wb") as sink:
+            count = write_export(session, project, fmt, filters, sink)
+        partial.replace(output)
+        click.echo(f"exported {count} labels to {output}")
+
+
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, type=int, show_default=True)
+@click.option("--workers", default=1, type=int, show_default=True)
+def serve(host: str, port: int, workers: int) -> None:
+    """Run the web server."""
+    import uvicorn
+
+    click.echo(f"Stepwise at http://{host}:{port}/")
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=True,
+        log_level="info",
+    )
+
+
+@cli.command("demo")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, type=int, show_default=True)
+@click.option("--no-serve", is_flag=True, help="load the demo data and stop")
+@pass_ctx
+def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
+    """Migrate, load the MATH-500 demo project and demo users, print their logins, serve."""
+    from app.demo.service import load_demo
+    from app.migrate import upgrade
+
+    upgrade(ctx.settings.database_url)
+    with ctx.session() as session:
+        report = load_demo(session)
+    click.echo(report.describe())
+    if not no_serve:
+        ctx_click = click.get_current_context()
+        ctx_click.invoke(serve, host=host, port=port, workers=1)
+
+
+def _read_password() -> str:
+    if sys.stdin.isatty():
+        return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    line = sys.stdin.readline()
+    return line.rstrip("\r\n")
+
+
+def _validated(model, **values):  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from app.errors import BadInput
+
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        details = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+        ]
+        raise BadInput("invalid arguments", details) from exc
+
+
+# The PRM engine's own command group; it imports torch only inside its commands.
+cli.add_command(prm)
+
+
+# -- active learning: rounds, their workers, the simulation and the generator ------------------
+# Heavy modules (torch, transformers) are imported inside the commands.
+
+
+@cli.group(cls=_Group)
+def rounds() -> None:
+    """Active-learning rounds: train, evaluate, promote, score, select, enqueue."""
+
+
+@rounds.command("start")
+@click.option("--project", "project_name", required=True)
+@click.option("--wait", is_flag=True, help="run the round in this process instead of a worker's")
+@pass_ctx
+def rounds_start(ctx: _Context, project_name: str, wait: bool) -> None:
+    """Queue a round for a project (one at a time per project)."""
+    from app.projects.service import get_project_by_name
+    from app.rounds.jobs import wake_after_commit
+    from app.rounds.service import start_round
+
+    with ctx.session() as session:
+        round_ = start_round(session, get_project_by_name(session, project_name))
+        wake_after_commit(session, round_.id)
+        round_id, number = round_.id, round_.number
+    click.echo(f"round {number} of {project_name} queued (id {round_id})")
+    if wait:
+        from app.rounds.worker import run_here
+
+        click.echo(run_here(ctx.settings, round_id))
+
+
+@rounds.command("list")
+@click.option("--project", "project_name", required=True)
+@pass_ctx
+def rounds_list(ctx: _Context, project_name: str) -> None:
+    """The project's rounds, newest first."""
+    from app.projects.service import get_project_by_name
+    from app.rounds.service import list_rounds
+
+    with ctx.session() as session:
+        for r in list_rounds(session, get_project_by_name(session, project_name).id):
+            labels = "-" if r.snapshot_labels is None else r.snapshot_labels
+            click.echo(f"{r.number}\t{r.status.value}\t{r.stage.value}\t{r.percent:.0f}%\t{labels} labels\t{r.message}")
+
+
+@cli.command("worker")
+@click.option("--once", is_flag=True, help="run the rounds waiting now, then exit")
+@pass_ctx
+def worker(ctx: _Context, once: bool) -> None:
+    """Run rounds: procrastinate's worker on PostgreSQL, a polling loop on SQLite."""
+    from app.rounds.worker import run_worker
+
+    run_worker(ctx.settings, once=once)
+
+
+@cli.command("simulate")
+@click.option("--output", default="bench/results/active_learning.json", show_default=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--seed", default=0, show_default=True, help="seed of the pool, the held-out set and training")
+@click.option("--rounds", "n_rounds", default=None, type=int, help="rounds after the seed round")
+@click.option("--labels-per-round", default=None, type=int)
+@click.option("--pool-problems", default=None, type=int)
+@click.option("--score", type=click.Choice(["product", "minimum"]), default=None, help="solution score the active arm ranks by (default: product)")
+@click.option("--quick", is_flag=True, help="a few-minute smoke run, not a measurement")
+def simulate(output: Path, seed: int, n_rounds: int | None, labels_per_round: int | None, pool_problems: int | None, score: str | None, quick: bool) -> None:
+    """Active learning against uniform selection on synthetic data with an oracle labeler."""
+    from active_learning.simulate import SimulationConfig, run_and_report
+
+    config = SimulationConfig.quick(seed) if quick else SimulationConfig(seed=seed)
+    overrides = {"rounds": n_rounds, "labels_per_round": labels_per_round, "pool_problems": pool_problems, "score": score}
+    config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    click.echo(run_and_report(config, output))
+
+
+@cli.command("generate")
+@click.option("--project", "project_name", required=True)
+@click.option("--model", "model_name", required=True, help="a local directory or a hub id of a causal LM")
+@click.option("--samples", default=4, show_default=True, type=click.IntRange(1, 1000), help="solutions per problem")
+@click.option("--max-new-tokens", default=512, show_default=True, type=click.IntRange(1, 32768))
+@click.option("--temperature", default=0.7, show_default=True, type=click.FloatRange(0, 5))
+@click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--seed", default=0, show_default=True)
+@click.option("--limit", default=None, type=click.IntRange(1), help="only the first N problems")
+@pass_ctx
+def generate(ctx: _Context, project_name: str, model_name: str, samples: int, max_new_tokens: int, temperature: float, top_p: float, seed: int, limit: int | None) -> None:
+    """Sample solutions to the project's problems, grade them and add them to the pool."""
+    from active_learning.generate import GenerationConfig, generate_for_project
+    from app.projects.service import get_project_by_name
+
+    config = GenerationConfig(model=model_name, samples=samples, max_new_tokens=max_new_tokens,
+                              temperature=temperature, top_p=top_p, seed=seed)
+    with ctx.session() as session:
+        result = generate_for_project(session, get_project_by_name(session, project_name), config, limit=limit)
+        click.echo(result.summary())
+
+
+def main() -> None:
+    cli(prog_name="stepwise")

@@ -1,0 +1,51 @@
+"""Service settings, read from environment variables with safe defaults."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def normalize_database_url(url: str) -> str:
+    """Let users write the URL every PostgreSQL tool understands; we speak psycopg 3."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///./stepwise.db",
+        description="SQLAlchemy URL; the embedded default is a SQLite file in the working directory.",
+    )
+    environment: Literal["development", "production", "test"] = Field(
+        default="development", alias="STEPWISE_ENV"
+    )
+    cookie_secure: bool = Field(
+        default=False,
+        alias="STEPWISE_COOKIE_SECURE",
+        description="Send session cookies over HTTPS only; turn on behind TLS.",
+    )
+    session_hours: int = Field(default=12, ge=1, le=24 * 30, alias="STEPWISE_SESSION_HOURS")
+    max_upload_mb: int = Field(default=2048, ge=1, alias="STEPWISE_MAX_UPLOAD_MB")
+    db_pool_size: int = Field(default=10, ge=1, alias="STEPWISE_DB_POOL_SIZE")
+
+    @field_validator("database_url")
+    @classmethod
+    def _normalize(cls, value: str) -> str:
+        return normalize_database_url(value)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,103 @@
+"""Engine construction and the one way to get a database session.
+
+`session_scope` is the only place that commits or rolls back: request handlers get it through
+`get_session`, the CLI and workers use it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+
+import anyio
+import anyio.to_thread
+from fastapi import Request
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+
+
+def create_db_engine(settings: Settings) -> Engine:
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=settings.db_pool_size,
+            max_overflow=20,
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=20,
+        pool_pre_ping=True,
+    )
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        # pysqlite's own transaction handling would issue a deferred BEGIN; we take over so
+        # that every transaction starts with BEGIN IMMEDIATE below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection):  # type: ignore[no-untyped-def]
+        # SQLite has no row locks: taking the write lock at BEGIN serialises writers, which is
+        # what makes leasing a task safe there (PostgreSQL uses FOR UPDATE SKIP LOCKED instead).
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        # Detached first, loaded objects keep their values: a rollback would expire them, and
+        # the error page rendered after this needs the logged-in user it already loaded.
+        session.expunge_all()
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """The request's session, through `session_scope`.
+
+    Entering makes a Session object and opens no connection, so it happens on the event loop;
+    leaving commits or rolls back, which waits on the database, so it runs in a worker thread
+    as FastAPI runs a plain generator's exit: shielded from cancellation, and outside the
+    threadpool's capacity limit, so that a full pool cannot keep a connection from coming back.
+    A plain generator would also enter in a thread: one more hop for every request.
+    """
+    scope = session_scope(request.app.state.session_factory)
+    session = scope.__enter__()
+    exit_limiter = anyio.CapacityLimiter(1)
+    try:
+        yield session
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            handled = await anyio.to_thread.run_sync(
+                scope.__exit__, type(exc), exc, exc.__traceback__, limiter=exit_limiter
+            )
+        if not handled:
+            raise
+    else:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(scope.__exit__, None, None, None, limiter=exit_limiter)

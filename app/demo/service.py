@@ -1,0 +1,142 @@
+"""The embedded demo: MATH-500 problems, demo solutions, demo users."""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.auth.security import hash_password
+from app.demo.solutions import demo_solutions
+from app.errors import NotFound
+from app.imports.service import import_file
+from app.models import Problem, Project, Role, Solution, User
+from app.projects.schemas import ProjectCreate
+from app.projects.service import create_project
+
+DEMO_PROJECT = "MATH-500 demo"
+DEMO_USERS = (
+    ("demo-labeler", Role.labeler),
+    ("demo-labeler-2", Role.labeler),
+    ("demo-manager", Role.manager),
+    ("demo-researcher", Role.researcher),
+    ("demo-admin", Role.admin),
+)
+
+
+def default_problems_file() -> Path:
+    """MATH-500 from STEPWISE_DEMO_PROBLEMS, else from the shared data beside the checkout."""
+    configured = os.environ.get("STEPWISE_DEMO_PROBLEMS")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[3] / "shared" / "data" / "math500.jsonl"
+
+
+@dataclass
+class DemoReport:
+    project: str
+    problems_added: int
+    solutions_added: int
+    logins: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [
+            f"Demo project {self.project!r}: {self.problems_added} problems and "
+            f"{self.solutions_added} solutions added (demo data, marked as such).",
+            "Demo logins (passwords are new on every `stepwise demo`):",
+        ]
+        lines += [f"  {role:<10} {name:<16} {password}" for name, role, password in self.logins]
+        return "\n".join(lines)
+
+
+def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport:
+    """Create (or refresh) the demo project and users. Running it again adds nothing new."""
+    project = session.scalar(select(Project).where(Project.name == DEMO_PROJECT))
+    if project is None:
+        project = create_project(
+            session,
+            ProjectCreate(
+                name=DEMO_PROJECT,
+                description=(
+                    "MATH-500 test problems with demo solutions: each reference solution split "
+                    "into steps, plus a wrong-final-answer variant and a one-step-slip variant "
+                    "(see app/demo/solutions.py). Demo data, not model output."
+                ),
+            ),
+            is_demo=True,
+        )
+    source = problems_file or default_problems_file()
+    if not source.is_file():
+        raise NotFound(
+            f"demo problems file {source} is missing: set STEPWISE_DEMO_PROBLEMS to a MATH-style "
+            "JSONL file (for example shared/data/math500.jsonl)"
+        )
+    problems = [orjson.loads(line) for line in source.read_bytes().splitlines() if line.strip()]
+    made = import_file(
+        session,
+        project,
+        io.BytesIO(source.read_bytes()),
+        filename=source.name,
+        fmt="math",
+        separator=None,
+        user=None,
+    )
+    kinds: dict[tuple[str, ...], str] = {}
+    lines = []
+    for seed, problem in enumerate(problems):
+        for solution in demo_solutions(problem["solution"], problem["answer"], seed):
+            kinds[tuple(solution.steps)] = solution.kind
+            lines.append(
+                orjson.dumps(
+                    {"problem": problem["problem"], "steps": solution.steps, "answer": solution.answer}
+                )
+            )
+    added = import_file(
+        session,
+        project,
+        io.BytesIO(b"\n".join(lines)),
+        filename="demo-solutions.jsonl",
+        fmt="solutions",
+        separator=None,
+        user=None,
+    )
+    _mark_demo(session, project, kinds)
+    return DemoReport(
+        project=project.name,
+        problems_added=made.added.get("problems", 0),
+        solutions_added=added.added.get("solutions", 0),
+        logins=_demo_logins(session),
+    )
+
+
+def _mark_demo(session: Session, project: Project, kinds: dict[tuple[str, ...], str]) -> None:
+    session.execute(update(Problem).where(Problem.project_id == project.id).values(is_demo=True))
+    for solution in session.scalars(
+        select(Solution).where(Solution.project_id == project.id, Solution.is_demo.is_(False))
+    ):
+        solution.is_demo = True
+        solution.origin = {
+            **(solution.origin or {}),
+            "demo": kinds.get(tuple(solution.steps), "unknown"),
+            "procedure": "app/demo/solutions.py",
+        }
+
+
+def _demo_logins(session: Session) -> list[tuple[str, str, str]]:
+    logins = []
+    for username, role in DEMO_USERS:
+        password = secrets.token_urlsafe(9)
+        user = session.scalar(select(User).where(User.username == username))
+        if user is None:
+            session.add(User(username=username, role=role, password_hash=hash_password(password)))
+        else:
+            user.password_hash = hash_password(password)
+            user.is_active = True
+        logins.append((username, role.value, password))
+    return logins

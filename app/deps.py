@@ -1,0 +1,122 @@
+"""Request dependencies: the database session, who is calling, and what they may do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from sqlalchemy.orm import Session
+
+from app.auth.security import same_token
+from app.auth.service import Principal, principal_from_bearer, principal_from_cookie
+from app.db import get_session
+from app.errors import Forbidden, ServiceError
+from app.models import Role, User
+
+# A row id in a path. The bounds turn a number no database column can hold (SQLite cannot even
+# bind one past 2**63) into a 422 instead of a 500.
+RowId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+SESSION_COOKIE = "stepwise_session"
+CSRF_HEADER = "X-CSRF-Token"
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+# scope="function": the session commits when the endpoint returns, before the response is
+# sent, so an acknowledged submit is a committed one.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+class NotAuthenticated(ServiceError):
+    status_code = 401
+
+
+class LoginRequired(Exception):
+    """Raised for pages; app.main answers with a redirect to the login page."""
+
+    def __init__(self, next_path: str) -> None:
+        self.next_path = next_path
+
+
+class CsrfFailed(ServiceError):
+    status_code = 403
+
+
+def _principal(request: Request, session: Session) -> Principal | None:
+    header = request.headers.get("authorization")
+    if header:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise NotAuthenticated("Authorization header must be 'Bearer <token>'")
+        principal = principal_from_bearer(session, token.strip())
+        if principal is None:
+            raise NotAuthenticated("unknown or revoked API token")
+        return principal
+    cookie = request.cookies.get(SESSION_COOKIE)
+    return principal_from_cookie(session, cookie) if cookie else None
+
+
+def api_principal(request: Request, session: SessionDep) -> Principal:
+    principal = _principal(request, session)
+    if principal is None:
+        raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
+    if principal.session is not None and request.method in UNSAFE_METHODS:
+        # Cookies ride along on cross-site requests; a header a foreign page cannot set is
+        # the proof that our own page sent this one.
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not sent or not same_token(sent, principal.session.csrf_token):
+            raise CsrfFailed(f"missing or wrong {CSRF_HEADER} header")
+    request.state.principal = principal
+    return principal
+
+
+async def page_principal(request: Request, session: SessionDep) -> Principal:
+    principal = _principal(request, session)
+    if principal is None or principal.session is None:
+        raise LoginRequired(request.url.path)
+    if request.method in UNSAFE_METHODS:
+        form = await request.form()
+        sent = form.get("csrf_token") or request.headers.get(CSRF_HEADER, "")
+        if not isinstance(sent, str) or not sent or not same_token(
+            sent, principal.session.csrf_token
+        ):
+            raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
+    request.state.principal = principal
+    return principal
+
+
+def _user_with_role(source: Callable[..., object], roles: tuple[Role, ...]):  # type: ignore[no-untyped-def]
+    # A default rather than Annotated: `source` is a closure variable, which postponed
+    # annotations could not resolve.
+    # async although it awaits nothing: FastAPI runs a plain def in the threadpool, and a thread
+    # hop for a comparison of two enums is most of what this check would cost.
+    async def dependency(principal: Principal = Depends(source)) -> User:
+        user = principal.user
+        if roles and user.role not in roles and user.role != Role.admin:
+            allowed = ", ".join(r.value for r in roles)
+            raise Forbidden(f"this needs the role {allowed}; you are {user.role.value}")
+        return user
+
+    return dependency
+
+
+def api_user(*roles: Role):  # type: ignore[no-untyped-def]
+    return Depends(_user_with_role(api_principal, roles))
+
+
+def page_user(*roles: Role):  # type: ignore[no-untyped-def]
+    return Depends(_user_with_role(page_principal, roles))
+
+
+MANAGE = (Role.manager,)
+RESEARCH = (Role.researcher,)
+READ_DATA = (Role.manager, Role.researcher)
+
+ApiUser = Annotated[User, api_user()]
+ManagerApiUser = Annotated[User, api_user(*MANAGE)]
+DataApiUser = Annotated[User, api_user(*READ_DATA)]
+AdminApiUser = Annotated[User, api_user(Role.admin)]
+PageUser = Annotated[User, page_user()]
+ManagerPageUser = Annotated[User, page_user(*MANAGE)]
+DataPageUser = Annotated[User, page_user(*READ_DATA)]
+AdminPageUser = Annotated[User, page_user(Role.admin)]

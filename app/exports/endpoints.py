@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
+
+from app.deps import DataApiUser, RowId, SessionDep
+from app.errors import BadInput
+from app.exports.schemas import ExportFilters, ExportFormat
+from app.exports.service import MEDIA_TYPES, export_filename, stream_export
+from app.models import utcnow
+from app.projects.service import get_project
+
+router = APIRouter(prefix="/api/v1/projects/{project_id}", tags=["exports"])
+
+
+def export_filters(
+    since: Annotated[date | None, Query(description="labels created on or after this UTC day")] = None,
+    until: Annotated[date | None, Query(description="labels created before this UTC day")] = None,
+    generation: Annotated[list[int] | None, Query(description="only these generations (repeatable)")] = None,
+    labeler: Annotated[
+        list[str] | None, Query(description="username, labeler UUID or imported labeler id (repeatable)")
+    ] = None,
+    qc: Annotated[Literal["include", "exclude", "only"], Query()] = "include",
+    neutral: Annotated[Literal["positive", "negative"], Query(description="TRL: what a 0 rating becomes")] = "positive",
+) -> ExportFilters:
+    try:
+        return ExportFilters(
+            since=since, until=until, generations=generation, labelers=labeler, qc=qc, neutral=neutral
+        )
+    except ValidationError as exc:
+        details = [
+            {"field": ".".join(str(p) for p in e["loc"]) or "filters", "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        raise BadInput("invalid export filters", details) from exc
+
+
+@router.get(
+    "/export",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "the export, streamed as an attachment",
+            "content": {media: {} for media in set(MEDIA_TYPES.values())},
+        }
+    },
+)
+def export(
+    project_id: RowId,
+    request: Request,
+    _: DataApiUser,
+    session: SessionDep,
+    fmt: Annotated[ExportFormat, Query(alias="format")],
+    filters: Annotated[ExportFilters, Depends(export_filters)],
+) -> StreamingResponse:
+    """Labels of the project as PRM800K JSONL, TRL stepwise supervision JSONL, or Parquet."""
+    project = get_project(session, project_id)
+    filename = export_filename(project, fmt.value, utcnow().date())
+    return StreamingResponse(
+        stream_export(request.app.state.session_factory, project.id, fmt.value, filters),
+        media_type=MEDIA_TYPES[fmt],
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

@@ -1,0 +1,107 @@
+"""The export form: filters checked where a mistake can be shown, then the API streams the file."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request, status
+from fastapi.responses import RedirectResponse, Response
+from pydantic import BaseModel, Field
+
+from app.deps import DataPageUser, SessionDep
+from app.exports.schemas import ExportFilters, ExportFormat
+from app.forms import FormInvalid, PageId, validate_form
+from app.models import Project
+from app.projects.service import get_project
+from app.templating import render
+
+router = APIRouter(prefix="/manage/projects/{project_id}/export", include_in_schema=False)
+
+
+class ExportForm(BaseModel):
+    """The fields as typed; lists are comma- or space-separated."""
+
+    format: str = Field(default="", max_length=50)
+    since: str = Field(default="", max_length=50)
+    until: str = Field(default="", max_length=50)
+    generations: str = Field(default="", max_length=5000)
+    labelers: str = Field(default="", max_length=20_000)
+    qc: str = Field(default="", max_length=50)
+    neutral: str = Field(default="", max_length=50)
+
+
+@router.get("")
+def export_page(
+    request: Request, project_id: PageId, user: DataPageUser, session: SessionDep
+) -> Response:
+    project = get_project(session, project_id)
+    return _export_form(request, project, {"format": ExportFormat.prm800k.value}, {})
+
+
+@router.get("/download")
+def export_download(
+    request: Request,
+    project_id: PageId,
+    user: DataPageUser,
+    session: SessionDep,
+    form: Annotated[ExportForm, Query()],
+) -> Response:
+    project = get_project(session, project_id)
+    errors: dict[str, str] = {}
+    if form.format not in set(ExportFormat):
+        errors["format"] = "choose PRM800K, TRL or Parquet"
+    try:
+        filters = validate_form(
+            ExportFilters,
+            {
+                "since": form.since,
+                "until": form.until,
+                "generations": _listed(form.generations),
+                "labelers": _listed(form.labelers),
+                "qc": form.qc,
+                "neutral": form.neutral,
+            },
+        )
+    except FormInvalid as exc:
+        errors.update(exc.errors)
+    if errors:
+        return _export_form(request, project, form.model_dump(), errors, 422)
+    query = urlencode([("format", form.format), *filters_query(filters)])
+    return RedirectResponse(f"/api/v1/projects/{project.id}/export?{query}", status_code=303)
+
+
+def _listed(text: str) -> list[str] | None:
+    return [item for item in re.split(r"[\s,]+", text) if item] or None
+
+
+def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
+    """The export API's query parameters for these filters; defaults are left out."""
+    query: list[tuple[str, str]] = []
+    if filters.since:
+        query.append(("since", filters.since.isoformat()))
+    if filters.until:
+        query.append(("until", filters.until.isoformat()))
+    query += [("generation", str(g)) for g in filters.generations or []]
+    query += [("labeler", name) for name in filters.labelers or []]
+    if filters.qc != "include":
+        query.append(("qc", filters.qc))
+    if filters.neutral != "positive":
+        query.append(("neutral", filters.neutral))
+    return query
+
+
+def _export_form(
+    request: Request,
+    project: Project,
+    values: dict[str, str],
+    errors: dict[str, str],
+    status_code: int = status.HTTP_200_OK,
+) -> Response:
+    return render(
+        request,
+        "manage/export.html",
+        {"project": project, "values": values, "errors": errors, "tab": "export"},
+        status_code=status_code,
+    )

@@ -1,0 +1,135 @@
+"""Exports: a project's labels, filtered, streamed as PRM800K JSONL, TRL JSONL or Parquet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from typing import Any, BinaryIO
+
+import orjson
+from sqlalchemy import Row
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.errors import BadInput
+from app.exports.parquet import ROWS_PER_GROUP, ParquetStream
+from app.exports.prm800k import render_question, render_record
+from app.exports.query import label_query, labeler_of, stream_rows
+from app.exports.schemas import ExportFilters, ExportFormat
+from app.exports.trl import trl_record
+from app.models import Project
+
+MEDIA_TYPES = {
+    ExportFormat.prm800k: "application/x-ndjson",
+    ExportFormat.trl: "application/x-ndjson",
+    ExportFormat.parquet: "application/vnd.apache.parquet",
+}
+_FLUSH_BYTES = 1024 * 1024
+
+
+class Export:
+    """One export's byte chunks; `records` counts what was written so far."""
+
+    def __init__(self, session: Session, project_id: int, fmt: str, filters: ExportFilters) -> None:
+        self.session = session
+        self.project_id = project_id
+        self.format = export_format(fmt)
+        self.filters = filters
+        self.records = 0
+
+    def chunks(self) -> Iterator[bytes]:
+        if self.format == ExportFormat.parquet:
+            yield from self._parquet()
+        else:
+            yield from self._jsonl()
+
+    def _rows(self) -> Iterator[Row]:
+        query = label_query(self.project_id, self.filters, finished_only=self.format == ExportFormat.trl)
+        return stream_rows(self.session, query)
+
+    def _jsonl(self) -> Iterator[bytes]:
+        neutral_is_good = self.filters.neutral == "positive"
+        buffer: list[bytes] = []
+        size = 0
+        for row in self._rows():
+            record = prm800k_record(row) if self.format == ExportFormat.prm800k else trl_record(row, neutral_is_good)
+            if record is None:
+                continue
+            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+            buffer.append(line)
+            size += len(line)
+            self.records += 1
+            if size >= _FLUSH_BYTES:
+                yield b"".join(buffer)
+                buffer, size = [], 0
+        if buffer:
+            yield b"".join(buffer)
+
+    def _parquet(self) -> Iterator[bytes]:
+        stream = ParquetStream()
+        closed = False
+        try:
+            for row in self._rows():
+                stream.add(row)
+                self.records += 1
+                if stream.pending >= ROWS_PER_GROUP:
+                    yield stream.flush()
+            closed = True
+            yield stream.close()
+        finally:
+            if not closed:
+                stream.close()
+
+
+def prm800k_record(row: Row) -> dict[str, Any]:
+    solution_steps = orjson.loads(row.solution_steps)
+    return render_record(
+        labeler=labeler_of(row),
+        created_at=row.created_at,
+        generation=row.generation,
+        is_quality_control=row.is_quality_control,
+        is_initial_screening=row.is_initial_screening,
+        question=render_question(
+            row.statement,
+            row.answer,
+            row.reference_solution,
+            solution_steps,
+            row.steps_source,
+            row.final_answer,
+            row.verifier_score,
+        ),
+        solution_steps=solution_steps,
+        label_steps=orjson.loads(row.label_steps),
+        total_time_ms=row.total_time_ms,
+        finish_reason=row.finish_reason,
+        extra=orjson.loads(row.extra) if row.extra else {},
+    )
+
+
+def export_format(fmt: str) -> ExportFormat:
+    try:
+        return ExportFormat(fmt)
+    except ValueError:
+        raise BadInput(f"unknown export format {fmt!r}; expected one of {', '.join(ExportFormat)}") from None
+
+
+def write_export(session: Session, project: Project, fmt: str, filters: ExportFilters, sink: BinaryIO) -> int:
+    """Write the export to a file; returns the number of records written."""
+    export = Export(session, project.id, fmt, filters)
+    for chunk in export.chunks():
+        sink.write(chunk)
+    return export.records
+
+
+def stream_export(
+    factory: sessionmaker[Session], project_id: int, fmt: str, filters: ExportFilters
+) -> Iterator[bytes]:
+    """The export for an HTTP response, in a session of its own: the request's is closed by the
+    time the body streams."""
+    with session_scope(factory) as session:
+        yield from Export(session, project_id, fmt, filters).chunks()
+
+
+def export_filename(project: Project, fmt: str, today: date) -> str:
+    suffix = "parquet" if export_format(fmt) == ExportFormat.parquet else "jsonl"
+    return f"{project.name.replace(' ', '_')}-{fmt}-{today.isoformat()}.{suffix}"

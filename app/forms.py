@@ -1,0 +1,68 @@
+"""Validating browser forms into the same schemas the JSON API takes.
+
+A page shows a bad field next to the form the person just filled in, with what they typed kept,
+instead of the bare error page a JSON client gets; the schema's rules stay the one source.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from app.deps import RowId
+
+Schema = TypeVar("Schema", bound=BaseModel)
+
+# Pydantic's wording for the commonest slips, said the way a form would say it.
+PLAIN_MESSAGES = {
+    "missing": "this field is required",
+    "int_parsing": "must be a whole number",
+    "float_parsing": "must be a number",
+    "bool_parsing": "must be true or false",
+    "date_parsing": "must be a date (YYYY-MM-DD)",
+    "date_from_datetime_parsing": "must be a date (YYYY-MM-DD)",
+}
+
+PageId = RowId
+
+
+class FormInvalid(Exception):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def validate_form(
+    schema: type[Schema], values: dict[str, Any], *, keep_blank: tuple[str, ...] = ()
+) -> Schema:
+    """Blank fields count as not given (so a default or None applies), except `keep_blank`
+    ones, where blank is a value: an emptied description."""
+    given = {k: v for k, v in values.items() if k in keep_blank or v not in ("", None)}
+    try:
+        return schema.model_validate(given)
+    except ValidationError as exc:
+        raise FormInvalid(_messages(schema, exc)) from None
+
+
+def _messages(schema: type[BaseModel], exc: ValidationError) -> dict[str, str]:
+    """One message per form field; an error in a list item or in the whole form says so."""
+    errors: dict[str, str] = {}
+    for error in exc.errors(include_url=False):
+        loc = error["loc"]
+        field = str(loc[0]) if loc else "form"
+        if error["type"] == "value_error":
+            # A validator's own sentence, without pydantic's "Value error, " in front.
+            message = str(error["ctx"]["error"])
+        elif error["type"] == "string_pattern_mismatch":
+            # "String should match pattern '^[A-Za-z0-9]…'" means nothing to a person; the
+            # field's description says the rule in words.
+            info = schema.model_fields.get(field)
+            rule = info.description if info else None
+            message = f"use only {rule}" if rule else "contains characters that are not allowed"
+        else:
+            message = PLAIN_MESSAGES.get(error["type"], error["msg"])
+        if len(loc) > 1 and isinstance(loc[1], int):
+            message = f"item {loc[1] + 1}: {message}"
+        errors.setdefault(field, message)
+    return errors

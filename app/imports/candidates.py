@@ -1,0 +1,47 @@
+"""Candidate solution lines: a problem (`problem` text or `problem_id`), then `steps`, or `text`
+cut at a separator, and an optional `answer`. Other keys are kept in the solution's origin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.imports.fields import Invalid, integer, string_list, text
+from app.imports.records import MAX_ANSWER, MAX_STEPS, Candidate, SolutionIn
+
+DEFAULT_SEPARATOR = "\n\n"
+KNOWN_KEYS = frozenset({"problem", "problem_id", "steps", "text", "answer"})
+_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r"}
+
+
+def separator_from(given: str | None) -> str:
+    """The separator as typed: a shell or a form field cannot easily hold a real newline."""
+    if given is None:
+        return DEFAULT_SEPARATOR
+    for escaped, char in _ESCAPES.items():
+        given = given.replace(escaped, char)
+    return given
+
+
+def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any]) -> Candidate:
+    statement = text(obj, "problem")
+    problem_id = integer(obj, "problem_id", low=1)
+    if (statement is None) == (problem_id is None):
+        raise Invalid("problem", "give exactly one of `problem` (its text) and `problem_id`")
+    if statement is not None and not statement.strip():
+        raise Invalid("problem", "is empty")
+    steps = string_list(obj, "steps", max_items=MAX_STEPS)
+    whole = text(obj, "text")
+    if (steps is None) == (whole is None):
+        raise Invalid("steps", "give exactly one of `steps` (a list) and `text` (cut at the separator)")
+    if steps is None:
+        steps = [part.strip() for part in whole.split(separator) if part.strip()]  # type: ignore[union-attr]
+        if not steps:
+            raise Invalid("text", "has no steps: it is blank")
+        if len(steps) > MAX_STEPS:
+            raise Invalid("text", f"has {len(steps)} steps; at most {MAX_STEPS} are allowed")
+    meta = {k: v for k, v in obj.items() if k not in KNOWN_KEYS}
+    if meta:
+        origin = {**origin, "meta": meta}
+    answer = text(obj, "answer", max_length=MAX_ANSWER, numbers=True)
+    return Candidate(statement, problem_id, SolutionIn(steps, answer, origin=origin))

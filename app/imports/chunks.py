@@ -1,0 +1,97 @@
+"""One chunk of parsed lines, per format, through the BatchWriter; each returns its duplicates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.imports.line_errors import LineErrors
+from app.imports.prm800k import label_extra
+from app.imports.records import Candidate, PrmRecord, StoredProblem
+from app.imports.writer import BatchWriter
+from app.models import Problem
+
+
+def _duplicates(hashes: Iterable[str], new: set[str]) -> int:
+    """Lines whose row was there already, or came earlier in the file."""
+    fresh = set(new)
+    count = 0
+    for h in hashes:
+        if h in fresh:
+            fresh.discard(h)
+        else:
+            count += 1
+    return count
+
+
+def write_problems(writer: BatchWriter, parsed: list[tuple[int, Any]]) -> int:
+    problems = [p for _, p in parsed]
+    _, new = writer.problems(problems)
+    return _duplicates((p.hash for p in problems), new)
+
+
+def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> int:
+    records = [r for _, r in parsed]
+    problems, _ = writer.problems([r.problem for r in records])
+    solutions, new_solutions = writer.solutions([(problems[r.problem.hash], r.solution) for r in records])
+    unlabeled: list[str] = []
+    labels = []
+    for record, solution in zip(records, solutions, strict=True):
+        if record.label is None:
+            unlabeled.append(solution.hash)
+            continue
+        extra = label_extra(record, problems[record.problem.hash], solution)
+        labels.append((record.label.hash_for(solution.hash), solution.id, record.label, extra))
+    new_labels = writer.labels(labels)
+    return _duplicates(unlabeled, new_solutions) + _duplicates((h for h, *_ in labels), new_labels)
+
+
+def write_candidates(
+    session: Session,
+    project_id: int,
+    writer: BatchWriter,
+    parsed: list[tuple[int, Candidate]],
+    errors: LineErrors,
+) -> int:
+    columns = (Problem.id, Problem.content_hash, Problem.answer, Problem.reference_solution)
+    ids = {c.problem_id for _, c in parsed if c.problem_id is not None}
+    statements = {c.problem_statement for _, c in parsed if c.problem_statement is not None}
+    by_id: dict[int, StoredProblem] = {}
+    by_statement: dict[str, list[StoredProblem]] = {}
+    if ids:
+        for row in session.execute(select(*columns).where(Problem.project_id == project_id, Problem.id.in_(ids))):
+            by_id[row.id] = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
+    if statements:
+        query = select(Problem.statement, *columns).where(
+            Problem.project_id == project_id, Problem.statement.in_(statements)
+        )
+        for row in session.execute(query):
+            stored = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
+            by_statement.setdefault(row.statement, []).append(stored)
+    items = []
+    for number, candidate in parsed:
+        if candidate.problem_id is not None:
+            problem = by_id.get(candidate.problem_id)
+            if problem is None:
+                errors.add(number, "problem_id", f"no problem {candidate.problem_id} in this project")
+                continue
+        else:
+            matches = by_statement.get(candidate.problem_statement or "", [])
+            if len(matches) != 1:
+                errors.add(number, "problem", _unmatched(len(matches)))
+                continue
+            problem = matches[0]
+        items.append((problem, candidate.solution))
+    if errors.count or not items:
+        return 0
+    solutions, new = writer.solutions(items)
+    return _duplicates((s.hash for s in solutions), new)
+
+
+def _unmatched(matches: int) -> str:
+    if matches == 0:
+        return "no problem with this text in the project: import the problems first, or give problem_id"
+    return f"{matches} problems have this text (with different answers): give problem_id"

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
+
+from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
+from app.errors import ServiceError
+from app.imports import service
+from app.imports.schemas import ImportBatchRead, ImportResult
+from app.models import ImportFormat
+from app.projects.service import get_project
+
+router = APIRouter(prefix="/api/v1/projects/{project_id}/imports", tags=["imports"])
+
+
+class UploadTooLarge(ServiceError):
+    status_code = status.HTTP_413_CONTENT_TOO_LARGE
+
+
+@router.post(
+    "",
+    response_model=ImportResult,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": ImportResult, "description": "this file was imported before: nothing added"},
+        413: {"description": "larger than STEPWISE_MAX_UPLOAD_MB"},
+        422: {"description": "bad lines: `errors` lists file, line, field and message; nothing added"},
+    },
+)
+def import_upload(
+    project_id: RowId,
+    request: Request,
+    response: Response,
+    user: ManagerApiUser,
+    session: SessionDep,
+    file: Annotated[UploadFile, File(description="JSONL, one record a line")],
+    fmt: Annotated[ImportFormat, Form(alias="format", description="prm800k, math or solutions")],
+    separator: Annotated[
+        str | None,
+        Form(max_length=100, description='solutions given as `text`: the step separator (default "\\n\\n"; \\n is a newline)'),
+    ] = None,
+) -> ImportResult:
+    """Import a file: all of it, or nothing if any line is bad."""
+    project = get_project(session, project_id)
+    limit_mb = request.app.state.settings.max_upload_mb
+    if file.size is not None and file.size > limit_mb * 1024 * 1024:
+        raise UploadTooLarge(f"the file is larger than the {limit_mb} MB upload limit")
+    result = service.import_file(
+        session,
+        project,
+        file.file,
+        filename=file.filename or "upload.jsonl",
+        fmt=fmt.value,
+        separator=separator,
+        user=user,
+    )
+    if result.already_imported:
+        response.status_code = status.HTTP_200_OK
+    return result
+
+
+@router.get("", response_model=list[ImportBatchRead])
+def list_imports(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[ImportBatchRead]:
+    """The project's imported files, newest first."""
+    return service.list_batches(session, get_project(session, project_id))

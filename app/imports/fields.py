@@ -1,0 +1,107 @@
+"""Typed reads of one field of a parsed JSON line; the first wrong one ends the line's check.
+
+Types are strict (`true` is not a rating, `1.0` is not a time in milliseconds) because an import
+must be re-exported as it came, and a value that changed type on the way would not be.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.imports.reader import type_name
+
+INT32_MAX = 2**31 - 1
+
+
+class Invalid(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def where(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def mapping(obj: dict[str, Any], key: str, path: str = "", *, required: bool = True) -> dict[str, Any] | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Invalid(where(path, key), "missing")
+        return None
+    if type(value) is not dict:
+        raise Invalid(where(path, key), f"must be an object, not {type_name(value)}")
+    return value
+
+
+def text(
+    obj: dict[str, Any],
+    key: str,
+    path: str = "",
+    *,
+    required: bool = False,
+    max_length: int | None = None,
+    numbers: bool = False,
+) -> str | None:
+    """A string field; with `numbers`, an integer is taken as its decimal text (answers)."""
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Invalid(where(path, key), "missing")
+        return None
+    if numbers and type(value) is int:
+        value = str(value)
+    if type(value) is not str:
+        raise Invalid(where(path, key), f"must be a string, not {type_name(value)}")
+    if required and not value.strip():
+        raise Invalid(where(path, key), "is empty")
+    if max_length is not None and len(value) > max_length:
+        raise Invalid(where(path, key), f"longer than {max_length} characters")
+    return value
+
+
+def integer(obj: dict[str, Any], key: str, path: str = "", *, low: int = -INT32_MAX, high: int = INT32_MAX) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) is not int:
+        raise Invalid(where(path, key), f"must be an integer, not {type_name(value)}")
+    if not low <= value <= high:
+        raise Invalid(where(path, key), f"must be between {low} and {high}")
+    return value
+
+
+def number(obj: dict[str, Any], key: str, path: str = "") -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) not in (int, float):
+        raise Invalid(where(path, key), f"must be a number, not {type_name(value)}")
+    return float(value)
+
+
+def flag(obj: dict[str, Any], key: str, path: str = "") -> bool | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not bool:
+        raise Invalid(where(path, key), f"must be true, false or null, not {type_name(value)}")
+    return value
+
+
+def string_list(obj: dict[str, Any], key: str, path: str = "", *, max_items: int) -> list[str] | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    field = where(path, key)
+    if type(value) is not list:
+        raise Invalid(field, f"must be an array of strings, not {type_name(value)}")
+    if not value:
+        raise Invalid(field, "is empty: a solution needs at least one step")
+    if len(value) > max_items:
+        raise Invalid(field, f"has {len(value)} steps; at most {max_items} are allowed")
+    for i, item in enumerate(value):
+        if type(item) is not str:
+            raise Invalid(where(field, i), f"must be a string, not {type_name(item)}")
+    return value

@@ -1,0 +1,33 @@
+"""Bad lines of an import, listed up to a limit and counted beyond it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.errors import BadInput
+
+MAX_LISTED_ERRORS = 200
+
+
+class LineErrors:
+    """Bad lines, listed up to a limit and counted beyond it."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.count = 0
+        self.listed: list[dict[str, Any]] = []
+
+    def add(self, line: int | None, field: str | None, message: str) -> None:
+        self.count += 1
+        if len(self.listed) < MAX_LISTED_ERRORS:
+            self.listed.append({"file": self.filename, "line": line, "field": field, "message": message})
+
+    def raise_if_any(self) -> None:
+        if not self.count:
+            return
+        details = list(self.listed)
+        if self.count > len(details):
+            more = self.count - len(details)
+            details.append({"file": self.filename, "line": None, "field": None, "message": f"and {more} more bad lines"})
+        noun = "bad line" if self.count == 1 else "bad lines"
+        raise BadInput(f"{self.count} {noun} in {self.filename}: nothing was imported", details)

@@ -1,0 +1,46 @@
+"""MATH-style problem lines: `problem`, `answer`, `solution`, `subject`, `level`, `unique_id`.
+
+The original MATH files have no `answer` and call the subject `type`; their answer is the last
+`\\boxed{}` of the reference solution, which is where MATH-500's `answer` came from too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from active_learning.grading import extract_answer
+from app.imports.fields import Invalid, integer, text
+from app.imports.reader import type_name
+from app.imports.records import ProblemIn
+
+_LEVEL_TEXT = re.compile(r"^Level (\d+|\?)$")
+
+
+def parse_problem(obj: dict[str, Any]) -> ProblemIn:
+    statement = text(obj, "problem", required=True)
+    solution = text(obj, "solution")
+    answer = text(obj, "answer", numbers=True)
+    if answer is None and solution is not None:
+        answer = extract_answer(solution)
+    subject_key = "subject" if "subject" in obj else "type"
+    return ProblemIn(
+        statement=statement,  # type: ignore[arg-type]
+        answer=answer,
+        reference_solution=solution,
+        subject=text(obj, subject_key, max_length=100),
+        level=_level(obj),
+        source_id=text(obj, "unique_id", max_length=255),
+    )
+
+
+def _level(obj: dict[str, Any]) -> int | None:
+    value = obj.get("level")
+    if type(value) is str:
+        match = _LEVEL_TEXT.match(value)
+        if match is None:
+            raise Invalid("level", f"must be an integer or 'Level N', not {value[:40]!r}")
+        return None if match.group(1) == "?" else int(match.group(1))
+    if value is not None and type(value) is not int:
+        raise Invalid("level", f"must be an integer or 'Level N', not {type_name(value)}")
+    return integer(obj, "level", low=0, high=100)

@@ -1,0 +1,147 @@
+"""What one imported line asks for (a problem, a solution, a label) and their content hashes.
+
+The hashes make a re-import add nothing: problems are the same when statement and answer are,
+solutions when problem, steps, given answer and verifier score are, and labels when the whole
+record is. Labels are hashed from their parsed form, so a record that was exported and comes
+back with `null` where the original had no key at all is still the same label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from app.models import FinishReason, StepsSource
+
+MAX_STEPS = 1000
+MAX_ANSWER = 1000
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def problem_hash(statement: str, answer: str | None) -> str:
+    return _digest([statement, answer])
+
+
+def solution_hash(problem: str, steps: list[str], answer: str | None, verifier_score: float | None) -> str:
+    return _digest([problem, steps, answer, verifier_score])
+
+
+@dataclass(slots=True)
+class ProblemIn:
+    statement: str
+    answer: str | None
+    reference_solution: str | None = None
+    subject: str | None = None
+    level: int | None = None
+    source_id: str | None = None
+    hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.hash = problem_hash(self.statement, self.answer)
+
+
+@dataclass(slots=True)
+class SolutionIn:
+    steps: list[str]
+    answer: str | None
+    steps_source: StepsSource = StepsSource.given
+    verifier_score: float | None = None
+    generation: int | None = None
+    origin: dict[str, Any] = field(default_factory=dict)
+
+    def hash_for(self, problem: str) -> str:
+        return solution_hash(problem, self.steps, self.answer, self.verifier_score)
+
+
+@dataclass(slots=True)
+class QuestionAsGiven:
+    """The question fields a shared problem or solution row may hold differently.
+
+    Rows are shared between records (one problem, many solutions and labels), so the row a
+    record lands on can carry another record's reference solution, or an answer that was
+    extracted rather than given; these originals let the label keep its own.
+    """
+
+    ground_truth_solution: Any
+    pre_generated_steps: Any
+    pre_generated_answer: Any
+    pre_generated_verifier_score: Any
+
+
+@dataclass(slots=True)
+class LabelIn:
+    foreign_labeler: str | None
+    created_at: datetime
+    timestamp: Any
+    generation: int | None
+    is_quality_control: bool
+    is_initial_screening: bool
+    finish_reason: FinishReason | None
+    total_time_ms: int | None
+    steps: list[dict[str, Any]]
+    # Sparse: only what the columns and `steps` cannot give back exactly (see exports.prm800k).
+    extra: dict[str, Any]
+    question: QuestionAsGiven
+
+    def hash_for(self, solution: str) -> str:
+        q = self.question
+        return _digest(
+            [
+                solution,
+                self.foreign_labeler,
+                self.timestamp,
+                self.generation,
+                self.is_quality_control,
+                self.is_initial_screening,
+                self.finish_reason,
+                self.total_time_ms,
+                self.steps,
+                self.extra,
+                q.ground_truth_solution,
+                q.pre_generated_steps is None,
+                q.pre_generated_answer,
+                q.pre_generated_verifier_score,
+            ]
+        )
+
+
+@dataclass(slots=True)
+class PrmRecord:
+    problem: ProblemIn
+    solution: SolutionIn
+    label: LabelIn | None
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A candidate solution naming its problem by statement or by id."""
+
+    problem_statement: str | None
+    problem_id: int | None
+    solution: SolutionIn
+
+
+@dataclass(slots=True)
+class StoredProblem:
+    """The row a problem landed on: new, or one that was there before (with its own values)."""
+
+    id: int
+    hash: str
+    answer: str | None
+    reference_solution: str | None
+
+
+@dataclass(slots=True)
+class StoredSolution:
+    id: int
+    hash: str
+    steps_source: StepsSource
+    final_answer: str | None
+    verifier_score: float | None

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.models import ImportFormat
+
+
+class ImportResult(BaseModel):
+    batch_id: int = Field(description="the batch this file made, or the earlier one if it was already imported")
+    project_id: int
+    filename: str
+    format: ImportFormat
+    lines: int = Field(description="records (non-blank lines) in the file")
+    added: dict[str, int] = Field(description="new rows: problems, solutions, labels")
+    duplicates: int = Field(description="records whose problem, solution or label was already there")
+    grades: dict[str, int] = Field(
+        default_factory=dict, description="final-answer grades of the new solutions"
+    )
+    queued: int = Field(default=0, description="queue slots made for the new solutions")
+    already_imported: bool = Field(
+        default=False, description="this very file was imported into the project before: nothing was added"
+    )
+
+    def summary(self) -> str:
+        if self.already_imported:
+            return (
+                f"{self.filename} was already imported into this project (batch {self.batch_id}): "
+                "nothing added"
+            )
+        added = ", ".join(f"{n} {kind}" for kind, n in self.added.items())
+        grades = ", ".join(f"{n} {grade}" for grade, n in sorted(self.grades.items()))
+        return (
+            f"imported {self.filename} (batch {self.batch_id}): {self.lines} records, added {added}; "
+            f"{self.duplicates} duplicates; {self.queued} queue slots"
+            + (f"; answers {grades}" if grades else "")
+        )
+
+
+class ImportBatchRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    project_id: int
+    user_id: int | None
+    filename: str
+    format: ImportFormat
+    file_sha256: str
+    lines: int
+    added: dict[str, int]
+    created_at: datetime

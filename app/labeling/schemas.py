@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.models import FinishReason, LabelingMode
+
+Rating = Literal[-1, 0, 1]
+
+
+class StepRating(BaseModel):
+    rating: Rating
+    flagged: bool = False
+
+
+class LabelSubmit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    idempotency_key: str = Field(
+        min_length=8,
+        max_length=100,
+        description="chosen by the client once per label; a retried submit sends the same key",
+    )
+    ratings: list[StepRating] = Field(
+        max_length=1000, description="ratings of the first steps, in order; may stop early"
+    )
+    finish_reason: FinishReason
+    finish_note: str | None = Field(
+        default=None, max_length=5000, description="required for give_up and bad_problem"
+    )
+    total_time_ms: int = Field(ge=0, le=7 * 24 * 3600 * 1000)
+    started_at: datetime | None = None
+
+
+class TaskProblem(BaseModel):
+    id: int
+    statement: str
+    answer: str | None
+
+
+class TaskSolution(BaseModel):
+    id: int
+    steps: list[str]
+
+
+class Task(BaseModel):
+    assignment_id: int
+    project_id: int
+    project_name: str
+    labeling_mode: LabelingMode
+    expires_at: datetime
+    problem: TaskProblem
+    solution: TaskSolution
+
+
+class NextTask(BaseModel):
+    task: Task | None
+    waiting: int = Field(
+        description="slots waiting in the queue; counted up to 1,000 while a task is handed out"
+    )
+
+
+class LabelReceipt(BaseModel):
+    label_id: int
+    assignment_id: int
+    finish_reason: FinishReason
+    duplicate: bool = Field(description="true when this key was already submitted")
+
+
+class LabelSummary(BaseModel):
+    label_id: int
+    project_id: int
+    project_name: str
+    solution_id: int
+    finish_reason: FinishReason | None
+    steps_rated: int
+    total_time_ms: int | None
+    created_at: datetime
+
+
+class LabelerStats(BaseModel):
+    labels: int
+    labels_today: int
+    steps_rated: int
+    flagged_steps: int
+    by_finish_reason: dict[str, int]
+    median_time_ms: int | None
+    active_leases: int
+    recent: list[LabelSummary] = Field(description="the newest labels, newest first")

@@ -1,0 +1,245 @@
+"""Labeling: handing out tasks, taking labels, a labeler's own counts."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import UTC, datetime, time
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.errors import BadInput, Conflict, Forbidden, NotFound
+from app.labeling import queue
+from app.labeling.schemas import (
+    LabelerStats,
+    LabelReceipt,
+    LabelSummary,
+    LabelSubmit,
+    NextTask,
+    StepRating,
+    Task,
+    TaskProblem,
+    TaskSolution,
+)
+from app.models import (
+    Assignment,
+    AssignmentStatus,
+    FinishReason,
+    Label,
+    LabelingMode,
+    Problem,
+    Project,
+    Solution,
+    User,
+    utcnow,
+)
+
+
+# How many of a labeler's newest labels their stats page lists.
+RECENT_LABELS = 10
+
+
+def next_task(session: Session, project: Project, user: User) -> NextTask:
+    assignment = queue.lease_next(session, project, user)
+    if assignment is None:
+        # Exact here: the page tells an empty-handed labeler how many slots wait for others.
+        return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
+    waiting = queue.waiting_count(session, project.id, limit=queue.WAITING_COUNT_LIMIT)
+    return NextTask(task=_task(session, project, assignment), waiting=waiting)
+
+
+def _task(session: Session, project: Project, assignment: Assignment) -> Task:
+    solution, problem = session.execute(
+        select(Solution, Problem)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(Solution.id == assignment.solution_id)
+    ).one()
+    assert assignment.expires_at is not None
+    return Task(
+        assignment_id=assignment.id,
+        project_id=project.id,
+        project_name=project.name,
+        labeling_mode=project.labeling_mode,
+        expires_at=assignment.expires_at,
+        problem=TaskProblem(id=problem.id, statement=problem.statement, answer=problem.answer),
+        solution=TaskSolution(id=solution.id, steps=solution.steps),
+    )
+
+
+def submit_label(
+    session: Session, user: User, assignment_id: int, data: LabelSubmit
+) -> LabelReceipt:
+    earlier = _label_with_key(session, user, data.idempotency_key)
+    if earlier is not None:
+        return _receipt_for_retry(earlier, assignment_id)
+    assignment = queue.lock_assignment(session, assignment_id)
+    if assignment is None or assignment.user_id != user.id:
+        # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
+        raise NotFound(f"you hold no assignment {assignment_id}")
+    if assignment.status == AssignmentStatus.done:
+        # The lock was held by our own concurrent twin, which has committed in the meantime.
+        earlier = _label_with_key(session, user, data.idempotency_key)
+        if earlier is not None:
+            return _receipt_for_retry(earlier, assignment_id)
+        raise Conflict(f"assignment {assignment_id} was already submitted")
+    project = session.get(Project, assignment.project_id)
+    solution = session.get(Solution, assignment.solution_id)
+    assert project is not None and solution is not None
+    check_ratings(project.labeling_mode, len(solution.steps), data)
+    now = utcnow()
+    label = Label(
+        project_id=project.id,
+        solution_id=solution.id,
+        assignment_id=assignment.id,
+        user_id=user.id,
+        generation=assignment.generation,
+        finish_reason=data.finish_reason,
+        finish_note=(data.finish_note or "").strip() or None,
+        total_time_ms=data.total_time_ms,
+        steps=[_prm800k_step(r) for r in data.ratings],
+        idempotency_key=data.idempotency_key,
+        started_at=data.started_at.astimezone(UTC) if data.started_at else assignment.leased_at,
+        created_at=now,
+    )
+    assignment.status = AssignmentStatus.done
+    assignment.done_at = now
+    assignment.expires_at = None
+    try:
+        with session.begin_nested():
+            session.add(label)
+            session.flush()
+    except IntegrityError:
+        earlier = _label_with_key(session, user, data.idempotency_key)
+        if earlier is None:
+            raise
+        return _receipt_for_retry(earlier, assignment_id)
+    return LabelReceipt(
+        label_id=label.id,
+        assignment_id=assignment.id,
+        finish_reason=data.finish_reason,
+        duplicate=False,
+    )
+
+
+def release_task(session: Session, user: User, assignment_id: int) -> None:
+    """Hand a lease back unlabeled, so that the next labeler can take it now."""
+    assignment = queue.lock_assignment(session, assignment_id)
+    if assignment is None or assignment.user_id != user.id:
+        raise NotFound(f"you hold no assignment {assignment_id}")
+    if assignment.status != AssignmentStatus.leased:
+        raise Conflict(f"assignment {assignment_id} is not leased")
+    queue.release(session, assignment)
+    # Releasing means "not me": let the slot go to somebody else.
+    assignment.user_id = None
+
+
+def _label_with_key(session: Session, user: User, key: str) -> Label | None:
+    return session.scalar(
+        select(Label).where(Label.user_id == user.id, Label.idempotency_key == key)
+    )
+
+
+def _receipt_for_retry(label: Label, assignment_id: int) -> LabelReceipt:
+    if label.assignment_id != assignment_id:
+        raise Conflict("this idempotency key was already used for another assignment")
+    assert label.finish_reason is not None and label.assignment_id is not None
+    return LabelReceipt(
+        label_id=label.id,
+        assignment_id=label.assignment_id,
+        finish_reason=label.finish_reason,
+        duplicate=True,
+    )
+
+
+def _prm800k_step(rating: StepRating) -> dict[str, object]:
+    # `text` is left out: the completion is the solution's own step (see models.label).
+    return {
+        "completions": [{"rating": rating.rating, "flagged": rating.flagged}],
+        "human_completion": None,
+        # PRM800K leaves chosen_completion null on the step that ended the solution badly.
+        "chosen_completion": None if rating.rating == -1 else 0,
+    }
+
+
+def check_ratings(mode: LabelingMode, n_steps: int, data: LabelSubmit) -> None:
+    ratings = [r.rating for r in data.ratings]
+    k = len(ratings)
+    if k > n_steps:
+        raise BadInput(f"{k} ratings for a solution of {n_steps} steps")
+    reason = data.finish_reason
+    if reason in (FinishReason.give_up, FinishReason.bad_problem):
+        if not (data.finish_note or "").strip():
+            raise BadInput(f"{reason.value} needs a reason in finish_note")
+    if mode == LabelingMode.first_error:
+        if -1 in ratings[:-1]:
+            raise BadInput("in first_error mode nothing is rated after the first -1")
+        if reason == FinishReason.found_error and (k == 0 or ratings[-1] != -1):
+            raise BadInput("found_error needs the last rating to be -1")
+    elif reason == FinishReason.found_error and (k != n_steps or -1 not in ratings):
+        raise BadInput("in full mode found_error needs every step rated and one of them -1")
+    if reason == FinishReason.solution and (k != n_steps or -1 in ratings):
+        raise BadInput("solution needs every step rated and none of them -1")
+
+
+def labeler_stats(session: Session, user: User) -> LabelerStats:
+    midnight = datetime.combine(utcnow().date(), time.min, tzinfo=UTC)
+    labels = session.execute(
+        select(Label.finish_reason, Label.total_time_ms, Label.steps, Label.created_at)
+        .where(Label.user_id == user.id)
+        .order_by(Label.id.desc())
+        .limit(5000)
+    ).all()
+    total = session.scalar(select(func.count()).select_from(Label).where(Label.user_id == user.id))
+    by_reason: dict[str, int] = {}
+    for row in labels:
+        key = row.finish_reason.value if row.finish_reason else "none"
+        by_reason[key] = by_reason.get(key, 0) + 1
+    times = [row.total_time_ms for row in labels if row.total_time_ms is not None]
+    active = session.scalar(
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.user_id == user.id,
+            Assignment.status == AssignmentStatus.leased,
+            Assignment.expires_at > utcnow(),
+        )
+    )
+    return LabelerStats(
+        labels=total or 0,
+        labels_today=sum(1 for row in labels if row.created_at >= midnight),
+        steps_rated=sum(len(row.steps) for row in labels),
+        flagged_steps=sum(
+            1
+            for row in labels
+            for step in row.steps
+            if any(c.get("flagged") for c in step.get("completions", ()))
+        ),
+        by_finish_reason=by_reason,
+        median_time_ms=int(statistics.median(times)) if times else None,
+        active_leases=active or 0,
+        recent=_recent_labels(session, user, RECENT_LABELS),
+    )
+
+
+def _recent_labels(session: Session, user: User, limit: int) -> list[LabelSummary]:
+    rows = session.execute(
+        select(Label, Project.name)
+        .join(Project, Project.id == Label.project_id)
+        .where(Label.user_id == user.id)
+        .order_by(Label.id.desc())
+        .limit(limit)
+    ).all()
+    return [
+        LabelSummary(
+            label_id=label.id,
+            project_id=label.project_id,
+            project_name=name,
+            solution_id=label.solution_id,
+            finish_reason=label.finish_reason,
+            steps_rated=len(label.steps),
+            total_time_ms=label.total_time_ms,
+            created_at=label.created_at,
+        )
+        for label, name in rows
+    ]

@@ -1,0 +1,154 @@
+"""The FastAPI application: routers, pages, static files, error handling."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import IntegrityError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.auth import endpoints as auth_api
+from app.auth import pages as auth_pages
+from app.config import Settings, get_settings
+from app.db import create_db_engine, create_session_factory
+from app.deps import LoginRequired
+from app.errors import ServiceError
+from app.exports import endpoints as exports_api
+from app.exports import pages as exports_pages
+from app.imports import endpoints as imports_api
+from app.imports import pages as imports_pages
+from app.labeling import endpoints as labeling_api
+from app.labeling import pages as labeling_pages
+from app.projects import endpoints as projects_api
+from app.projects import pages as projects_pages
+from app.rounds import endpoints as rounds_api
+from app.rounds import pages as rounds_pages
+from app.rounds.worker import start_local_worker
+from app.templating import render
+from app.users import endpoints as users_api
+from app.users import pages as users_pages
+from labeler_ui import STATIC_DIR
+
+# KaTeX sets inline styles on the math it renders; nothing else needs more than 'self'.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        round_worker = start_local_worker(settings, app.state.session_factory)
+        yield
+        if round_worker is not None:
+            round_worker.stop()
+        app.state.engine.dispose()
+
+    app = FastAPI(
+        title="Stepwise",
+        version="0.1.0",
+        description="Step-level human feedback on math solutions, and the PRM trained on it.",
+        lifespan=lifespan,
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.engine = create_db_engine(settings)
+    app.state.session_factory = create_session_factory(app.state.engine)
+
+    for router in (
+        auth_api.router,
+        users_api.router,
+        projects_api.router,
+        labeling_api.router,
+        imports_api.router,
+        exports_api.router,
+        rounds_api.router,
+        auth_pages.router,
+        labeling_pages.router,
+        projects_pages.router,
+        imports_pages.router,
+        exports_pages.router,
+        users_pages.router,
+        rounds_pages.router,
+    ):
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _install_error_handlers(app)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]
+        response: Response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _error_response(request: Request, status_code: int, message: str, details=None) -> Response:  # type: ignore[no-untyped-def]
+    if _wants_json(request):
+        body = {"detail": message}
+        if details is not None:
+            body["errors"] = details
+        return JSONResponse(body, status_code=status_code)
+    return render(
+        request,
+        "error.html",
+        {"status_code": status_code, "message": message, "details": details},
+        status_code=status_code,
+    )
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> Response:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        response = _error_response(request, exc.status_code, exc.message, exc.details)
+        if headers:
+            response.headers.update(headers)
+        return response
+
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, exc: LoginRequired) -> Response:
+        return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {
+                "field": ".".join(str(p) for p in err.get("loc", ()) if p != "body"),
+                "message": err.get("msg", "invalid"),
+            }
+            for err in exc.errors()
+        ]
+        summary = "; ".join(f"{e['field'] or 'request'}: {e['message']}" for e in errors[:5])
+        return _error_response(request, 422, f"invalid request: {summary}", errors)
+
+    @app.exception_handler(IntegrityError)
+    async def conflicting_write(request: Request, exc: IntegrityError) -> Response:
+        # Services check for duplicates first; this answers the race where two requests pass
+        # that check at once and the database's unique constraint decides.
+        return _error_response(
+            request, 409, "this conflicts with data written at the same moment: reload and retry"
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return _error_response(request, exc.status_code, str(exc.detail))

@@ -1,0 +1,50 @@
+"""Every table, one per module; importing this package registers them all on `Base.metadata`."""
+
+from app.models.api_token import ApiToken
+from app.models.assignment import Assignment, AssignmentStatus
+from app.models.auth_session import AuthSession
+from app.models.base import Base, utcnow
+from app.models.import_batch import ImportBatch, ImportFormat
+from app.models.label import FinishReason, Label
+from app.models.model_version import ModelVersion
+from app.models.problem import Problem
+from app.models.project import LabelingMode, Project
+from app.models.round import ACTIVE_ROUND_STATUSES, Round, RoundStage, RoundStatus, RoundTrigger
+from app.models.round_pick import PickReason, RoundPick
+from app.models.round_settings import PromoteMetric, RoundSettings, ScoreKind
+from app.models.solution import AnswerGrade, Solution, StepsSource
+from app.models.solution_score import SolutionScore
+from app.models.user import Role, User
+
+__all__ = [
+    "ACTIVE_ROUND_STATUSES",
+    "ApiToken",
+    "Assignment",
+    "AssignmentStatus",
+    "AuthSession",
+    "AnswerGrade",
+    "Base",
+    "FinishReason",
+    "ImportBatch",
+    "ImportFormat",
+    "Label",
+    "LabelingMode",
+    "ModelVersion",
+    "PickReason",
+    "Problem",
+    "Project",
+    "PromoteMetric",
+    "Role",
+    "Round",
+    "RoundPick",
+    "RoundSettings",
+    "RoundStage",
+    "RoundStatus",
+    "RoundTrigger",
+    "ScoreKind",
+    "Solution",
+    "SolutionScore",
+    "StepsSource",
+    "User",
+    "utcnow",
+]

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, JSONType, UTCDateTime, utcnow
+
+
+class FinishReason(enum.StrEnum):
+    found_error = "found_error"
+    solution = "solution"
+    bad_problem = "bad_problem"
+    give_up = "give_up"
+
+
+class Label(Base):
+    """One labeler's verdict on one solution.
+
+    `steps` keeps PRM800K's per-step shape (`completions[{text, rating, flagged}]`,
+    `human_completion`, `chosen_completion`) so that alternative and human completions survive
+    an import; a completion whose text is the solution's own step omits `text`, and export puts
+    it back.
+    """
+
+    __tablename__ = "labels"
+    __table_args__ = (
+        UniqueConstraint("project_id", "content_hash"),
+        UniqueConstraint("user_id", "idempotency_key"),
+        UniqueConstraint("assignment_id"),
+        Index("ix_labels_solution_id", "solution_id"),
+        Index("ix_labels_project_created", "project_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    solution_id: Mapped[int] = mapped_column(ForeignKey("solutions.id", ondelete="CASCADE"))
+    assignment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignments.id", ondelete="SET NULL")
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # Labeler id from an imported file (PRM800K's `labeler`); null for labels made here.
+    foreign_labeler: Mapped[str | None] = mapped_column(String(100))
+    generation: Mapped[int | None] = mapped_column(Integer)
+    is_quality_control: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_initial_screening: Mapped[bool] = mapped_column(Boolean, default=False)
+    finish_reason: Mapped[FinishReason | None] = mapped_column(
+        Enum(FinishReason, native_enum=False, length=16)
+    )
+    finish_note: Mapped[str | None] = mapped_column(Text)
+    total_time_ms: Mapped[int | None] = mapped_column(Integer)
+    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    idempotency_key: Mapped[str | None] = mapped_column(String(100))
+    content_hash: Mapped[str | None] = mapped_column(String(64))
+    import_batch_id: Mapped[int | None] = mapped_column(
+        ForeignKey("import_batches.id", ondelete="SET NULL")
+    )
+    # Imported fields Stepwise has no column for, and imported values whose canonical
+    # rendering would differ, so that export gives the file back as it came.
+    extra: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

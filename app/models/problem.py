@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, UTCDateTime, utcnow
+
+
+class Problem(Base):
+    __tablename__ = "problems"
+    __table_args__ = (UniqueConstraint("project_id", "content_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    statement: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str | None] = mapped_column(Text)
+    reference_solution: Mapped[str | None] = mapped_column(Text)
+    subject: Mapped[str | None] = mapped_column(String(100))
+    level: Mapped[int | None] = mapped_column(Integer)
+    split: Mapped[str | None] = mapped_column(String(32))
+    # The id the problem had where it came from (MATH's unique_id, for example).
+    source_id: Mapped[str | None] = mapped_column(String(255))
+    # Hash of statement and answer: the same problem imported twice is one row.
+    content_hash: Mapped[str] = mapped_column(String(64))
+    is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from sqlalchemy import Enum, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, UTCDateTime, utcnow
+
+
+class PickReason(enum.StrEnum):
+    # The PRM rates the solution highly but its final answer is wrong: the labels teach most.
+    convincing_wrong = "convincing_wrong"
+    top_scored = "top_scored"
+    # Uniformly drawn, so that the gain of the rule over uniform can be measured.
+    random_control = "random_control"
+    qc = "qc"
+    # No model has been served yet, so there is nothing to rank with.
+    no_model = "no_model"
+
+
+class RoundPick(Base):
+    """A solution a round put in the labeling queue, and why."""
+
+    __tablename__ = "round_picks"
+    __table_args__ = (
+        UniqueConstraint("round_id", "solution_id"),
+        Index("ix_round_picks_solution_id", "solution_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"))
+    solution_id: Mapped[int] = mapped_column(ForeignKey("solutions.id", ondelete="CASCADE"))
+    model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="SET NULL")
+    )
+    rank: Mapped[int] = mapped_column(Integer)
+    score: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[PickReason] = mapped_column(Enum(PickReason, native_enum=False, length=24))
+    # The solution's graded answer when it was picked (right / wrong / no_answer / ungraded).
+    answer_grade: Mapped[str] = mapped_column(String(16))
+    priority: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, Enum, Float, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, UTCDateTime, utcnow
+
+
+class ScoreKind(enum.StrEnum):
+    # The paper's choice: the probability that every step is correct.
+    product = "product"
+    minimum = "minimum"
+
+
+class PromoteMetric(enum.StrEnum):
+    step_auroc = "step_auroc"
+    first_error_f1 = "first_error_f1"
+    best_of_n = "best_of_n"
+
+
+class RoundSettings(Base):
+    """How a project's rounds train, judge, select and start. One row per project, made with
+    the defaults on first use."""
+
+    __tablename__ = "round_settings"
+    __table_args__ = (
+        CheckConstraint("picks_per_round >= 1 AND picks_per_round <= 100000", name="picks_range"),
+        CheckConstraint("per_problem_cap >= 1", name="cap_range"),
+        CheckConstraint("wrong_share >= 0 AND wrong_share <= 1", name="wrong_share_range"),
+        CheckConstraint("control_share >= 0 AND control_share <= 1", name="control_share_range"),
+        CheckConstraint("qc_share >= 0 AND qc_share <= 1", name="qc_share_range"),
+        CheckConstraint("heldout_share > 0 AND heldout_share < 1", name="heldout_range"),
+    )
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    picks_per_round: Mapped[int] = mapped_column(Integer, default=100)
+    per_problem_cap: Mapped[int] = mapped_column(Integer, default=4)
+    wrong_share: Mapped[float] = mapped_column(Float, default=0.8)
+    control_share: Mapped[float] = mapped_column(Float, default=0.1)
+    qc_share: Mapped[float] = mapped_column(Float, default=0.0)
+    duplicate_similarity: Mapped[float] = mapped_column(Float, default=0.9)
+    score_kind: Mapped[ScoreKind] = mapped_column(
+        Enum(ScoreKind, native_enum=False, length=16), default=ScoreKind.product
+    )
+    neutral_as_correct: Mapped[bool] = mapped_column(Boolean, default=True)
+    base_model: Mapped[str] = mapped_column(String(255), default="tiny")
+    train_epochs: Mapped[float] = mapped_column(Float, default=3.0)
+    learning_rate: Mapped[float] = mapped_column(Float, default=1e-3)
+    max_length: Mapped[int] = mapped_column(Integer, default=1024)
+    min_train_labels: Mapped[int] = mapped_column(Integer, default=20)
+    heldout_share: Mapped[float] = mapped_column(Float, default=0.2)
+    promote_metric: Mapped[PromoteMetric] = mapped_column(
+        Enum(PromoteMetric, native_enum=False, length=16), default=PromoteMetric.step_auroc
+    )
+    # Promote when the metric reaches promote_min and is no more than promote_margin below
+    # the served model's on the same held-out data.
+    promote_min: Mapped[float] = mapped_column(Float, default=0.5)
+    promote_margin: Mapped[float] = mapped_column(Float, default=0.0)
+    every_new_labels: Mapped[int | None] = mapped_column(Integer)
+    schedule_hours: Mapped[float | None] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

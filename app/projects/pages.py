@@ -1,0 +1,169 @@
+"""Manager pages: the projects, their settings and their progress (researchers may look)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request, status
+from fastapi.responses import RedirectResponse, Response
+from pydantic import BaseModel, Field
+
+from app.deps import DataPageUser, ManagerPageUser, SessionDep
+from app.errors import Conflict
+from app.forms import FormInvalid, PageId, validate_form
+from app.imports.service import list_batches
+from app.models import Project, Role, User, utcnow
+from app.projects import service
+from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
+from app.templating import render
+
+router = APIRouter(prefix="/manage/projects", include_in_schema=False)
+
+CHART_DAYS = 14
+CHART_HEIGHT = 120
+
+
+class SettingsForm(BaseModel):
+    """The fields as typed: ProjectCreate/ProjectUpdate judge them, so errors show in place."""
+
+    description: str = Field(default="", max_length=10_000)
+    labeling_mode: str = Field(default="", max_length=50)
+    overlap: str = Field(default="", max_length=50)
+    lease_minutes: str = Field(default="", max_length=50)
+
+
+class NewProjectForm(SettingsForm):
+    name: str = Field(default="", max_length=200)
+
+
+def _can_manage(user: User) -> bool:
+    return user.role in (Role.manager, Role.admin)
+
+
+@router.get("")
+def projects_page(request: Request, user: DataPageUser, session: SessionDep) -> Response:
+    return _projects_list(request, session, user, {}, {}, status.HTTP_200_OK)
+
+
+@router.post("")
+def create_project(
+    request: Request,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[NewProjectForm, Form()],
+) -> Response:
+    values = {**form.model_dump(), "name": form.name.strip()}
+    try:
+        project = service.create_project(session, validate_form(ProjectCreate, values))
+    except FormInvalid as exc:
+        return _projects_list(request, session, user, values, exc.errors, 422)
+    except Conflict as exc:
+        return _projects_list(request, session, user, values, {"name": exc.message}, 409)
+    return RedirectResponse(f"/manage/projects/{project.id}", status_code=303)
+
+
+def _projects_list(
+    request: Request,
+    session: SessionDep,
+    user: User,
+    values: dict[str, str],
+    errors: dict[str, str],
+    status_code: int,
+) -> Response:
+    rows = [(p, service.project_progress(session, p)) for p in service.list_projects(session)]
+    return render(
+        request,
+        "manage/projects.html",
+        {
+            "rows": rows,
+            "can_manage": _can_manage(user),
+            "values": values,
+            "errors": errors,
+        },
+        status_code=status_code,
+    )
+
+
+@router.get("/{project_id}")
+def project_page(
+    request: Request, project_id: PageId, user: DataPageUser, session: SessionDep
+) -> Response:
+    project = service.get_project(session, project_id)
+    return _project_overview(request, session, user, project, {}, {}, status.HTTP_200_OK)
+
+
+@router.post("/{project_id}/settings")
+def update_settings(
+    request: Request,
+    project_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[SettingsForm, Form()],
+) -> Response:
+    project = service.get_project(session, project_id)
+    values = form.model_dump()
+    try:
+        changes = validate_form(ProjectUpdate, values, keep_blank=("description",))
+    except FormInvalid as exc:
+        return _project_overview(request, session, user, project, values, exc.errors, 422)
+    service.update_project(session, project, changes)
+    return RedirectResponse(f"/manage/projects/{project.id}?saved=1", status_code=303)
+
+
+def _project_overview(
+    request: Request,
+    session: SessionDep,
+    user: User,
+    project: Project,
+    values: dict[str, str],
+    errors: dict[str, str],
+    status_code: int,
+) -> Response:
+    progress = service.project_progress(session, project, days=CHART_DAYS)
+    return render(
+        request,
+        "manage/project.html",
+        {
+            "project": project,
+            "progress": progress,
+            "chart": daily_bars(progress.labels_per_day, utcnow().date()),
+            "chart_height": CHART_HEIGHT,
+            "can_manage": _can_manage(user),
+            "values": values or _settings_of(project),
+            "errors": errors,
+            "messages": [{"kind": "success", "text": "Settings saved."}]
+            if request.query_params.get("saved") == "1" and not errors
+            else [],
+            "tab": "overview",
+            "batches": list_batches(session, project),
+        },
+        status_code=status_code,
+    )
+
+
+def _settings_of(project: Project) -> dict[str, Any]:
+    return {
+        "description": project.description,
+        "labeling_mode": project.labeling_mode.value,
+        "overlap": project.overlap,
+        "lease_minutes": project.lease_minutes,
+    }
+
+
+def daily_bars(
+    per_day: list[DailyCount], today: date, days: int = CHART_DAYS
+) -> list[dict[str, Any]]:
+    """One bar a day for the last `days` days up to today, days without labels included."""
+    counts = {d.day: d.labels for d in per_day}
+    first = today - timedelta(days=days - 1)
+    bars = [(first + timedelta(days=i)) for i in range(days)]
+    peak = max((counts.get(day, 0) for day in bars), default=0) or 1
+    return [
+        {
+            "day": day,
+            "labels": counts.get(day, 0),
+            "height": round(CHART_HEIGHT * counts.get(day, 0) / peak, 1),
+        }
+        for day in bars
+    ]

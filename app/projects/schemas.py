@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.models import LabelingMode
+
+PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
+
+
+class ProjectCreate(BaseModel):
+    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="letters, digits, space, _ . -")
+    description: str = Field(default="", max_length=5000)
+    labeling_mode: LabelingMode = LabelingMode.first_error
+    overlap: int = Field(default=1, ge=1, le=20, description="labelers per solution")
+    lease_minutes: int = Field(default=30, ge=1, le=1440, description="how long a task is held")
+
+
+class ProjectUpdate(BaseModel):
+    description: str | None = Field(default=None, max_length=5000)
+    labeling_mode: LabelingMode | None = None
+    overlap: int | None = Field(default=None, ge=1, le=20)
+    lease_minutes: int | None = Field(default=None, ge=1, le=1440)
+
+
+class ProjectRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    description: str
+    labeling_mode: LabelingMode
+    overlap: int
+    lease_minutes: int
+    is_demo: bool
+    created_at: datetime
+
+
+class DailyCount(BaseModel):
+    day: date
+    labels: int
+
+
+class ProjectProgress(BaseModel):
+    problems: int
+    solutions: int
+    solutions_done: int = Field(description="every slot of the solution is labeled")
+    solutions_in_progress: int = Field(description="some slot labeled or leased, not all done")
+    solutions_waiting: int = Field(description="nothing labeled or leased yet")
+    labels: int
+    labels_per_day: list[DailyCount]

@@ -1,0 +1,144 @@
+"""Projects: creation, settings, progress."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from sqlalchemy import case, delete, func, select
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, NotFound
+from app.labeling.queue import add_slots
+from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution
+from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
+
+
+def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False) -> Project:
+    if session.scalar(select(Project.id).where(Project.name == data.name)) is not None:
+        raise Conflict(f"a project named {data.name!r} already exists")
+    project = Project(**data.model_dump(), is_demo=is_demo)
+    session.add(project)
+    session.flush()
+    return project
+
+
+def list_projects(session: Session) -> list[Project]:
+    return list(session.scalars(select(Project).order_by(Project.name)))
+
+
+def get_project(session: Session, project_id: int) -> Project:
+    project = session.get(Project, project_id)
+    if project is None:
+        raise NotFound(f"no project with id {project_id}")
+    return project
+
+
+def get_project_by_name(session: Session, name: str) -> Project:
+    project = session.scalar(select(Project).where(Project.name == name))
+    if project is None:
+        raise NotFound(f"no project named {name!r}")
+    return project
+
+
+def update_project(session: Session, project: Project, data: ProjectUpdate) -> Project:
+    changes = data.model_dump(exclude_none=True)
+    old_overlap = project.overlap
+    for field, value in changes.items():
+        setattr(project, field, value)
+    session.flush()
+    if project.overlap > old_overlap:
+        solutions = session.execute(
+            select(Solution.id, Solution.priority, Solution.generation).where(
+                Solution.project_id == project.id
+            )
+        ).all()
+        add_slots(session, project, [(s.id, s.priority, s.generation) for s in solutions])
+    elif project.overlap < old_overlap:
+        # Only untouched slots go: a label already given or a lease in hand is never taken back.
+        session.execute(
+            delete(Assignment).where(
+                Assignment.project_id == project.id,
+                Assignment.slot >= project.overlap,
+                Assignment.status == AssignmentStatus.waiting,
+                Assignment.user_id.is_(None),
+            )
+        )
+    return project
+
+
+def project_progress(session: Session, project: Project, days: int = 14) -> ProjectProgress:
+    now = datetime.now(UTC)
+    done = func.sum(case((Assignment.status == AssignmentStatus.done, 1), else_=0))
+    leased = func.sum(
+        case(
+            (
+                (Assignment.status == AssignmentStatus.leased) & (Assignment.expires_at > now),
+                1,
+            ),
+            else_=0,
+        )
+    )
+    per_solution = (
+        select(
+            Assignment.solution_id,
+            func.count().label("slots"),
+            done.label("done"),
+            leased.label("leased"),
+        )
+        .where(Assignment.project_id == project.id)
+        .group_by(Assignment.solution_id)
+        .subquery()
+    )
+    row = session.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((per_solution.c.done == per_solution.c.slots, 1), else_=0)), 0),
+            func.coalesce(
+                func.sum(
+                    case(
+                        (
+                            (per_solution.c.done < per_solution.c.slots)
+                            & ((per_solution.c.done + per_solution.c.leased) > 0),
+                            1,
+                        ),
+                        else_=0,
+                    )
+                ),
+                0,
+            ),
+        ).select_from(per_solution)
+    ).one()
+    queued, done_count, in_progress = int(row[0]), int(row[1]), int(row[2])
+    solutions = session.scalar(
+        select(func.count()).select_from(Solution).where(Solution.project_id == project.id)
+    ) or 0
+    # A solution without slots already has all the labels it needs (imported with labels).
+    done_count += solutions - queued
+    since = now - timedelta(days=days)
+    day = func.date(Label.created_at)
+    per_day = session.execute(
+        select(day, func.count())
+        .where(Label.project_id == project.id, Label.created_at >= since)
+        .group_by(day)
+        .order_by(day)
+    ).all()
+    return ProjectProgress(
+        problems=session.scalar(
+            select(func.count()).select_from(Problem).where(Problem.project_id == project.id)
+        )
+        or 0,
+        solutions=solutions,
+        solutions_done=done_count,
+        solutions_in_progress=in_progress,
+        solutions_waiting=solutions - done_count - in_progress,
+        labels=session.scalar(
+            select(func.count()).select_from(Label).where(Label.project_id == project.id)
+        )
+        or 0,
+        labels_per_day=[DailyCount(day=_as_date(d), labels=n) for d, n in per_day],
+    )
+
+
+def _as_date(value: date | str) -> date:
+    # SQLite's date() returns text, PostgreSQL's a date.
+    return value if isinstance(value, date) else date.fromisoformat(value)

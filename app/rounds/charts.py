@@ -1,0 +1,87 @@
+"""Per-round metrics laid out for the SVG charts of the research page (drawn by its template,
+so the page needs no chart library and no script)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.models import Round
+
+WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 640, 200, 40, 16, 12, 28
+
+# (key, legend, how to read it from a round's metrics); every value lies in [0, 1].
+QUALITY = [
+    ("step_auroc", "step AUROC", lambda m: _candidate(m).get("step_auroc")),
+    ("first_error_f1", "first-error F1", lambda m: _candidate(m).get("first_error_f1")),
+    ("best_of_n", "best-of-N (PRM)", lambda m: (_candidate(m).get("best_of_n") or {}).get("prm_accuracy")),
+    ("majority", "majority voting", lambda m: (_candidate(m).get("best_of_n") or {}).get("majority_accuracy")),
+    ("wrong_share", "wrong-answer picks", lambda m: (m.get("selection") or {}).get("wrong_answer_share")),
+]
+
+
+def _candidate(metrics: dict[str, Any]) -> dict[str, Any]:
+    return metrics.get("candidate") or {}
+
+
+@dataclass
+class Series:
+    key: str
+    label: str
+    points: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def polyline(self) -> str:
+        return " ".join(f"{p['x']:.1f},{p['y']:.1f}" for p in self.points)
+
+
+@dataclass
+class Chart:
+    width: int
+    height: int
+    rounds: list[dict[str, Any]]
+    series: list[Series]
+    gridlines: list[dict[str, Any]]
+
+    @property
+    def empty(self) -> bool:
+        return not any(s.points for s in self.series)
+
+
+def _x(index: int, count: int) -> float:
+    inner = WIDTH - PAD_LEFT - PAD_RIGHT
+    return PAD_LEFT + (inner * (index + 0.5) / count if count else 0)
+
+
+def _y(value: float, top: float) -> float:
+    inner = HEIGHT - PAD_TOP - PAD_BOTTOM
+    return PAD_TOP + inner * (1 - value / top if top else 1)
+
+
+def quality_chart(rounds: list[Round]) -> Chart:
+    ordered = sorted(rounds, key=lambda r: r.number)
+    series = [Series(key, label) for key, label, _ in QUALITY]
+    for i, round_ in enumerate(ordered):
+        for s, (_, _, read) in zip(series, QUALITY):
+            value = read(round_.metrics or {})
+            if value is not None:
+                s.points.append({"x": _x(i, len(ordered)), "y": _y(value, 1.0), "value": value,
+                                 "round": round_.number})
+    return Chart(WIDTH, HEIGHT, _round_ticks(ordered), series,
+                 [{"y": _y(v, 1.0), "label": f"{v:.2f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)])
+
+
+def labels_chart(rounds: list[Round]) -> Chart:
+    ordered = sorted(rounds, key=lambda r: r.number)
+    top = max((r.snapshot_labels or 0 for r in ordered), default=0) or 1
+    bars = Series("labels", "labels in the snapshot")
+    for i, round_ in enumerate(ordered):
+        if round_.snapshot_labels is not None:
+            bars.points.append({"x": _x(i, len(ordered)), "y": _y(round_.snapshot_labels, top),
+                                "value": round_.snapshot_labels, "round": round_.number})
+    return Chart(WIDTH, HEIGHT, _round_ticks(ordered), [bars],
+                 [{"y": _y(v, top), "label": str(round(v))} for v in (0, top / 2, top)])
+
+
+def _round_ticks(ordered: list[Round]) -> list[dict[str, Any]]:
+    return [{"x": _x(i, len(ordered)), "number": r.number} for i, r in enumerate(ordered)]

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from app.deps import DataApiUser, RowId, SessionDep, api_user
+from app.models import PickReason, Role, User
+from app.projects.service import get_project
+from app.rounds import service
+from app.rounds.jobs import wake_after_commit
+from app.rounds.schemas import (
+    ModelVersionRead,
+    PickRead,
+    RoundRead,
+    RoundSettingsRead,
+    RoundSettingsUpdate,
+)
+
+router = APIRouter(prefix="/api/v1", tags=["rounds"])
+
+# Starting, cancelling and tuning rounds is the researchers' call (admins may too); managers
+# and researchers may both look.
+ResearcherApiUser = Annotated[User, api_user(Role.researcher)]
+
+
+@router.post(
+    "/projects/{project_id}/rounds", response_model=RoundRead, status_code=status.HTTP_202_ACCEPTED
+)
+def start_round(project_id: RowId, user: ResearcherApiUser, session: SessionDep) -> RoundRead:
+    """Queue a round (snapshot → train → evaluate → promote → score → select → enqueue) for a
+    worker. 409 while the project has a round queued or running."""
+    round_ = service.start_round(session, get_project(session, project_id), user=user)
+    wake_after_commit(session, round_.id)
+    return RoundRead.model_validate(round_)
+
+
+@router.get("/projects/{project_id}/rounds", response_model=list[RoundRead])
+def list_rounds(
+    project_id: RowId,
+    _: DataApiUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> list[RoundRead]:
+    get_project(session, project_id)
+    return [RoundRead.model_validate(r) for r in service.list_rounds(session, project_id, limit)]
+
+
+@router.get("/rounds/{round_id}", response_model=RoundRead)
+def get_round(round_id: RowId, _: DataApiUser, session: SessionDep) -> RoundRead:
+    """A round's state; poll it for the progress bar (stage, percent, ETA)."""
+    return RoundRead.model_validate(service.get_round(session, round_id))
+
+
+@router.post("/rounds/{round_id}/cancel", response_model=RoundRead)
+def cancel_round(round_id: RowId, _: ResearcherApiUser, session: SessionDep) -> RoundRead:
+    round_ = service.cancel_round(session, service.get_round(session, round_id))
+    return RoundRead.model_validate(round_)
+
+
+@router.get("/rounds/{round_id}/picks", response_model=list[PickRead])
+def list_picks(
+    round_id: RowId,
+    _: DataApiUser,
+    session: SessionDep,
+    reason: PickReason | None = None,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[PickRead]:
+    """What the round put in the queue, in queue order, with each pick's score and reason."""
+    round_ = service.get_round(session, round_id)
+    return service.list_picks(
+        session, round_, reason=reason.value if reason else None, offset=offset, limit=limit
+    )
+
+
+@router.get("/projects/{project_id}/model-versions", response_model=list[ModelVersionRead])
+def list_model_versions(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[ModelVersionRead]:
+    get_project(session, project_id)
+    return [ModelVersionRead.model_validate(v) for v in service.list_model_versions(session, project_id)]
+
+
+@router.get("/projects/{project_id}/round-settings", response_model=RoundSettingsRead)
+def get_round_settings(project_id: RowId, _: DataApiUser, session: SessionDep) -> RoundSettingsRead:
+    get_project(session, project_id)
+    return RoundSettingsRead.model_validate(service.round_settings(session, project_id))
+
+
+@router.patch("/projects/{project_id}/round-settings", response_model=RoundSettingsRead)
+def update_round_settings(
+    project_id: RowId, body: RoundSettingsUpdate, _: ResearcherApiUser, session: SessionDep
+) -> RoundSettingsRead:
+    """Selection, training, promotion and trigger settings; a running round keeps the ones
+    it started with."""
+    get_project(session, project_id)
+    return RoundSettingsRead.model_validate(
+        service.update_round_settings(session, project_id, body)
+    )

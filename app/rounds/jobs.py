@@ -1,0 +1,100 @@
+"""The PostgreSQL job queue (procrastinate): it wakes workers, it does not hold round state.
+
+A round is one `run_round(round_id)` job. Its queueing lock keeps one waiting job per round;
+the round's own lease (app.rounds.lease) keeps one worker on it. Procrastinate's tables live in
+their own schema (see migration 0002), so its connections search that schema.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from functools import lru_cache
+
+from procrastinate import App, PsycopgConnector
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+log = logging.getLogger("stepwise.rounds")
+
+JOB_QUEUE_SCHEMA = "procrastinate"
+QUEUE = "rounds"
+RUN_ROUND = "stepwise.run_round"
+
+
+def conninfo(database_url: str) -> str:
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def make_job_app(database_url: str, *, pool_size: int = 2) -> App:
+    connector = PsycopgConnector(
+        conninfo=conninfo(database_url),
+        min_size=1,
+        max_size=pool_size,
+        kwargs={"options": f"-c search_path={JOB_QUEUE_SCHEMA}"},
+    )
+    app = App(connector=connector)
+
+    @app.task(name=RUN_ROUND, queue=QUEUE)
+    def run_round_job(round_id: int) -> None:
+        from app.rounds.worker import run_one
+
+        run_one(database_url, round_id)
+
+    return app
+
+
+@lru_cache
+def sender(database_url: str) -> App:
+    """This process's connection to the queue, for deferring jobs (opened once, kept)."""
+    return make_job_app(database_url, pool_size=1).open()
+
+
+def defer_round(app: App, round_id: int) -> bool:
+    """Queue a job for the round; False when one is already waiting."""
+    try:
+        app.configure_task(RUN_ROUND, queueing_lock=f"round-{round_id}").defer(round_id=round_id)
+    except AlreadyEnqueued:
+        return False
+    return True
+
+
+def wake_after_commit(session: Session, round_id: int) -> None:
+    """Wake a worker for the round once the transaction that created it has committed.
+
+    On SQLite nothing is needed: the local worker polls. If deferring fails, the workers'
+    sweep finds the queued round within a poll interval anyway.
+    """
+    bind = session.get_bind()
+    if bind.dialect.name != "postgresql":
+        return
+    url = bind.url.render_as_string(hide_password=False)
+
+    def _defer(_session: Session) -> None:
+        try:
+            defer_round(sender(url), round_id)
+        except Exception:  # noqa: BLE001 - the sweep is the fallback; the request succeeded
+            log.warning("could not queue a job for round %s; the sweep will", round_id, exc_info=True)
+
+    event.listen(session, "after_commit", _defer, once=True)
+
+
+def revive(app: App, round_ids: list[int]) -> None:
+    """Get a job onto every runnable round: retry the job of a worker that died holding it,
+    or queue a new one."""
+    doing = {
+        job.task_kwargs.get("round_id"): job.id
+        for job in app.job_manager.list_jobs(task=RUN_ROUND, status="doing")
+    }
+    for round_id in round_ids:
+        job_id = doing.get(round_id)
+        try:
+            if job_id is not None:
+                app.job_manager.retry_job_by_id(job_id, retry_at=datetime.now(UTC))
+            else:
+                defer_round(app, round_id)
+        except ConnectorException:
+            # A job for the round is already waiting: nothing to add.
+            continue

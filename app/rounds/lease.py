@@ -1,0 +1,196 @@
+"""Which worker runs a round: a lease in the round's row, renewed while the worker lives.
+
+A worker claims a round by writing its name and an expiry into the row, in one conditional
+UPDATE, so two workers never both win. Every stage ends with a transaction that checks the
+lease is still ours before it records the stage, so a worker that lost its lease (it froze, the
+round was cancelled) changes nothing. A killed worker simply stops renewing; once the lease
+runs out, any worker may claim the round and continue from its recorded stage.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.models import Round, RoundStage, RoundStatus, utcnow
+
+
+class LeaseLost(Exception):
+    """The round was cancelled or taken over; the worker must stop touching it."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def runnable_rounds(session: Session, now: datetime | None = None) -> list[int]:
+    """Queued rounds, and running ones whose worker has stopped renewing its lease."""
+    now = now or utcnow()
+    return list(
+        session.scalars(
+            select(Round.id)
+            .where(
+                or_(
+                    Round.status == RoundStatus.queued,
+                    (Round.status == RoundStatus.running)
+                    & or_(Round.lease_expires_at.is_(None), Round.lease_expires_at < now),
+                )
+            )
+            .order_by(Round.id)
+        )
+    )
+
+
+def claim(session: Session, round_id: int, owner: str, lease_s: float) -> bool:
+    now = utcnow()
+    result = session.execute(
+        update(Round)
+        .where(
+            Round.id == round_id,
+            or_(
+                Round.status == RoundStatus.queued,
+                (Round.status == RoundStatus.running)
+                & or_(Round.lease_expires_at.is_(None), Round.lease_expires_at < now),
+            ),
+        )
+        .values(
+            status=RoundStatus.running,
+            lease_owner=owner,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+            attempts=Round.attempts + 1,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        return False
+    session.execute(
+        update(Round)
+        .where(Round.id == round_id, Round.started_at.is_(None))
+        .values(started_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return True
+
+
+def advance(
+    session: Session, round_id: int, owner: str, stage: RoundStage, to: RoundStage, **values: Any
+) -> None:
+    """Record that `stage` is done, in the caller's transaction, if the lease is still ours."""
+    result = session.execute(
+        update(Round)
+        .where(
+            Round.id == round_id,
+            Round.lease_owner == owner,
+            Round.status == RoundStatus.running,
+            Round.stage == stage,
+        )
+        .values(stage=to, updated_at=utcnow(), **values)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        raise LeaseLost(f"round {round_id} is no longer ours at stage {stage.value}")
+
+
+def report(session: Session, round_id: int, owner: str, **values: Any) -> None:
+    """Progress (percent, ETA, message) within a stage; also proves the lease is ours."""
+    result = session.execute(
+        update(Round)
+        .where(Round.id == round_id, Round.lease_owner == owner, Round.status == RoundStatus.running)
+        .values(updated_at=utcnow(), **values)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        raise LeaseLost(f"round {round_id} is no longer ours")
+
+
+def finish(session: Session, round_id: int, owner: str, stage: RoundStage, message: str) -> None:
+    now = utcnow()
+    advance(
+        session, round_id, owner, stage, RoundStage.done,
+        status=RoundStatus.done, percent=100.0, eta_at=None, message=message,
+        finished_at=now, lease_owner=None, lease_expires_at=None,
+    )
+
+
+def fail(session: Session, round_id: int, owner: str, message: str) -> None:
+    now = utcnow()
+    report(session, round_id, owner, status=RoundStatus.failed, message=message, finished_at=now,
+           eta_at=None, lease_owner=None, lease_expires_at=None)
+
+
+def give_up_or_retry(
+    factory: sessionmaker[Session], round_id: int, owner: str, error: str, max_attempts: int
+) -> RoundStatus | None:
+    """After an error: back to the queue while attempts remain, else failed for good."""
+    with session_scope(factory) as session:
+        round_ = session.scalar(
+            select(Round).where(Round.id == round_id, Round.lease_owner == owner).with_for_update()
+        )
+        if round_ is None or round_.status != RoundStatus.running:
+            return None
+        now = utcnow()
+        round_.error = error[-4000:]
+        round_.lease_owner = None
+        round_.lease_expires_at = None
+        round_.updated_at = now
+        round_.eta_at = None
+        if round_.attempts >= max_attempts:
+            round_.status = RoundStatus.failed
+            round_.finished_at = now
+            round_.message = f"failed at {round_.stage.value} after {round_.attempts} attempts"
+        else:
+            round_.status = RoundStatus.queued
+            round_.message = f"error at {round_.stage.value}; will retry"
+        return round_.status
+
+
+class LeaseKeeper:
+    """Renews the lease from a thread while the worker's main work (training) runs."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        round_id: int,
+        owner: str,
+        lease_s: float,
+        on_beat: Callable[[Session], None] | None = None,
+    ) -> None:
+        self.factory, self.round_id, self.owner, self.lease_s = factory, round_id, owner, lease_s
+        self.on_beat = on_beat
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lease-round-{round_id}", daemon=True
+        )
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            try:
+                with session_scope(self.factory) as session:
+                    expires = utcnow() + timedelta(seconds=self.lease_s)
+                    report(session, self.round_id, self.owner, lease_expires_at=expires)
+                    if self.on_beat is not None:
+                        self.on_beat(session)
+            except LeaseLost:
+                self.lost = True
+                return
+            except Exception:  # noqa: BLE001 - a database hiccup: try again next beat
+                continue

@@ -1,0 +1,194 @@
+"""Research pages: rounds with live progress, metrics across rounds, model versions, settings,
+and a picks inspector that says why each solution was chosen."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request, status
+from fastapi.responses import RedirectResponse, Response
+from pydantic import BaseModel, Field
+
+from app.deps import DataPageUser, SessionDep, page_user
+from app.errors import Conflict
+from app.forms import FormInvalid, PageId, validate_form
+from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, User
+from app.projects.service import get_project, list_projects
+from app.rounds import service
+from app.rounds.charts import labels_chart, quality_chart
+from app.rounds.jobs import wake_after_commit
+from app.rounds.schemas import RoundSettingsUpdate
+from app.rounds.service import NULLABLE_SETTINGS
+from app.templating import render
+
+router = APIRouter(prefix="/research", include_in_schema=False)
+
+ResearcherPageUser = Annotated[User, page_user(Role.researcher)]
+PICKS_PER_PAGE = 50
+
+
+class SettingsForm(BaseModel):
+    """The fields as typed; RoundSettingsUpdate judges them so errors show in place."""
+
+    picks_per_round: str = Field(default="", max_length=50)
+    per_problem_cap: str = Field(default="", max_length=50)
+    wrong_share: str = Field(default="", max_length=50)
+    control_share: str = Field(default="", max_length=50)
+    qc_share: str = Field(default="", max_length=50)
+    duplicate_similarity: str = Field(default="", max_length=50)
+    score_kind: str = Field(default="", max_length=50)
+    base_model: str = Field(default="", max_length=300)
+    train_epochs: str = Field(default="", max_length=50)
+    learning_rate: str = Field(default="", max_length=50)
+    max_length: str = Field(default="", max_length=50)
+    min_train_labels: str = Field(default="", max_length=50)
+    heldout_share: str = Field(default="", max_length=50)
+    promote_metric: str = Field(default="", max_length=50)
+    promote_min: str = Field(default="", max_length=50)
+    promote_margin: str = Field(default="", max_length=50)
+    every_new_labels: str = Field(default="", max_length=50)
+    schedule_hours: str = Field(default="", max_length=50)
+
+
+def can_research(user: User) -> bool:
+    return user.role in (Role.researcher, Role.admin)
+
+
+@router.get("")
+def research_home(request: Request, user: DataPageUser, session: SessionDep) -> Response:
+    rows = [
+        (p, service.list_rounds(session, p.id, limit=1), service.served_version(session, p.id))
+        for p in list_projects(session)
+    ]
+    return render(request, "research/index.html", {"rows": rows})
+
+
+@router.get("/projects/{project_id}")
+def project_rounds(
+    request: Request, project_id: PageId, user: DataPageUser, session: SessionDep
+) -> Response:
+    project = get_project(session, project_id)
+    messages = []
+    if request.query_params.get("started") == "1":
+        messages.append({"kind": "success", "text": "Round queued: a worker will pick it up."})
+    if request.query_params.get("saved") == "1":
+        messages.append({"kind": "success", "text": "Round settings saved."})
+    return _overview(request, session, user, project, messages=messages)
+
+
+@router.post("/projects/{project_id}/rounds")
+def start_round(
+    request: Request, project_id: PageId, user: ResearcherPageUser, session: SessionDep
+) -> Response:
+    project = get_project(session, project_id)
+    try:
+        round_ = service.start_round(session, project, user=user)
+    except Conflict as exc:
+        messages = [{"kind": "error", "text": exc.message}]
+        return _overview(request, session, user, project, messages=messages, status_code=409)
+    wake_after_commit(session, round_.id)
+    return RedirectResponse(f"/research/projects/{project.id}?started=1", status_code=303)
+
+
+@router.post("/projects/{project_id}/settings")
+def update_settings(
+    request: Request,
+    project_id: PageId,
+    user: ResearcherPageUser,
+    session: SessionDep,
+    form: Annotated[SettingsForm, Form()],
+) -> Response:
+    project = get_project(session, project_id)
+    values = {k: v.strip() for k, v in form.model_dump().items()}
+    try:
+        changes = validate_form(RoundSettingsUpdate, values)
+    except FormInvalid as exc:
+        return _overview(request, session, user, project, values=values, errors=exc.errors,
+                         status_code=422)
+    # A trigger left blank is turned off, so blank means null there.
+    changes = changes.model_copy(update={k: None for k in NULLABLE_SETTINGS if not values[k]})
+    service.update_round_settings(session, project.id, changes)
+    return RedirectResponse(f"/research/projects/{project.id}?saved=1#settings", status_code=303)
+
+
+def _overview(
+    request: Request,
+    session: SessionDep,
+    user: User,
+    project: Project,
+    *,
+    values: dict[str, Any] | None = None,
+    errors: dict[str, str] | None = None,
+    messages: list[dict[str, str]] | None = None,
+    status_code: int = status.HTTP_200_OK,
+) -> Response:
+    rounds = service.list_rounds(session, project.id)
+    settings = service.round_settings(session, project.id)
+    return render(
+        request,
+        "research/project.html",
+        {
+            "project": project,
+            "rounds": rounds,
+            "active": service.active_round(session, project.id),
+            "versions": service.list_model_versions(session, project.id),
+            "quality": quality_chart(rounds),
+            "labels": labels_chart(rounds),
+            "settings": settings,
+            "values": values or {k: ("" if v is None else v) for k, v in _settings_values(settings).items()},
+            "errors": errors or {},
+            "messages": messages or [],
+            "can_research": can_research(user),
+            "score_kinds": list(ScoreKind),
+            "promote_metrics": list(PromoteMetric),
+        },
+        status_code=status_code,
+    )
+
+
+def _settings_values(settings: Any) -> dict[str, Any]:
+    return {
+        name: (value.value if hasattr(value, "value") else value)
+        for name in SettingsForm.model_fields
+        for value in [getattr(settings, name)]
+    }
+
+
+@router.get("/rounds/{round_id}")
+def round_page(
+    request: Request,
+    round_id: PageId,
+    user: DataPageUser,
+    session: SessionDep,
+    reason: PickReason | None = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+) -> Response:
+    round_ = service.get_round(session, round_id)
+    project = get_project(session, round_.project_id)
+    picks = service.list_picks(
+        session, round_, reason=reason.value if reason else None,
+        offset=(page - 1) * PICKS_PER_PAGE, limit=PICKS_PER_PAGE + 1,
+    )
+    return render(
+        request,
+        "research/round.html",
+        {
+            "project": project,
+            "round": round_,
+            "picks": picks[:PICKS_PER_PAGE],
+            "has_next": len(picks) > PICKS_PER_PAGE,
+            "page": page,
+            "reason": reason.value if reason else None,
+            "counts": service.count_picks(session, round_.id),
+            "reasons": list(PickReason),
+            "can_research": can_research(user),
+        },
+    )
+
+
+@router.post("/rounds/{round_id}/cancel")
+def cancel_round(
+    request: Request, round_id: PageId, user: ResearcherPageUser, session: SessionDep
+) -> Response:
+    round_ = service.cancel_round(session, service.get_round(session, round_id))
+    return RedirectResponse(f"/research/projects/{round_.project_id}", status_code=303)

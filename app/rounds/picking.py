@@ -1,0 +1,109 @@
+"""The select and enqueue stages of a round: the rule of active_learning.select applied to the
+pool's stored scores, and its picks put at the head of the labeling queue."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import defaultdict
+
+from sqlalchemy import update
+
+from active_learning.select import NO_MODEL, Candidate, SelectionRule, select_uniform
+from active_learning.select import select as select_picks
+from app.models import Project, Round, RoundSettings, RoundStage
+from app.rounds import lease, pool
+from app.rounds.failpoints import failpoint
+from app.rounds.run import STAGE_START, RoundRun
+from app.rounds.service import served_version
+
+log = logging.getLogger("stepwise.rounds")
+
+
+def selection_rule(settings: RoundSettings, seed: int) -> SelectionRule:
+    return SelectionRule(
+        budget=settings.picks_per_round, wrong_share=settings.wrong_share,
+        control_share=settings.control_share, qc_share=settings.qc_share,
+        per_problem_cap=settings.per_problem_cap,
+        duplicate_similarity=settings.duplicate_similarity, seed=seed,
+    )
+
+
+def select_stage(run: RoundRun) -> None:
+    with run.session() as session:
+        served = served_version(session, run.project_id)
+        version_id = served.id if served else None
+        rows = pool.pool_candidates(session, run.project_id, version_id)
+        rule = selection_rule(run.settings, seed=run.round_id)
+        if version_id is None:
+            shortlist = random.Random(rule.seed).sample(rows, min(len(rows), 3 * rule.budget + 10))
+        else:
+            shortlist = reachable(rows, rule)
+        qc_rows = pool.qc_candidates(session, run.project_id) if rule.qc_share else []
+        texts = pool.solution_texts(session, [r[0] for r in shortlist] + [r[0] for r in qc_rows])
+        candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in shortlist]
+        if version_id is None:
+            picks = select_uniform(candidates, rule, NO_MODEL)
+        else:
+            scored = [c for c in candidates if c.score is not None]
+            qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]
+            picks = select_picks(scored, rule, qc)
+        grades = {sid: grade for sid, _, grade, _ in rows} | {sid: grade for sid, _, grade in qc_rows}
+        count = len(picks)
+        pool.write_picks(session, [
+            {"round_id": run.round_id, "solution_id": p.solution_id, "model_version_id": version_id,
+             "rank": p.rank, "score": p.score, "reason": p.reason, "answer_grade": grades[p.solution_id],
+             # Newer rounds go first; within a round, the interleaved order of the rule.
+             "priority": run.number + 1 - (p.rank + 1) / (count + 1)}
+            for p in picks
+        ])
+        failpoint("select.written")
+        round_ = session.get(Round, run.round_id)
+        assert round_ is not None
+        by_reason: dict[str, int] = defaultdict(int)
+        for p in picks:
+            by_reason[p.reason] += 1
+        wrong = sum(1 for p in picks if grades[p.solution_id] == "wrong")
+        summary = {"picks": count, "by_reason": dict(by_reason), "pool": len(rows),
+                   "wrong_answer_share": wrong / count if count else None}
+        lease.advance(session, run.round_id, run.owner, RoundStage.select, RoundStage.enqueue,
+                      metrics={**round_.metrics, "selection": summary},
+                      percent=STAGE_START[RoundStage.enqueue], message=f"enqueuing {count} picks")
+
+
+def reachable(rows: list[tuple], rule: SelectionRule) -> list[tuple]:
+    """The only candidates the rule could reach: per problem the best-scored wrong answers and
+    the best-scored overall, plus a uniform sample for the control slice. Near-duplicates and
+    caps are why it keeps a few times what it needs; it spares loading a million texts."""
+    keep = max(3 * rule.per_problem_cap, 8)
+    by_problem: dict[int, list[tuple]] = defaultdict(list)
+    for row in rows:
+        if row[3] is not None:
+            by_problem[row[1]].append(row)
+    chosen: dict[int, tuple] = {}
+    for group in by_problem.values():
+        group.sort(key=lambda r: -r[3])
+        for row in [r for r in group if r[2] == "wrong"][:keep] + group[:keep]:
+            chosen[row[0]] = row
+    scored = [r for r in rows if r[3] is not None]
+    sample = random.Random(rule.seed).sample(scored, min(len(scored), 3 * rule.budget + 10))
+    for row in sample:
+        chosen[row[0]] = row
+    return sorted(chosen.values())
+
+
+def enqueue_stage(run: RoundRun) -> None:
+    with run.session() as session:
+        project = session.get(Project, run.project_id)
+        assert project is not None
+        added = pool.enqueue_picks(session, project, run.round_id, run.number)
+        failpoint("enqueue.written")
+        round_ = session.get(Round, run.round_id)
+        assert round_ is not None
+        selection = {**round_.metrics.get("selection", {}), "new_slots": added}
+        session.execute(update(Round).where(Round.id == run.round_id)
+                        .values(metrics={**round_.metrics, "selection": selection}))
+        verdict = "new model served" if round_.promoted else f"not promoted: {round_.metrics.get('rule')}"
+        lease.finish(session, run.round_id, run.owner, RoundStage.enqueue,
+                     f"{selection.get('picks', 0)} picks queued; {verdict}")
+    log.info("round %s: done, %s new queue slots", run.round_id, added)

@@ -1,0 +1,99 @@
+"""One round as a worker runs it: its identity, settings, progress bar and ETA."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.models import PromoteMetric, Round, RoundSettings, RoundStage, ScoreKind, utcnow
+from app.rounds import lease
+from app.rounds.config import WorkerSettings
+
+# Where each stage starts on the round's progress bar; training dominates a round's time.
+STAGE_START = {
+    RoundStage.snapshot: 0.0,
+    RoundStage.train: 2.0,
+    RoundStage.evaluate: 62.0,
+    RoundStage.promote: 72.0,
+    RoundStage.score: 73.0,
+    RoundStage.select: 93.0,
+    RoundStage.enqueue: 97.0,
+    RoundStage.done: 100.0,
+}
+
+
+@dataclass
+class RoundRun:
+    """What every stage needs: where it writes, whose lease it holds, the frozen settings."""
+
+    factory: sessionmaker[Session]
+    round_id: int
+    owner: str
+    worker: WorkerSettings
+    project_id: int
+    number: int
+    settings: RoundSettings
+    total_steps: int = 0
+
+    def session(self):  # type: ignore[no-untyped-def]
+        return session_scope(self.factory)
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.worker.models_dir / f"project-{self.project_id}" / f"round-{self.number}"
+
+    def progress(self, session: Session, stage: RoundStage, within: float, message: str) -> None:
+        start, end = STAGE_START[stage], _next_start(stage)
+        percent = start + (end - start) * min(max(within, 0.0), 1.0)
+        lease.report(session, self.round_id, self.owner, percent=percent, message=message,
+                     eta_at=self.eta(session, percent))
+
+    def eta(self, session: Session, percent: float) -> datetime | None:
+        started = session.scalar(select(Round.started_at).where(Round.id == self.round_id))
+        if started is None or percent < 3:
+            return None
+        elapsed = (utcnow() - started).total_seconds()
+        return utcnow() + timedelta(seconds=elapsed * (100 - percent) / percent)
+
+
+def _next_start(stage: RoundStage) -> float:
+    stages = list(STAGE_START)
+    return STAGE_START[stages[min(stages.index(stage) + 1, len(stages) - 1)]]
+
+
+_SETTINGS_FIELDS = [
+    c.key for c in RoundSettings.__table__.columns if c.key not in ("project_id", "updated_at")
+]
+
+
+def settings_dict(settings: RoundSettings) -> dict[str, Any]:
+    return {k: getattr(settings, k) for k in _SETTINGS_FIELDS}
+
+
+def frozen_settings(saved: dict[str, Any] | None) -> RoundSettings | None:
+    """The settings the round started with: editing them mid-round must not change the data
+    or training settings of a resumed attempt."""
+    if not saved:
+        return None
+    values = {**saved, "score_kind": ScoreKind(saved["score_kind"]),
+              "promote_metric": PromoteMetric(saved["promote_metric"])}
+    return RoundSettings(**values)
+
+
+def jsonable(value: Any) -> Any:
+    """Metrics as plain JSON: numpy numbers become floats, NaN becomes null."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    number = float(value)
+    return None if math.isnan(number) else number

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind
+
+
+class RoundRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    project_id: int
+    number: int = Field(description="the generation its picks are labeled with")
+    status: RoundStatus
+    stage: RoundStage = Field(description="the next stage to run, or done")
+    percent: float
+    eta_at: datetime | None
+    message: str
+    trigger: RoundTrigger
+    snapshot_label_id: int | None
+    snapshot_labels: int | None
+    snapshot_hash: str | None
+    promoted: bool | None
+    metrics: dict[str, Any]
+    error: str | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+
+class ModelVersionRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    project_id: int
+    round_id: int | None
+    path: str
+    base: str
+    data_hash: str
+    train_labels: int
+    metrics: dict[str, Any]
+    passed: bool | None
+    is_served: bool
+    created_at: datetime
+    promoted_at: datetime | None
+
+
+class PickRead(BaseModel):
+    rank: int
+    solution_id: int
+    problem_id: int
+    reason: PickReason
+    score: float | None
+    answer_grade: str
+    priority: float
+    model_version_id: int | None
+    problem_statement: str
+    ground_truth_answer: str | None
+    final_answer: str | None
+    steps: list[str]
+    step_scores: list[float | None] | None = Field(
+        description="P(step is correct) per step from the model that scored it"
+    )
+
+
+class RoundSettingsRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    project_id: int
+    picks_per_round: int
+    per_problem_cap: int
+    wrong_share: float
+    control_share: float
+    qc_share: float
+    duplicate_similarity: float
+    score_kind: ScoreKind
+    neutral_as_correct: bool
+    base_model: str
+    train_epochs: float
+    learning_rate: float
+    max_length: int
+    min_train_labels: int
+    heldout_share: float
+    promote_metric: PromoteMetric
+    promote_min: float
+    promote_margin: float
+    every_new_labels: int | None
+    schedule_hours: float | None
+    updated_at: datetime
+
+
+class RoundSettingsUpdate(BaseModel):
+    """Fields left out stay as they are; send null for `every_new_labels` or `schedule_hours`
+    to turn that trigger off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    picks_per_round: int | None = Field(default=None, ge=1, le=100_000)
+    per_problem_cap: int | None = Field(default=None, ge=1, le=1000)
+    wrong_share: float | None = Field(default=None, ge=0, le=1)
+    control_share: float | None = Field(default=None, ge=0, le=1)
+    qc_share: float | None = Field(default=None, ge=0, le=1)
+    duplicate_similarity: float | None = Field(default=None, gt=0, le=1.01)
+    score_kind: ScoreKind | None = None
+    neutral_as_correct: bool | None = None
+    base_model: str | None = Field(default=None, min_length=1, max_length=255)
+    train_epochs: float | None = Field(default=None, gt=0, le=100)
+    learning_rate: float | None = Field(default=None, gt=0, le=1)
+    max_length: int | None = Field(default=None, ge=64, le=32768)
+    min_train_labels: int | None = Field(default=None, ge=1, le=10_000_000)
+    heldout_share: float | None = Field(default=None, gt=0, lt=1)
+    promote_metric: PromoteMetric | None = None
+    promote_min: float | None = Field(default=None, ge=0, le=1)
+    promote_margin: float | None = Field(default=None, ge=0, le=1)
+    every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
+    schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> RoundSettingsUpdate:
+        if (self.control_share or 0) + (self.qc_share or 0) > 1:
+            raise ValueError("control_share + qc_share must not exceed 1")
+        return self

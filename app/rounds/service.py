@@ -1,0 +1,210 @@
+"""Rounds as researchers see them: asking for one, following it, its settings, its results."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.errors import BadInput, Conflict, NotFound
+from app.models import (
+    ACTIVE_ROUND_STATUSES,
+    ModelVersion,
+    Problem,
+    Project,
+    Round,
+    RoundPick,
+    RoundSettings,
+    RoundStatus,
+    RoundTrigger,
+    Solution,
+    SolutionScore,
+    User,
+    utcnow,
+)
+from app.rounds.schemas import PickRead, RoundSettingsUpdate
+
+
+# The automatic triggers are off when null; every other setting always has a value.
+NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours")
+
+
+def start_round(
+    session: Session,
+    project: Project,
+    *,
+    trigger: RoundTrigger = RoundTrigger.manual,
+    user: User | None = None,
+) -> Round:
+    """Queue a round for the project; a worker picks it up. One active round per project."""
+    active = active_round(session, project.id)
+    if active is not None:
+        raise Conflict(
+            f"round {active.number} of project {project.name!r} is still {active.status.value}; "
+            "wait for it to end or cancel it"
+        )
+    number = (
+        session.scalar(select(func.max(Round.number)).where(Round.project_id == project.id)) or 0
+    ) + 1
+    now = utcnow()
+    round_ = Round(
+        project_id=project.id,
+        number=number,
+        trigger=trigger,
+        requested_by=user.id if user else None,
+        message="waiting for a worker",
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        # The partial unique index settles a race between two triggers of the same project.
+        with session.begin_nested():
+            session.add(round_)
+            session.flush()
+    except IntegrityError:
+        raise Conflict(f"project {project.name!r} already has a round queued or running") from None
+    round_settings(session, project.id)
+    return round_
+
+
+def active_round(session: Session, project_id: int) -> Round | None:
+    return session.scalar(
+        select(Round).where(
+            Round.project_id == project_id, Round.status.in_(ACTIVE_ROUND_STATUSES)
+        )
+    )
+
+
+def list_rounds(session: Session, project_id: int, limit: int = 200) -> list[Round]:
+    return list(
+        session.scalars(
+            select(Round)
+            .where(Round.project_id == project_id)
+            .order_by(Round.number.desc())
+            .limit(limit)
+        )
+    )
+
+
+def get_round(session: Session, round_id: int) -> Round:
+    round_ = session.get(Round, round_id)
+    if round_ is None:
+        raise NotFound(f"no round with id {round_id}")
+    return round_
+
+
+def cancel_round(session: Session, round_: Round) -> Round:
+    """Stop a queued or running round; its worker notices at the next stage boundary, and
+    nothing it has not finished is served or enqueued."""
+    if round_.status not in ACTIVE_ROUND_STATUSES:
+        raise Conflict(f"round {round_.number} is {round_.status.value}, not queued or running")
+    now = utcnow()
+    round_.status = RoundStatus.cancelled
+    round_.message = "cancelled"
+    round_.finished_at = now
+    round_.updated_at = now
+    round_.lease_owner = None
+    round_.lease_expires_at = None
+    return round_
+
+
+def round_settings(session: Session, project_id: int) -> RoundSettings:
+    """The project's settings row, made with the defaults on first use."""
+    settings = session.get(RoundSettings, project_id)
+    if settings is None:
+        settings = RoundSettings(project_id=project_id)
+        try:
+            with session.begin_nested():
+                session.add(settings)
+                session.flush()
+        except IntegrityError:
+            settings = session.get(RoundSettings, project_id, populate_existing=True)
+            assert settings is not None
+    return settings
+
+
+def update_round_settings(
+    session: Session, project_id: int, data: RoundSettingsUpdate
+) -> RoundSettings:
+    settings = round_settings(session, project_id)
+    changes = data.model_dump(exclude_unset=True)
+    for field, value in changes.items():
+        if value is None and field not in NULLABLE_SETTINGS:
+            raise BadInput(f"{field} cannot be null")
+    merged = {**{k: getattr(settings, k) for k in ("control_share", "qc_share")}, **changes}
+    if merged["control_share"] + merged["qc_share"] > 1:
+        raise BadInput("control_share + qc_share must not exceed 1")
+    for field, value in changes.items():
+        setattr(settings, field, value)
+    settings.updated_at = utcnow()
+    session.flush()
+    return settings
+
+
+def list_model_versions(session: Session, project_id: int) -> list[ModelVersion]:
+    return list(
+        session.scalars(
+            select(ModelVersion)
+            .where(ModelVersion.project_id == project_id)
+            .order_by(ModelVersion.id.desc())
+        )
+    )
+
+
+def served_version(session: Session, project_id: int) -> ModelVersion | None:
+    return session.scalar(
+        select(ModelVersion).where(
+            ModelVersion.project_id == project_id, ModelVersion.is_served.is_(True)
+        )
+    )
+
+
+def list_picks(
+    session: Session, round_: Round, *, reason: str | None = None, offset: int = 0, limit: int = 100
+) -> list[PickRead]:
+    """The round's picks in queue order, with what the picking model thought of each step."""
+    query = (
+        select(RoundPick, Solution, Problem, SolutionScore.step_scores)
+        .join(Solution, Solution.id == RoundPick.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .outerjoin(
+            SolutionScore,
+            (SolutionScore.solution_id == RoundPick.solution_id)
+            & (SolutionScore.model_version_id == RoundPick.model_version_id),
+        )
+        .where(RoundPick.round_id == round_.id)
+        .order_by(RoundPick.rank)
+        .offset(offset)
+        .limit(limit)
+    )
+    if reason is not None:
+        query = query.where(RoundPick.reason == reason)
+    return [
+        PickRead(
+            rank=pick.rank,
+            solution_id=solution.id,
+            problem_id=problem.id,
+            reason=pick.reason,
+            score=pick.score,
+            answer_grade=pick.answer_grade,
+            priority=pick.priority,
+            model_version_id=pick.model_version_id,
+            problem_statement=problem.statement,
+            ground_truth_answer=problem.answer,
+            final_answer=solution.final_answer,
+            steps=solution.steps,
+            step_scores=step_scores,
+        )
+        for pick, solution, problem, step_scores in session.execute(query)
+    ]
+
+
+def count_picks(session: Session, round_id: int) -> dict[str, int]:
+    return {
+        reason.value: count
+        for reason, count in session.execute(
+            select(RoundPick.reason, func.count())
+            .where(RoundPick.round_id == round_id)
+            .group_by(RoundPick.reason)
+        )
+    }

@@ -1,0 +1,158 @@
+"""Round workers. `stepwise worker` on PostgreSQL runs procrastinate's worker; on SQLite, and in
+the embedded server's thread, a loop polls the rounds table. Both run the same job
+(`active_learning.rounds.run_round`) and the same sweep: start due triggers, and find rounds
+that are queued or whose worker died.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import lru_cache
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import create_db_engine, create_session_factory, session_scope
+from app.rounds.config import WorkerSettings, get_worker_settings
+from app.rounds.lease import runnable_rounds, worker_name
+from app.rounds.triggers import start_due_rounds
+
+log = logging.getLogger("stepwise.rounds")
+
+
+def sweep(factory: sessionmaker[Session]) -> list[int]:
+    """Start due rounds; return the ids of rounds waiting for a worker."""
+    with session_scope(factory) as session:
+        for round_ in start_due_rounds(session):
+            log.info("round %s of project %s started by %s", round_.number, round_.project_id,
+                     round_.trigger.value)
+    with session_scope(factory) as session:
+        return runnable_rounds(session)
+
+
+def run_rounds(factory: sessionmaker[Session], round_ids: list[int], worker: WorkerSettings,
+               owner: str, stop: threading.Event | None = None) -> None:
+    # Imported here: torch and transformers cost seconds, and an idle server never needs them.
+    from active_learning.rounds import run_round
+
+    for round_id in round_ids:
+        if stop is not None and stop.is_set():
+            return
+        run_round(factory, round_id, owner, worker)
+
+
+class LocalWorker:
+    """Polls for rounds in a thread: the embedded server's worker, and `stepwise worker` on
+    SQLite. Leases make several of them (several server processes) safe together."""
+
+    def __init__(self, factory: sessionmaker[Session], worker: WorkerSettings | None = None) -> None:
+        self.factory = factory
+        self.worker = worker or get_worker_settings()
+        self.owner = worker_name()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> int:
+        ids = sweep(self.factory)
+        if ids:
+            run_rounds(self.factory, ids, self.worker, self.owner, self._stop)
+        return len(ids)
+
+    def run_forever(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception:
+                log.exception("round worker sweep failed; trying again")
+                busy = 0
+            if not busy:
+                self._stop.wait(self.worker.worker_poll_s)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run_forever, name="round-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        # A round in the middle of training does not stop for this; its lease runs out and the
+        # next worker continues it.
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def start_local_worker(settings: Settings, factory: sessionmaker[Session]) -> LocalWorker | None:
+    """The embedded server's round worker: SQLite only, and only if not turned off."""
+    worker = get_worker_settings()
+    if not settings.is_sqlite or not worker.local_worker:
+        return None
+    local = LocalWorker(factory, worker)
+    local.start()
+    return local
+
+
+@lru_cache
+def _factory(database_url: str) -> sessionmaker[Session]:
+    return create_session_factory(create_db_engine(Settings(database_url=database_url)))
+
+
+def run_one(database_url: str, round_id: int) -> None:
+    """The body of the PostgreSQL job."""
+    run_rounds(_factory(database_url), [round_id], get_worker_settings(), worker_name())
+
+
+def run_postgres_worker(settings: Settings, once: bool = False) -> None:
+    from app.rounds.jobs import QUEUE, make_job_app, revive, sender
+
+    worker = get_worker_settings()
+    factory = _factory(settings.database_url)
+    # The sweeper thread talks to the queue through its own synchronous pool: the worker's
+    # asynchronous one belongs to the worker's event loop.
+    queue = sender(settings.database_url)
+    stop = threading.Event()
+
+    def sweeper() -> None:
+        while not stop.wait(worker.worker_poll_s):
+            try:
+                revive(queue, sweep(factory))
+            except Exception:
+                log.exception("round sweep failed; trying again")
+
+    revive(queue, sweep(factory))
+    if not once:
+        threading.Thread(target=sweeper, name="round-sweeper", daemon=True).start()
+    try:
+        make_job_app(settings.database_url).run_worker(
+            queues=[QUEUE],
+            concurrency=1,
+            wait=not once,
+            delete_jobs="successful",
+            update_heartbeat_interval=worker.round_lease_s / 3,
+            stalled_worker_timeout=worker.round_lease_s,
+        )
+    finally:
+        stop.set()
+
+
+def run_worker(settings: Settings, once: bool = False) -> None:
+    """`stepwise worker`."""
+    if not settings.is_sqlite:
+        run_postgres_worker(settings, once)
+        return
+    local = LocalWorker(_factory(settings.database_url))
+    if once:
+        local.run_once()
+    else:
+        local.run_forever()
+
+
+def run_here(settings: Settings, round_id: int) -> str:
+    """Run one round in this process (`stepwise rounds start --wait`); its outcome in a line."""
+    from app.models import Round
+
+    factory = _factory(settings.database_url)
+    run_rounds(factory, [round_id], get_worker_settings(), worker_name())
+    with session_scope(factory) as session:
+        round_ = session.get(Round, round_id)
+        assert round_ is not None
+        return f"round {round_.number}: {round_.status.value}: {round_.message}"

@@ -1,0 +1,26 @@
+"""Jinja2 set-up shared by every page; autoescaping is on, so text is never run as HTML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from labeler_ui import TEMPLATES_DIR
+
+templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any] | None = None, status_code: int = 200
+) -> HTMLResponse:
+    principal = getattr(request.state, "principal", None)
+    base = {
+        "user": principal.user if principal else None,
+        "csrf_token": principal.session.csrf_token if principal and principal.session else "",
+    }
+    return templates.TemplateResponse(
+        request, name, {**base, **(context or {})}, status_code=status_code
+    )

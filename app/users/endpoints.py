@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from app.deps import AdminApiUser, ApiUser, RowId, SessionDep
+from app.users import service
+from app.users.schemas import UserCreate, UserRead, UserUpdate
+
+router = APIRouter(prefix="/api/v1/users", tags=["users"])
+
+
+@router.get("/me", response_model=UserRead)
+def me(user: ApiUser) -> UserRead:
+    return UserRead.model_validate(user)
+
+
+@router.get("", response_model=list[UserRead])
+def list_users(_: AdminApiUser, session: SessionDep) -> list[UserRead]:
+    return [UserRead.model_validate(u) for u in service.list_users(session)]
+
+
+@router.post("", response_model=UserRead, status_code=status.HTTP_201_CREATED)
+def create_user(body: UserCreate, _: AdminApiUser, session: SessionDep) -> UserRead:
+    return UserRead.model_validate(service.create_user(session, body))
+
+
+@router.patch("/{user_id}", response_model=UserRead)
+def update_user(user_id: RowId, body: UserUpdate, _: AdminApiUser, session: SessionDep) -> UserRead:
+    user = service.get_user(session, user_id)
+    return UserRead.model_validate(service.update_user(session, user, body))

@@ -1,0 +1,106 @@
+"""Admin pages: user accounts and their roles."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request, status
+from fastapi.responses import RedirectResponse, Response
+
+from app.deps import AdminPageUser, SessionDep
+from app.errors import Conflict
+from app.forms import FormInvalid, PageId, validate_form
+from app.models import Role, User
+from app.templating import render
+from app.users import service
+from app.users.schemas import UserCreate, UserUpdate
+
+router = APIRouter(prefix="/admin/users", include_in_schema=False)
+
+ShortText = Annotated[str, Form(max_length=1024)]
+
+
+@router.get("")
+def users_page(request: Request, admin: AdminPageUser, session: SessionDep) -> Response:
+    return _users_list(request, session)
+
+
+@router.post("")
+def create_user(
+    request: Request,
+    admin: AdminPageUser,
+    session: SessionDep,
+    username: ShortText = "",
+    role: ShortText = "",
+    password: ShortText = "",
+) -> Response:
+    values = {"username": username.strip(), "role": role}
+    try:
+        user = service.create_user(
+            session, validate_form(UserCreate, {**values, "password": password})
+        )
+    except FormInvalid as exc:
+        return _users_list(request, session, values, exc.errors, status_code=422)
+    except Conflict as exc:
+        return _users_list(request, session, values, {"username": exc.message}, status_code=409)
+    return RedirectResponse(f"/admin/users#user-{user.id}", status_code=303)
+
+
+@router.post("/{user_id}/role")
+def change_role(
+    request: Request, user_id: PageId, admin: AdminPageUser, session: SessionDep, role: ShortText = ""
+) -> Response:
+    return _update(request, session, admin, user_id, {"role": role})
+
+
+@router.post("/{user_id}/active")
+def change_active(
+    request: Request,
+    user_id: PageId,
+    admin: AdminPageUser,
+    session: SessionDep,
+    is_active: ShortText = "",
+) -> Response:
+    return _update(request, session, admin, user_id, {"is_active": is_active})
+
+
+def _update(
+    request: Request, session: SessionDep, admin: User, user_id: int, values: dict[str, str]
+) -> Response:
+    user = service.get_user(session, user_id)
+    if user.id == admin.id:
+        # An admin who demotes or deactivates themselves may leave nobody able to undo it.
+        raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
+    try:
+        changes = validate_form(UserUpdate, values)
+    except FormInvalid as exc:
+        problem = "; ".join(f"{field} {message}" for field, message in exc.errors.items())
+        return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
+    if not changes.model_fields_set:
+        return _users_list(request, session, problem=f"{user.username}: nothing to change", status_code=422)
+    service.update_user(session, user, changes)
+    return RedirectResponse(f"/admin/users#user-{user.id}", status_code=303)
+
+
+def _users_list(
+    request: Request,
+    session: SessionDep,
+    values: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+    *,
+    problem: str | None = None,
+    status_code: int = status.HTTP_200_OK,
+) -> Response:
+    """The list and the new-user form; `errors` are that form's, `problem` is a row's."""
+    return render(
+        request,
+        "admin/users.html",
+        {
+            "users": service.list_users(session),
+            "roles": list(Role),
+            "values": values or {},
+            "errors": errors or {},
+            "problem": problem,
+        },
+        status_code=status_code,
+    )

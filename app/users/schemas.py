@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.models import Role
+
+USERNAME_PATTERN = r"^[A-Za-z0-9_.\-]{2,64}$"
+
+
+class UserCreate(BaseModel):
+    username: str = Field(pattern=USERNAME_PATTERN, description="2-64 letters, digits, _ . -")
+    role: Role
+    password: str = Field(min_length=8, max_length=1024)
+
+
+class UserUpdate(BaseModel):
+    role: Role | None = None
+    is_active: bool | None = None
+    password: str | None = Field(default=None, min_length=8, max_length=1024)
+
+
+class UserRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    username: str
+    role: Role
+    labeler_uuid: str
+    is_active: bool
+    created_at: datetime

@@ -1,0 +1,371 @@
+// The labeling page: leases a solution, takes ratings from keys or clicks, submits, and
+// loads the next one. Data goes into the page only through textContent (see math.js).
+
+import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postWithRetry } from "./api.js";
+import { mathAvailable, renderAnswer, renderMathText } from "./math.js";
+import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
+import { Drafts } from "./drafts.js";
+import { ReasonDialog } from "./reason_dialog.js";
+import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
+
+const config = JSON.parse(document.getElementById("labeler-config").textContent);
+const $ = (id) => document.getElementById(id);
+const root = $("labeler");
+const stepTemplate = $("step-template");
+
+const RATING_KEYS = { 1: GOOD, 2: OKAY, 3: BAD, "+": GOOD, "=": GOOD, 0: OKAY, "-": BAD };
+const RATING_CLASS = { [GOOD]: "good", [OKAY]: "okay", [BAD]: "bad" };
+const LEASE_WARN_MS = 5 * 60 * 1000;
+const EMPTY_RECHECK_MS = 30000;
+
+const serverClock = new ServerClock();
+const timer = new ActiveTimer((ms) => {
+  $("clock").querySelector("b").textContent = formatDuration(ms);
+});
+const pending = new PendingSubmits(config.username);
+const drafts = new Drafts(config.username);
+const reasons = new ReasonDialog((kind, note) => submit(kind, note));
+
+let task = null;
+let state = null;
+let idempotencyKey = null;
+let startedAt = null;
+let busy = false;
+let stepNodes = [];
+let leaseWarned = false;
+let recheck = null;
+let labeledToday = null;
+
+// ---- views and notices ----------------------------------------------------------------------
+
+function setView(view) {
+  root.dataset.view = view;
+  $("loading-view").hidden = view !== "loading";
+  $("task-view").hidden = view !== "task";
+  $("empty-view").hidden = view !== "empty";
+  for (const id of ["lease", "task-ids"]) $(id).hidden = view !== "task";
+}
+
+function showToday() {
+  $("today").hidden = labeledToday === null;
+  $("today").querySelector("b").textContent = String(labeledToday);
+}
+
+async function loadToday() {
+  try {
+    labeledToday = (await getJson("/api/v1/me/stats")).data.labels_today;
+    showToday();
+  } catch {
+    // Only a counter: the page works without it.
+  }
+}
+
+function setBusy(value) {
+  busy = value;
+  root.toggleAttribute("data-busy", value);
+  if (state) render();
+}
+
+function notify(kind, text) {
+  const notice = $("notice");
+  notice.className = `flash ${kind}`;
+  notice.textContent = text;
+  notice.hidden = false;
+  clearTimeout(notify.timeout);
+  if (kind === "success" || kind === "info") notify.timeout = setTimeout(() => (notice.hidden = true), 3500);
+}
+
+function clearNotice() {
+  $("notice").hidden = true;
+}
+
+function failed(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
+    return;
+  }
+  notify("error", error.message);
+}
+
+const retryNotice = (what) => (error, delayMs) =>
+  notify("warning", `${what} Trying again in ${Math.round(delayMs / 1000)} s (${error.message}).`);
+
+// ---- loading a task -------------------------------------------------------------------------
+
+async function loadNext() {
+  clearTimeout(recheck);
+  setBusy(true);
+  try {
+    const url = `/api/v1/projects/${config.project.id}/tasks/next`;
+    let retried = false;
+    const { data, serverDate } = await postWithRetry(url, undefined, (error, delayMs) => {
+      retried = true;
+      retryNotice("Cannot reach the server.")(error, delayMs);
+    });
+    if (retried) clearNotice();
+    serverClock.sync(serverDate);
+    if (data.task) showTask(data.task);
+    else showEmpty(data.waiting);
+  } catch (error) {
+    failed(error);
+  } finally {
+    setBusy(false);
+  }
+}
+
+function showTask(next) {
+  task = next;
+  leaseWarned = false;
+  state = new RatingState(next.labeling_mode, next.solution.steps.length);
+  const draft = drafts.load(next.assignment_id);
+  idempotencyKey = draft?.key ?? newIdempotencyKey();
+  startedAt = draft?.startedAt ?? new Date(serverClock.now()).toISOString();
+  timer.reset();
+  if (draft) {
+    draft.restore(state);
+    timer.activeMs = draft.activeMs;
+  }
+  renderMathText($("problem-text"), next.problem.statement);
+  renderAnswer($("answer"), next.problem.answer);
+  $("task-ids").textContent = `Solution ${next.solution.id}`;
+  stepNodes = next.solution.steps.map(buildStep);
+  $("steps").replaceChildren(...stepNodes);
+  setView("task");
+  render();
+  updateLease();
+  window.scrollTo({ top: 0 });
+}
+
+function buildStep(text, i) {
+  const node = stepTemplate.content.firstElementChild.cloneNode(true);
+  node.dataset.index = String(i);
+  node.querySelector(".step-num").textContent = String(i + 1);
+  node.querySelector(".step-controls").setAttribute("aria-label", `Rate step ${i + 1}`);
+  renderMathText(node.querySelector(".step-text"), text);
+  return node;
+}
+
+function showEmpty(waiting) {
+  task = null;
+  state = null;
+  $("empty-text").textContent = waiting
+    ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled, and wait for other labelers.`
+    : "Every solution in this project has the labels it needs. Check back later or choose another project.";
+  setView("empty");
+  recheck = setTimeout(loadNext, EMPTY_RECHECK_MS);
+}
+
+// ---- rendering ------------------------------------------------------------------------------
+
+function render() {
+  stepNodes.forEach((node, i) => renderStep(node, i));
+  const complete = state.isComplete();
+  const rated = state.ratedCount();
+  const errorAt = state.errorIndex();
+  const total = state.firstError && errorAt >= 0 ? errorAt + 1 : state.n;
+  $("progress").max = Math.max(total, 1);
+  $("progress").value = rated;
+  $("progress-text").textContent = `${rated} of ${total} step${total === 1 ? "" : "s"} rated`;
+  const flagged = state.flaggedCount();
+  $("flag-count").textContent = flagged ? `${flagged} flagged` : "";
+  $("status").textContent = statusText(complete, errorAt);
+  $("finish").hidden = !complete;
+  $("finish").classList.toggle("found-error", errorAt >= 0);
+  $("finish-text").textContent = complete ? statusText(true, errorAt) : "";
+  for (const id of ["submit", "finish-submit"]) $(id).disabled = busy || !complete;
+  for (const id of ["flag", "give-up", "bad-problem"]) $(id).disabled = busy;
+  $("undo").disabled = busy || !state.canUndo();
+  $("flag").setAttribute("aria-pressed", String(state.flags[state.cursor] ?? false));
+}
+
+function renderStep(node, i) {
+  const kind = state.stepState(i);
+  const rating = kind === "after_error" ? null : state.ratings[i];
+  const current = i === state.cursor && !busy;
+  node.className = `step is-${kind.replace("_", "-")}`;
+  if (rating !== null) node.classList.add("is-rated", `rated-${RATING_CLASS[rating]}`);
+  node.classList.toggle("is-current", current);
+  node.classList.toggle("is-flagged", state.flags[i] && kind === "open");
+  if (current) node.setAttribute("aria-current", "step");
+  else node.removeAttribute("aria-current");
+  for (const button of node.querySelectorAll(".rate")) {
+    button.setAttribute("aria-pressed", String(rating === Number(button.dataset.rating)));
+    button.disabled = kind !== "open" || busy;
+  }
+  const flag = node.querySelector(".flag-toggle");
+  flag.setAttribute("aria-pressed", String(state.flags[i]));
+  flag.disabled = kind !== "open" || busy;
+  node.querySelector(".step-note").textContent =
+    kind === "after_error" ? "Not rated: it comes after the first error." : state.flags[i] && kind === "open" ? "Flagged as unsure." : "";
+}
+
+function statusText(complete, errorAt) {
+  if (state.n === 0) return "This solution has no steps: give up or report the problem.";
+  if (complete && errorAt >= 0) {
+    return state.firstError
+      ? `Step ${errorAt + 1} is the first error. Press Enter to submit.`
+      : `All steps rated, with an error. Press Enter to submit.`;
+  }
+  if (complete) return `All ${state.n} steps rated, no error. Press Enter to submit.`;
+  if (state.firstError) return `Rate step ${state.reach() + 1} of ${state.n}.`;
+  const left = state.ratings.filter((r) => r === null).length;
+  return `${left} step${left === 1 ? "" : "s"} left to rate.`;
+}
+
+function updateLease() {
+  const lease = $("lease");
+  if (!task) return;
+  const left = Date.parse(task.expires_at) - serverClock.now();
+  lease.querySelector("b").textContent = left > 0 ? `${formatDuration(left)} left` : "expired";
+  lease.classList.toggle("warn", left > 0 && left < LEASE_WARN_MS);
+  lease.classList.toggle("expired", left <= 0);
+  lease.title = `Held for you until ${new Date(Date.parse(task.expires_at) - serverClock.offsetMs).toLocaleTimeString()}`;
+  if (left <= 0 && !leaseWarned) {
+    leaseWarned = true;
+    notify("warning", "Your lease on this solution ran out. You can still submit, unless another labeler has taken it meanwhile.");
+  }
+}
+
+const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
+
+function focusCurrent() {
+  const behavior = reducedMotion.matches ? "auto" : "smooth";
+  stepNodes[state.cursor]?.scrollIntoView({ block: "nearest", behavior });
+}
+
+// ---- actions --------------------------------------------------------------------------------
+
+function act(change) {
+  if (!change()) return;
+  if ($("notice").classList.contains("info")) clearNotice();
+  drafts.save(task.assignment_id, state, idempotencyKey, startedAt, timer.activeMs);
+  render();
+  focusCurrent();
+}
+
+const rate = (i, value) => act(() => state.rate(i, value));
+
+async function submit(reason, note) {
+  if (busy || !task) return;
+  const finishReason = reason ?? state.finishReason();
+  if (!reason && !state.isComplete()) return;
+  const url = `/api/v1/assignments/${task.assignment_id}/submit`;
+  const body = {
+    idempotency_key: idempotencyKey,
+    ratings: state.submittedRatings(),
+    finish_reason: finishReason,
+    finish_note: note ?? null,
+    total_time_ms: timer.elapsedMs(),
+    started_at: startedAt,
+  };
+  pending.add({ url, body });
+  setBusy(true);
+  $("status").textContent = "Saving…";
+  try {
+    const { data: receipt } = await postWithRetry(url, body, retryNotice("Your label is kept and not yet saved."));
+    pending.remove(body.idempotency_key);
+    if (labeledToday !== null && !receipt.duplicate) labeledToday += 1;
+    showToday();
+    drafts.clear();
+    notify("success", reason ? `Saved (${reason.replace("_", " ")}).` : "Saved.");
+    await loadNext();
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) pending.remove(body.idempotency_key);
+    setBusy(false);
+    if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
+      notify("warning", `Not saved: ${error.message}. Loading the next solution.`);
+      drafts.clear();
+      await loadNext();
+    } else {
+      failed(error);
+    }
+  }
+}
+
+async function flushPending() {
+  for (const entry of pending.all()) {
+    try {
+      await postWithRetry(entry.url, entry.body, retryNotice("A label from before is not saved yet."));
+      notify("success", "A label from your last visit has been saved.");
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) throw error;
+    }
+    pending.remove(entry.body.idempotency_key);
+  }
+}
+
+// ---- input ----------------------------------------------------------------------------------
+
+function onKey(event) {
+  if (reasons.isOpen || root.dataset.view !== "task" || !state) return;
+  if (event.target.closest("input, textarea, select, [contenteditable]")) return;
+  const key = event.key;
+  const ctrl = event.ctrlKey || event.metaKey;
+  if (ctrl && key.toLowerCase() === "z") {
+    event.preventDefault();
+    if (!busy) act(() => state.undo());
+    return;
+  }
+  if (ctrl || event.altKey) return;
+  // Enter on a focused link or button is that control's own click.
+  if (event.target.closest("a, button") && (key === "Enter" || key === " ")) return;
+  // A held-down key must not rate step after step.
+  if (event.repeat && !key.startsWith("Arrow")) {
+    event.preventDefault();
+    return;
+  }
+  const handled = busy ? key === "Enter" : handleKey(key.length === 1 ? key.toLowerCase() : key);
+  if (handled) event.preventDefault();
+}
+
+function handleKey(key) {
+  if (Object.hasOwn(RATING_KEYS, key)) rate(state.cursor, RATING_KEYS[key]);
+  else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
+  else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1));
+  else if (key === "Enter") {
+    if (state.isComplete()) submit();
+    else notify("info", statusText(false, -1));
+  } else if (key === "f") act(() => state.toggleFlag(state.cursor));
+  else if (key === "u") act(() => state.undo());
+  else if (key === "g") reasons.open("give_up");
+  else if (key === "b") reasons.open("bad_problem");
+  else return false;
+  return true;
+}
+
+function onStepClick(event) {
+  const node = event.target.closest(".step");
+  if (!node || busy || !state) return;
+  const i = Number(node.dataset.index);
+  const button = event.target.closest("button");
+  // Focus goes back to the page, so that Enter afterwards submits instead of clicking again.
+  button?.blur();
+  if (button?.classList.contains("rate")) rate(i, Number(button.dataset.rating));
+  else if (button?.classList.contains("flag-toggle")) act(() => state.toggleFlag(i));
+  else if (!window.getSelection()?.toString()) act(() => state.setCursor(i));
+}
+
+function onButton(id, handler) {
+  $(id).addEventListener("click", (event) => {
+    event.currentTarget.blur();
+    handler();
+  });
+}
+
+document.addEventListener("keydown", onKey);
+$("steps").addEventListener("click", onStepClick);
+onButton("submit", () => submit());
+onButton("finish-submit", () => submit());
+onButton("flag", () => state && act(() => state.toggleFlag(state.cursor)));
+onButton("undo", () => state && act(() => state.undo()));
+onButton("give-up", () => task && !busy && reasons.open("give_up"));
+onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));
+onButton("check-again", loadNext);
+setInterval(updateLease, 1000);
+
+if (!mathAvailable()) {
+  notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");
+}
+setView("loading");
+flushPending().then(loadNext, failed);
+loadToday();

@@ -1,0 +1,71 @@
+// The small dialog that asks why a labeler gives up or reports a bad problem; a reason is
+// required for both (the API refuses an empty one too).
+
+const KINDS = {
+  give_up: {
+    title: "Give up on this solution",
+    help: "For a solution you cannot judge, for example one that needs knowledge you lack. The ratings you gave so far are kept.",
+    confirm: "Give up",
+    danger: false,
+  },
+  bad_problem: {
+    title: "Report a bad problem",
+    help: "The problem is broken, ambiguous or needs a figure that is missing, or the expected answer is wrong.",
+    confirm: "Report bad problem",
+    danger: true,
+  },
+};
+
+export class ReasonDialog {
+  constructor(onConfirm) {
+    this.onConfirm = onConfirm;
+    this.dialog = document.getElementById("reason-dialog");
+    this.form = document.getElementById("reason-form");
+    this.text = document.getElementById("reason-text");
+    this.error = document.getElementById("reason-error");
+    this.confirm = document.getElementById("reason-confirm");
+    this.kind = null;
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    document.getElementById("reason-cancel").addEventListener("click", () => this.dialog.close());
+    this.text.addEventListener("input", () => {
+      this.error.hidden = true;
+    });
+    this.text.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        this.submit();
+      }
+    });
+  }
+
+  get isOpen() {
+    return this.dialog.open;
+  }
+
+  open(kind) {
+    const words = KINDS[kind];
+    this.kind = kind;
+    document.getElementById("reason-title").textContent = words.title;
+    document.getElementById("reason-help").textContent = words.help;
+    this.confirm.textContent = words.confirm;
+    this.confirm.classList.toggle("danger", words.danger);
+    this.text.value = "";
+    this.error.hidden = true;
+    this.dialog.showModal();
+    this.text.focus();
+  }
+
+  submit() {
+    const note = this.text.value.trim();
+    if (!note) {
+      this.error.hidden = false;
+      this.text.focus();
+      return;
+    }
+    this.dialog.close();
+    this.onConfirm(this.kind, note);
+  }
+}

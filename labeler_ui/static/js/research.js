@@ -1,0 +1,68 @@
+// Research pages: keep active rounds' progress bars live, and render the math in picks.
+// Progress comes from GET /api/v1/rounds/{id}; when a round ends the page reloads once, so that
+// its metrics, model version and picks appear.
+
+import { getJson } from "./api.js";
+import { mathAvailable, renderMathText } from "./math.js";
+
+const POLL_MS = 2000;
+const ENDED = new Set(["done", "failed", "cancelled"]);
+const BADGE = { done: "good", failed: "bad", cancelled: "warn", running: "accent", queued: "accent" };
+
+function setText(root, field, text) {
+  const element = root.querySelector(`[data-field="${field}"]`);
+  if (element) element.textContent = text;
+}
+
+function etaText(round) {
+  if (round.status !== "running" || !round.eta_at) return "";
+  return `· done about ${new Date(round.eta_at).toISOString().slice(11, 19)} UTC`;
+}
+
+function show(container, round) {
+  container.querySelector("progress").value = round.percent;
+  setText(container, "percent", `${Math.round(round.percent)}%`);
+  setText(container, "stage", round.status === "queued" ? "waiting for a worker" : round.stage);
+  setText(container, "eta", etaText(round));
+  setText(container, "message", round.message);
+  const row = container.closest("[data-round]") ?? document;
+  const badge = row.querySelector('[data-field="status"]');
+  if (badge) {
+    badge.textContent = round.status;
+    badge.className = `badge ${BADGE[round.status] ?? ""}`;
+  }
+}
+
+// The banners that said "queued" or "saved" belong to the moment they were shown.
+function reloadWithoutNotices() {
+  const url = new URL(window.location.href);
+  url.searchParams.delete("started");
+  url.searchParams.delete("saved");
+  window.location.replace(url.toString());
+}
+
+function follow(container) {
+  const id = container.dataset.liveRound;
+  const tick = async () => {
+    try {
+      const { data } = await getJson(`/api/v1/rounds/${id}`);
+      show(container, data);
+      if (ENDED.has(data.status)) {
+        window.setTimeout(reloadWithoutNotices, 800);
+        return;
+      }
+    } catch {
+      // A missed poll (server restarting, network blip) is retried on the next tick.
+    }
+    window.setTimeout(tick, POLL_MS);
+  };
+  window.setTimeout(tick, POLL_MS / 2);
+}
+
+document.querySelectorAll("[data-live-round]").forEach(follow);
+
+if (mathAvailable()) {
+  document.querySelectorAll(".math-text").forEach((element) => {
+    renderMathText(element, element.textContent);
+  });
+}

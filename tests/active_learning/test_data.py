@@ -1,0 +1,112 @@
+import json
+
+import pytest
+
+from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id,
+                                  split_by_problem, tokenize_example)
+from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
+
+
+def _step(*completions, chosen=0, human=None):
+    return {"completions": [{"text": t, "rating": r, "flagged": None} for t, r in completions],
+            "human_completion": human, "chosen_completion": chosen}
+
+
+def _record(steps, finish="found_error", **flags):
+    return {"labeler": "l", "timestamp": "t", "generation": 1,
+            "is_quality_control_question": flags.get("qc", False),
+            "is_initial_screening_question": flags.get("screening", False),
+            "question": {"problem": "What is 1+1?", "ground_truth_answer": "2",
+                         "pre_generated_steps": ["a", "b", "c"], "pre_generated_answer": "3"},
+            "label": {"steps": steps, "total_time": 1, "finish_reason": finish}}
+
+
+def test_phase2_record_stops_at_first_error():
+    record = _record([_step(("a", 1)), _step(("b", 0)), _step(("c", -1), chosen=None)])
+    [example] = load_examples([record])
+    assert example.steps == ["a", "b", "c"] and example.labels == [1, 0, -1]
+    assert example.problem_id == problem_id("What is 1+1?")
+
+
+def test_alternatives_become_extra_examples_with_unlabeled_context():
+    record = _record([_step(("a", 1)), _step(("b1", -1), ("b2", 1), ("b3", 0), chosen=1),
+                      _step(("c", 1))], finish="solution")
+    examples = load_examples([record])
+    main = [e for e in examples if None not in e.labels]
+    extra = [e for e in examples if None in e.labels]
+    assert [(e.steps, e.labels) for e in main] == [(["a", "b2", "c"], [1, 1, 1])]
+    assert sorted((e.steps, e.labels) for e in extra) == [
+        (["a", "b1"], [None, -1]), (["a", "b3"], [None, 0])]
+
+
+def test_human_completion_continues_unlabeled():
+    record = _record([_step(("a", 1)), _step(("b", -1), chosen=None, human={"text": "h"}),
+                      _step(("c", -1), chosen=None)])
+    examples = load_examples([record])
+    assert (["a", "h", "c"], [1, None, -1]) in [(e.steps, e.labels) for e in examples]
+    assert (["a", "b"], [None, -1]) in [(e.steps, e.labels) for e in examples]
+
+
+@pytest.mark.parametrize("flags, finish", [({"qc": True}, "solution"), ({"screening": True}, "solution"),
+                                           ({}, "give_up"), ({}, "bad_problem")])
+def test_left_out_records(flags, finish):
+    assert load_examples([_record([_step(("a", 1))], finish=finish, **flags)]) == []
+
+
+def test_trl_records_and_paths(tmp_path):
+    path = tmp_path / "trl.jsonl"
+    rows = [{"prompt": "P", "completions": ["x", "y", "z"], "labels": [True, False, True]}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    [example] = load_examples(str(path))
+    assert example.steps == ["x", "y"] and example.labels == [1, -1]
+    [solution] = load_solutions(path)
+    assert solution.steps == ["x", "y", "z"]
+
+
+def test_bad_input_names_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "P", "completions": [], "labels": []}\n{oops\n')
+    with pytest.raises(ValueError, match="bad.jsonl:2"):
+        load_examples(path)
+    with pytest.raises(ValueError, match="neither"):
+        load_examples([{"foo": 1}])
+
+
+def test_solutions_from_prm800k_and_candidates():
+    [solution] = load_solutions([_record([_step(("a", 1))])])
+    assert solution.steps == ["a", "b", "c"] and solution.answer == "3" and solution.ground_truth_answer == "2"
+    [candidate] = load_solutions([{"problem": "Q", "steps": ["s"], "answer": "4"}])
+    assert candidate.prompt == "Q" and candidate.answer == "4"
+
+
+def test_split_keeps_each_problem_on_one_side():
+    records = [_record([_step((f"s{i}", 1))], finish="solution") for i in range(120)]
+    for i, record in enumerate(records):
+        record["question"] = {**record["question"], "problem": f"problem {i % 40}"}
+    examples = load_examples(records)
+    train, held_out = split_by_problem(examples, 0.3, seed=1)
+    assert train and held_out
+    assert not {e.problem_id for e in train} & {e.problem_id for e in held_out}
+    assert split_by_problem(examples, 0.3, seed=1) == (train, held_out)
+
+
+def test_tokenize_puts_labels_on_markers_only():
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    out = tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], [1, -1], max_length=64)
+    ids, labels, markers = out["input_ids"], out["labels"], out["markers"]
+    assert [ids[m] for m in markers] == [marker, marker]
+    assert [labels[m] for m in markers] == [2, 0]
+    assert sum(t != IGNORE_INDEX for t in labels) == 2
+    assert tokenizer.decode(ids[:markers[0]]) == "Q?\n\nab"
+
+    unlabeled = tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], [None, 0], max_length=64)
+    assert [unlabeled["labels"][m] for m in unlabeled["markers"]] == [IGNORE_INDEX, 1]
+
+
+def test_tokenize_truncates_whole_steps():
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    out = tokenize_example(tokenizer, marker, "x" * 100, ["a" * 5, "b" * 30], [1, 1], max_length=40)
+    assert len(out["input_ids"]) <= 40
+    assert out["markers"][1] == -1 and out["markers"][0] >= 0

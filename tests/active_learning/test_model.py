@@ -1,0 +1,79 @@
+import json
+
+import pytest
+import torch
+from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+from active_learning.data import Solution
+from active_learning.model import ID2LABEL, load_base, load_checkpoint, marker_id, save_checkpoint
+from active_learning.score import score_solutions
+from active_learning.tokenizer import STEP_MARKER
+
+SOLUTIONS = [
+    Solution("p1", "Start with 3. Add 4. What number do you get?", ["$3 + 4 = 7$.", "# Answer\n\n7"]),
+    Solution("p2", "Start with 10. Subtract 2, then multiply by 3.", ["Let me go.", "$10 - 2 = 8$.",
+                                                                        "$8 \\times 3 = 24$.\n\n# Answer\n\n24"]),
+    Solution("p3", "x" * 300, ["y" * 50] * 4),
+]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    torch.manual_seed(0)
+    model, tokenizer = load_base("tiny")
+    directory = tmp_path_factory.mktemp("ckpt") / "prm"
+    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": "abc"})
+    return directory
+
+
+def test_tiny_preset_is_small_and_offline():
+    model, tokenizer = load_base("tiny")
+    assert sum(p.numel() for p in model.parameters()) < 2_000_000
+    assert model.config.num_labels == 3 and model.config.id2label == ID2LABEL
+    assert tokenizer.convert_tokens_to_ids(STEP_MARKER) != tokenizer.unk_token_id
+
+
+def test_checkpoint_loads_with_plain_transformers(checkpoint):
+    model = AutoModelForTokenClassification.from_pretrained(checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    assert json.loads((checkpoint / "stepwise.json").read_text())["data_hash"] == "abc"
+
+    # Reading the head at the markers by hand gives what our scorer gives.
+    solution = SOLUTIONS[1]
+    text = solution.prompt + "\n\n" + "".join(step + STEP_MARKER for step in solution.steps)
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        probs = model(input_ids=ids).logits.softmax(-1)[0]
+    by_hand = probs[ids[0] == tokenizer.convert_tokens_to_ids(STEP_MARKER)]
+
+    ours, our_tokenizer, meta = load_checkpoint(checkpoint)
+    [score] = score_solutions(ours, our_tokenizer, [solution])
+    assert torch.allclose(by_hand, torch.tensor(score.step_probs), atol=1e-5)
+    assert meta["base"] == "tiny"
+
+
+def test_checkpoint_as_base_keeps_the_head(checkpoint):
+    model, tokenizer = load_base(str(checkpoint))
+    reloaded = AutoModelForTokenClassification.from_pretrained(checkpoint)
+    assert torch.equal(model.score.weight, reloaded.score.weight)
+    assert marker_id(tokenizer) == reloaded.config.vocab_size - 1
+
+
+def test_bucketed_batches_match_one_at_a_time(checkpoint):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    batched = score_solutions(model, tokenizer, SOLUTIONS * 3, batch_tokens=2048, chunk_size=5)
+    single = [score_solutions(model, tokenizer, [s], batch_tokens=1)[0] for s in SOLUTIONS * 3]
+    for a, b in zip(batched, single):
+        assert len(a.step_scores) == len(b.step_scores)
+        assert a.product == pytest.approx(b.product, abs=1e-5)
+        assert a.minimum == pytest.approx(b.minimum, abs=1e-5)
+
+
+def test_score_shapes_and_truncation(checkpoint):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    short, _, long = score_solutions(model, tokenizer, SOLUTIONS, max_length=256)
+    assert len(short.step_probs) == 2 and all(abs(sum(p) - 1) < 1e-5 for p in short.step_probs)
+    assert short.minimum == min(short.step_scores) and not short.truncated
+    assert long.truncated and long.step_scores[-1] is None
+    strict = score_solutions(model, tokenizer, SOLUTIONS[:1], neutral_as_correct=False)[0]
+    assert strict.step_scores[0] == pytest.approx(short.step_probs[0][2], abs=1e-5)

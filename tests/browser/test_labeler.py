@@ -1,0 +1,362 @@
+"""The labeler page in Chromium: what a labeler sees and does, and what lands in the database."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from playwright.sync_api import Page, expect
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import FinishReason, Label
+from tests.browser.conftest import add_solution, login, screenshot
+from tests.conftest import make_project, make_user
+
+PRM800K_PROBLEM = (
+    "The denominator of a fraction is 7 less than 3 times the numerator. If the fraction is "
+    "equivalent to $2/5$, what is the numerator of the fraction?"
+)
+PRM800K_STEPS = [
+    "Let's call the numerator $x$.",
+    "So the denominator is $3x-7$.",
+    "We know that $\\frac{x}{3x-7} = \\frac{2}{5}$.",
+    "So $5x = 2(3x-7)$.",
+    "$5x = 6x - 14$.",
+    "So $x = 7$.",
+]
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def _labels(factory) -> list[Label]:  # type: ignore[no-untyped-def]
+    # A short transaction of its own: on SQLite every transaction takes the write lock (see
+    # app.db), and one left open would stall the server.
+    with session_scope(factory) as session:
+        return list(session.scalars(select(Label).order_by(Label.id)))
+
+
+def _ratings(label: Label) -> list[tuple[int, bool]]:
+    return [(s["completions"][0]["rating"], s["completions"][0]["flagged"]) for s in label.steps]
+
+
+def _steps(page: Page):  # type: ignore[no-untyped-def]
+    return page.locator("#steps > .step")
+
+
+def _project_and_labeler(session_factory, mode: str = "first_error"):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode=mode)
+    make_user(session_factory, "lena", "labeler")
+    return project
+
+
+def _start(page: Page, project) -> None:  # type: ignore[no-untyped-def]
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+
+
+def test_first_error_with_keys_submit_and_next_task(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    first = add_solution(session_factory, project, PRM800K_STEPS, statement=PRM800K_PROBLEM, answer="14", priority=2)
+    second = add_solution(session_factory, project, ["$1+1=2$.", "# Answer\n\n2"], priority=1)
+    _start(page, project)
+    steps = _steps(page)
+    expect(steps).to_have_count(6)
+    expect(page.locator("#answer .katex")).to_be_visible()
+    expect(steps.nth(0)).to_have_attribute("aria-current", "step")
+    expect(steps.nth(1)).to_have_class(re.compile(r"\bis-locked\b"))
+
+    for key in "11111":
+        page.keyboard.press(key)
+    page.keyboard.press("3")
+
+    expect(steps.nth(5)).to_have_class(re.compile(r"\brated-bad\b"))
+    expect(page.locator("#status")).to_contain_text("Step 6 is the first error")
+    expect(page.locator("#submit")).to_be_enabled()
+    screenshot(page, "labeler_first_error_found.png")
+
+    page.keyboard.press("Enter")
+    expect(page.locator("#task-ids")).to_have_text(f"Solution {second}")
+    expect(_steps(page)).to_have_count(2)
+    (label,) = _labels(session_factory)
+    assert label.solution_id == first
+    assert _ratings(label) == [(1, False)] * 5 + [(-1, False)]
+    assert label.finish_reason == FinishReason.found_error
+    assert UUID.match(label.idempotency_key or "")
+    assert label.total_time_ms is not None and label.total_time_ms >= 0
+    assert label.started_at is not None
+
+    page.keyboard.press("1")
+    expect(page.locator("#finish")).to_be_hidden()
+    page.keyboard.press("1")
+    expect(page.locator("#finish")).to_contain_text("no error")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    screenshot(page, "labeler_queue_empty.png")
+    labels = _labels(session_factory)
+    assert [(l.solution_id, l.finish_reason) for l in labels] == [
+        (first, FinishReason.found_error),
+        (second, FinishReason.solution),
+    ]
+
+    page.goto("/label/stats")
+    expect(page.locator("dl.stats")).to_contain_text("2")
+    screenshot(page, "labeler_stats.png")
+
+
+def test_earlier_ratings_change_reopen_and_undo_with_flag(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$", "$d$"])
+    _start(page, project)
+    steps = _steps(page)
+
+    # A held-down key rates one step, not every step while it repeats.
+    page.keyboard.down("1")
+    page.keyboard.down("1")
+    page.keyboard.up("1")
+    expect(steps.nth(1)).to_have_attribute("aria-current", "step")
+    expect(page.locator("#steps .step.is-rated")).to_have_count(1)
+    page.keyboard.press("3")
+    expect(page.locator("#steps .step.is-after-error")).to_have_count(2)
+
+    # Steps after the error are out of reach; earlier ones are a click away.
+    steps.nth(3).click()
+    expect(steps.nth(1)).to_have_attribute("aria-current", "step")
+    steps.nth(0).locator(".step-text").click()
+    expect(steps.nth(0)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    expect(steps.nth(0)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("2")
+    expect(steps.nth(0)).to_have_class(re.compile(r"\brated-okay\b"))
+    expect(steps.nth(1)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("1")
+    expect(page.locator("#steps .step.is-after-error")).to_have_count(0)
+    expect(steps.nth(2)).to_have_attribute("aria-current", "step")
+
+    page.keyboard.press("u")
+    expect(page.locator("#steps .step.is-after-error")).to_have_count(2)
+    page.keyboard.press("Control+z")
+    expect(steps.nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+    expect(steps.nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
+
+    steps.nth(1).get_by_role("button", name="+1").click()
+    expect(steps.nth(2)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("f")
+    expect(steps.nth(2)).to_have_class(re.compile(r"\bis-flagged\b"))
+    expect(steps.nth(2)).to_contain_text("Flagged as unsure")
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    screenshot(page, "labeler_flagged_complete.png")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+
+    (label,) = _labels(session_factory)
+    assert _ratings(label) == [(1, False), (1, False), (1, True), (1, False)]
+    assert label.finish_reason == FinishReason.solution
+
+
+def test_full_mode_rates_every_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory, mode="full")
+    add_solution(session_factory, project, ["$a=1$", "$b=2$", "$c=3$", "$d=4$"])
+    _start(page, project)
+
+    page.keyboard.press("1")
+    page.keyboard.press("3")
+    expect(page.locator("#steps .step.is-after-error")).to_have_count(0)
+    expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_contain_text("1 step left")
+    assert _labels(session_factory) == []
+
+    page.keyboard.press("2")
+    expect(page.locator("#status")).to_contain_text("All steps rated, with an error")
+    screenshot(page, "labeler_full_mode.png")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    (label,) = _labels(session_factory)
+    assert _ratings(label) == [(1, False), (-1, False), (1, False), (0, False)]
+    assert label.finish_reason == FinishReason.found_error
+
+
+def test_give_up_needs_a_reason(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+
+    page.keyboard.press("1")
+    page.keyboard.press("g")
+    dialog = page.locator("#reason-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Give up on this solution")
+    dialog.get_by_role("button", name="Give up").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("reason")
+    expect(dialog).to_be_visible()
+    screenshot(page, "labeler_give_up_dialog.png")
+    dialog.get_by_label("Reason").fill("I cannot check the second step's algebra.")
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+
+    (label,) = _labels(session_factory)
+    assert label.finish_reason == FinishReason.give_up
+    assert label.finish_note == "I cannot check the second step's algebra."
+    assert _ratings(label) == [(1, False)]
+
+
+def test_bad_problem_with_the_mouse_and_escape_cancels(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$"], statement="Find $x$ in the figure. [asy]draw((0,0)--(1,1));[/asy]")
+    _start(page, project)
+
+    page.keyboard.press("b")
+    dialog = page.locator("#reason-dialog")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    assert _labels(session_factory) == []
+
+    page.get_by_role("button", name="Bad problem").click()
+    dialog.get_by_label("Reason").fill("The figure is missing.")
+    dialog.get_by_role("button", name="Report bad problem").click()
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    (label,) = _labels(session_factory)
+    assert label.finish_reason == FinishReason.bad_problem
+    assert label.finish_note == "The figure is missing."
+    assert label.steps == []
+
+
+def test_html_and_script_in_text_are_shown_as_text(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    step = "<script>window.__pwned = 1</script><b>bold</b> and $x<y$"
+    add_solution(
+        session_factory,
+        project,
+        [step, '<img src=x onerror="window.__pwned = 2">'],
+        statement='<img src=x onerror="window.__pwned = 3">What is <i>1+1</i>?',
+        answer="<i>2</i>",
+    )
+    _start(page, project)
+
+    expect(page.get_by_text("<script>window.__pwned = 1</script><b>bold</b> and")).to_be_visible()
+    expect(page.get_by_text('<img src=x onerror="window.__pwned = 2">')).to_be_visible()
+    expect(page.locator("#problem-text")).to_contain_text("What is <i>1+1</i>?")
+    expect(page.locator("#answer")).to_contain_text("<i>2</i>")
+    for selector in ("script", "img", "b", "i"):
+        expect(page.locator(f"#labeler :is(#steps, #problem-text, #answer) {selector}")).to_have_count(0)
+    assert page.evaluate("window.__pwned") is None
+    screenshot(page, "labeler_html_as_text.png")
+
+
+def test_math_renders_with_katex_from_the_platform(page: Page, session_factory, live_server: str) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(
+        session_factory,
+        project,
+        [
+            "Inline $\\frac{1}{2}$ and \\(\\sqrt{x}\\).",
+            "Display $$x^2 + y^2 = z^2$$ and \\[\\sum_{k=1}^{n} k = \\frac{n(n+1)}{2}\\]",
+            "\\begin{align*}\na &= b + c \\\\\n&= d\n\\end{align*}",
+            "So the answer is \\boxed{7}.",
+        ],
+        statement="Compute $\\frac{14}{3} + \\frac{1}{3}$ and \\[\\int_0^1 x\\,dx.\\]",
+        answer="\\frac{14}{3}",
+    )
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    _start(page, project)
+
+    steps = _steps(page)
+    for i in range(4):
+        expect(steps.nth(i).locator(".katex").first).to_be_visible()
+    expect(steps.nth(1).locator(".katex-display")).to_have_count(2)
+    expect(steps.nth(2).locator(".katex-display")).to_have_count(1)
+    expect(steps.nth(3).locator(".fbox")).to_have_count(1)
+    expect(page.locator("#answer .fbox")).to_have_count(1)
+    expect(page.locator("#problem-text .katex")).to_have_count(2)
+    expect(page.locator(".katex-error")).to_have_count(0)
+    page.evaluate("document.fonts.ready")
+    assert any(u.endswith("/static/vendor/katex/katex.min.js") for u in requests)
+    assert any("/static/vendor/katex/fonts/" in u and u.endswith(".woff2") for u in requests)
+    assert all(u.startswith(live_server) for u in requests)
+    screenshot(page, "labeler_math.png")
+
+
+def test_submit_is_retried_with_the_same_key_after_a_network_failure(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$"])
+    attempts: list[dict] = []
+
+    def flaky(route) -> None:  # type: ignore[no-untyped-def]
+        attempts.append(json.loads(route.request.post_data or "{}"))
+        if len(attempts) == 1:
+            route.abort("internetdisconnected")
+        else:
+            route.continue_()
+
+    page.route("**/api/v1/assignments/*/submit", flaky)
+    _start(page, project)
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_contain_text("kept")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible(timeout=15000)
+
+    assert len(attempts) == 2
+    assert attempts[0] == attempts[1]
+    assert UUID.match(attempts[0]["idempotency_key"])
+    (label,) = _labels(session_factory)
+    assert label.idempotency_key == attempts[0]["idempotency_key"]
+
+
+def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    page.keyboard.press("1")
+    page.keyboard.press("2")
+    page.reload()
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-okay\b"))
+    expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    (label,) = _labels(session_factory)
+    assert _ratings(label) == [(1, False), (0, False), (1, False)]
+
+
+def test_lease_countdown_and_expiry_and_idle_time(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$"])
+    page.clock.install()
+    _start(page, project)
+    lease = page.locator("#lease")
+    expect(lease).to_contain_text(re.compile(r"(29|30):\d\d left"))
+    page.clock.fast_forward("31:00")
+    expect(lease).to_contain_text("expired")
+    expect(page.locator("#notice")).to_contain_text("lease on this solution ran out")
+    # Nobody touched the page for 31 minutes: only the first two count as active time.
+    expect(page.locator("#clock b")).to_have_text(re.compile(r"^2:0\d$"))
+
+
+def test_queue_empty_when_nothing_is_waiting(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    expect(page.locator("#empty-text")).to_contain_text("has the labels it needs")
+    expect(page.locator("#lease")).to_be_hidden()
+
+
+def test_login_errors_and_missing_project_pages(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "lena", "labeler")
+    page.goto("/label/9999")
+    expect(page).to_have_url(re.compile(r"/login\?next=/label/9999$"))
+    page.get_by_label("Username").fill("lena")
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_have_text("Wrong username or password.")
+    screenshot(page, "login_wrong_password.png")
+
+    login(page, "lena", "/label/9999")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    expect(page.get_by_role("alert")).to_contain_text("no project with id 9999")
+    screenshot(page, "error_not_found.png")

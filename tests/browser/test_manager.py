@@ -1,0 +1,161 @@
+"""A manager in Chromium: create a project, import (a bad file, then a good one), watch progress,
+export; and the admin's user page. Screenshots of every page land in tests/screenshots/."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import login, screenshot
+from tests.conftest import PASSWORD, api_headers, make_user
+
+PROBLEM = "What is $\\frac{1}{2} + \\frac{1}{3}$?"
+STEPS = ["Use the common denominator $6$.", "So $\\frac{3}{6} + \\frac{2}{6} = \\frac{5}{6}$.", "# Answer\n\n$\\frac{5}{6}$"]
+
+
+def _jsonl(*records: object) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def _upload(page: Page, name: str, data: bytes, format_label: str) -> None:
+    page.get_by_label("File").set_input_files({"name": name, "mimeType": "application/x-ndjson", "buffer": data})
+    page.get_by_label(format_label).check()
+    page.get_by_role("button", name="Upload and import").click()
+
+
+def _stat(page: Page, name: str):  # type: ignore[no-untyped-def]
+    return page.locator("dl.stats > div").filter(has=page.locator("dt", has_text=name)).locator("dd")
+
+
+def test_manager_creates_imports_watches_and_exports(page: Page, client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "maria", "manager")
+    lena = make_user(session_factory, "lena", "labeler")
+    login(page, "maria", "/manage/projects")
+    expect(page.get_by_role("heading", name="No projects yet")).to_be_visible()
+    screenshot(page, "manage_projects_empty.png")
+
+    page.get_by_label("Name").fill("Fractions pilot")
+    page.get_by_label("Description").fill("Adding fractions, phase 2 style.")
+    page.get_by_label("Full").check()
+    page.get_by_label("Lease minutes").fill("20")
+    page.get_by_role("button", name="Create project").click()
+    expect(page.get_by_role("heading", name="Fractions pilot")).to_be_visible()
+    project_url = page.url
+    project_id = int(project_url.rstrip("/").rsplit("/", 1)[1])
+
+    page.get_by_role("link", name="Import", exact=True).click()
+    _upload(page, "problems.jsonl", _jsonl({"problem": PROBLEM, "answer": "\\frac{5}{6}", "subject": "Algebra", "level": 1}), "MATH problems")
+    expect(page.get_by_text("Imported problems.jsonl.")).to_be_visible()
+
+    good = {"problem": PROBLEM, "steps": STEPS, "answer": "\\frac{5}{6}"}
+    bad = {"problem": PROBLEM, "steps": "one string, not a list"}
+    _upload(page, "candidates.jsonl", _jsonl(good, bad), "Candidate solutions")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("nothing was imported")
+    error_row = page.locator("table.line-errors tbody tr")
+    expect(error_row).to_have_count(1)
+    expect(error_row.locator("td").nth(1)).to_have_text("2")
+    expect(error_row.locator("td").nth(2)).to_have_text("steps")
+    expect(error_row.locator("td").nth(3)).to_contain_text("must be an array of strings")
+    screenshot(page, "manage_import_errors.png")
+
+    _upload(page, "candidates-fixed.jsonl", _jsonl(good, {**good, "steps": STEPS[:1] + ["So it is $\\frac{2}{5}$.", "# Answer\n\n$\\frac{2}{5}$"], "answer": "\\frac{2}{5}"}), "Candidate solutions")
+    expect(page.get_by_text("Imported candidates-fixed.jsonl.")).to_be_visible()
+    expect(_stat(page, "Solutions added")).to_have_text("2")
+    screenshot(page, "manage_import_done.png")
+
+    # A labeler labels one solution through the API meanwhile.
+    headers = api_headers(client, "lena")
+    task = client.post(f"/api/v1/projects/{project_id}/tasks/next", headers=headers).json()["task"]
+    steps = task["solution"]["steps"]
+    submitted = client.post(
+        f"/api/v1/assignments/{task['assignment_id']}/submit",
+        headers=headers,
+        json={"idempotency_key": "lena-first-label", "ratings": [{"rating": 1}] * len(steps),
+              "finish_reason": "solution", "total_time_ms": 42_000},
+    )
+    assert submitted.status_code == 200, submitted.text
+
+    page.get_by_role("link", name="Overview").click()
+    expect(_stat(page, "Solutions")).to_have_text("2")
+    expect(_stat(page, "Done")).to_have_text("1")
+    expect(_stat(page, "Waiting")).to_have_text("1")
+    expect(_stat(page, "Labels")).to_have_text("1")
+    expect(page.locator(".bar-chart title", has_text=f"{date.today().isoformat()}: 1 label")).to_have_count(1)
+    expect(page.locator("#imports tbody tr")).to_have_count(2)
+    screenshot(page, "manage_project.png")
+
+    page.get_by_label("Overlap").fill("2")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("status")).to_have_text("Settings saved.")
+    expect(_stat(page, "Done")).to_have_text("0")
+
+    page.goto("/manage/projects")
+    expect(page.locator("table.projects tbody tr")).to_have_count(1)
+    screenshot(page, "manage_projects.png")
+
+    page.goto(f"{project_url}/export")
+    screenshot(page, "manage_export.png")
+    page.get_by_label("TRL stepwise supervision JSONL").check()
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download").click()
+    download = info.value
+    assert download.suggested_filename.startswith("Fractions_pilot-trl-") and download.suggested_filename.endswith(".jsonl")
+    records = [json.loads(line) for line in open(download.path(), encoding="utf-8")]
+    assert len(records) == 1
+    assert PROBLEM in records[0]["prompt"]
+    assert records[0]["completions"] == steps
+    assert records[0]["labels"] == [True] * len(steps)
+
+    page.get_by_label("PRM800K JSONL").check()
+    page.get_by_label("Labelers").fill("nobody-here")
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download").click()
+    assert open(info.value.path(), encoding="utf-8").read() == "", "the labeler filter applies"
+    page.get_by_label("Labelers").fill("lena")
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download").click()
+    (record,) = [json.loads(line) for line in open(info.value.path(), encoding="utf-8")]
+    assert record["labeler"] == lena.labeler_uuid
+    assert record["question"]["problem"] == PROBLEM and record["question"]["pre_generated_steps"] == steps
+    assert [s["completions"][0]["rating"] for s in record["label"]["steps"]] == [1] * len(steps)
+    assert record["label"]["finish_reason"] == "solution" and record["label"]["total_time"] == 42_000
+
+    page.get_by_label("Generations").fill("1, two")
+    page.get_by_role("button", name="Download").click()
+    expect(page.locator("#generations-error")).to_contain_text("Item 2: must be a whole number")
+    screenshot(page, "manage_export_errors.png")
+
+
+def test_admin_manages_users(browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "lena", "labeler")
+    make_user(session_factory, "rhea", "researcher")
+    context = browser.new_context(base_url=live_server, viewport={"width": 1360, "height": 900})
+    page = context.new_page()
+    login(page, "boss", "/admin/users")
+    page.get_by_label("Username").fill("max")
+    page.locator("#new-user select[name=role]").select_option("manager")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Create user").click()
+    max_row = page.locator("tr", has=page.locator("td.username", has_text="max"))
+    expect(max_row.get_by_label("Role of max")).to_have_value("manager")
+
+    lena_row = page.locator("tr", has=page.locator("td.username", has_text="lena"))
+    lena_row.get_by_role("button", name="Deactivate").click()
+    expect(lena_row.locator(".badge")).to_have_text("deactivated")
+    lena_row.get_by_label("Role of lena").select_option("researcher")
+    lena_row.get_by_role("button", name="Change role").click()
+    expect(lena_row.get_by_label("Role of lena")).to_have_value("researcher")
+    screenshot(page, "admin_users.png")
+
+    page.get_by_label("Username").fill("x")
+    page.get_by_label("Password").fill("short")
+    page.evaluate("document.querySelectorAll('form').forEach(f => f.noValidate = true)")
+    page.get_by_role("button", name="Create user").click()
+    expect(page.locator("#username-error")).to_contain_text("2-64 letters")
+    expect(page.locator("#password-error")).to_contain_text("at least 8 characters")
+    screenshot(page, "admin_users_errors.png")
+    context.close()

@@ -1,0 +1,56 @@
+"""Real MATH-500 problems on the labeler page: their LaTeX renders, and the page reads well
+at laptop and narrow widths."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import add_solution, login, screenshot
+from tests.conftest import SHARED_DATA, make_project, make_user
+
+# Sentences end with a period and two spaces in MATH's solutions; paragraphs with a blank line.
+STEP_BREAK = re.compile(r"(?<=\.)\s{2,}|\n\n")
+
+
+def _math500(starts_with: str) -> dict:
+    with (SHARED_DATA / "math500.jsonl").open() as lines:
+        for line in lines:
+            record = json.loads(line)
+            if record["problem"].startswith(starts_with):
+                return record
+    raise LookupError(starts_with)
+
+
+@pytest.mark.parametrize(
+    ("starts_with", "size", "name"),
+    [
+        ("Define\n\\[p = \\sum", {"width": 1280, "height": 800}, "labeler_math500_sums.png"),
+        ("The set of points $(x,y,z)$ that satisfy\n\\[2x", {"width": 760, "height": 1000}, "labeler_math500_narrow.png"),
+    ],
+)
+def test_math500_problem_renders_cleanly(page: Page, session_factory, starts_with, size, name) -> None:  # type: ignore[no-untyped-def]
+    record = _math500(starts_with)
+    steps = [s.strip() for s in STEP_BREAK.split(record["solution"]) if s.strip()]
+    project = make_project(session_factory)
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, steps, statement=record["problem"], answer=record["answer"])
+    page.set_viewport_size(size)
+    login(page, "lena", f"/label/{project.id}")
+
+    expect(page.locator("#steps > .step")).to_have_count(len(steps))
+    expect(page.locator("#answer .fbox")).to_have_count(1)
+    assert page.locator("#problem-text .katex").count() >= 2
+    expect(page.locator(".katex-error")).to_have_count(0)
+    # No raw delimiters left over: every formula was found and rendered.
+    for text in page.locator("#steps .step-text, #problem-text").all():
+        visible = text.evaluate(
+            "e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('')"
+        )
+        assert "$" not in visible and "\\[" not in visible and "\\begin" not in visible, visible
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    screenshot(page, name)

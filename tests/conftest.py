@@ -1,0 +1,161 @@
+"""Shared fixtures: a real, migrated database per backend, an app, and builders.
+
+Each backend's database is made once per test session and migrated with Alembic (so the
+migrations are tested too); every table is emptied after each test, which keeps tests isolated
+while still letting them commit, as concurrent-labeler tests must.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import create_db_engine, create_session_factory, session_scope
+from app.main import create_app
+from app.migrate import upgrade
+from app.models import Base, Project, Role, User
+from app.projects.schemas import ProjectCreate
+from app.projects.service import create_project
+from app.users.schemas import UserCreate
+from app.users.service import create_user
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "STEPWISE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+PASSWORD = "correct horse battery"
+
+
+def _postgres_database() -> Iterator[str]:
+    name = f"stepwise_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgresql_url() -> Iterator[str]:
+    yield from _postgres_database()
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('db') / 'stepwise.db'}"
+
+
+@pytest.fixture(scope="session")
+def migrated(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Backend name -> URL of a database migrated to head, made on first use."""
+    return {}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def database_url(backend: str, migrated: dict[str, str], request: pytest.FixtureRequest) -> str:
+    if backend not in migrated:
+        url = request.getfixturevalue(f"{backend}_url")
+        upgrade(url)
+        migrated[backend] = url
+    return migrated[backend]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, STEPWISE_ENV="test")
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = create_db_engine(settings)
+    yield engine
+    _empty_tables(engine)
+    engine.dispose()
+
+
+def _empty_tables(engine: Engine) -> None:
+    tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+        else:
+            for table in tables:
+                connection.execute(text(f"DELETE FROM {table}"))
+
+
+@pytest.fixture
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return create_session_factory(engine)
+
+
+@pytest.fixture
+def db(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session for arranging and checking; commit it to make rows visible to the app."""
+    session = session_factory()
+    yield session
+    session.rollback()
+    session.close()
+
+
+@pytest.fixture
+def app(settings: Settings, engine: Engine):  # type: ignore[no-untyped-def]
+    app = create_app(settings)
+    yield app
+    app.state.engine.dispose()
+
+
+@pytest.fixture
+def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def make_user(factory: sessionmaker[Session], username: str, role: Role | str) -> User:
+    with session_scope(factory) as session:
+        return create_user(
+            session, UserCreate(username=username, role=Role(role), password=PASSWORD)
+        )
+
+
+def make_project(factory: sessionmaker[Session], name: str = "algebra", **settings: object) -> Project:
+    with session_scope(factory) as session:
+        return create_project(session, ProjectCreate(name=name, **settings))  # type: ignore[arg-type]
+
+
+def api_headers(client: TestClient, username: str) -> dict[str, str]:
+    response = client.post(
+        "/api/v1/auth/tokens", json={"username": username, "password": PASSWORD}
+    )
+    assert response.status_code == 201, response.text
+    return {"Authorization": f"Bearer {response.json()['token']}"}
+
+
+def browser_login(client: TestClient, username: str) -> str:
+    """Log the test client in through the login form; returns the session's CSRF token."""
+    page = client.get("/login")
+    token = page.text.split('name="login_csrf" value="', 1)[1].split('"', 1)[0]
+    response = client.post(
+        "/login",
+        data={"username": username, "password": PASSWORD, "login_csrf": token},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303, response.text
+    home = client.get("/label/stats")
+    return home.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]

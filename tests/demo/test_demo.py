@@ -1,0 +1,69 @@
+"""The demo procedure and loader, on both databases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from app.auth.security import verify_password
+from app.db import session_scope
+from app.demo.service import DEMO_PROJECT, load_demo
+from app.demo.solutions import demo_solutions, perturb_answer, split_steps
+from app.models import AnswerGrade, Assignment, Solution, User
+from tests.conftest import SHARED_DATA
+
+
+def test_split_steps_keeps_math_whole_and_drops_figures() -> None:
+    text = (
+        "Let $x = 1.5.$  Then $y = 2$. So\n\\[z = 3.\\]Thus, we are done.\n\n"
+        "[asy]draw((0,0)--(1,1));[/asy]\n\nThe answer is $\\boxed{3}$."
+    )
+    assert split_steps(text) == [
+        "Let $x = 1.5.$",
+        "Then $y = 2$.",
+        "So\n\\[z = 3.\\]",
+        "Thus, we are done.",
+        "The answer is $\\boxed{3}$.",
+    ]
+
+
+def test_perturbed_answers_differ() -> None:
+    assert perturb_answer("42") == "43"
+    assert perturb_answer("4210_{5}") == "4211_{5}"
+    assert perturb_answer("\\frac{3}{4}") == "\\frac{4}{4}"
+    assert perturb_answer("p - q") == "p + q"
+    assert perturb_answer("\\pi") == "\\pi + 1"
+
+
+def test_variants_carry_the_documented_changes() -> None:
+    solution = "First $a = 2$.  Next $b = 5$.  Then $c = 7$.  So the answer is $\\boxed{12}$."
+    kinds = {s.kind: s for s in demo_solutions(solution, "12", seed=0)}
+    assert kinds["reference"].steps[-1] == "# Answer\n\n12"
+    assert kinds["wrong_answer"].steps[-2] == "So the answer is $\\boxed{13}$."
+    assert kinds["wrong_answer"].answer == "13"
+    slip = kinds["slip"].steps
+    changed = [i for i, (a, b) in enumerate(zip(slip, kinds["reference"].steps)) if a != b]
+    assert len(changed) == 1 and 0 < changed[0] < len(slip) - 2
+
+
+def test_load_demo_marks_grades_and_is_idempotent(session_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lines = (SHARED_DATA / "math500.jsonl").read_text().splitlines()[:25]
+    problems = tmp_path / "math25.jsonl"
+    problems.write_text("\n".join(lines) + "\n")
+    with session_scope(session_factory) as session:
+        first = load_demo(session, problems)
+    assert first.project == DEMO_PROJECT and first.problems_added == 25
+    assert first.solutions_added >= 50
+    with session_scope(session_factory) as session:
+        second = load_demo(session, problems)
+        assert second.problems_added == 0 and second.solutions_added == 0
+        wrong = session.scalars(
+            select(Solution.origin).where(Solution.answer_grade == AnswerGrade.wrong)
+        ).all()
+        assert wrong and {origin["demo"] for origin in wrong} == {"wrong_answer"}
+        assert session.scalar(select(func.count()).where(Solution.is_demo.is_(False))) == 0
+        assert session.scalar(select(func.count()).select_from(Assignment)) == first.solutions_added
+        for username, _role, password in second.logins:
+            user = session.scalar(select(User).where(User.username == username))
+            assert user is not None and verify_password(user.password_hash, password)

@@ -1,0 +1,182 @@
+"""docker-compose.yml and the Dockerfile, read as files: no Docker engine runs here.
+
+Compose interpolates `${VAR:-default}` in values after parsing the YAML; `_resolved` does the
+same with the defaults and a stand-in password, so the checks see what `docker compose up`
+would run.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
+PASSWORD = "s3cret"
+
+
+def _interpolate(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: _interpolate(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(item) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name, kind, default = match.groups()
+        if name == "POSTGRES_PASSWORD":
+            assert kind == "?", "the database password must be required, not defaulted"
+            return PASSWORD
+        assert kind == "-", f"${{{name}}} needs a default"
+        return default
+
+    return VARIABLE.sub(substitute, value)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:  # type: ignore[type-arg]
+    return _interpolate(yaml.safe_load((ROOT / "docker-compose.yml").read_text()))  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict) -> dict:  # type: ignore[type-arg]
+    return compose["services"]
+
+
+def _command(service: dict) -> list[str]:  # type: ignore[type-arg]
+    command = service["command"]
+    return shlex.split(command) if isinstance(command, str) else [str(part) for part in command]
+
+
+def _option(command: list[str], name: str) -> str:
+    assert name in command, f"{name} missing from {command}"
+    return command[command.index(name) + 1]
+
+
+def test_postgres_keeps_its_data_in_a_named_volume_and_reports_health(compose, services):  # type: ignore[no-untyped-def]
+    postgres = services["postgres"]
+    assert postgres["image"].split(":")[1].startswith("15")
+    volume, _, target = postgres["volumes"][0].partition(":")
+    assert target == "/var/lib/postgresql/data"
+    assert volume in compose["volumes"], "the data volume must be named, not a bind mount"
+    health = postgres["healthcheck"]
+    assert "pg_isready" in " ".join(health["test"])
+    assert health["retries"] >= 3
+
+
+def test_migrations_run_once_after_postgres_is_healthy(services):  # type: ignore[no-untyped-def]
+    migrate = services["migrate"]
+    assert _command(migrate) == ["stepwise", "db", "upgrade"]
+    assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert migrate.get("restart", "no") == "no", "a one-shot job must not be restarted"
+
+
+def test_api_starts_only_after_migrations_succeeded_with_several_workers(services):  # type: ignore[no-untyped-def]
+    api = services["api"]
+    assert api["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert api["depends_on"]["postgres"]["condition"] == "service_healthy"
+    command = _command(api)
+    assert command[:2] == ["stepwise", "serve"]
+    assert _option(command, "--host") == "0.0.0.0"
+    port = _option(command, "--port")
+    assert int(_option(command, "--workers")) >= 2
+    assert any(str(mapping).endswith(f":{port}") for mapping in api["ports"])
+
+
+def test_app_services_reach_the_compose_database(services):  # type: ignore[no-untyped-def]
+    database = services["postgres"]["environment"]
+    for name in ("migrate", "api"):
+        service = services[name]
+        assert service["image"] == services["api"]["image"], "one image for every app service"
+        url = make_url(service["environment"]["DATABASE_URL"])
+        assert url.get_backend_name() == "postgresql"
+        assert (url.host, url.port) == ("postgres", 5432)
+        assert url.username == database["POSTGRES_USER"]
+        assert url.password == database["POSTGRES_PASSWORD"] == PASSWORD
+        assert url.database == database["POSTGRES_DB"]
+        assert service["environment"]["STEPWISE_ENV"] == "production"
+
+
+def test_every_service_runs_something_real(services):  # type: ignore[no-untyped-def]
+    for name, service in services.items():
+        assert "image" in service or "build" in service, name
+        if name != "postgres":
+            assert _command(service)[0] == "stepwise", f"{name} runs no stepwise command"
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[str]:
+    lines, pending = [], ""
+    for raw in (ROOT / "Dockerfile").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        lines.append(pending + line)
+        pending = ""
+    return lines
+
+
+def _stages(lines: list[str]) -> list[list[str]]:
+    stages: list[list[str]] = []
+    for line in lines:
+        if line.upper().startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(line)
+    return stages
+
+
+def test_image_is_python_311_slim(dockerfile):  # type: ignore[no-untyped-def]
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in dockerfile
+    assert all(stage[0].split()[1] == "${PYTHON_IMAGE}" for stage in _stages(dockerfile))
+
+
+def test_build_stage_vendors_katex_into_the_wheel(dockerfile):  # type: ignore[no-untyped-def]
+    build = _stages(dockerfile)[0]
+    text = "\n".join(build)
+    assert "nodejs" in text and "npm" in text
+    vendor = text.index("python -m labeler_ui.vendor_assets")
+    assert vendor < text.index("pip wheel"), "KaTeX must be in place before the wheel is built"
+
+
+def test_runtime_installs_cpu_torch_before_the_package(dockerfile):  # type: ignore[no-untyped-def]
+    runtime = _stages(dockerfile)[-1]
+    torch = next(i for i, line in enumerate(runtime) if '"${TORCH_SPEC}"' in line)
+    assert "--index-url" in runtime[torch]
+    assert any(line.startswith("ARG TORCH_SPEC=") for line in runtime[:torch])
+    assert any(line.startswith("ARG TORCH_INDEX_URL=") and line.endswith("/cpu") for line in runtime)
+    package = next(i for i, line in enumerate(runtime) if "pip install /wheels/" in line)
+    assert torch < package
+    assert not any("npm" in line or "nodejs" in line for line in runtime)
+
+
+def test_runtime_runs_as_a_non_root_user_and_serves_port_8000(dockerfile):  # type: ignore[no-untyped-def]
+    runtime = _stages(dockerfile)[-1]
+    users = [line.split()[1] for line in runtime if line.startswith("USER ")]
+    assert users, "the image must not run as root"
+    assert users[-1].split(":")[0] not in ("root", "0")
+    assert "EXPOSE 8000" in runtime
+    cmd = next(line for line in runtime if line.startswith("CMD "))
+    assert '"stepwise", "serve"' in cmd and '"0.0.0.0"' in cmd
+
+
+def test_everything_the_build_copies_exists(dockerfile):  # type: ignore[no-untyped-def]
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    for line in dockerfile:
+        parts = line.split()
+        if parts[0] != "COPY" or any(p.startswith("--from") for p in parts):
+            continue
+        for source in parts[1:-1]:
+            assert (ROOT / source).exists(), f"the build copies {source}, which is missing"
+            assert source not in ignored, f"{source} is copied but left out of the context"
+    for made_in_the_build in (".venv", ".git", "labeler_ui/static/vendor", "stepwise.db*"):
+        assert made_in_the_build in ignored

@@ -1,0 +1,85 @@
+"""GET /api/v1/projects/{id}/export: streamed attachments, filters as query parameters, roles."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pyarrow.parquet as pq
+
+from tests.conftest import api_headers, make_project, make_user
+from tests.imports.conftest import SAMPLE, import_bytes, sample_records
+
+
+def _project_with_sample(session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Algebra 1")
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    return project
+
+
+def test_each_format_streams_as_an_attachment(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_with_sample(session_factory)
+    make_user(session_factory, "rex", "researcher")
+    headers = api_headers(client, "rex")
+    url = f"/api/v1/projects/{project.id}/export"
+
+    with client.stream("GET", url, params={"format": "prm800k"}, headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/x-ndjson"
+        disposition = response.headers["content-disposition"]
+        assert disposition.startswith('attachment; filename="Algebra_1-prm800k-') and disposition.endswith('.jsonl"')
+        body = b"".join(response.iter_bytes())
+    records = [orjson.loads(line) for line in body.splitlines()]
+    assert len(records) == 9 and records[1] == sample_records()[1]
+
+    trl = client.get(url, params={"format": "trl", "neutral": "negative"}, headers=headers)
+    assert trl.status_code == 200
+    assert orjson.loads(trl.content.splitlines()[0])["labels"] == [False, False, False]
+
+    parquet = client.get(url, params={"format": "parquet"}, headers=headers)
+    assert parquet.headers["content-type"] == "application/vnd.apache.parquet"
+    assert parquet.headers["content-disposition"].endswith('.parquet"')
+    assert pq.read_table(io.BytesIO(parquet.content)).num_rows == 9
+
+
+def test_filters_come_from_the_query_string(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_with_sample(session_factory)
+    make_user(session_factory, "mia", "manager")
+    headers = api_headers(client, "mia")
+    url = f"/api/v1/projects/{project.id}/export"
+    params = [
+        ("format", "prm800k"),
+        ("generation", "9"),
+        ("generation", "11"),
+        ("labeler", "340d89bc-f5b7-45e9-b272-909ba68ee363"),
+        ("since", "2023-01-01"),
+        ("qc", "exclude"),
+    ]
+    response = client.get(url, params=params, headers=headers)
+    assert response.status_code == 200
+    stamps = [orjson.loads(line)["timestamp"] for line in response.content.splitlines()]
+    assert stamps == ["2023-01-22T04:34:27.052924", "2023-05-05T05:05:05.555555"]
+
+
+def test_bad_requests_are_refused_before_streaming(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_with_sample(session_factory)
+    make_user(session_factory, "mia", "manager")
+    make_user(session_factory, "leo", "labeler")
+    headers = api_headers(client, "mia")
+    url = f"/api/v1/projects/{project.id}/export"
+    for params in (
+        {"format": "csv"},
+        {},
+        {"format": "trl", "qc": "sometimes"},
+        {"format": "trl", "generation": "nine"},
+        {"format": "trl", "since": "2023-13-01"},
+    ):
+        response = client.get(url, params=params, headers=headers)
+        assert response.status_code == 422, params
+        assert response.headers["content-type"] == "application/json"
+    backwards = client.get(url, params={"format": "trl", "since": "2023-02-01", "until": "2023-01-01"}, headers=headers)
+    assert backwards.status_code == 422 and backwards.json()["detail"] == "invalid export filters"
+    assert "since must be before until" in backwards.json()["errors"][0]["message"]
+    assert client.get(f"/api/v1/projects/{project.id + 100}/export", params={"format": "trl"}, headers=headers).status_code == 404
+    assert client.get(url, params={"format": "trl"}, headers=api_headers(client, "leo")).status_code == 403
+    assert client.get(url, params={"format": "trl"}).status_code == 401

@@ -1,0 +1,105 @@
+"""The export form: filters checked on the page, then the API streams the file."""
+
+from __future__ import annotations
+
+import html
+from datetime import date
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+import pytest
+
+from app.exports.pages import filters_query
+from app.exports.schemas import ExportFilters
+from tests.conftest import browser_login, make_project, make_user
+from tests.imports.conftest import SAMPLE, import_bytes, sample_records
+
+
+@pytest.fixture
+def project(session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Algebra 1")
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    return project
+
+
+@pytest.mark.parametrize("role", ["manager", "researcher"])
+def test_the_form_downloads_the_streamed_file(client, session_factory, project, role) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "pat", role)
+    browser_login(client, "pat")
+    form = client.get(f"/manage/projects/{project.id}/export")
+    assert form.status_code == 200 and 'action="/manage/projects/' in form.text
+    response = client.get(
+        f"/manage/projects/{project.id}/export/download",
+        params={"format": "prm800k", "since": "", "until": "", "generations": "", "labelers": "", "qc": "include", "neutral": "positive"},
+    )
+    assert response.status_code == 200
+    assert response.headers["content-disposition"].startswith('attachment; filename="Algebra_1-prm800k-')
+    records = [orjson.loads(line) for line in response.content.splitlines()]
+    assert len(records) == 9
+    assert {r["labeler"] for r in records} == {r["labeler"] for r in sample_records()}
+    direct = client.get(f"/api/v1/projects/{project.id}/export", params={"format": "prm800k"})
+    assert response.content == direct.content
+
+
+def test_filters_become_the_export_apis_query(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    response = client.get(
+        f"/manage/projects/{project.id}/export/download",
+        params={
+            "format": "trl", "since": "2023-01-01", "until": "2023-03-01", "generations": "9, 11",
+            "labelers": "340d89bc-f5b7-45e9-b272-909ba68ee363", "qc": "exclude", "neutral": "negative",
+        },
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    location = urlsplit(response.headers["location"])
+    assert location.path == f"/api/v1/projects/{project.id}/export"
+    assert parse_qsl(location.query) == [
+        ("format", "trl"), ("since", "2023-01-01"), ("until", "2023-03-01"), ("generation", "9"),
+        ("generation", "11"), ("labeler", "340d89bc-f5b7-45e9-b272-909ba68ee363"), ("qc", "exclude"),
+        ("neutral", "negative"),
+    ]
+    streamed = client.get(response.headers["location"])
+    assert streamed.status_code == 200
+    for line in streamed.content.splitlines():
+        record = orjson.loads(line)
+        assert set(record) >= {"prompt", "completions", "labels"}
+        assert all(isinstance(label, bool) for label in record["labels"])
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({"format": "csv"}, "format", "Choose PRM800K, TRL or Parquet"),
+        ({"format": "trl", "since": "yesterday"}, "since", "Must be a date (YYYY-MM-DD)"),
+        ({"format": "trl", "generations": "1, two"}, "generations", "Item 2: must be a whole number"),
+        ({"format": "trl", "qc": "maybe"}, "qc", "'include', 'exclude' or 'only'"),
+        ({"format": "trl", "labelers": "x" * 101}, "labelers", "at most 100 characters"),
+    ],
+)
+def test_bad_filters_are_shown_on_the_form(client, session_factory, project, params, field, message) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    response = client.get(f"/manage/projects/{project.id}/export/download", params=params)
+    assert response.status_code == 422
+    assert "Nothing was exported." in response.text
+    shown = html.unescape(response.text).split(f'id="{field}-error">', 1)[1].split("<", 1)[0]
+    assert message in shown
+
+
+def test_dates_out_of_order_are_refused_as_a_whole(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    response = client.get(
+        f"/manage/projects/{project.id}/export/download",
+        params={"format": "prm800k", "since": "2024-02-01", "until": "2024-01-01"},
+    )
+    assert response.status_code == 422
+    assert "Since must be before until." in response.text
+
+
+def test_default_filters_add_nothing_to_the_query() -> None:
+    assert filters_query(ExportFilters()) == []
+    chosen = ExportFilters(since=date(2024, 1, 1), generations=[0], labelers=["ann"], qc="only")
+    assert filters_query(chosen) == [("since", "2024-01-01"), ("generation", "0"), ("labeler", "ann"), ("qc", "only")]

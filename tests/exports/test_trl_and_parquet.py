@@ -1,0 +1,93 @@
+"""TRL stepwise supervision and Parquet exports of the PRM800K sample."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pyarrow.parquet as pq
+
+from tests.conftest import make_project
+from tests.exports.conftest import export, label_in_stepwise
+from tests.imports.conftest import SAMPLE, import_bytes
+
+GCF_START = "I want to find the largest positive integer"
+
+
+def _trl(factory, project, **filters):  # type: ignore[no-untyped-def]
+    return [orjson.loads(line) for line in export(factory, project, "trl", **filters).splitlines()]
+
+
+def test_trl_records_are_boolean_and_stop_at_the_first_error(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    records = _trl(session_factory, project)
+    # 9 labels less the give_up and the bad_problem.
+    assert len(records) == 7
+    assert all(set(r) == {"prompt", "completions", "labels"} for r in records)
+    assert all(type(v) is bool for r in records for v in r["labels"])
+    assert all(len(r["completions"]) == len(r["labels"]) for r in records)
+    gcf = records[0]
+    assert gcf["prompt"].startswith("What is the greatest common factor")
+    assert gcf["completions"][0].startswith(GCF_START)
+    # Rated 0, 0, -1: the alternatives rated at the error step are not the solution's steps.
+    assert gcf["labels"] == [True, True, False]
+    assert gcf["completions"][2] == "I know that $200,\\!000 = 2^5\\cdot 10^4 = 2^9\\cdot 5^4$."
+    human = next(r for r in records if r["prompt"].startswith("If $f(x)"))
+    assert human["completions"][1] == "$g(-2) = (-2 - 1)^2 = (-3)^2 = 9$." and human["labels"] == [True, True, True]
+    open_end = next(r for r in records if r["prompt"].startswith("How many positive divisors"))
+    assert open_end == {
+        "prompt": "How many positive divisors does $36$ have?",
+        "completions": ["$36 = 2^2 \\cdot 3^2$.", "So it has $2 \\cdot 2 = 4$ divisors."],
+        "labels": [True, False],
+    }
+
+
+def test_trl_neutral_mapping_is_a_parameter(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    negative = _trl(session_factory, project, neutral="negative")
+    assert negative[0]["labels"] == [False, False, False]
+    unicode = next(r for r in negative if r["prompt"].startswith("Compute $\\cos"))
+    assert unicode["labels"] == [True, False, True]
+    assert "<script>" in unicode["completions"][1]
+
+
+def test_trl_drops_what_follows_a_first_error_in_full_mode(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, steps = label_in_stepwise(client, session_factory, [1, -1, 1], "found_error", mode="full")
+    [record] = _trl(session_factory, project)
+    assert record["completions"] == steps[:2] and record["labels"] == [True, False]
+
+
+def test_parquet_has_one_row_per_label_with_list_columns(session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("app.exports.service.ROWS_PER_GROUP", 4)
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    data = export(session_factory, project, "parquet")
+    parquet = pq.ParquetFile(io.BytesIO(data))
+    assert parquet.metadata.num_rows == 9
+    assert parquet.num_row_groups == 3, "row groups are written as they fill"
+    rows = parquet.read().to_pylist()
+    first = rows[0]
+    assert first["labeler"] == "340d89bc-f5b7-45e9-b272-909ba68ee363"
+    assert first["created_at"].isoformat() == "2023-01-22T04:34:27.052924+00:00"
+    assert first["generation"] == 9 and first["finish_reason"] == "found_error"
+    assert first["ratings"] == [0, 0, -1] and first["flagged"] == [None, None, None]
+    assert first["steps"][0].startswith(GCF_START)
+    assert first["answer_grade"] == "wrong" and first["final_answer"] == "320,000"
+    assert first["verifier_score"] == 0.010779580529581414
+    qc = rows[1]
+    assert qc["is_quality_control"] and qc["ratings"] == [1, 1, 1] and qc["flagged"] == [False, True, False]
+    assert [r["finish_reason"] for r in rows].count("bad_problem") == 1
+    bad_problem = next(r for r in rows if r["finish_reason"] == "bad_problem")
+    assert bad_problem["steps"] == [] and bad_problem["ratings"] == []
+    screening = next(r for r in rows if r["is_initial_screening"])
+    assert screening["generation"] == -1 and screening["total_time_ms"] == 900000
+
+
+def test_empty_exports_are_valid_files(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    assert export(session_factory, project, "prm800k") == b""
+    assert export(session_factory, project, "trl") == b""
+    table = pq.read_table(io.BytesIO(export(session_factory, project, "parquet")))
+    assert table.num_rows == 0 and "ratings" in table.column_names

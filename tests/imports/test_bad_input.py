@@ -1,0 +1,158 @@
+"""Hostile and broken files: every bad line is reported with file, line and field; nothing is kept."""
+
+from __future__ import annotations
+
+import copy
+
+import orjson
+import pytest
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.errors import BadInput
+from app.imports.reader import MAX_LINE_BYTES
+from app.models import Solution
+from tests.conftest import make_project
+from tests.imports.conftest import import_bytes, jsonl, row_counts, sample_records
+
+GOOD = sample_records()
+
+
+def _record(change) -> bytes:  # type: ignore[no-untyped-def]
+    record = copy.deepcopy(GOOD[0])
+    change(record)
+    return orjson.dumps(record)
+
+
+def _set(path: str, value: object):  # type: ignore[no-untyped-def]
+    def change(record: dict) -> None:  # type: ignore[type-arg]
+        *parents, last = path.split("/")
+        target = record
+        for key in parents:
+            target = target[int(key)] if key.isdigit() else target[key]
+        target[int(last) if last.isdigit() else last] = value
+
+    return change
+
+
+CASES = [
+    ("malformed JSON", "prm800k", b'{"labeler": "x", ', None, "invalid JSON"),
+    ("a JSON array", "prm800k", b"[1, 2]", None, "expected a JSON object"),
+    ("non-UTF-8 bytes", "math", b'{"problem": "caf\xe9", "answer": "1"}', None, "not valid UTF-8"),
+    ("a NUL character", "math", b'{"problem": "a\\u0000b", "answer": "1"}', None, "NUL"),
+    ("generation as text", "prm800k", _record(_set("generation", "nine")), "generation", "must be an integer"),
+    ("a boolean flag as text", "prm800k", _record(_set("is_quality_control_question", "yes")), "is_quality_control_question", "true, false or null"),
+    ("a step that is a number", "prm800k", _record(_set("question/pre_generated_steps/2", 7)), "question.pre_generated_steps[2]", "must be a string"),
+    ("empty steps", "prm800k", _record(_set("question/pre_generated_steps", [])), "question.pre_generated_steps", "is empty"),
+    ("no problem text", "prm800k", _record(_set("question/problem", "  ")), "question.problem", "is empty"),
+    ("rating 2", "prm800k", _record(_set("label/steps/1/completions/0/rating", 2)), "label.steps[1].completions[0].rating", "-1, 0, 1 or null"),
+    ("rating true", "prm800k", _record(_set("label/steps/1/completions/0/rating", True)), "label.steps[1].completions[0].rating", "-1, 0, 1 or null"),
+    ("rating 1.0", "prm800k", _record(_set("label/steps/0/completions/0/rating", 1.0)), "label.steps[0].completions[0].rating", "-1, 0, 1 or null"),
+    ("unknown finish_reason", "prm800k", _record(_set("label/finish_reason", "tired")), "label.finish_reason", "unknown 'tired'"),
+    ("finished with no steps", "prm800k", _record(_set("label/steps", [])), "label.steps", "is empty"),
+    ("chosen completion out of range", "prm800k", _record(_set("label/steps/0/chosen_completion", 3)), "label.steps[0].chosen_completion", "index of one of the 1"),
+    ("a total time in seconds", "prm800k", _record(_set("label/total_time", 278.27)), "label.total_time", "must be an integer"),
+    ("a negative total time", "prm800k", _record(_set("label/total_time", -5)), "label.total_time", "between 0"),
+    ("a timestamp that is not one", "prm800k", _record(_set("timestamp", "yesterday")), "timestamp", "ISO 8601"),
+    ("a labeler id too long", "prm800k", _record(_set("labeler", "x" * 101)), "labeler", "longer than 100"),
+    ("a completion without text", "prm800k", _record(_set("label/steps/0/completions/0", {"rating": 1})), "label.steps[0].completions[0].text", "must be a string"),
+    ("a human completion number", "prm800k", _record(_set("label/steps/0/human_completion", 5)), "label.steps[0].human_completion", "string `text`"),
+    ("question missing", "prm800k", b'{"labeler": "x"}', "question", "missing"),
+    ("math level as a word", "math", b'{"problem": "1+1?", "answer": "2", "level": "hard"}', "level", "Level N"),
+    ("math answer as a list", "math", b'{"problem": "1+1?", "answer": [2]}', "answer", "must be a string"),
+    ("candidate with steps and text", "solutions", b'{"problem_id": 1, "steps": ["a"], "text": "a"}', "steps", "exactly one"),
+    ("candidate without a problem", "solutions", b'{"steps": ["a"]}', "problem", "exactly one"),
+    ("candidate with empty steps", "solutions", b'{"problem_id": 1, "steps": []}', "steps", "is empty"),
+    ("candidate with blank text", "solutions", b'{"problem_id": 1, "text": "\\n\\n  \\n\\n"}', "text", "blank"),
+    ("candidate of an unknown problem", "solutions", b'{"problem": "Never imported.", "steps": ["a"]}', "problem", "import the problems first"),
+    ("candidate of a missing problem id", "solutions", b'{"problem_id": 999999, "steps": ["a"]}', "problem_id", "no problem 999999"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "line", "field", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_line_is_reported_and_nothing_changes(session_factory, fmt, line, field, message) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    good = jsonl(GOOD[1:3]) if fmt == "prm800k" else b'{"problem": "What is 2+2?", "answer": "4"}\n'
+    if fmt == "solutions":
+        import_bytes(session_factory, project, good, "math", filename="problems.jsonl")
+        good = b'{"problem": "What is 2+2?", "steps": ["2+2=4.", "# Answer\\n\\n4"]}\n'
+    before = row_counts(session_factory)
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, good + b"\n" + line + b"\n" + good, fmt, filename="bad.jsonl")
+    assert caught.value.message.startswith("1 bad line in bad.jsonl")
+    bad_line = good.count(b"\n") + 2
+    assert len(caught.value.details) == 1
+    detail = caught.value.details[0]
+    assert (detail["file"], detail["line"], detail["field"]) == ("bad.jsonl", bad_line, field)
+    assert message in detail["message"]
+    assert row_counts(session_factory) == before
+
+
+def test_every_bad_line_is_listed_up_to_a_limit(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    lines = [b'{"problem": "ok %d", "answer": "1"}' % i if i % 2 else b'{"problem": 5}' for i in range(501)]
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, b"\n".join(lines), "math")
+    details = caught.value.details
+    assert caught.value.message.startswith("251 bad lines")
+    assert [d["line"] for d in details[:3]] == [1, 3, 5] and details[0]["field"] == "problem"
+    assert len(details) == 201 and details[-1]["message"] == "and 51 more bad lines"
+    assert row_counts(session_factory)["problems"] == 0
+
+
+def test_a_bad_line_after_many_chunks_undoes_them_all(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    lines = [b'{"problem": "p %d", "answer": "%d"}' % (i, i) for i in range(2500)] + [b'{"problem": "late", "level": 1.5}']
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, b"\n".join(lines), "math")
+    assert caught.value.details[0]["line"] == 2501 and caught.value.details[0]["field"] == "level"
+    assert row_counts(session_factory) == {k: 0 for k in row_counts(session_factory)}
+
+
+def test_huge_line_is_refused_with_its_number(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    huge = b'{"problem": "' + b"x" * (MAX_LINE_BYTES + 10) + b'", "answer": "1"}'
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, b'{"problem": "a", "answer": "1"}\n' + huge + b'\n{"problem": [1]}\n', "math")
+    assert [(d["line"], d["field"]) for d in caught.value.details] == [(2, None), (3, "problem")]
+    assert "longer than 10 MB" in caught.value.details[0]["message"]
+    assert row_counts(session_factory)["problems"] == 0
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n"], ids=["empty", "blank lines"])
+def test_empty_file_is_refused(session_factory, data) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, data, "math", filename="empty.jsonl")
+    assert caught.value.details == [
+        {"file": "empty.jsonl", "line": 1, "field": None, "message": "the file has no records: expected one JSON object a line"}
+    ]
+    assert row_counts(session_factory)["import_batches"] == 0
+
+
+def test_unknown_format_and_empty_separator_are_refused(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    with pytest.raises(BadInput, match="unknown import format 'csv'"):
+        import_bytes(session_factory, project, b"{}", "csv")
+    with pytest.raises(BadInput, match="separator must not be empty"):
+        import_bytes(session_factory, project, b"{}", "solutions", separator="")
+
+
+def test_html_in_text_is_stored_as_text(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, b'{"problem": "<img src=x onerror=alert(1)>", "answer": "1"}', "math")
+    steps = ["<script>alert('x')</script> is not a step", "# Answer\n\n1"]
+    import_bytes(
+        session_factory,
+        project,
+        orjson.dumps({"problem": "<img src=x onerror=alert(1)>", "steps": steps}),
+        "solutions",
+    )
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Solution.steps)) == steps
+
+
+def test_byte_order_mark_and_crlf_are_accepted(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    data = b'\xef\xbb\xbf{"problem": "a", "answer": "1"}\r\n{"problem": "b", "answer": "2"}\r\n'
+    assert import_bytes(session_factory, project, data, "math").added["problems"] == 2

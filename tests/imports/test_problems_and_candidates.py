@@ -1,0 +1,129 @@
+"""MATH-style problem files and candidate solution files through the import service."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.errors import BadInput
+from app.models import AnswerGrade, Assignment, Problem, Solution
+from tests.conftest import SHARED_DATA, make_project
+from tests.imports.conftest import import_bytes, jsonl, row_counts
+
+MATH500 = SHARED_DATA / "math500.jsonl"
+
+
+def test_math500_imports_every_problem_with_its_fields(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    result = import_bytes(session_factory, project, MATH500.read_bytes(), "math", filename="math500.jsonl")
+    assert result.added == {"problems": 500, "solutions": 0, "labels": 0} and result.lines == 500
+    first = orjson.loads(MATH500.read_bytes().splitlines()[0])
+    with session_scope(session_factory) as session:
+        problem = session.scalar(select(Problem).where(Problem.statement == first["problem"]))
+        assert problem is not None
+        assert (problem.answer, problem.subject, problem.level) == (first["answer"], first["subject"], first["level"])
+        assert problem.reference_solution == first["solution"]
+        assert problem.source_id == first.get("unique_id")
+    again = import_bytes(session_factory, project, MATH500.read_bytes() + b"\n", "math")
+    assert again.added["problems"] == 0 and again.duplicates == 500
+
+
+def test_original_math_layout_takes_the_boxed_answer(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    line = {
+        "problem": "What is $\\frac{1}{2} + \\frac{1}{3}$?",
+        "level": "Level 2",
+        "type": "Prealgebra",
+        "solution": "The sum is $\\boxed{\\frac{5}{6}}$.",
+    }
+    unknown_level = {"problem": "Shade it.", "level": "Level ?", "type": "Geometry", "solution": "$\\boxed{3}$"}
+    import_bytes(session_factory, project, jsonl([line, unknown_level]), "math")
+    with session_scope(session_factory) as session:
+        rows = session.execute(select(Problem.answer, Problem.subject, Problem.level).order_by(Problem.id)).all()
+    assert [tuple(r) for r in rows] == [("\\frac{5}{6}", "Prealgebra", 2), ("3", "Geometry", None)]
+
+
+def _problems(factory, project) -> None:  # type: ignore[no-untyped-def]
+    problems = [
+        {"problem": "What is $2 + 2$?", "answer": "4"},
+        {"problem": "What is $3 \\cdot 3$?", "answer": 9},
+    ]
+    import_bytes(factory, project, jsonl(problems), "math", filename="problems.jsonl")
+
+
+def test_candidates_by_text_and_by_id_are_graded_and_queued(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=2)
+    _problems(session_factory, project)
+    with session_scope(session_factory) as session:
+        nine_id = session.scalar(select(Problem.id).where(Problem.answer == "9"))
+    candidates = [
+        {"problem": "What is $2 + 2$?", "steps": ["Two and two.", "# Answer\n\n4"]},
+        {"problem": "What is $2 + 2$?", "text": "Two and two.\n\nMakes five.\n\n", "answer": "5", "model": "gpt-x", "temperature": 0.7},
+        {"problem_id": nine_id, "steps": ["Three threes are $\\boxed{9}$."]},
+        {"problem_id": nine_id, "steps": ["I am not sure."]},
+    ]
+    result = import_bytes(session_factory, project, jsonl(candidates), "solutions", filename="cands.jsonl")
+    assert result.added == {"problems": 0, "solutions": 4, "labels": 0}
+    assert result.queued == 8
+    assert result.grades == {"right": 2, "wrong": 1, "no_answer": 1}
+    with session_scope(session_factory) as session:
+        rows = session.execute(select(Solution).order_by(Solution.id)).scalars().all()
+        assert [s.steps for s in rows][1] == ["Two and two.", "Makes five."]
+        assert [s.final_answer for s in rows] == ["4", "5", "9", None]
+        assert [s.answer_grade for s in rows] == [
+            AnswerGrade.right,
+            AnswerGrade.wrong,
+            AnswerGrade.right,
+            AnswerGrade.no_answer,
+        ]
+        assert rows[1].origin["meta"] == {"model": "gpt-x", "temperature": 0.7}
+        assert rows[0].origin["file"] == "cands.jsonl" and rows[0].origin["line"] == 1
+        assert session.scalar(select(Assignment.id).limit(1)) is not None
+
+
+@pytest.mark.parametrize(
+    ("separator", "steps"),
+    [(None, ["a\nb", "c"]), ("\\n", ["a", "b", "c"]), ("###", ["a\nb\n\nc"])],
+    ids=["default blank line", "escaped newline", "custom"],
+)
+def test_text_is_cut_at_the_separator(session_factory, separator, steps) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    line = {"problem": "What is $2 + 2$?", "text": "a\nb\n\nc"}
+    import_bytes(session_factory, project, jsonl([line]), "solutions", separator=separator)
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Solution.steps)) == steps
+
+
+def test_candidates_again_add_nothing(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    line = jsonl([{"problem": "What is $2 + 2$?", "steps": ["4"]}])
+    import_bytes(session_factory, project, line, "solutions")
+    result = import_bytes(session_factory, project, line + line, "solutions")
+    assert result.added["solutions"] == 0 and result.duplicates == 2 and result.queued == 0
+
+
+def test_same_statement_with_two_answers_needs_an_id(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    twins = [{"problem": "Guess.", "answer": "1"}, {"problem": "Guess.", "answer": "2"}]
+    import_bytes(session_factory, project, jsonl(twins), "math")
+    before = row_counts(session_factory)
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, jsonl([{"problem": "Guess.", "steps": ["1"]}]), "solutions")
+    assert caught.value.details[0]["field"] == "problem"
+    assert "2 problems have this text" in caught.value.details[0]["message"]
+    assert row_counts(session_factory) == before
+
+
+def test_problem_ids_of_another_project_are_not_found(session_factory) -> None:  # type: ignore[no-untyped-def]
+    mine = make_project(session_factory, "mine")
+    theirs = make_project(session_factory, "theirs")
+    _problems(session_factory, theirs)
+    with session_scope(session_factory) as session:
+        foreign_id = session.scalar(select(Problem.id).limit(1))
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, mine, jsonl([{"problem_id": foreign_id, "steps": ["x"]}]), "solutions")
+    assert caught.value.details[0]["field"] == "problem_id"

@@ -1,0 +1,250 @@
+"""The manager's project pages over HTTP: create, settings, progress; bad input never a 500."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import date
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.models import Assignment, LabelingMode, Project
+from app.projects.pages import CHART_HEIGHT, daily_bars
+from app.projects.schemas import DailyCount
+from tests.conftest import api_headers, browser_login, make_project, make_user
+from tests.imports.conftest import import_bytes, jsonl
+
+PROBLEMS = [
+    {"problem": f"What is ${n} + {n}$?", "answer": str(2 * n), "solution": f"${2 * n}$"}
+    for n in range(1, 4)
+]
+
+
+def _solutions(n_per_problem: int = 2) -> bytes:
+    return jsonl(
+        [
+            {"problem": p["problem"], "steps": [f"Step one of {k}.", f"So it is {k}.", f"# Answer\n\n{k}"], "answer": str(k)}
+            for p in PROBLEMS
+            for k in range(n_per_problem)
+        ]
+    )
+
+
+def _project(factory, name: str = "algebra") -> Project:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.scalars(select(Project).where(Project.name == name)).one()
+
+
+def _projects(factory) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.scalar(select(func.count()).select_from(Project)) or 0
+
+
+def _stats(html: str) -> dict[str, int]:
+    return {
+        dt: int(dd)
+        for dt, dd in re.findall(r"<dt>([^<]+)</dt><dd>(\d+)</dd>", html)
+    }
+
+
+@pytest.fixture
+def manager(client, session_factory) -> str:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    return browser_login(client, "max")
+
+
+def test_a_manager_creates_a_project_through_the_form(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    response = client.post(
+        "/manage/projects",
+        data={
+            "csrf_token": manager, "name": "Geometry 2", "description": "Triangles",
+            "labeling_mode": "full", "overlap": "3", "lease_minutes": "45",
+        },
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    project = _project(session_factory, "Geometry 2")
+    assert response.headers["location"] == f"/manage/projects/{project.id}"
+    assert (project.description, project.labeling_mode, project.overlap, project.lease_minutes) == (
+        "Triangles", LabelingMode.full, 3, 45,
+    )
+    page = client.get(response.headers["location"])
+    assert page.status_code == 200
+    assert "<h1>Geometry 2" in page.text
+    listing = client.get("/manage/projects")
+    assert f'href="/manage/projects/{project.id}"' in listing.text
+
+
+@pytest.mark.parametrize(
+    ("form", "field_message"),
+    [
+        ({"name": ""}, "This field is required"),
+        ({"name": "no/slashes"}, "Use only letters, digits, space, _ . -"),
+        ({"name": "ok", "overlap": "0"}, "greater than or equal to 1"),
+        ({"name": "ok", "overlap": "many"}, "Must be a whole number"),
+        ({"name": "ok", "lease_minutes": "100000"}, "less than or equal to 1440"),
+        ({"name": "ok", "labeling_mode": "whenever"}, "'first_error' or 'full'"),
+        ({"name": "x" * 101}, "Use only letters, digits, space, _ . -"),
+    ],
+)
+def test_bad_new_project_fields_are_shown_and_nothing_is_created(client, session_factory, manager, form, field_message) -> None:  # type: ignore[no-untyped-def]
+    response = client.post("/manage/projects", data={"csrf_token": manager, **form})
+    assert response.status_code == 422
+    assert "The project was not created" in response.text
+    bad_field = list(form)[-1]
+    shown = html.unescape(response.text).split(f'id="{bad_field}-error">', 1)[1].split("<", 1)[0]
+    assert field_message in shown
+    assert _projects(session_factory) == 0
+
+
+def test_a_duplicate_project_name_is_refused_with_409(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    make_project(session_factory, "algebra")
+    response = client.post("/manage/projects", data={"csrf_token": manager, "name": "algebra"})
+    assert response.status_code == 409
+    assert "A project named 'algebra' already exists" in html.unescape(response.text)
+    assert _projects(session_factory) == 1
+
+
+def test_markup_in_a_description_is_shown_as_text(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    make_project(session_factory, "algebra", description="<script>alert(1)</script> & <b>bold</b>")
+    page = client.get(f"/manage/projects/{_project(session_factory).id}")
+    assert "<script>alert(1)</script>" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in page.text
+
+
+def test_the_settings_form_saves_and_a_larger_overlap_adds_queue_slots(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", description="old")
+    import_bytes(session_factory, project, jsonl(PROBLEMS), "math")
+    import_bytes(session_factory, project, _solutions(), "solutions")
+    response = client.post(
+        f"/manage/projects/{project.id}/settings",
+        data={"csrf_token": manager, "description": "", "labeling_mode": "full", "overlap": "2", "lease_minutes": "10"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    saved = client.get(response.headers["location"])
+    assert "Settings saved." in saved.text
+    project = _project(session_factory)
+    assert (project.description, project.labeling_mode, project.overlap, project.lease_minutes) == (
+        "", LabelingMode.full, 2, 10,
+    )
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Assignment)) == 12
+
+
+@pytest.mark.parametrize(
+    ("form", "field_message"),
+    [
+        ({"overlap": "21"}, "less than or equal to 20"),
+        ({"lease_minutes": "0"}, "greater than or equal to 1"),
+        ({"labeling_mode": "sometimes"}, "'first_error' or 'full'"),
+        ({"description": "d" * 5001}, "at most 5000 characters"),
+    ],
+)
+def test_bad_settings_are_shown_and_change_nothing(client, session_factory, manager, form, field_message) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", description="kept", overlap=2)
+    response = client.post(
+        f"/manage/projects/{project.id}/settings",
+        data={"csrf_token": manager, "description": "changed", "overlap": "3", **form},
+    )
+    assert response.status_code == 422
+    assert "The settings were not saved" in response.text
+    bad_field = list(form)[-1]
+    shown = html.unescape(response.text).split(f'id="{bad_field}-error">', 1)[1].split("<", 1)[0]
+    assert field_message in shown
+    project = _project(session_factory)
+    assert (project.description, project.overlap) == ("kept", 2)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/manage/projects/999", 404),
+        ("POST", "/manage/projects/999/settings", 404),
+        ("GET", "/manage/projects/999/import", 404),
+        ("POST", "/manage/projects/999/import", 404),
+        ("GET", "/manage/projects/999/export", 404),
+        ("GET", "/manage/projects/999/export/download", 404),
+        ("GET", "/manage/projects/abc", 422),
+        ("POST", "/manage/projects/abc/settings", 422),
+        ("GET", "/manage/projects/99999999999999999999999", 422),
+    ],
+)
+def test_unknown_and_malformed_project_ids_get_a_clear_4xx(client, session_factory, manager, method, path, status) -> None:  # type: ignore[no-untyped-def]
+    response = client.request(method, path, data={"csrf_token": manager} if method == "POST" else None)
+    assert response.status_code == status
+    if status == 404:
+        assert "no project with id 999" in response.text
+    assert "<h1>" in response.text, "an error page, not a bare error"
+
+
+def test_progress_numbers_and_the_labels_chart(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", overlap=2)
+    make_project(session_factory, "empty one")
+    import_bytes(session_factory, project, jsonl(PROBLEMS), "math")
+    import_bytes(session_factory, project, _solutions(), "solutions")
+    for name in ("ann", "bob"):
+        make_user(session_factory, name, "labeler")
+    # ann finishes two solutions, bob labels one of those too, and holds another one.
+    done_by_both: list[int] = []
+    for name, count in (("ann", 2), ("bob", 1)):
+        headers = api_headers(client, name)
+        for n in range(count):
+            task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+            done_by_both.append(task["solution"]["id"])
+            submitted = client.post(
+                f"/api/v1/assignments/{task['assignment_id']}/submit",
+                headers=headers,
+                json={"idempotency_key": f"{name}-label-{n}", "ratings": [{"rating": 1}] * 3,
+                      "finish_reason": "solution", "total_time_ms": 1000},
+            )
+            assert submitted.status_code == 200, submitted.text
+    held = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=api_headers(client, "bob"))
+    touched = set(done_by_both) | {held.json()["task"]["solution"]["id"]}
+    fully_done = len(done_by_both) - len(set(done_by_both))
+
+    page = client.get(f"/manage/projects/{project.id}")
+    assert page.status_code == 200
+    stats = _stats(page.text)
+    assert stats["Problems"] == 3 and stats["Solutions"] == 6 and stats["Labels"] == 3
+    assert stats["Done"] == fully_done
+    assert stats["In progress"] == len(touched) - fully_done
+    assert stats["Waiting"] == 6 - len(touched)
+    today = date.today().isoformat()
+    assert f"<title>{today}: 3 labels</title>" in page.text
+    assert page.text.count('<td class="filename"') == 2, "both imported files are listed"
+
+    listing = client.get("/manage/projects")
+    row = listing.text.split(f'href="/manage/projects/{project.id}"', 1)[1].split("</tr>", 1)[0]
+    numbers = [int(n) for n in re.findall(r'<td class="num">(\d+)</td>', row)]
+    assert numbers == [2, 3, 6, stats["Done"], stats["In progress"], stats["Waiting"], 3]
+
+
+def test_daily_bars_fill_missing_days_and_scale_to_the_busiest() -> None:
+    today = date(2026, 3, 10)
+    bars = daily_bars(
+        [DailyCount(day=date(2026, 3, 8), labels=4), DailyCount(day=today, labels=2)], today, days=5
+    )
+    assert [b["day"].day for b in bars] == [6, 7, 8, 9, 10]
+    assert [b["labels"] for b in bars] == [0, 0, 4, 0, 2]
+    assert [b["height"] for b in bars] == [0, 0, CHART_HEIGHT, 0, CHART_HEIGHT / 2]
+    assert all(b["height"] == 0 for b in daily_bars([], today))
+
+
+def test_a_researcher_sees_progress_but_no_forms(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra")
+    make_user(session_factory, "rhea", "researcher")
+    csrf = browser_login(client, "rhea")
+    listing = client.get("/manage/projects")
+    assert listing.status_code == 200 and "algebra" in listing.text
+    assert 'action="/manage/projects"' not in listing.text
+    page = client.get(f"/manage/projects/{project.id}")
+    assert page.status_code == 200
+    assert "/settings" not in page.text and "Labeling mode</dt>" in page.text
+    assert f'href="/manage/projects/{project.id}/import"' not in page.text
+    assert client.get(f"/manage/projects/{project.id}/export").status_code == 200
+    assert client.post("/manage/projects", data={"csrf_token": csrf, "name": "mine"}).status_code == 403
+    assert client.get(f"/manage/projects/{project.id}/import").status_code == 403
+    assert _projects(session_factory) == 1

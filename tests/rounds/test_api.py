@@ -1,0 +1,141 @@
+"""Starting, following and tuning rounds through the JSON API and the research pages."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select, text
+
+from app.db import session_scope
+from app.models import Round, RoundSettings
+from tests.conftest import api_headers, browser_login, make_project, make_user
+
+
+@pytest.fixture
+def project(session_factory):  # type: ignore[no-untyped-def]
+    for name, role in [("rita", "researcher"), ("boss", "admin"), ("max", "manager"), ("ann", "labeler")]:
+        make_user(session_factory, name, role)
+    return make_project(session_factory, "algebra")
+
+
+def rounds_in_db(session_factory) -> list[tuple[int, str]]:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        return [(r.number, r.status.value) for r in session.scalars(select(Round).order_by(Round.id))]
+
+
+def test_researchers_and_admins_start_rounds_one_at_a_time(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    url = f"/api/v1/projects/{project.id}/rounds"
+    started = client.post(url, headers=api_headers(client, "rita"))
+    assert started.status_code == 202, started.text
+    body = started.json()
+    assert (body["number"], body["status"], body["stage"]) == (1, "queued", "snapshot")
+
+    again = client.post(url, headers=api_headers(client, "boss"))
+    assert again.status_code == 409 and "still queued" in again.json()["detail"]
+    assert rounds_in_db(session_factory) == [(1, "queued")]
+
+    cancelled = client.post(f"/api/v1/rounds/{body['id']}/cancel", headers=api_headers(client, "boss"))
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert client.post(f"/api/v1/rounds/{body['id']}/cancel", headers=api_headers(client, "boss")).status_code == 409
+
+    second = client.post(url, headers=api_headers(client, "boss"))
+    assert second.status_code == 202 and second.json()["number"] == 2
+    listed = client.get(url, headers=api_headers(client, "max")).json()
+    assert [(r["number"], r["status"]) for r in listed] == [(2, "queued"), (1, "cancelled")]
+    one = client.get(f"/api/v1/rounds/{second.json()['id']}", headers=api_headers(client, "max"))
+    assert one.status_code == 200 and one.json()["percent"] == 0
+
+
+@pytest.mark.parametrize("who", ["ann", "max"])
+def test_labelers_and_managers_cannot_start_rounds(client, session_factory, project, who) -> None:  # type: ignore[no-untyped-def]
+    response = client.post(f"/api/v1/projects/{project.id}/rounds", headers=api_headers(client, who))
+    assert response.status_code == 403 and "researcher" in response.json()["detail"]
+    assert rounds_in_db(session_factory) == []
+
+
+def test_labelers_cannot_read_rounds(client, project) -> None:  # type: ignore[no-untyped-def]
+    headers = api_headers(client, "ann")
+    assert client.get(f"/api/v1/projects/{project.id}/rounds", headers=headers).status_code == 403
+    assert client.get(f"/api/v1/projects/{project.id}/model-versions", headers=headers).status_code == 403
+
+
+def test_missing_things_are_404(client, project) -> None:  # type: ignore[no-untyped-def]
+    headers = api_headers(client, "rita")
+    assert client.post("/api/v1/projects/999/rounds", headers=headers).status_code == 404
+    assert client.get("/api/v1/rounds/999", headers=headers).status_code == 404
+    assert client.get("/api/v1/rounds/999/picks", headers=headers).status_code == 404
+    assert client.get("/api/v1/rounds/1/picks?reason=bogus", headers=headers).status_code == 422
+
+
+def test_round_settings_are_validated_and_bad_ones_change_nothing(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    url = f"/api/v1/projects/{project.id}/round-settings"
+    headers = api_headers(client, "rita")
+    defaults = client.get(url, headers=headers).json()
+    assert (defaults["picks_per_round"], defaults["wrong_share"], defaults["control_share"]) == (100, 0.8, 0.1)
+
+    changed = client.patch(url, headers=headers, json={"picks_per_round": 40, "every_new_labels": 25})
+    assert changed.status_code == 200, changed.text
+    assert (changed.json()["picks_per_round"], changed.json()["every_new_labels"]) == (40, 25)
+
+    for bad in [{"wrong_share": 1.5}, {"picks_per_round": 0}, {"qc_share": 0.95}, {"bogus": 1},
+                {"picks_per_round": None}, {"promote_metric": "vibes"}]:
+        response = client.patch(url, headers=headers, json=bad)
+        assert response.status_code == 422, (bad, response.text)
+    assert client.get(url, headers=headers).json() == changed.json()
+
+    off = client.patch(url, headers=headers, json={"every_new_labels": None})
+    assert off.json()["every_new_labels"] is None
+    assert client.patch(url, headers=api_headers(client, "max"), json={"picks_per_round": 5}).status_code == 403
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(RoundSettings)) == 1
+
+
+def test_research_page_starts_a_round_from_the_button(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "rita")
+    page = client.get(f"/research/projects/{project.id}")
+    assert page.status_code == 200 and "Start a round" in page.text
+    started = client.post(f"/research/projects/{project.id}/rounds", data={"csrf_token": csrf}, follow_redirects=False)
+    assert started.status_code == 303
+    shown = client.get(started.headers["location"])
+    assert "Round queued" in shown.text and "data-live-round" in shown.text
+    twice = client.post(f"/research/projects/{project.id}/rounds", data={"csrf_token": csrf})
+    assert twice.status_code == 409 and "still queued" in twice.text
+    assert rounds_in_db(session_factory) == [(1, "queued")]
+
+
+def test_a_manager_sees_rounds_but_no_button(client, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "max")
+    page = client.get(f"/research/projects/{project.id}")
+    assert page.status_code == 200
+    assert "Start a round" not in page.text and "Researchers and admins start rounds" in page.text
+    assert client.get("/research").status_code == 200
+
+
+def test_research_settings_form_shows_errors_in_place(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "rita")
+    url = f"/research/projects/{project.id}/settings"
+    bad = client.post(url, data={"csrf_token": csrf, "wrong_share": "lots", "picks_per_round": "30"})
+    assert bad.status_code == 422 and "Must be a number" in bad.text
+    good = client.post(url, data={"csrf_token": csrf, "picks_per_round": "30", "schedule_hours": "12"},
+                       follow_redirects=False)
+    assert good.status_code == 303
+    cleared = client.post(url, data={"csrf_token": csrf, "schedule_hours": ""}, follow_redirects=False)
+    assert cleared.status_code == 303
+    with session_scope(session_factory) as session:
+        settings = session.get(RoundSettings, project.id)
+        assert (settings.picks_per_round, settings.wrong_share, settings.schedule_hours) == (30, 0.8, None)
+
+
+# SQLite has no job queue: its local worker polls the rounds table.
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_starting_a_round_wakes_a_postgresql_worker_through_the_job_queue(client, session_factory, project, backend) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        session.execute(text("DELETE FROM procrastinate.procrastinate_jobs"))
+    body = client.post(f"/api/v1/projects/{project.id}/rounds", headers=api_headers(client, "rita")).json()
+    with session_scope(session_factory) as session:
+        jobs = session.execute(text(
+            "SELECT task_name, args, status, queueing_lock FROM procrastinate.procrastinate_jobs"
+        )).all()
+        session.execute(text("DELETE FROM procrastinate.procrastinate_jobs"))
+    assert [tuple(j) for j in jobs] == [
+        ("stepwise.run_round", {"round_id": body["id"]}, "todo", f"round-{body['id']}")
+    ]

@@ -1,0 +1,139 @@
+"""A whole round, in process, on SQLite and PostgreSQL, with the tiny model on the CPU."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from active_learning.rounds import run_round
+from app.rounds.picking import selection_rule
+from active_learning.select import Candidate, select as rule_picks
+from app.db import session_scope
+from app.labeling.service import next_task
+from app.models import (
+    Assignment,
+    Label,
+    ModelVersion,
+    Project,
+    Role,
+    Round,
+    RoundPick,
+    RoundStage,
+    RoundStatus,
+    Solution,
+    SolutionScore,
+)
+from app.rounds import pool
+from app.rounds.schemas import RoundSettingsUpdate
+from app.rounds.service import round_settings, served_version, start_round, update_round_settings
+from tests.conftest import make_user
+from tests.rounds.conftest import synthetic_project
+
+pytestmark = pytest.mark.slow
+
+
+def start(factory: sessionmaker[Session], project_id: int) -> int:
+    with session_scope(factory) as session:
+        return start_round(session, session.get(Project, project_id)).id
+
+
+def expected_picks(session: Session, project_id: int, round_: Round, version_id: int) -> list[tuple[int, str]]:
+    """What the rule picks from the pool's stored scores, computed here from scratch."""
+    rows = pool.pool_candidates(session, project_id, version_id)
+    texts = pool.solution_texts(session, [r[0] for r in rows])
+    candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in rows]
+    rule = selection_rule(round_settings(session, project_id), seed=round_.id)
+    return [(p.solution_id, p.reason) for p in rule_picks(candidates, rule)]
+
+
+def test_rounds_train_promote_score_select_and_enqueue(
+    session_factory: sessionmaker[Session], worker_settings, backend: str
+) -> None:
+    project = synthetic_project(session_factory)
+    round_id = start(session_factory, project.id)
+
+    assert run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert round_.status == RoundStatus.done and round_.stage == RoundStage.done
+        assert round_.percent == 100 and round_.lease_owner is None
+        labels = session.scalar(select(func.count()).select_from(Label)) or 0
+        assert round_.snapshot_labels == labels and round_.snapshot_hash
+        version = served_version(session, project.id)
+        assert version is not None and version.round_id == round_id and round_.promoted
+        assert (Path(version.path) / "config.json").exists()
+        assert round_.metrics["candidate"]["step_auroc"] is not None
+        assert round_.metrics["heldout_labels"] > 0 and "best_of_n" in round_.metrics["candidate"]
+
+        pool_ids = {r[0] for r in pool.pool_candidates(session, project.id, None)}
+        scored = set(session.scalars(select(SolutionScore.solution_id).where(SolutionScore.model_version_id == version.id)))
+        assert scored == pool_ids
+
+        picks = list(session.scalars(select(RoundPick).where(RoundPick.round_id == round_id).order_by(RoundPick.rank)))
+        assert [(p.solution_id, p.reason.value) for p in picks] == expected_picks(session, project.id, round_, version.id)
+        reasons = Counter(p.reason.value for p in picks)
+        assert reasons == {"convincing_wrong": 9, "top_scored": 2, "random_control": 1}
+        assert all(p.answer_grade == "wrong" for p in picks if p.reason.value == "convincing_wrong")
+        assert all(p.model_version_id == version.id and p.score is not None for p in picks)
+
+        slots = Counter(session.scalars(select(Assignment.solution_id)))
+        assert max(slots.values()) == 1, "a solution was queued twice"
+        picked = {p.solution_id for p in picks}
+        assert {a.generation for a in session.scalars(select(Assignment).where(Assignment.solution_id.in_(picked)))} == {1}
+
+    # The queue now serves the picks first, in the rule's order.
+    labeler = make_user(session_factory, "lab", Role.labeler)
+    served_order = []
+    for _ in range(3):
+        with session_scope(session_factory) as session:
+            task = next_task(session, session.get(Project, project.id), labeler).task
+            served_order.append(task.solution.id)
+            session.get(Assignment, task.assignment_id).status = "done"
+    assert served_order == [p.solution_id for p in picks[:3]]
+
+    # A second round is judged against the model the first one serves.
+    first = round_id
+    with session_scope(session_factory) as session:
+        served_before = served_version(session, project.id).id
+        # A rule no barely trained model can meet.
+        update_round_settings(session, project.id, RoundSettingsUpdate(promote_min=1.0))
+
+    second = start(session_factory, project.id)
+    assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
+
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, second)
+        assert round_.promoted is False and "below the minimum" in round_.message
+        assert round_.metrics["passed"] is False
+        assert round_.metrics["served_version_id"] == served_before
+        assert round_.metrics["served"]["step_auroc"] is not None
+        assert served_version(session, project.id).id == served_before
+        versions = session.scalars(select(ModelVersion).order_by(ModelVersion.id)).all()
+        assert [(v.is_served, v.passed) for v in versions] == [(True, True), (False, False)]
+        # Round 2 picked with the model still served, and outranks what round 1 queued.
+        picks = session.scalars(select(RoundPick).where(RoundPick.round_id == second)).all()
+        assert picks and {p.model_version_id for p in picks} == {served_before}
+        assert min(p.priority for p in picks) > max(
+            p.priority for p in session.scalars(select(RoundPick).where(RoundPick.round_id == first))
+        )
+        assert {s.generation for s in session.scalars(select(Solution).where(Solution.id.in_([p.solution_id for p in picks])))} == {2}
+
+
+def test_without_enough_labels_a_round_picks_uniformly(
+    session_factory: sessionmaker[Session], worker_settings, backend: str
+) -> None:
+    project = synthetic_project(session_factory, labeled_problems=2)
+    round_id = start(session_factory, project.id)
+    assert run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert "fewer than the 10 needed" in round_.message and round_.promoted is False
+        assert served_version(session, project.id) is None
+        picks = session.scalars(select(RoundPick).where(RoundPick.round_id == round_id)).all()
+        assert len(picks) == 12 and {p.reason.value for p in picks} == {"no_model"}
+        assert all(p.score is None and p.model_version_id is None for p in picks)

@@ -1,0 +1,46 @@
+"""The users API: admins only, bad input refused with a clear 4xx."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import PASSWORD, api_headers, make_user
+
+
+@pytest.fixture
+def headers(client, session_factory) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "boss", "admin")
+    return api_headers(client, "boss")
+
+
+def test_an_admin_creates_lists_and_updates_users(client, headers) -> None:  # type: ignore[no-untyped-def]
+    created = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "labeler", "password": PASSWORD})
+    assert created.status_code == 201
+    body = created.json()
+    assert body["role"] == "labeler" and "password" not in str(body).lower()
+    changed = client.patch(f"/api/v1/users/{body['id']}", headers=headers, json={"role": "manager"})
+    assert changed.status_code == 200 and changed.json()["role"] == "manager"
+    assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()] == ["ann", "boss"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"username": "a", "role": "labeler", "password": PASSWORD}, "username"),
+        ({"username": "ann", "role": "king", "password": PASSWORD}, "role"),
+        ({"username": "ann", "role": "labeler", "password": "short"}, "password"),
+    ],
+)
+def test_invalid_new_users_get_422(client, headers, body, field) -> None:  # type: ignore[no-untyped-def]
+    response = client.post("/api/v1/users", headers=headers, json=body)
+    assert response.status_code == 422
+    assert field in {e["field"] for e in response.json()["errors"]}
+    assert len(client.get("/api/v1/users", headers=headers).json()) == 1
+
+
+def test_duplicate_and_unknown_users_get_409_and_404(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    duplicate = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "admin", "password": PASSWORD})
+    assert duplicate.status_code == 409
+    assert client.patch("/api/v1/users/999", headers=headers, json={"role": "admin"}).status_code == 404
+    assert client.patch("/api/v1/users/x", headers=headers, json={"role": "admin"}).status_code == 422

@@ -1,0 +1,140 @@
+"""The admin's user page over HTTP: create, change role, deactivate and reactivate."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.models import Role, User
+from tests.conftest import PASSWORD, api_headers, browser_login, make_user
+
+
+def _user(factory, username: str) -> User | None:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.scalar(select(User).where(User.username == username))
+
+
+def _users(factory) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.scalar(select(func.count()).select_from(User)) or 0
+
+
+@pytest.fixture
+def admin(client, session_factory) -> str:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "boss", "admin")
+    return browser_login(client, "boss")
+
+
+def test_an_admin_creates_a_user_who_can_then_log_in(client, app, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    response = client.post(
+        "/admin/users",
+        data={"csrf_token": admin, "username": "rhea", "role": "researcher", "password": PASSWORD},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    created = _user(session_factory, "rhea")
+    assert created is not None and created.role == Role.researcher and created.is_active
+    assert response.headers["location"] == f"/admin/users#user-{created.id}"
+    assert created.password_hash.startswith("$argon2id$")
+    listing = client.get("/admin/users")
+    assert f'id="user-{created.id}"' in listing.text
+    with TestClient(app) as other:
+        browser_login(other, "rhea")
+        assert other.get("/manage/projects").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("form", "field", "message"),
+    [
+        ({"username": "x", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters, digits, _ . -"),
+        ({"username": "a b", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters, digits, _ . -"),
+        ({"username": "ann", "role": "owner", "password": PASSWORD}, "role", "'labeler', 'manager', 'researcher' or 'admin'"),
+        ({"username": "ann", "role": "labeler", "password": "short"}, "password", "at least 8 characters"),
+        ({"username": "ann", "role": "labeler"}, "password", "This field is required"),
+    ],
+)
+def test_bad_new_user_fields_are_shown_and_nothing_is_created(client, session_factory, admin, form, field, message) -> None:  # type: ignore[no-untyped-def]
+    response = client.post("/admin/users", data={"csrf_token": admin, **form})
+    assert response.status_code == 422
+    shown = html.unescape(response.text).split(f'id="{field}-error">', 1)[1].split("<", 1)[0]
+    assert message in shown
+    assert _users(session_factory) == 1
+    assert PASSWORD not in response.text, "a typed password is never sent back"
+
+
+def test_a_duplicate_username_is_refused_with_409(client, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    response = client.post(
+        "/admin/users",
+        data={"csrf_token": admin, "username": "ann", "role": "admin", "password": PASSWORD},
+    )
+    assert response.status_code == 409
+    assert "A user named 'ann' already exists" in html.unescape(response.text)
+    assert _user(session_factory, "ann").role == Role.labeler  # type: ignore[union-attr]
+
+
+def test_a_new_role_takes_effect_on_the_users_next_request(client, app, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    ann = make_user(session_factory, "ann", "labeler")
+    with TestClient(app) as ann_browser:
+        browser_login(ann_browser, "ann")
+        assert ann_browser.get("/manage/projects").status_code == 403
+        response = client.post(
+            f"/admin/users/{ann.id}/role", data={"csrf_token": admin, "role": "manager"}, follow_redirects=False
+        )
+        assert response.status_code == 303
+        assert _user(session_factory, "ann").role == Role.manager  # type: ignore[union-attr]
+        assert ann_browser.get("/manage/projects").status_code == 200
+
+
+def test_deactivation_locks_a_user_out_and_reactivation_lets_them_back(client, app, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    ann = make_user(session_factory, "ann", "labeler")
+    with TestClient(app) as ann_browser:
+        browser_login(ann_browser, "ann")
+        token = api_headers(ann_browser, "ann")
+        response = client.post(
+            f"/admin/users/{ann.id}/active", data={"csrf_token": admin, "is_active": "false"}, follow_redirects=False
+        )
+        assert response.status_code == 303
+        assert "deactivated" in client.get("/admin/users").text
+        assert ann_browser.get("/label", follow_redirects=False).status_code == 303
+        assert ann_browser.get("/api/v1/users/me", headers=token).status_code == 401
+        assert ann_browser.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD}).status_code == 401
+
+        client.post(f"/admin/users/{ann.id}/active", data={"csrf_token": admin, "is_active": "true"})
+        assert _user(session_factory, "ann").is_active  # type: ignore[union-attr]
+        browser_login(ann_browser, "ann")
+        assert ann_browser.get("/label").status_code == 200
+
+
+@pytest.mark.parametrize(("action", "form"), [("role", {"role": "labeler"}), ("active", {"is_active": "false"})])
+def test_an_admin_cannot_demote_or_deactivate_themselves(client, session_factory, admin, action, form) -> None:  # type: ignore[no-untyped-def]
+    me = _user(session_factory, "boss")
+    response = client.post(f"/admin/users/{me.id}/{action}", data={"csrf_token": admin, **form})  # type: ignore[union-attr]
+    assert response.status_code == 409
+    assert "ask another admin" in response.text
+    me = _user(session_factory, "boss")
+    assert me.role == Role.admin and me.is_active  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("path", "form", "status", "message"),
+    [
+        ("/admin/users/999/role", {"role": "manager"}, 404, "no user with id 999"),
+        ("/admin/users/999/active", {"is_active": "false"}, 404, "no user with id 999"),
+        ("/admin/users/abc/role", {"role": "manager"}, 422, "user_id"),
+        ("/admin/users/{ann}/role", {"role": "superuser"}, 422, "ann: role Input should be"),
+        ("/admin/users/{ann}/role", {}, 422, "ann: nothing to change"),
+        ("/admin/users/{ann}/active", {"is_active": "perhaps"}, 422, "ann: is_active must be true or false"),
+    ],
+)
+def test_bad_changes_get_a_clear_4xx_and_change_nothing(client, session_factory, admin, path, form, status, message) -> None:  # type: ignore[no-untyped-def]
+    ann = make_user(session_factory, "ann", "labeler")
+    response = client.post(path.format(ann=ann.id), data={"csrf_token": admin, **form})
+    assert response.status_code == status
+    assert message in html.unescape(response.text)
+    ann = _user(session_factory, "ann")
+    assert ann.role == Role.labeler and ann.is_active  # type: ignore[union-attr]
