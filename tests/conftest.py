@@ -34,6 +34,11 @@ POSTGRES_ADMIN_URL = os.environ.get(
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 PASSWORD = "correct horse battery"
 
+# Every test, and the browser tests' server process, share one database per backend. A round
+# worker thread in any app (the embedded default on SQLite) would claim rounds that other tests
+# drive, the kill tests' rounds included; rounds run only where a test starts them.
+os.environ["STEPWISE_LOCAL_WORKER"] = "false"
+
 
 def _postgres_database() -> Iterator[str]:
     name = f"stepwise_test_{uuid.uuid4().hex[:10]}"

@@ -71,17 +71,6 @@ def worker_settings(tmp_path: Path) -> WorkerSettings:
     return WorkerSettings(models_dir=tmp_path / "models", round_lease_s=30, worker_poll_s=1)
 
 
-@pytest.fixture(autouse=True)
-def no_local_worker(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Rounds run where a test says, not in a server thread behind its back."""
-    from app.rounds.config import get_worker_settings
-
-    monkeypatch.setenv("STEPWISE_LOCAL_WORKER", "false")
-    get_worker_settings.cache_clear()
-    yield
-    get_worker_settings.cache_clear()
-
-
 def kill_marked_processes(run_id: str) -> None:
     """End processes started with STEPWISE_TEST_RUN=run_id in their environment.
 
