@@ -26,6 +26,12 @@ class TrainConfig:
     save_every: int = field(default=200, metadata={
         "help": "Optimizer steps between resumable snapshots of the training state."})
     log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines."})
+    lm_loss_weight: float | None = field(default=None, metadata={
+        "help": "Weight of an auxiliary next-token loss on the problem and on every step not "
+                "rated -1, through a head dropped at save time. A backbone built from a config "
+                "knows no arithmetic, and one label per step teaches it slowly; predicting each "
+                "result digit teaches it densely. Default: 1 for presets, 0 for pretrained "
+                "backbones, which already read text."})
     time_budget_s: float | None = field(default=None, metadata={
         "help": "Train at most this many seconds; the learning rate then decays with whichever of "
                 "time or steps runs out first."})

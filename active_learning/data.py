@@ -174,14 +174,16 @@ def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
                      labels: list[int | None] | None, max_length: int) -> dict:
     """Token ids with the step marker after each step; the marker is where the head is read.
 
-    Returns `input_ids`, `labels` (rating + 1 at a labeled marker, IGNORE_INDEX elsewhere) and
-    `markers` (the marker position of each step, or -1 for a step cut off by `max_length`).
+    Returns `input_ids`, `labels` (rating + 1 at a labeled marker, IGNORE_INDEX elsewhere),
+    `markers` (the marker position of each step, or -1 for a step cut off by `max_length`) and
+    `prompt_length` (tokens before the first step).
     The prompt keeps at most half the budget, cut from the left: the question is at its end.
     """
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     prompt_ids = encode(prompt + "\n\n")[-(max_length // 2):]
     input_ids = head + prompt_ids
+    prompt_length = len(input_ids)
     targets = [IGNORE_INDEX] * len(input_ids)
     markers = []
     for i, step in enumerate(steps):
@@ -194,4 +196,5 @@ def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
         rating = labels[i] if labels is not None else None
         targets.append(IGNORE_INDEX if rating is None else rating + 1)
         markers.append(len(input_ids) - 1)
-    return {"input_ids": input_ids, "labels": targets, "markers": markers}
+    return {"input_ids": input_ids, "labels": targets, "markers": markers,
+            "prompt_length": prompt_length}

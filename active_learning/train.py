@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.utils import set_seed
 
@@ -25,11 +26,12 @@ from active_learning.data import (IGNORE_INDEX, Example, load_examples, read_rec
                                   snapshot_hash, split_by_problem, tokenize_example)
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.grading import GRADER_VERSION
-from active_learning.model import load_base, marker_id, save_checkpoint
+from active_learning.model import PRESETS, load_base, marker_id, save_checkpoint
 from active_learning.score import pad_batch
 from active_learning.tokenizer import STEP_MARKER
 
 PROGRESS_FILE = "progress.json"
+WRONG = 0  # class index of a -1 rating
 
 
 def epoch_batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
@@ -96,14 +98,47 @@ def _resume(accelerator: Accelerator, work: Path, fingerprint: dict) -> tuple[in
     return progress["step"], progress["seconds"]
 
 
-def _features(examples: list[Example], tokenizer, max_length: int) -> list[dict]:
+def language_loss_weight(config: TrainConfig) -> float:
+    if config.lm_loss_weight is not None:
+        return config.lm_loss_weight
+    return 1.0 if config.base in PRESETS and not os.path.isdir(config.base) else 0.0
+
+
+def language_targets(feature: dict) -> list[int]:
+    """Next-token targets for the auxiliary loss: every token of the problem and of each step
+    not rated -1 is predicted from the ones before it. A -1 step's tokens are left out, so that
+    the model never learns a wrong step as the way a solution goes on."""
+    ids, labels = feature["input_ids"], feature["labels"]
+    targets = ids[1:] + [IGNORE_INDEX]
+    start = feature["prompt_length"]
+    for marker in feature["markers"]:
+        if marker < 0:
+            break
+        if labels[marker] == WRONG:
+            # targets[t] is token t + 1: these are the tokens start..marker.
+            targets[start - 1:marker] = [IGNORE_INDEX] * (marker - start + 1)
+        start = marker + 1
+    return targets
+
+
+def _features(examples: list[Example], tokenizer, max_length: int, language: bool) -> list[dict]:
     marker = marker_id(tokenizer)
     features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, max_length)
                 for e in examples]
     features = [f for f in features if any(t != IGNORE_INDEX for t in f["labels"])]
     if not features:
         raise ValueError("no labeled steps to train on")
+    if language:
+        for f in features:
+            f["lm_labels"] = language_targets(f)
     return features
+
+
+def _language_labels(features: list[dict], width: int, device) -> torch.Tensor:
+    targets = torch.full((len(features), width), IGNORE_INDEX, dtype=torch.long)
+    for row, f in enumerate(features):
+        targets[row, :len(f["lm_labels"])] = torch.tensor(f["lm_labels"])
+    return targets.to(device)
 
 
 def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
@@ -130,7 +165,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     else:
         eval_records = list(read_records(eval_source))
     model, tokenizer = load_base(config.base)
-    features = _features(examples, tokenizer, config.max_length)
+    lm_weight = language_loss_weight(config)
+    features = _features(examples, tokenizer, config.max_length, lm_weight > 0)
     lengths = [len(f["input_ids"]) for f in features]
     world, rank = accelerator.num_processes, accelerator.process_index
     # Every process must run the same number of steps, or gradient all-reduce would hang.
@@ -138,9 +174,22 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     total_steps = math.ceil(config.epochs * steps_per_epoch)
     fingerprint = {"data_hash": snapshot_hash(examples), "config": config.to_dict(), "world": world}
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate,
+    # The auxiliary next-token head reads the backbone's last hidden states, caught by a hook so
+    # that the model's own forward (and DDP's gradient sync) stays the one that runs.
+    hidden: dict[str, torch.Tensor] = {}
+    lm_head, hook = None, None
+    parameters = list(model.parameters())
+    if lm_weight > 0:
+        lm_head = torch.nn.Linear(model.config.get_text_config().hidden_size, len(tokenizer), bias=False)
+        parameters += list(lm_head.parameters())
+        hook = model.base_model.register_forward_hook(
+            lambda _module, _args, out: hidden.__setitem__("last", out.last_hidden_state))
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate,
                                   weight_decay=config.weight_decay)
-    model, optimizer = accelerator.prepare(model, optimizer)
+    if lm_head is None:
+        model, optimizer = accelerator.prepare(model, optimizer)
+    else:
+        model, lm_head, optimizer = accelerator.prepare(model, lm_head, optimizer)
     start_step, spent = _resume(accelerator, work, fingerprint)
     log = print if accelerator.is_main_process else (lambda *a, **k: None)
     if start_step:
@@ -159,10 +208,16 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             break
         for group in optimizer.param_groups:
             group["lr"] = _learning_rate(config, progress)
-        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device)
+        chosen = [features[i] for i in batch]
+        inputs = pad_batch(chosen, tokenizer.pad_token_id, accelerator.device)
         loss = model(**inputs).loss
+        if lm_head is not None:
+            targets = _language_labels(chosen, inputs["input_ids"].shape[1], accelerator.device)
+            logits = lm_head(hidden.pop("last"))
+            loss = loss + lm_weight * F.cross_entropy(
+                logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
         accelerator.backward(loss)
-        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        accelerator.clip_grad_norm_(parameters, 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
@@ -175,6 +230,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         if step % config.save_every == 0 and step < total_steps:
             _save_snapshot(accelerator, work, step, time.monotonic() - started, fingerprint)
 
+    if hook is not None:
+        hook.remove()
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         model = accelerator.unwrap_model(model).eval()
@@ -188,6 +245,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             "data_hash": fingerprint["data_hash"], "config": config.to_dict(), "metrics": metrics,
             "train_examples": len(examples), "steps": step, "resumed_from_step": start_step,
             "stopped_by_time_budget": step < total_steps, "world_size": world,
+            "lm_loss_weight": lm_weight,
             "train_seconds": round(time.monotonic() - started, 1), "grader_version": GRADER_VERSION,
         }
         final = work / "model"

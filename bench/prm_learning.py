@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from active_learning.config import TrainConfig
-from active_learning.synthetic import iter_candidates, to_prm800k
+from active_learning.synthetic import ERRORS, iter_candidates, to_prm800k
 from active_learning.train import train
 
 RESULTS = Path(__file__).parent / "results" / "prm_learning.json"
@@ -39,8 +39,8 @@ def blank(record: dict) -> dict:
             "label": {**record["label"], "steps": steps}}
 
 
-def records(problems: int, per_problem: int, seed: int) -> list[dict]:
-    return [to_prm800k(c) for c in iter_candidates(problems, per_problem, seed)]
+def records(problems: int, per_problem: int, seed: int, errors: tuple[str, ...]) -> list[dict]:
+    return [to_prm800k(c) for c in iter_candidates(problems, per_problem, seed, errors=errors)]
 
 
 def main() -> None:
@@ -53,6 +53,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=20, help="Upper bound; the budget usually ends first.")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--errors", default=",".join(ERRORS),
+                        help=f"Kinds of injected mistakes, comma-separated, from {','.join(ERRORS)}. "
+                             "Leaving out remark makes every remark right, which its length gives away.")
+    parser.add_argument("--lm-loss-weight", type=float, default=None,
+                        help="Auxiliary next-token loss weight (default: the trainer's, 1 for presets).")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
@@ -61,10 +66,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    errors = tuple(args.errors.split(","))
+    if not set(errors) <= set(ERRORS):
+        parser.error(f"--errors: choose from {', '.join(ERRORS)}")
 
-    train_records = records(args.train_problems, args.solutions_per_problem, args.seed)
+    train_records = records(args.train_problems, args.solutions_per_problem, args.seed, errors)
     # Another seed draws other problems; check that none of them leaked into training.
-    eval_records = records(args.eval_problems, args.solutions_per_problem, args.seed + 10_000)
+    eval_records = records(args.eval_problems, args.solutions_per_problem, args.seed + 10_000, errors)
     seen = {r["question"]["problem"] for r in train_records}
     eval_records = [r for r in eval_records if r["question"]["problem"] not in seen]
 
@@ -75,7 +83,7 @@ def main() -> None:
         config = TrainConfig(output=str(workdir / name), base=args.base, epochs=args.epochs,
                              learning_rate=args.learning_rate, batch_size=args.batch_size,
                              seed=args.seed, device=args.device, time_budget_s=args.budget_s,
-                             save_every=10**9, log_every=100)
+                             lm_loss_weight=args.lm_loss_weight, save_every=10**9, log_every=100)
         train(config, map(transform, train_records), [transform(r) for r in eval_records])
         meta = json.loads((workdir / name / "stepwise.json").read_text())
         results[name] = {"metrics": meta["metrics"], "steps": meta["steps"],

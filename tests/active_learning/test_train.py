@@ -146,3 +146,20 @@ def test_content_beats_position_only(tmp_path):
     assert steps["content"] == steps["position"] == epochs * (len(load_examples(train_records)) // batch_size)
     assert auroc["position"] < 0.56, auroc
     assert auroc["content"] > auroc["position"] + 0.05, auroc
+
+
+def test_language_targets_leave_out_the_wrong_step():
+    from active_learning.data import IGNORE_INDEX, tokenize_example
+    from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
+    from active_learning.train import language_targets
+
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    feature = tokenize_example(tokenizer, marker, "Q?", ["ab", "cd"], [1, -1], max_length=64)
+    ids, targets = feature["input_ids"], language_targets(feature)
+    first, second = feature["markers"]
+    # Each token of the problem and of the +1 step (its marker included) is predicted ...
+    assert targets[:first] == ids[1:first + 1]
+    # ... and none of the -1 step's, nor anything past the end.
+    assert targets[first:] == [IGNORE_INDEX] * (second - first + 1)
+    assert tokenizer.decode(ids[first + 1:second]) == "cd"
