@@ -59,10 +59,15 @@ def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
     return model, tokenizer
 
 
+def is_preset(base: str) -> bool:
+    """A preset name, built from a config; a local directory of the same name wins."""
+    return base in PRESETS and not os.path.isdir(base)
+
+
 def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa"):
     """(model, tokenizer) for a preset name, a local directory or a hub id, head freshly made
     unless `base` is already a Stepwise checkpoint."""
-    if base in PRESETS and not os.path.isdir(base):
+    if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)
     local = os.path.isdir(base)  # a local path never triggers a download attempt
     tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from active_learning.data import Solution, tokenize_example
+from active_learning.data import IGNORE_INDEX, Solution, tokenize_example
 from active_learning.model import marker_id
 
 
@@ -56,14 +56,17 @@ def pad_batch(features: list[dict], pad_id: int, device) -> dict:
     width = max(len(f["input_ids"]) for f in features)
     ids = torch.full((len(features), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(features), width), dtype=torch.long)
-    labels = torch.full((len(features), width), -100, dtype=torch.long)
+    # Per-token targets: the head's labels, and the trainer's next-token targets when present.
+    targets = {key: torch.full((len(features), width), IGNORE_INDEX, dtype=torch.long)
+               for key in ("labels", "lm_labels") if key in features[0]}
     for row, f in enumerate(features):
         n = len(f["input_ids"])
         ids[row, :n] = torch.tensor(f["input_ids"])
         mask[row, :n] = 1
-        labels[row, :n] = torch.tensor(f["labels"])
+        for key, tensor in targets.items():
+            tensor[row, :n] = torch.tensor(f[key])
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device),
-            "labels": labels.to(device)}
+            **{key: tensor.to(device) for key, tensor in targets.items()}}
 
 
 @torch.inference_mode()

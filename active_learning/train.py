@@ -26,12 +26,11 @@ from active_learning.data import (IGNORE_INDEX, Example, load_examples, read_rec
                                   snapshot_hash, split_by_problem, tokenize_example)
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.grading import GRADER_VERSION
-from active_learning.model import PRESETS, load_base, marker_id, save_checkpoint
+from active_learning.model import LABEL2ID, is_preset, load_base, marker_id, save_checkpoint
 from active_learning.score import pad_batch
 from active_learning.tokenizer import STEP_MARKER
 
 PROGRESS_FILE = "progress.json"
-WRONG = 0  # class index of a -1 rating
 
 
 def epoch_batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
@@ -101,7 +100,7 @@ def _resume(accelerator: Accelerator, work: Path, fingerprint: dict) -> tuple[in
 def language_loss_weight(config: TrainConfig) -> float:
     if config.lm_loss_weight is not None:
         return config.lm_loss_weight
-    return 1.0 if config.base in PRESETS and not os.path.isdir(config.base) else 0.0
+    return 1.0 if is_preset(config.base) else 0.0
 
 
 def language_targets(feature: dict) -> list[int]:
@@ -114,7 +113,7 @@ def language_targets(feature: dict) -> list[int]:
     for marker in feature["markers"]:
         if marker < 0:
             break
-        if labels[marker] == WRONG:
+        if labels[marker] == LABEL2ID["-1"]:
             # targets[t] is token t + 1: these are the tokens start..marker.
             targets[start - 1:marker] = [IGNORE_INDEX] * (marker - start + 1)
         start = marker + 1
@@ -132,13 +131,6 @@ def _features(examples: list[Example], tokenizer, max_length: int, language: boo
         for f in features:
             f["lm_labels"] = language_targets(f)
     return features
-
-
-def _language_labels(features: list[dict], width: int, device) -> torch.Tensor:
-    targets = torch.full((len(features), width), IGNORE_INDEX, dtype=torch.long)
-    for row, f in enumerate(features):
-        targets[row, :len(f["lm_labels"])] = torch.tensor(f["lm_labels"])
-    return targets.to(device)
 
 
 def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
@@ -208,11 +200,10 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             break
         for group in optimizer.param_groups:
             group["lr"] = _learning_rate(config, progress)
-        chosen = [features[i] for i in batch]
-        inputs = pad_batch(chosen, tokenizer.pad_token_id, accelerator.device)
+        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device)
+        targets = inputs.pop("lm_labels", None)
         loss = model(**inputs).loss
         if lm_head is not None:
-            targets = _language_labels(chosen, inputs["input_ids"].shape[1], accelerator.device)
             logits = lm_head(hidden.pop("last"))
             loss = loss + lm_weight * F.cross_entropy(
                 logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX)

@@ -49,6 +49,7 @@ def test_train_writes_a_complete_checkpoint(checkpoint):
     meta = json.loads((checkpoint / "stepwise.json").read_text())
     assert meta["base"] == "tiny" and meta["data_hash"] and meta["steps"] > 0
     assert meta["config"]["max_length"] == 256
+    assert meta["lm_loss_weight"] == 1.0  # a preset learns next tokens too
     assert {"step_auroc", "step_f1", "first_error_f1", "n_steps"} <= set(meta["metrics"])
     # Plain transformers, nothing of ours:
     model = AutoModelForTokenClassification.from_pretrained(checkpoint)
