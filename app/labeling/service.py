@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import statistics
 from datetime import UTC, datetime, time
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.errors import BadInput, Conflict, Forbidden, NotFound
+from app.errors import BadInput, Conflict, NotFound
 from app.labeling import queue
 from app.labeling.schemas import (
     LabelerStats,
@@ -39,32 +40,79 @@ from app.models import (
 # How many of a labeler's newest labels their stats page lists.
 RECENT_LABELS = 10
 
+# Next-task and submit are the hot path: their statements are built once, with named
+# parameters (see queue.py for why).
+_TASK = select(
+    Solution.steps,
+    Problem.id.label("problem_id"),
+    Problem.statement,
+    Problem.answer,
+    # The count of what waits behind this task, in the same round trip.
+    select(func.count())
+    .select_from(
+        select(Assignment.id)
+        .where(
+            Assignment.project_id == bindparam("project"),
+            Assignment.status == AssignmentStatus.waiting,
+        )
+        .limit(queue.WAITING_COUNT_LIMIT)
+        .subquery()
+    )
+    .scalar_subquery()
+    .label("waiting"),
+).join(Problem, Problem.id == Solution.problem_id).where(Solution.id == bindparam("solution"))
+
+# The assignment locked, with what checking the ratings needs.
+_HELD_ASSIGNMENT = (
+    select(
+        Assignment.user_id,
+        Assignment.status,
+        Assignment.project_id,
+        Assignment.solution_id,
+        Assignment.generation,
+        Assignment.leased_at,
+        Project.labeling_mode,
+        Solution.steps,
+    )
+    .join(Project, Project.id == Assignment.project_id)
+    .join(Solution, Solution.id == Assignment.solution_id)
+    .where(Assignment.id == bindparam("assignment"))
+    .with_for_update(of=Assignment)
+)
+
+_LABEL_WITH_KEY = select(Label.id, Label.assignment_id, Label.finish_reason).where(
+    Label.user_id == bindparam("user"), Label.idempotency_key == bindparam("key")
+)
+
+# Core, not the ORM's unit of work: one INSERT … RETURNING and nothing to flush.
+_NEW_LABEL = insert(Label.__table__).returning(Label.__table__.c.id)
+
+_CLOSE_ASSIGNMENT = (
+    update(Assignment)
+    .where(Assignment.id == bindparam("assignment"))
+    .values(status=AssignmentStatus.done, done_at=bindparam("now"), expires_at=None)
+    .execution_options(synchronize_session=False)
+)
+
 
 def next_task(session: Session, project: Project, user: User) -> NextTask:
-    assignment = queue.lease_next(session, project, user)
-    if assignment is None:
+    lease = queue.lease_next(session, project, user)
+    if lease is None:
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
-    waiting = queue.waiting_count(session, project.id, limit=queue.WAITING_COUNT_LIMIT)
-    return NextTask(task=_task(session, project, assignment), waiting=waiting)
-
-
-def _task(session: Session, project: Project, assignment: Assignment) -> Task:
-    solution, problem = session.execute(
-        select(Solution, Problem)
-        .join(Problem, Problem.id == Solution.problem_id)
-        .where(Solution.id == assignment.solution_id)
+    row = session.execute(
+        _TASK, {"solution": lease.solution_id, "project": project.id}
     ).one()
-    assert assignment.expires_at is not None
-    return Task(
-        assignment_id=assignment.id,
+    task = Task(
+        assignment_id=lease.assignment_id,
         project_id=project.id,
         project_name=project.name,
         labeling_mode=project.labeling_mode,
-        expires_at=assignment.expires_at,
-        problem=TaskProblem(id=problem.id, statement=problem.statement, answer=problem.answer),
-        solution=TaskSolution(id=solution.id, steps=solution.steps),
+        expires_at=lease.expires_at,
+        problem=TaskProblem(id=row.problem_id, statement=row.statement, answer=row.answer),
+        solution=TaskSolution(id=lease.solution_id, steps=row.steps),
     )
+    return NextTask(task=task, waiting=row.waiting)
 
 
 def submit_label(
@@ -73,50 +121,47 @@ def submit_label(
     earlier = _label_with_key(session, user, data.idempotency_key)
     if earlier is not None:
         return _receipt_for_retry(earlier, assignment_id)
-    assignment = queue.lock_assignment(session, assignment_id)
-    if assignment is None or assignment.user_id != user.id:
+    held = session.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id}).first()
+    if held is None or held.user_id != user.id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(f"you hold no assignment {assignment_id}")
-    if assignment.status == AssignmentStatus.done:
+    if held.status == AssignmentStatus.done:
         # The lock was held by our own concurrent twin, which has committed in the meantime.
         earlier = _label_with_key(session, user, data.idempotency_key)
         if earlier is not None:
             return _receipt_for_retry(earlier, assignment_id)
         raise Conflict(f"assignment {assignment_id} was already submitted")
-    project = session.get(Project, assignment.project_id)
-    solution = session.get(Solution, assignment.solution_id)
-    assert project is not None and solution is not None
-    check_ratings(project.labeling_mode, len(solution.steps), data)
+    check_ratings(held.labeling_mode, len(held.steps), data)
     now = utcnow()
-    label = Label(
-        project_id=project.id,
-        solution_id=solution.id,
-        assignment_id=assignment.id,
-        user_id=user.id,
-        generation=assignment.generation,
-        finish_reason=data.finish_reason,
-        finish_note=(data.finish_note or "").strip() or None,
-        total_time_ms=data.total_time_ms,
-        steps=[_prm800k_step(r) for r in data.ratings],
-        idempotency_key=data.idempotency_key,
-        started_at=data.started_at.astimezone(UTC) if data.started_at else assignment.leased_at,
-        created_at=now,
-    )
-    assignment.status = AssignmentStatus.done
-    assignment.done_at = now
-    assignment.expires_at = None
     try:
-        with session.begin_nested():
-            session.add(label)
-            session.flush()
-    except IntegrityError:
-        earlier = _label_with_key(session, user, data.idempotency_key)
-        if earlier is None:
-            raise
-        return _receipt_for_retry(earlier, assignment_id)
+        label_id = session.scalar(
+            _NEW_LABEL,
+            {
+                "project_id": held.project_id,
+                "solution_id": held.solution_id,
+                "assignment_id": assignment_id,
+                "user_id": user.id,
+                "generation": held.generation,
+                "finish_reason": data.finish_reason,
+                "finish_note": (data.finish_note or "").strip() or None,
+                "total_time_ms": data.total_time_ms,
+                "steps": [_prm800k_step(r) for r in data.ratings],
+                "idempotency_key": data.idempotency_key,
+                "started_at": (
+                    data.started_at.astimezone(UTC) if data.started_at else held.leased_at
+                ),
+                "created_at": now,
+            },
+        )
+    except IntegrityError as exc:
+        # The assignment is locked and still open, so no label of it exists: the clash is this
+        # labeler's key, sent at this moment for another assignment.
+        raise Conflict("this idempotency key was already used for another assignment") from exc
+    session.execute(_CLOSE_ASSIGNMENT, {"assignment": assignment_id, "now": now})
+    assert label_id is not None
     return LabelReceipt(
-        label_id=label.id,
-        assignment_id=assignment.id,
+        label_id=label_id,
+        assignment_id=assignment_id,
         finish_reason=data.finish_reason,
         duplicate=False,
     )
@@ -134,13 +179,11 @@ def release_task(session: Session, user: User, assignment_id: int) -> None:
     assignment.user_id = None
 
 
-def _label_with_key(session: Session, user: User, key: str) -> Label | None:
-    return session.scalar(
-        select(Label).where(Label.user_id == user.id, Label.idempotency_key == key)
-    )
+def _label_with_key(session: Session, user: User, key: str) -> Row[Any] | None:
+    return session.execute(_LABEL_WITH_KEY, {"user": user.id, "key": key}).first()
 
 
-def _receipt_for_retry(label: Label, assignment_id: int) -> LabelReceipt:
+def _receipt_for_retry(label: Row[Any], assignment_id: int) -> LabelReceipt:
     if label.assignment_id != assignment_id:
         raise Conflict("this idempotency key was already used for another assignment")
     assert label.finish_reason is not None and label.assignment_id is not None

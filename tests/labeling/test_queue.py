@@ -8,6 +8,7 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 
 from app.db import session_scope
+from app.labeling import queue
 from app.labeling.queue import add_slots
 from app.models import Assignment, Label, Problem, Solution, utcnow
 from tests.conftest import api_headers, make_project, make_user
@@ -94,6 +95,27 @@ def test_expired_lease_returns_to_queue_and_late_submit_is_refused_once_retaken(
     late = _submit(client, slow, task["assignment_id"], "late-key-123")
     assert late.status_code == 404
     assert _submit(client, fast, task["assignment_id"], "fast-key-123").status_code == 200
+
+
+def test_an_expired_lease_returns_at_its_priority_at_the_next_sweep(client, session_factory, monkeypatch):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    ids = _add_solutions(session_factory, project, 3)
+    for name in ("slow", "bob", "cat"):
+        make_user(session_factory, name, "labeler")
+    slow, b, c = (api_headers(client, name) for name in ("slow", "bob", "cat"))
+    # A fresh clock per test: the sweep is due on the first call of each project.
+    monkeypatch.setattr(queue, "_next_sweep", {})
+    best = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=slow).json()["task"]
+    assert best["solution"]["id"] == ids[-1]
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
+    # Within the sweep interval, slots that wait go first...
+    second = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=b).json()["task"]
+    assert second["solution"]["id"] == ids[-2]
+    # ...and at the next sweep (the interval over) the expired one is back, ahead of them.
+    monkeypatch.setattr(queue, "_next_sweep", {})
+    third = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=c).json()["task"]
+    assert third["assignment_id"] == best["assignment_id"]
 
 
 def test_doubled_submit_stores_one_label(client, session_factory, db):  # type: ignore[no-untyped-def]

@@ -1,0 +1,25 @@
+"""Every response, whatever answers it, carries the security headers once."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.main import CONTENT_SECURITY_POLICY
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/login", 200),  # a page
+        ("/api/v1/openapi.json", 200),  # JSON
+        ("/api/v1/projects", 401),  # an error from a dependency
+        ("/no/such/page", 404),  # an error from the router
+        ("/static/vendor/katex/katex.min.css", 200),  # a static file
+    ],
+)
+def test_security_headers_on_every_kind_of_response(client, path: str, status: int) -> None:  # type: ignore[no-untyped-def]
+    response = client.get(path)
+    assert response.status_code == status
+    assert response.headers.get_list("content-security-policy") == [CONTENT_SECURITY_POLICY]
+    assert response.headers.get_list("x-content-type-options") == ["nosniff"]
+    assert response.headers.get_list("referrer-policy") == ["same-origin"]
