@@ -162,7 +162,9 @@ def _take_best_slot_statement() -> Update:
         .scalar_subquery()
     )
     return (
-        update(Assignment)
+        # The table, not the mapped class: an ORM-enabled UPDATE costs a tenth of a
+        # millisecond more, for bookkeeping no caller here needs.
+        update(Assignment.__table__)
         .where(Assignment.id == best)
         .values(
             status=AssignmentStatus.leased,
@@ -171,7 +173,6 @@ def _take_best_slot_statement() -> Update:
             expires_at=bindparam("until"),
         )
         .returning(Assignment.id, Assignment.solution_id)
-        .execution_options(synchronize_session=False)
     )
 
 

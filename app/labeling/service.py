@@ -88,10 +88,9 @@ _LABEL_WITH_KEY = select(Label.id, Label.assignment_id, Label.finish_reason).whe
 _NEW_LABEL = insert(Label.__table__).returning(Label.__table__.c.id)
 
 _CLOSE_ASSIGNMENT = (
-    update(Assignment)
+    update(Assignment.__table__)
     .where(Assignment.id == bindparam("assignment"))
     .values(status=AssignmentStatus.done, done_at=bindparam("now"), expires_at=None)
-    .execution_options(synchronize_session=False)
 )
 
 
