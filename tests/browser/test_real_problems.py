@@ -54,3 +54,21 @@ def test_math500_problem_renders_cleanly(page: Page, session_factory, starts_wit
     page.keyboard.press("1")
     page.keyboard.press("1")
     screenshot(page, name)
+
+
+def test_answer_section_shows_its_bare_latex_as_math(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # PRM800K writes the answer under "# Answer" without math delimiters.
+    steps = ["The angles of a triangle sum to $180^\\circ$.", "# Answer\n\n106^\\circ", "# Answer\n\n\\frac{1}{2"]
+    project = make_project(session_factory)
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, steps, statement="Find the angle.", answer="106^\\circ")
+    login(page, "lena", f"/label/{project.id}")
+
+    answer_step = page.locator("#steps > .step").nth(1).locator(".step-text")
+    expect(answer_step.locator(".answer-heading")).to_have_text("# Answer")
+    expect(answer_step.locator(".answer-value .katex")).to_have_count(1)
+    assert "\\circ" not in answer_step.inner_text()
+    # An answer KaTeX cannot parse stays readable as text.
+    broken = page.locator("#steps > .step").nth(2).locator(".step-text .answer-value")
+    expect(broken).to_have_text("\\frac{1}{2")
+    screenshot(page, "labeler_answer_section.png")

@@ -2,7 +2,7 @@
 // loads the next one. Data goes into the page only through textContent (see math.js).
 
 import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postWithRetry } from "./api.js";
-import { mathAvailable, renderAnswer, renderMathText } from "./math.js";
+import { mathAvailable, renderAnswer, renderMathText, renderStepText } from "./math.js";
 import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
 import { Drafts } from "./drafts.js";
 import { ReasonDialog } from "./reason_dialog.js";
@@ -141,7 +141,7 @@ function buildStep(text, i) {
   node.dataset.index = String(i);
   node.querySelector(".step-num").textContent = String(i + 1);
   node.querySelector(".step-controls").setAttribute("aria-label", `Rate step ${i + 1}`);
-  renderMathText(node.querySelector(".step-text"), text);
+  renderStepText(node.querySelector(".step-text"), text);
   return node;
 }
 

@@ -40,6 +40,31 @@ export function renderMathText(element, text) {
   renderBareBoxes(element);
 }
 
+// PRM800K's last step: "# Answer", a blank line, then the answer as bare LaTeX ("106^\circ"),
+// which has no delimiters for renderMathText to find.
+const ANSWER_SECTION = /^# Answer[ \t]*\n\s*/;
+
+// One step of a solution: text with math, or an answer section with its answer as math.
+export function renderStepText(element, text) {
+  const heading = ANSWER_SECTION.exec(text);
+  const answer = heading ? text.slice(heading[0].length).trim() : "";
+  if (!heading || !answer || answer.includes("$") || !mathAvailable()) {
+    renderMathText(element, text);
+    return;
+  }
+  const title = document.createElement("span");
+  title.className = "answer-heading";
+  title.textContent = "# Answer";
+  const value = document.createElement("span");
+  value.className = "answer-value";
+  try {
+    window.katex.render(answer, value, { ...KATEX_OPTIONS, throwOnError: true });
+  } catch {
+    value.textContent = answer;
+  }
+  element.replaceChildren(title, value);
+}
+
 // The expected answer, boxed as PRM800K shows it. Answers are LaTeX without delimiters
 // ("\frac{14}{3}"); one KaTeX cannot parse is shown as text in the same box.
 export function renderAnswer(element, answer) {
