@@ -6,8 +6,7 @@ answer to the same problem, so each pair is graded once per import.
 
 from __future__ import annotations
 
-from active_learning.grading import GRADER_VERSION, extract_answer, grade
-from app.imports.records import MAX_ANSWER
+from active_learning.grading import GRADER_VERSION, grade
 from app.models import AnswerGrade
 
 # Bounds the cache's memory on a file with millions of distinct answers.
@@ -18,13 +17,6 @@ class AnswerGrader:
     def __init__(self) -> None:
         self._grades: dict[tuple[str, str], AnswerGrade] = {}
         self.comparisons = 0
-
-    @staticmethod
-    def final_answer(given: str | None, steps: list[str]) -> str | None:
-        if given is not None:
-            return given
-        found = extract_answer("\n".join(steps))
-        return found if found is not None and len(found) <= MAX_ANSWER else None
 
     def grade(self, answer: str | None, ground_truth: str | None) -> tuple[AnswerGrade, str | None]:
         """The grade and the grader version it came from (None when nothing was graded)."""

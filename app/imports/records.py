@@ -1,8 +1,9 @@
 """What one imported line asks for (a problem, a solution, a label) and their content hashes.
 
 The hashes make a re-import add nothing: problems are the same when statement and answer are,
-solutions when problem, steps, given answer and verifier score are, and labels when the whole
-record is. Labels are hashed from their parsed form, so a record that was exported and comes
+solutions when problem, steps, final answer and verifier score are, and labels when the whole
+record is (a label made in Stepwise, which has no file, is known by labeler, solution and time:
+see app.imports.writer). Labels are hashed from their parsed form, so a record that was exported and comes
 back with `null` where the original had no key at all is still the same label.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from active_learning.grading import extract_answer
 from app.models import FinishReason, StepsSource
 
 MAX_STEPS = 1000
@@ -56,8 +58,20 @@ class SolutionIn:
     generation: int | None = None
     origin: dict[str, Any] = field(default_factory=dict)
 
+    # The answer given, or else the one the steps reach.
+    final_answer: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        found = self.answer
+        if found is None:
+            found = extract_answer("\n".join(self.steps))
+        self.final_answer = found if found is None or len(found) <= MAX_ANSWER else None
+
     def hash_for(self, problem: str) -> str:
-        return solution_hash(problem, self.steps, self.answer, self.verifier_score)
+        # The final answer, not the given one: a candidate imported with its answer left out
+        # and the same solution coming back from a PRM800K export, which spells the answer out,
+        # must be one row.
+        return solution_hash(problem, self.steps, self.final_answer, self.verifier_score)
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.imports.answers import AnswerGrader
 from app.imports.bulk import insert_rows, one_of
 from app.imports.records import LabelIn, ProblemIn, SolutionIn, StoredProblem, StoredSolution
-from app.models import Label, Problem, Solution
+from app.models import Label, Problem, Solution, User
 
 
 class BatchWriter:
@@ -106,7 +106,7 @@ class BatchWriter:
         return [stored[h] for h in hashes], set(rows)
 
     def _solution_row(self, content_hash: str, problem: StoredProblem, solution: SolutionIn) -> dict[str, Any]:
-        final_answer = self.grader.final_answer(solution.answer, solution.steps)
+        final_answer = solution.final_answer
         grade, version = self.grader.grade(final_answer, problem.answer)
         self.grades[grade.value] = self.grades.get(grade.value, 0) + 1
         return {
@@ -137,9 +137,12 @@ class BatchWriter:
                 )
             )
         )
+        made_here = self._labels_made_here(items)
         rows: dict[str, dict[str, Any]] = {}
         for h, solution_id, label, extra in items:
             if h in existing or h in rows:
+                continue
+            if (solution_id, label.foreign_labeler, label.created_at) in made_here:
                 continue
             rows[h] = {
                 "project_id": self.project_id,
@@ -160,6 +163,29 @@ class BatchWriter:
             insert_rows(self.session, Label, list(rows.values()), ids=False)
             self.added["labels"] += len(rows)
         return set(rows)
+
+    def _labels_made_here(
+        self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]]
+    ) -> set[tuple[int, str, datetime]]:
+        """(solution id, labeler UUID, time) of this project's labels made here that `items` name.
+
+        A label made in Stepwise has no content hash of a file; its export names the labeler by
+        UUID and carries its exact time, which together with the solution identify it when the
+        export comes back.
+        """
+        uuids = {label.foreign_labeler for _, _, label, _ in items if label.foreign_labeler}
+        if not uuids:
+            return set()
+        rows = self.session.execute(
+            select(Label.solution_id, User.labeler_uuid, Label.created_at)
+            .join(User, User.id == Label.user_id)
+            .where(
+                Label.project_id == self.project_id,
+                one_of(self.session, User.labeler_uuid, uuids),
+                one_of(self.session, Label.solution_id, {s for _, s, _, _ in items}),
+            )
+        )
+        return {(row.solution_id, row.labeler_uuid, row.created_at) for row in rows}
 
     def _insert(self, model: type[Problem] | type[Solution], rows: list[dict[str, Any]]) -> dict[str, int]:
         ids = insert_rows(self.session, model, rows, ids=True)

@@ -86,3 +86,19 @@ def test_label_made_here_exports_with_the_labelers_uuid(client, session_factory)
         "total_time": 65432,
         "finish_reason": "solution",
     }
+
+
+def test_labels_made_here_come_back_once_from_their_own_export(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = label_in_stepwise(client, session_factory, [1, 1, -1], "found_error")
+    exported = export(session_factory, project)
+    before = row_counts(session_factory)
+    again = import_bytes(session_factory, project, exported, filename="export.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0}
+    after = row_counts(session_factory)
+    # Only the import's own record is new.
+    assert after == {**before, "import_batches": before["import_batches"] + 1}
+    # Another project has no such label: there the same file adds it.
+    other = make_project(session_factory, "other")
+    elsewhere = import_bytes(session_factory, other, exported, filename="export.jsonl")
+    assert elsewhere.added == {"problems": 1, "solutions": 1, "labels": 1}
+    assert export(session_factory, other) == exported
