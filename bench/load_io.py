@@ -1,29 +1,28 @@
-"""Import and export of generated PRM800K files, each in a child process of its own, so that
-the peak RSS measured is that operation's."""
+"""Import and export of generated PRM800K files through the `stepwise` CLI, each command a
+process of its own, so that the time is what a user waits for and the peak RSS is that
+command's, interpreter and libraries included."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
-import psutil
 from sqlalchemy import create_engine
 
 from app.config import normalize_database_url
 from app.db import create_session_factory, session_scope
 from app.projects.schemas import ProjectCreate
 from app.projects.service import create_project
-from load_setup import ROOT, STEP_TEXTS, database_url
+from load_setup import ROOT, STEP_TEXTS
 
 
 def write_prm800k_file(path: Path, steps: int, rng: random.Random) -> tuple[int, int]:
@@ -72,78 +71,41 @@ def write_prm800k_file(path: Path, steps: int, rng: random.Random) -> tuple[int,
     return records, written
 
 
-def io_child(args: argparse.Namespace) -> None:
-    """Runs one import or export in this process and prints its time and memory as JSON."""
-    from app.exports.schemas import ExportFilters
-    from app.exports.service import write_export
-    from app.imports.service import import_file
-    from app.projects.service import get_project_by_name
+def run_cli(url: str, command: list[str]) -> dict[str, object]:
+    """Run one `stepwise` command as a user would; its wall time, peak RSS and output.
 
-    kind, project_name, file = args.io_child
-    engine = create_engine(normalize_database_url(database_url(args)))
-    factory = create_session_factory(engine)
-    rss_before = psutil.Process().memory_info().rss
-    started = time.perf_counter()
-    # The commit at the end of the scope is part of an import's time.
-    with session_scope(factory) as session:
-        project = get_project_by_name(session, project_name)
-        if kind == "import":
-            with open(file, "rb") as stream:
-                result = import_file(
-                    session,
-                    project,
-                    stream,
-                    filename=Path(file).name,
-                    fmt="prm800k",
-                    separator=None,
-                    user=None,
-                )
-            detail: dict[str, object] = {
-                "added": result.added,
-                "queued": result.queued,
-                "duplicates": result.duplicates,
-            }
-        else:
-            with open(file, "wb") as sink:
-                detail = {
-                    "records": write_export(session, project, kind, ExportFilters(), sink),
-                    "file_mb": 0.0,
-                }
-    seconds = time.perf_counter() - started
-    if kind != "import":
-        detail["file_mb"] = round(Path(file).stat().st_size / 2**20, 1)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {"seconds": seconds, "rss_before_mb": rss_before / 2**20, "peak_rss_mb": peak, **detail}
+    The peak RSS is the kernel's high-water mark of the command's own memory (VmHWM, which exec
+    starts afresh), read until it exits: interpreter and libraries included. wait4's ru_maxrss
+    would not do: it keeps the pre-exec high-water mark, which is this bench's own size.
+    """
+    stepwise = Path(sys.executable).parent / "stepwise"
+    env = {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
+    peak_kb = 0
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        child = subprocess.Popen(
+            [str(stepwise), *command], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
         )
-    )
+        while child.poll() is None:
+            peak_kb = max(peak_kb, _high_water_kb(child.pid))
+            time.sleep(0.02)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        output = out.read().decode(errors="replace")
+    if child.returncode != 0:
+        raise RuntimeError(f"stepwise {' '.join(command)} failed:\n{output[-3000:]}")
+    return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024, "output": output}
 
 
-def _child(args: argparse.Namespace, kind: str, project: str, file: Path) -> dict[str, object]:
-    command = [
-        sys.executable,
-        str(Path(__file__).resolve().with_name("labeling_load.py")),
-        "--postgres",
-        args.postgres,
-        "--database",
-        args.database,
-        "--io-child",
-        kind,
-        project,
-        str(file),
-    ]
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{kind} of {file.name} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _high_water_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
 
 
 def import_export(url: str, args: argparse.Namespace) -> dict[str, object]:
@@ -158,21 +120,21 @@ def import_export(url: str, args: argparse.Namespace) -> dict[str, object]:
             name = f"io-{steps}"
             with session_scope(create_session_factory(engine)) as session:
                 create_project(session, ProjectCreate(name=name))
-            run = _child(args, "import", name, path)
+            run = run_cli(url, ["import", "--project", name, "--format", "prm800k", str(path)])
             entry: dict[str, object] = {
                 "steps": steps,
                 "records": records,
                 "file_mb": round(path.stat().st_size / 2**20, 1),
-                "import": {**_io_figures(run, steps), "added": run["added"]},
+                "import": {**_io_figures(run, steps), "summary": _last_line(run)},
             }
             path.unlink()
             for fmt in args.export_formats.split(","):
                 out = Path(tmp) / f"export-{steps}.{fmt}"
-                run = _child(args, fmt, name, out)
+                run = run_cli(url, ["export", "--project", name, "--format", fmt, "--output", str(out)])
                 entry[f"export_{fmt}"] = {
                     **_io_figures(run, steps),
-                    "records": run["records"],
-                    "file_mb": run["file_mb"],
+                    "summary": _last_line(run),
+                    "file_mb": round(out.stat().st_size / 2**20, 1),
                 }
                 out.unlink()
             sizes.append(entry)
@@ -180,10 +142,26 @@ def import_export(url: str, args: argparse.Namespace) -> dict[str, object]:
     engine.dispose()
     largest = sizes[-1]
     return {
-        "import": largest["import"],
-        "export": largest["export_prm800k"] if "export_prm800k" in largest else None,
+        "import": {**largest["import"], **_marginal(sizes, "import")},
+        "export": (
+            {**largest["export_prm800k"], **_marginal(sizes, "export_prm800k")}
+            if "export_prm800k" in largest
+            else None
+        ),
         "sizes": sizes,
     }
+
+
+def _marginal(sizes: list[dict[str, Any]], kind: str) -> dict[str, object]:
+    """Steps per second beyond what the small file cost: a command's fixed cost (interpreter,
+    imports, connecting) drops out, which the wall-time figure of one size keeps."""
+    if len(sizes) < 2:
+        return {}
+    small, large = sizes[0], sizes[-1]
+    extra_seconds = large[kind]["seconds"] - small[kind]["seconds"]
+    if extra_seconds <= 0:
+        return {}
+    return {"marginal_steps_per_s": round((large["steps"] - small["steps"]) / extra_seconds)}
 
 
 def _io_figures(run: dict[str, object], steps: int) -> dict[str, object]:
@@ -192,5 +170,8 @@ def _io_figures(run: dict[str, object], steps: int) -> dict[str, object]:
         "seconds": round(seconds, 2),
         "steps_per_s": round(steps / seconds),
         "peak_rss_mb": round(float(run["peak_rss_mb"]), 1),  # type: ignore[arg-type]
-        "rss_before_mb": round(float(run["rss_before_mb"]), 1),  # type: ignore[arg-type]
     }
+
+
+def _last_line(run: dict[str, object]) -> str:
+    return str(run["output"]).strip().splitlines()[-1]
