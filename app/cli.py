@@ -204,9 +204,10 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--generation", type=int, multiple=True, help="only these generations")
 @click.option("--labeler", multiple=True, help="username or foreign labeler id")
 @click.option("--qc", type=click.Choice(["include", "exclude", "only"]), default="include", show_default=True)
+@click.option("--min-labeler-accuracy", type=float, default=None, help="only labelers whose agreement with QC gold is at least this (0 to 1)")
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
 @pass_ctx
-def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, neutral: str) -> None:
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, neutral: str) -> None:
     """Export a project's labels, streamed to a file."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
@@ -219,6 +220,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         generations=list(generation) or None,
         labelers=list(labeler) or None,
         qc=qc,
+        min_labeler_accuracy=min_labeler_accuracy,
         neutral=neutral,
     )
     with ctx.session() as session:

@@ -25,11 +25,21 @@ def export_filters(
         list[str] | None, Query(description="username, labeler UUID or imported labeler id (repeatable)")
     ] = None,
     qc: Annotated[Literal["include", "exclude", "only"], Query()] = "include",
+    min_labeler_accuracy: Annotated[
+        float | None,
+        Query(description="only labelers whose agreement with QC gold is at least this (0 to 1)"),
+    ] = None,
     neutral: Annotated[Literal["positive", "negative"], Query(description="TRL: what a 0 rating becomes")] = "positive",
 ) -> ExportFilters:
     try:
         return ExportFilters(
-            since=since, until=until, generations=generation, labelers=labeler, qc=qc, neutral=neutral
+            since=since,
+            until=until,
+            generations=generation,
+            labelers=labeler,
+            qc=qc,
+            min_labeler_accuracy=min_labeler_accuracy,
+            neutral=neutral,
         )
     except ValidationError as exc:
         details = [

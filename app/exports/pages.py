@@ -29,6 +29,7 @@ class ExportForm(BaseModel):
     generations: str = Field(default="", max_length=5000)
     labelers: str = Field(default="", max_length=20_000)
     qc: str = Field(default="", max_length=50)
+    min_labeler_accuracy: str = Field(default="", max_length=50)
     neutral: str = Field(default="", max_length=50)
 
 
@@ -52,6 +53,11 @@ def export_download(
     errors: dict[str, str] = {}
     if form.format not in set(ExportFormat):
         errors["format"] = "choose PRM800K, TRL or Parquet"
+    min_accuracy = None
+    try:
+        min_accuracy = _fraction(form.min_labeler_accuracy)
+    except ValueError:
+        errors["min_labeler_accuracy"] = "give a percentage from 0 to 100"
     try:
         filters = validate_form(
             ExportFilters,
@@ -61,6 +67,7 @@ def export_download(
                 "generations": _listed(form.generations),
                 "labelers": _listed(form.labelers),
                 "qc": form.qc,
+                "min_labeler_accuracy": min_accuracy,
                 "neutral": form.neutral,
             },
         )
@@ -70,6 +77,18 @@ def export_download(
         return _export_form(request, project, form.model_dump(), errors, 422)
     query = urlencode([("format", form.format), *filters_query(filters)])
     return RedirectResponse(f"/api/v1/projects/{project.id}/export?{query}", status_code=303)
+
+
+def _fraction(percent: str) -> float | None:
+    """The form asks for a percentage, the filter holds a fraction; ValueError for anything
+    but a number from 0 to 100."""
+    text = percent.strip().removesuffix("%").strip()
+    if not text:
+        return None
+    value = float(text)
+    if not 0 <= value <= 100:
+        raise ValueError(percent)
+    return value / 100
 
 
 def _listed(text: str) -> list[str] | None:
@@ -87,6 +106,8 @@ def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
     query += [("labeler", name) for name in filters.labelers or []]
     if filters.qc != "include":
         query.append(("qc", filters.qc))
+    if filters.min_labeler_accuracy is not None:
+        query.append(("min_labeler_accuracy", repr(filters.min_labeler_accuracy)))
     if filters.neutral != "positive":
         query.append(("neutral", filters.neutral))
     return query

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.exports.schemas import ExportFilters
 from app.models import FinishReason, Label, Problem, Solution, User
+from app.quality.service import AccurateLabelers
 
 ROWS_PER_FETCH = 1000
 
@@ -22,7 +23,14 @@ def _start_of(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
-def label_query(project_id: int, filters: ExportFilters, *, finished_only: bool = False) -> Select:
+def label_query(
+    project_id: int,
+    filters: ExportFilters,
+    *,
+    finished_only: bool = False,
+    accurate: AccurateLabelers | None = None,
+) -> Select:
+    """The labels `filters` keep; `accurate` is who passed `filters.min_labeler_accuracy`."""
     query = (
         select(
             Label.id.label("label_id"),
@@ -66,6 +74,15 @@ def label_query(project_id: int, filters: ExportFilters, *, finished_only: bool 
                 Label.foreign_labeler.in_(filters.labelers),
                 User.username.in_(filters.labelers),
                 User.labeler_uuid.in_(filters.labelers),
+            )
+        )
+    if accurate is not None:
+        # Gold labels are the yardstick, not measured by it: the qc filter decides about them.
+        query = query.where(
+            or_(
+                Label.is_quality_control.is_(True),
+                Label.user_id.in_(accurate.user_ids),
+                Label.foreign_labeler.in_(accurate.foreign_labelers),
             )
         )
     if filters.qc == "exclude":

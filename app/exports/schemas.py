@@ -29,6 +29,15 @@ class ExportFilters(BaseModel):
     qc: Literal["include", "exclude", "only"] = Field(
         default="include", description="quality-control labels: keep, leave out, or nothing else"
     )
+    min_labeler_accuracy: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "only labels by labelers whose agreement with quality-control gold is at least this "
+            "(0 to 1); labelers never compared with gold are left out, gold labels stay"
+        ),
+    )
     neutral: Literal["positive", "negative"] = Field(
         default="positive", description="TRL: what a 0 (neutral) rating becomes"
     )

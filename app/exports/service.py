@@ -18,6 +18,7 @@ from app.exports.query import label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trl import trl_record
 from app.models import Project
+from app.quality.service import accurate_labelers
 
 MEDIA_TYPES = {
     ExportFormat.prm800k: "application/x-ndjson",
@@ -44,7 +45,18 @@ class Export:
             yield from self._jsonl()
 
     def _rows(self) -> Iterator[Row]:
-        query = label_query(self.project_id, self.filters, finished_only=self.format == ExportFormat.trl)
+        threshold = self.filters.min_labeler_accuracy
+        accurate = (
+            accurate_labelers(self.session, self.project_id, threshold)
+            if threshold is not None
+            else None
+        )
+        query = label_query(
+            self.project_id,
+            self.filters,
+            finished_only=self.format == ExportFormat.trl,
+            accurate=accurate,
+        )
         return stream_rows(self.session, query)
 
     def _jsonl(self) -> Iterator[bytes]:

@@ -16,6 +16,7 @@ from app.imports.service import list_batches
 from app.models import Project, Role, User, utcnow
 from app.projects import service
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
+from app.quality.service import labeler_accuracy
 from app.templating import render
 
 router = APIRouter(prefix="/manage/projects", include_in_schema=False)
@@ -137,6 +138,7 @@ def _project_overview(
             else [],
             "tab": "overview",
             "batches": list_batches(session, project),
+            "accuracy": labeler_accuracy(session, project.id),
         },
         status_code=status_code,
     )
