@@ -29,16 +29,25 @@ def create_db_engine(settings: Settings) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=settings.db_pool_size,
         max_overflow=20,
         pool_pre_ping=True,
-        # No JIT compilation: it pays off for long analytic queries, but the queue's pick, whose
-        # cost estimate grows with the queue, crossed jit_above_cost and spent 75 ms compiling
-        # a plan that runs in 3 ms.
-        connect_args={"options": "-c jit=off"},
     )
+    _configure_postgresql(engine)
+    return engine
+
+
+def _configure_postgresql(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        # No JIT compilation: it pays off for long analytic queries, but a query plan whose
+        # cost estimate grows with the queue crossed jit_above_cost and spent 75 ms compiling
+        # what runs in 3 ms. A SET, not a startup option: that would replace any `options` in
+        # DATABASE_URL, and PgBouncer refuses startup options it does not know.
+        dbapi_connection.execute("SET jit = off")
+        dbapi_connection.commit()
 
 
 def _configure_sqlite(engine: Engine) -> None:

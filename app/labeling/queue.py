@@ -128,6 +128,17 @@ _CURRENT_LEASE = (
 )
 
 
+_HOLDS_SOLUTION = select(
+    exists().where(Label.solution_id == bindparam("solution"), Label.user_id == bindparam("user"))
+    | exists().where(
+        Assignment.solution_id == bindparam("solution"),
+        Assignment.user_id == bindparam("user"),
+        Assignment.status == AssignmentStatus.leased,
+        Assignment.id != bindparam("assignment"),
+    )
+)
+
+
 def _take_best_slot_statement() -> Update:
     """Lease the highest-priority waiting slot of a solution the labeler has not touched.
 
@@ -183,6 +194,19 @@ def _take_best_slot_statement() -> Update:
 _TAKE_BEST_SLOT = _take_best_slot_statement()
 
 
+def lock_labeler(session: Session, user_id: int) -> None:
+    """One lease decision per labeler at a time: a double click or two tabs must not walk away
+    with two different solutions, nor two slots of the same one."""
+    session.execute(_LOCK_USER, {"user": user_id})
+
+
+def holds_solution_elsewhere(session: Session, user_id: int, solution_id: int, assignment_id: int) -> bool:
+    """Whether the labeler has labeled `solution_id`, or leases another of its slots."""
+    return session.execute(
+        _HOLDS_SOLUTION, {"user": user_id, "solution": solution_id, "assignment": assignment_id}
+    ).scalar_one()
+
+
 def current_lease(session: Session, project_id: int, user_id: int, now: datetime) -> Lease | None:
     row = session.execute(
         _CURRENT_LEASE, {"project": project_id, "user": user_id, "now": now}
@@ -193,9 +217,7 @@ def current_lease(session: Session, project_id: int, user_id: int, now: datetime
 def lease_next(session: Session, project: Project, user: User) -> Lease | None:
     """The labeler's current lease, or a new one on the best slot they may take, or None."""
     now = utcnow()
-    # One lease decision per labeler at a time: a double click or two tabs must not walk away
-    # with two different solutions, nor two slots of the same one.
-    session.execute(_LOCK_USER, {"user": user.id})
+    lock_labeler(session, user.id)
     held = current_lease(session, project.id, user.id, now)
     if held is not None:
         return held

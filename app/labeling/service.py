@@ -130,6 +130,16 @@ def submit_label(
         if earlier is not None:
             return _receipt_for_retry(earlier, assignment_id)
         raise Conflict(f"assignment {assignment_id} was already submitted")
+    if held.status == AssignmentStatus.waiting:
+        # The lease ran out and the slot went back to the queue, still naming this labeler as
+        # its last holder: the late label is welcome, unless the labeler has since taken the
+        # same solution in another slot, which would make two labels of theirs on it.
+        queue.lock_labeler(session, user.id)
+        if queue.holds_solution_elsewhere(session, user.id, held.solution_id, assignment_id):
+            raise Conflict(
+                f"your lease on assignment {assignment_id} ran out and you have taken this "
+                "solution again since: submit that task instead"
+            )
     check_ratings(held.labeling_mode, len(held.steps), data)
     now = utcnow()
     try:

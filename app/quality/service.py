@@ -1,15 +1,19 @@
 """Labeler accuracy, measured on quality-control items.
 
-A QC item is a solution that carries a quality-control label (PRM800K's
-`is_quality_control_question`); its earliest such label is the gold. Another label of the same
-solution agrees with the gold when it puts the first error at the same step, or finds none where
-the gold finds none: that is the judgement PRM800K's phase 2 asks of a labeler, and what a PRM
-trained on first errors learns from. Labels that gave up or reported a bad problem say nothing
-about the steps and are not compared.
+A QC item is a solution that carries quality-control labels (PRM800K's
+`is_quality_control_question`). Its gold is the first error those labels agree on: with one
+QC label (a manager's gold), that label; with several (an imported PRM800K file flags every
+label of a QC question), their majority, ties going to the earliest. A label agrees with the gold
+when it puts the first error at the same step, or finds none where the gold finds none: the
+judgement PRM800K's phase 2 asks of a labeler, and what a PRM trained on first errors learns from.
+Every other label of the item is measured, and so is each QC label against the majority of the
+item's other QC labels, when there are any. Labels that gave up or reported a bad problem say
+nothing about the steps: they are neither gold nor measured.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,40 +71,57 @@ def _about_steps():  # type: ignore[no-untyped-def]
 
 def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]:
     """Every labeler with at least one label compared against gold, most compared first."""
-    gold: dict[int, int | None] = {}
-    for solution_id, steps in session.execute(
-        select(Label.solution_id, Label.steps)
-        .where(Label.project_id == project_id, Label.is_quality_control.is_(True), _about_steps())
-        .order_by(Label.id)
-    ):
-        gold.setdefault(solution_id, first_error(steps))
-    if not gold:
-        return []
-    gold_solutions = select(Label.solution_id).where(
-        Label.project_id == project_id, Label.is_quality_control.is_(True)
+    qc_solutions = select(Label.solution_id).where(
+        Label.project_id == project_id, Label.is_quality_control.is_(True), _about_steps()
     )
-    tallies: dict[tuple[int | None, str | None], list[Any]] = {}
-    for user_id, foreign, username, solution_id, steps in session.execute(
-        select(Label.user_id, Label.foreign_labeler, User.username, Label.solution_id, Label.steps)
-        .outerjoin(User, User.id == Label.user_id)
-        .where(
-            Label.project_id == project_id,
-            Label.is_quality_control.is_(False),
-            Label.solution_id.in_(gold_solutions),
-            _about_steps(),
+    rows = session.execute(
+        select(
+            Label.solution_id,
+            Label.is_quality_control,
+            Label.user_id,
+            Label.foreign_labeler,
+            User.username,
+            Label.steps,
         )
-    ):
-        if user_id is None and foreign is None:
+        .outerjoin(User, User.id == Label.user_id)
+        .where(Label.project_id == project_id, Label.solution_id.in_(qc_solutions), _about_steps())
+        .order_by(Label.id)
+    ).all()
+    # The QC labels' verdicts per item, in the order they were stored.
+    verdicts: dict[int, list[int | None]] = {}
+    for row in rows:
+        if row.is_quality_control:
+            verdicts.setdefault(row.solution_id, []).append(first_error(row.steps))
+    tallies: dict[tuple[int | None, str | None], list[Any]] = {}
+    seen_qc: dict[int, int] = {}
+    for row in rows:
+        if row.user_id is None and row.foreign_labeler is None:
             continue
-        key = (user_id, None) if user_id is not None else (None, foreign)
-        tally = tallies.setdefault(key, [username or foreign, 0, 0])
+        item = verdicts[row.solution_id]
+        if row.is_quality_control:
+            # Measured against the item's other QC labels; a lone gold has nothing to meet.
+            k = seen_qc[row.solution_id] = seen_qc.get(row.solution_id, -1) + 1
+            others = item[:k] + item[k + 1:]
+            if not others:
+                continue
+            gold = _majority(others)
+        else:
+            gold = _majority(item)
+        key = (row.user_id, None) if row.user_id is not None else (None, row.foreign_labeler)
+        tally = tallies.setdefault(key, [row.username or row.foreign_labeler, 0, 0])
         tally[1] += 1
-        tally[2] += first_error(steps) == gold[solution_id]
+        tally[2] += first_error(row.steps) == gold
     found = [
         LabelerAccuracy(user_id, foreign, name, compared, agreed)
         for (user_id, foreign), (name, compared, agreed) in tallies.items()
     ]
     return sorted(found, key=lambda a: (-a.compared, a.name))
+
+
+def _majority(verdicts: list[int | None]) -> int | None:
+    """The most common first error; among equals, the one stated first."""
+    counts = Counter(verdicts)
+    return max(verdicts, key=lambda v: counts[v])
 
 
 def accurate_labelers(session: Session, project_id: int, threshold: float) -> AccurateLabelers:

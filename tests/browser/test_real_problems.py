@@ -58,7 +58,12 @@ def test_math500_problem_renders_cleanly(page: Page, session_factory, starts_wit
 
 def test_answer_section_shows_its_bare_latex_as_math(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     # PRM800K writes the answer under "# Answer" without math delimiters.
-    steps = ["The angles of a triangle sum to $180^\\circ$.", "# Answer\n\n106^\\circ", "# Answer\n\n\\frac{1}{2"]
+    steps = [
+        "The angles of a triangle sum to $180^\\circ$.",
+        "# Answer\n\n106^\\circ",
+        "# Answer\n\n\\frac{1}{2",
+        "# Answer\n\n5 apples",
+    ]
     project = make_project(session_factory)
     make_user(session_factory, "lena", "labeler")
     add_solution(session_factory, project, steps, statement="Find the angle.", answer="106^\\circ")
@@ -71,4 +76,8 @@ def test_answer_section_shows_its_bare_latex_as_math(page: Page, session_factory
     # An answer KaTeX cannot parse stays readable as text.
     broken = page.locator("#steps > .step").nth(2).locator(".step-text .answer-value")
     expect(broken).to_have_text("\\frac{1}{2")
+    # Words are not math: italic letters run together would misquote them.
+    prose = page.locator("#steps > .step").nth(3).locator(".step-text")
+    expect(prose).to_have_text("# Answer\n\n5 apples")
+    expect(prose.locator(".katex")).to_have_count(0)
     screenshot(page, "labeler_answer_section.png")

@@ -118,6 +118,32 @@ def test_an_expired_lease_returns_at_its_priority_at_the_next_sweep(client, sess
     assert third["assignment_id"] == best["assignment_id"]
 
 
+def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(client, session_factory, db, monkeypatch):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=2)
+    _add_solutions(session_factory, project, 1)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "bob", "labeler")
+    ann, bob = api_headers(client, "ann"), api_headers(client, "bob")
+    bobs = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=bob).json()["task"]
+    first = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=ann).json()["task"]
+    # ann's lease runs out and is swept back; bob hands his slot back.
+    with session_scope(session_factory) as session:
+        session.execute(
+            update(Assignment)
+            .where(Assignment.id == first["assignment_id"])
+            .values(expires_at=utcnow() - timedelta(minutes=1))
+        )
+    monkeypatch.setattr(queue, "_next_sweep", {})
+    assert client.post(f"/api/v1/assignments/{bobs['assignment_id']}/release", headers=bob).status_code == 204
+    again = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=ann).json()["task"]
+    assert again["assignment_id"] == bobs["assignment_id"], "the other slot of the same solution"
+    late = _submit(client, ann, first["assignment_id"], "late-key-0001")
+    assert late.status_code == 409
+    assert "taken this solution again" in late.json()["detail"]
+    assert _submit(client, ann, again["assignment_id"], "fresh-key-0001").status_code == 200
+    assert db.scalar(select(func.count()).select_from(Label)) == 1
+
+
 def test_doubled_submit_stores_one_label(client, session_factory, db):  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     _add_solutions(session_factory, project, 1)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 from app.config import normalize_database_url
+from app.imports.records import SolutionIn, solution_hash
+from app.imports.records import problem_hash as problem_hash_of
 from app.migrate import downgrade, upgrade
 from app.models import Base
 from tests.conftest import _postgres_database
@@ -50,3 +53,30 @@ def test_models_and_migrations_agree(fresh_url: str) -> None:
     finally:
         engine.dispose()
     assert diff == [], f"models differ from the migrations: {diff}"
+
+
+def test_solutions_stored_without_an_answer_are_rehashed_with_their_final_answer(fresh_url: str) -> None:
+    upgrade(fresh_url, "0002")
+    engine = create_engine(normalize_database_url(fresh_url))
+    steps = ["$2 + 2 = 4$.", "# Answer\n\n4"]
+    problem_hash = problem_hash_of("What is 2 + 2?", "4")
+    before = solution_hash(problem_hash, steps, None, None)  # the old rule: the answer as given
+    twin = solution_hash(problem_hash, ["Four.", "# Answer\n\n4"], "4", None)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (id, name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES (1, 'p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO problems (id, project_id, statement, answer, content_hash, is_demo, created_at) VALUES (1, 1, 'What is 2 + 2?', '4', :h, false, CURRENT_TIMESTAMP)"), {"h": problem_hash})
+            insert = text(
+                "INSERT INTO solutions (id, project_id, problem_id, steps, steps_source, final_answer, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                " VALUES (:id, 1, 1, :steps, 'given', :answer, 'right', '{}', 0, :h, false, CURRENT_TIMESTAMP)"
+            )
+            connection.execute(insert, {"id": 1, "steps": orjson.dumps(steps).decode(), "answer": "4", "h": before})
+            connection.execute(insert, {"id": 2, "steps": orjson.dumps(["Four.", "# Answer\n\n4"]).decode(), "answer": "4", "h": twin})
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            hashes = dict(connection.execute(text("SELECT id, content_hash FROM solutions")).all())
+    finally:
+        engine.dispose()
+    # What an import of the same solution now computes, answer given or not.
+    assert hashes[1] == SolutionIn(steps, None).hash_for(problem_hash) == SolutionIn(steps, "4").hash_for(problem_hash)
+    assert hashes[2] == twin, "a solution stored with its answer given keeps its hash"

@@ -15,6 +15,7 @@ from tests.imports.conftest import import_bytes, jsonl
 
 STEPS = {
     "A": ["$2 + 2 = 4$.", "$4 \\times 3 = 13$.", "# Answer\n\n13"],
+    "D": ["$3 + 3 = 6$.", "$6 - 1 = 4$.", "# Answer\n\n4"],
     "B": ["$5 - 1 = 4$.", "$4 + 4 = 8$.", "# Answer\n\n8"],
     "C": ["$1 + 1 = 2$.", "# Answer\n\n2"],
 }
@@ -78,6 +79,33 @@ def test_accuracy_per_labeler(session_factory, project) -> None:  # type: ignore
     with session_scope(session_factory) as session:
         found = {a.name: (a.compared, a.agreed) for a in labeler_accuracy(session, project.id)}
     assert found == {"ann": (2, 1), "bob": (1, 1)}
+
+
+def test_several_qc_labels_are_measured_against_each_other(session_factory) -> None:  # type: ignore[no-untyped-def]
+    # An imported PRM800K file flags every label of a QC question: the gold is their majority.
+    project = make_project(session_factory, "flagged")
+    records = [
+        _record("dan", "D", [1, -1], qc=True),
+        _record("eve", "D", [1, -1], qc=True),
+        _record("fay", "D", [1, 1, 1], qc=True),
+        _record("gus", "D", [-1], qc=True, finish="give_up"),  # neither gold nor measured
+        _record("hal", "D", [1, -1]),
+    ]
+    import_bytes(session_factory, project, jsonl(records))
+    with session_scope(session_factory) as session:
+        found = {a.name: (a.compared, a.agreed) for a in labeler_accuracy(session, project.id)}
+    assert found == {"dan": (1, 1), "eve": (1, 1), "fay": (1, 0), "hal": (1, 1)}
+
+
+def test_an_item_whose_only_qc_label_gave_up_has_no_gold(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "no-gold")
+    records = [_record("gold", "D", [], qc=True, finish="bad_problem"), _record("ann", "D", [1, -1])]
+    import_bytes(session_factory, project, jsonl(records))
+    with session_scope(session_factory) as session:
+        assert labeler_accuracy(session, project.id) == []
+    # ann was never compared, so a threshold leaves her out; QC labels are for the qc filter.
+    lines = export(session_factory, project, min_labeler_accuracy=0.5).splitlines()
+    assert [orjson.loads(line)["labeler"] for line in lines] == ["gold"]
 
 
 def test_export_keeps_accurate_labelers_and_the_gold(session_factory, project) -> None:  # type: ignore[no-untyped-def]

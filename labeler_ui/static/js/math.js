@@ -43,12 +43,19 @@ export function renderMathText(element, text) {
 // PRM800K's last step: "# Answer", a blank line, then the answer as bare LaTeX ("106^\circ"),
 // which has no delimiters for renderMathText to find.
 const ANSWER_SECTION = /^# Answer[ \t]*\n\s*/;
+// Words or lines in the answer ("5 apples each", a second paragraph) are shown as text: math mode
+// would run the words together in italics. Words inside commands (\text{apples}) do not count.
+function isProse(answer) {
+  if (answer.includes("\n")) return true;
+  const bare = answer.replace(/\\[a-zA-Z]+(\{[^{}]*\})?/g, " ");
+  return /[a-zA-Z]{3,}|[a-zA-Z]{2,}\s+[a-zA-Z]{2,}/.test(bare);
+}
 
 // One step of a solution: text with math, or an answer section with its answer as math.
 export function renderStepText(element, text) {
   const heading = ANSWER_SECTION.exec(text);
   const answer = heading ? text.slice(heading[0].length).trim() : "";
-  if (!heading || !answer || answer.includes("$") || !mathAvailable()) {
+  if (!heading || !answer || answer.includes("$") || isProse(answer) || !mathAvailable()) {
     renderMathText(element, text);
     return;
   }
