@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from active_learning.config import TrainConfig
+from active_learning.config import PretrainConfig, TrainConfig
 
 prm = click.Group("prm", help="Process reward model: synthesise data, train, score, evaluate.")
 
@@ -28,14 +28,22 @@ def _device(device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
 
 
-def _train_options(command):
-    """One click option for each TrainConfig field, with the dataclass help text."""
-    for f in reversed(dataclasses.fields(TrainConfig)):
+def _config_options(config_class):
+    """One click option for each field of a config dataclass, with its help text."""
+    return lambda command: _add_options(command, config_class)
+
+
+def _add_options(command, config_class):
+    for f in reversed(dataclasses.fields(config_class)):
         if f.name == "output":
             continue
         default = None if f.default is dataclasses.MISSING else f.default
-        kind = f.type if f.type in (int, float, str) else float  # `float | None` fields
         flag = "--" + f.name.replace("_", "-")
+        if f.type is bool:
+            command = click.option(f"{flag}/--no-{flag[2:]}", f.name, default=default,
+                                   show_default=True, help=f.metadata["help"])(command)
+            continue
+        kind = f.type if f.type in (int, float, str) else float  # `float | None` fields
         command = click.option(flag, f.name, type=kind, default=default, show_default=True,
                                help=f.metadata["help"])(command)
     return command
@@ -63,7 +71,7 @@ def synth(output, problems, solutions_per_problem, seed, full):
 @click.option("--eval", "eval_file", type=click.Path(exists=True, dir_okay=False),
               help="Held-out labels; without it a share of the training problems is held out.")
 @click.option("--output", required=True, type=click.Path(), help=TrainConfig.__dataclass_fields__["output"].metadata["help"])
-@_train_options
+@_config_options(TrainConfig)
 def train(train_file, eval_file, **settings):
     """Train a PRM. Run again after a crash to resume; launch with `accelerate launch` or
     `torchrun` for several GPUs or nodes."""
@@ -74,6 +82,25 @@ def train(train_file, eval_file, **settings):
         run_training(TrainConfig(**settings), train_file, eval_file)
     except (FileExistsError, ValueError) as e:
         raise click.ClickException(str(e)) from None
+
+
+@prm.command()
+@click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Solutions to learn from (PRM800K, TRL or candidate JSONL); ratings are ignored, "
+                   "so give trusted ones, such as reference solutions.")
+@click.option("--output", required=True, type=click.Path(), help=PretrainConfig.__dataclass_fields__["output"].metadata["help"])
+@_config_options(PretrainConfig)
+def pretrain(data, **settings):
+    """Pretrain a preset backbone on solutions by next-token prediction; give the directory to
+    `stepwise prm train --base`."""
+    _quiet_transformers()
+    from active_learning.pretrain import pretrain as run_pretraining
+
+    try:
+        output = run_pretraining(PretrainConfig(**settings), data)
+    except (FileExistsError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(json.dumps({"output": str(output)}))
 
 
 @prm.command()

@@ -32,9 +32,33 @@ class TrainConfig:
                 "knows no arithmetic, and one label per step teaches it slowly; predicting each "
                 "result digit teaches it densely. Default: 1 for presets, 0 for pretrained "
                 "backbones, which already read text."})
+    step_token_labels: bool = field(default=False, metadata={
+        "help": "Train the head at every token of a rated step, not only at its marker; scoring "
+                "still reads the marker. A slip shows at the token where it is written (a result "
+                "digit, a copied value): a target there teaches a small model to notice it where "
+                "it happens and carry the finding to the marker, which one target per step, "
+                "three or more layers away, teaches it too slowly."})
     time_budget_s: float | None = field(default=None, metadata={
         "help": "Train at most this many seconds; the learning rate then decays with whichever of "
                 "time or steps runs out first."})
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class PretrainConfig:
+    output: str = field(metadata={"help": "Directory of the pretrained base; never overwritten."})
+    base: str = field(default="tiny", metadata={"help": "Preset to build: tiny, 100m or 500m."})
+    steps: int = field(default=500, metadata={"help": "Optimizer steps at most."})
+    time_budget_s: float | None = field(default=None, metadata={
+        "help": "Stop after this many seconds; the learning rate decays with whichever of time or "
+                "steps runs out first."})
+    learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
+    batch_size: int = field(default=32, metadata={"help": "Sequences per optimizer step."})
+    max_length: int = field(default=1024, metadata={"help": "Tokens per sequence."})
+    seed: int = field(default=0, metadata={"help": "Seed for initialisation and data order."})
+    device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cpu or cuda."})
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

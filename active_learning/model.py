@@ -39,9 +39,10 @@ PRESETS = {
 }
 
 
-def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
-    tokenizer = build_byte_tokenizer()
-    config = Qwen2Config(
+def preset_config(preset: Preset, tokenizer) -> Qwen2Config:
+    """The backbone config of a preset over `tokenizer` (the byte tokenizer); the PRM and the
+    pretrained base (active_learning.pretrain) share it, so one loads the other's weights."""
+    return Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=preset.hidden,
         intermediate_size=preset.hidden * 4,
@@ -54,6 +55,11 @@ def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
         tie_word_embeddings=False,
         num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID,
     )
+
+
+def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
+    tokenizer = build_byte_tokenizer()
+    config = preset_config(preset, tokenizer)
     config._attn_implementation = attn
     model = AutoModelForTokenClassification.from_config(config, dtype=dtype)
     return model, tokenizer

@@ -26,14 +26,15 @@ from typing import Any
 
 import torch
 
-from active_learning.config import TrainConfig
+from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import Solution
 from active_learning.model import META_FILE, load_checkpoint
 from active_learning.plot import learning_curves_svg
+from active_learning.pretrain import pretrain
 from active_learning.score import iter_scores
 from active_learning.select import Candidate, SelectionRule, select, select_uniform
 from active_learning.synthetic import Candidate as Synthetic
-from active_learning.synthetic import iter_candidates, to_prm800k
+from active_learning.synthetic import ERRORS, iter_candidates, to_prm800k
 from active_learning.train import train
 
 
@@ -58,6 +59,13 @@ class SimulationConfig:
     batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step."})
     max_length: int = field(default=384, metadata={"help": "Tokens per sequence."})
     base: str = field(default="tiny", metadata={"help": "PRM backbone (a preset, directory or hub id)."})
+    errors: str = field(default=",".join(ERRORS), metadata={
+        "help": f"Kinds of injected mistakes, comma-separated, from {','.join(ERRORS)}."})
+    pretrain_steps: int = field(default=0, metadata={
+        "help": "Pretrain the preset `base` this many steps on error-free solutions of other "
+                "problems first, once for both arms, and train every round's PRM from it with "
+                "targets at every token of a step and the next-token loss (the recipe of "
+                "bench/prm_learning.py). 0 trains from `base` as it is."})
     threads: int = field(default=1, metadata={
         "help": "CPU threads for torch. The tiny model's matrices are too small for a second "
                 "thread to pay on a loaded two-core machine: one is faster there."})
@@ -65,6 +73,12 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         if self.score not in ("product", "minimum"):
             raise ValueError("score must be product or minimum")
+        if not self.error_kinds or not set(self.error_kinds) <= set(ERRORS):
+            raise ValueError(f"errors: choose from {', '.join(ERRORS)}")
+
+    @property
+    def error_kinds(self) -> tuple[str, ...]:
+        return tuple(kind for kind in self.errors.split(",") if kind)
 
     def replace(self, **changes: Any) -> SimulationConfig:
         return dataclasses.replace(self, **changes)
@@ -96,11 +110,25 @@ def _candidates(pool: list[Synthetic], unlabeled: list[int], scores: list[float]
     ]
 
 
-def _train(config: SimulationConfig, records: list[dict], test: list[dict], output: Path) -> tuple[Path, dict]:
-    settings = TrainConfig(output=str(output), base=config.base, epochs=config.epochs,
+def _pretrained_base(config: SimulationConfig, work_dir: Path) -> str:
+    if not config.pretrain_steps:
+        return config.base
+    # Problems from a seed of their own, never the pool's or the test set's.
+    solutions = [to_prm800k(c) for c in iter_candidates(
+        max(2000, config.pretrain_steps * 8), 1, config.seed + 20_000, 0.0, config.error_kinds)]
+    settings = PretrainConfig(output=str(work_dir / "base"), base=config.base,
+                              steps=config.pretrain_steps, max_length=config.max_length,
+                              seed=config.seed)
+    return str(pretrain(settings, solutions))
+
+
+def _train(config: SimulationConfig, base: str, records: list[dict], test: list[dict],
+           output: Path) -> tuple[Path, dict]:
+    recipe = {"step_token_labels": True, "lm_loss_weight": 1.0} if config.pretrain_steps else {}
+    settings = TrainConfig(output=str(output), base=base, epochs=config.epochs,
                            learning_rate=config.learning_rate, batch_size=config.batch_size,
                            max_length=config.max_length, seed=config.seed, log_every=10**9,
-                           save_every=10**9)
+                           save_every=10**9, **recipe)
     train(settings, records, test)
     return output, json.loads((output / META_FILE).read_text())["metrics"]
 
@@ -131,9 +159,11 @@ def run(config: SimulationConfig, work_dir: Path) -> dict[str, Any]:
     """Both arms, every round; returns the curves and the data-efficiency figures."""
     started = time.monotonic()
     pool = list(iter_candidates(config.pool_problems, config.solutions_per_problem, config.seed,
-                                config.error_rate))
+                                config.error_rate, config.error_kinds))
     test = [to_prm800k(c, first_error_only=False) for c in iter_candidates(
-        config.test_problems, config.test_solutions_per_problem, config.seed + 10_000, config.error_rate)]
+        config.test_problems, config.test_solutions_per_problem, config.seed + 10_000,
+        config.error_rate, config.error_kinds)]
+    base = _pretrained_base(config, work_dir)
     everything = [Candidate(i, c.problem.problem_id, None, "", "\n".join(c.steps)) for i, c in enumerate(pool)]
     seed_rule = SelectionRule(budget=config.seed_labels, per_problem_cap=config.per_problem_cap, seed=config.seed)
     seed_ids = {p.solution_id for p in select_uniform(everything, seed_rule)}
@@ -145,7 +175,7 @@ def run(config: SimulationConfig, work_dir: Path) -> dict[str, Any]:
             if round_ == 0 and shared is not None:
                 checkpoint, metrics, seconds = shared  # the same labels train the same model
             else:
-                checkpoint, metrics = _train(config, _records(pool, arm.labeled), test,
+                checkpoint, metrics = _train(config, base, _records(pool, arm.labeled), test,
                                              work_dir / arm.name / f"round-{round_}")
                 seconds = time.monotonic() - t0
                 shared = shared or (checkpoint, metrics, seconds)

@@ -58,11 +58,11 @@ def _process_batches(lengths: list[int], config: TrainConfig, steps_per_epoch: i
         epoch, offset = epoch + 1, 0
 
 
-def _learning_rate(config: TrainConfig, progress: float) -> float:
+def scheduled_learning_rate(peak: float, warmup_fraction: float, progress: float) -> float:
     """Linear warm-up, then linear decay to zero at progress 1."""
-    if progress < config.warmup_fraction:
-        return config.learning_rate * max(progress / config.warmup_fraction, 0.01)
-    return config.learning_rate * max(0.0, 1 - progress) / (1 - config.warmup_fraction)
+    if progress < warmup_fraction:
+        return peak * max(progress / warmup_fraction, 0.01)
+    return peak * max(0.0, 1 - progress) / (1 - warmup_fraction)
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -120,13 +120,27 @@ def language_targets(feature: dict) -> list[int]:
     return targets
 
 
-def _features(examples: list[Example], tokenizer, max_length: int, language: bool) -> list[dict]:
+def spread_step_labels(feature: dict) -> None:
+    """Give every token of a rated step its step's class (see TrainConfig.step_token_labels)."""
+    labels, start = feature["labels"], feature["prompt_length"]
+    for marker in feature["markers"]:
+        if marker < 0:
+            break
+        if labels[marker] != IGNORE_INDEX:
+            labels[start:marker] = [labels[marker]] * (marker - start)
+        start = marker + 1
+
+
+def _features(examples: list[Example], tokenizer, config: TrainConfig, language: bool) -> list[dict]:
     marker = marker_id(tokenizer)
-    features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, max_length)
+    features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, config.max_length)
                 for e in examples]
     features = [f for f in features if any(t != IGNORE_INDEX for t in f["labels"])]
     if not features:
         raise ValueError("no labeled steps to train on")
+    if config.step_token_labels:
+        for f in features:
+            spread_step_labels(f)
     if language:
         for f in features:
             f["lm_labels"] = language_targets(f)
@@ -158,7 +172,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         eval_records = list(read_records(eval_source))
     model, tokenizer = load_base(config.base)
     lm_weight = language_loss_weight(config)
-    features = _features(examples, tokenizer, config.max_length, lm_weight > 0)
+    features = _features(examples, tokenizer, config, lm_weight > 0)
     lengths = [len(f["input_ids"]) for f in features]
     world, rank = accelerator.num_processes, accelerator.process_index
     # Every process must run the same number of steps, or gradient all-reduce would hang.
@@ -199,7 +213,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         if progress >= 1:
             break
         for group in optimizer.param_groups:
-            group["lr"] = _learning_rate(config, progress)
+            group["lr"] = scheduled_learning_rate(config.learning_rate, config.warmup_fraction, progress)
         inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device)
         targets = inputs.pop("lm_labels", None)
         loss = model(**inputs).loss

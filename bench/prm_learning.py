@@ -3,8 +3,12 @@
 Trains two models the same way, in the same run, on synthetic verifiable data
 (active_learning.synthetic): the PRM on the real text, and a position-only baseline on the same
 examples with every character of the problem and of each step replaced by "x", so it sees only
-each step's index and length. Both are scored on held-out problems; the gap in step AUROC is
-what the model learned from content. Writes bench/results/prm_learning.json.
+each step's index and length. Each model is first pretrained by next-token prediction on
+error-free solutions of other problems (active_learning.pretrain: the base model the paper
+started from had read mathematics; ours has read nothing), then trained on the step labels with
+targets at every token of a step and the auxiliary next-token loss. Both are scored on held-out
+problems; the gap in step AUROC is what the model learned from content. Writes
+bench/results/prm_learning.json.
 
     python bench/prm_learning.py                        # tiny on CPU, 10 minutes per model
     python bench/prm_learning.py --base 100m --budget-s 1800 --device cuda   # the GPU check
@@ -20,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-from active_learning.config import TrainConfig
+from active_learning.config import PretrainConfig, TrainConfig
+from active_learning.pretrain import pretrain
 from active_learning.synthetic import ERRORS, iter_candidates, to_prm800k
 from active_learning.train import train
 
@@ -39,25 +44,35 @@ def blank(record: dict) -> dict:
             "label": {**record["label"], "steps": steps}}
 
 
-def records(problems: int, per_problem: int, seed: int, errors: tuple[str, ...]) -> list[dict]:
-    return [to_prm800k(c) for c in iter_candidates(problems, per_problem, seed, errors=errors)]
+def records(problems: int, per_problem: int, seed: int, errors: tuple[str, ...],
+            error_rate: float = 0.6) -> list[dict]:
+    return [to_prm800k(c) for c in iter_candidates(problems, per_problem, seed, error_rate, errors)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default="tiny", help="Backbone preset or directory.")
-    parser.add_argument("--budget-s", type=float, default=600, help="Training seconds per model.")
+    parser.add_argument("--budget-s", type=float, default=600,
+                        help="Training seconds per model, pretraining included.")
+    parser.add_argument("--pretrain-share", type=float, default=0.6,
+                        help="Share of the budget spent pretraining (0 skips it).")
+    parser.add_argument("--pretrain-problems", type=int, default=20000,
+                        help="Problems whose error-free solutions the base is pretrained on.")
     parser.add_argument("--train-problems", type=int, default=20000)
     parser.add_argument("--eval-problems", type=int, default=300)
     parser.add_argument("--solutions-per-problem", type=int, default=4)
     parser.add_argument("--epochs", type=float, default=20, help="Upper bound; the budget usually ends first.")
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--learning-rate", type=float, default=2e-3)
-    parser.add_argument("--errors", default=",".join(ERRORS),
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--errors", default="carry,remark",
                         help=f"Kinds of injected mistakes, comma-separated, from {','.join(ERRORS)}. "
-                             "Leaving out remark makes every remark right, which its length gives away.")
-    parser.add_argument("--lm-loss-weight", type=float, default=None,
-                        help="Auxiliary next-token loss weight (default: the trainer's, 1 for presets).")
+                             "Leaving out remark makes every remark right, which its length gives away; "
+                             "result and operand slips need arithmetic and reading the problem, which "
+                             "ten CPU minutes do not teach a model built from a config.")
+    parser.add_argument("--lm-loss-weight", type=float, default=1.0,
+                        help="Auxiliary next-token loss weight while training on labels.")
+    parser.add_argument("--marker-only", action="store_true",
+                        help="Targets at step markers only, not at every token of a step.")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
@@ -76,17 +91,33 @@ def main() -> None:
     seen = {r["question"]["problem"] for r in train_records}
     eval_records = [r for r in eval_records if r["question"]["problem"] not in seen]
 
+    # Error-free solutions of problems drawn from a third seed: what the base reads before labels.
+    pretrain_records = records(args.pretrain_problems, 1, args.seed + 20_000, errors, error_rate=0.0)
+    eval_problems = {r["question"]["problem"] for r in eval_records}
+    pretrain_records = [r for r in pretrain_records if r["question"]["problem"] not in eval_problems]
+
     workdir = Path(args.workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     results = {}
     for name, transform in [("content", lambda r: r), ("position_only", blank)]:
-        config = TrainConfig(output=str(workdir / name), base=args.base, epochs=args.epochs,
+        base, pretrain_seconds = args.base, 0.0
+        if args.pretrain_share > 0:
+            started = time.monotonic()
+            base = str(pretrain(PretrainConfig(
+                output=str(workdir / f"{name}-base"), base=args.base, steps=10**9,
+                time_budget_s=args.budget_s * args.pretrain_share, seed=args.seed,
+                device=args.device), map(transform, pretrain_records)))
+            pretrain_seconds = time.monotonic() - started
+        config = TrainConfig(output=str(workdir / name), base=base, epochs=args.epochs,
                              learning_rate=args.learning_rate, batch_size=args.batch_size,
-                             seed=args.seed, device=args.device, time_budget_s=args.budget_s,
-                             lm_loss_weight=args.lm_loss_weight, save_every=10**9, log_every=100)
+                             seed=args.seed, device=args.device,
+                             time_budget_s=args.budget_s - pretrain_seconds,
+                             lm_loss_weight=args.lm_loss_weight,
+                             step_token_labels=not args.marker_only, save_every=10**9, log_every=100)
         train(config, map(transform, train_records), [transform(r) for r in eval_records])
         meta = json.loads((workdir / name / "stepwise.json").read_text())
         results[name] = {"metrics": meta["metrics"], "steps": meta["steps"],
+                         "pretrain_seconds": round(pretrain_seconds, 1),
                          "train_seconds": meta["train_seconds"]}
 
     cuda = torch.cuda.is_available() and args.device != "cpu"

@@ -164,3 +164,54 @@ def test_language_targets_leave_out_the_wrong_step():
     # ... and none of the -1 step's, nor anything past the end.
     assert targets[first:] == [IGNORE_INDEX] * (second - first + 1)
     assert tokenizer.decode(ids[first + 1:second]) == "cd"
+
+
+def test_step_token_labels_give_every_token_of_a_rated_step_its_rating():
+    from active_learning.data import IGNORE_INDEX, tokenize_example
+    from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
+    from active_learning.train import spread_step_labels
+
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    feature = tokenize_example(tokenizer, marker, "Q?", ["ab", "cd", "ef"], [None, 1, -1], max_length=64)
+    spread_step_labels(feature)
+    labels, (first, second, third) = feature["labels"], feature["markers"]
+    assert labels[:first + 1] == [IGNORE_INDEX] * (first + 1)  # problem and the unrated step
+    assert labels[first + 1:second + 1] == [2] * (second - first)  # "cd" and its marker: +1
+    assert labels[second + 1:third + 1] == [0] * (third - second)  # "ef" and its marker: -1
+
+
+def test_pretrained_base_reads_like_the_prm_and_trains_one(files, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    base = tmp_path / "base"
+    out = json.loads(_cli("pretrain", "--data", files / "train.jsonl", "--output", base,
+                          "--steps", 3, "--batch-size", 4, "--max-length", 256))
+    assert out["output"] == str(base) and not base.with_name("base.partial").exists()
+    meta = json.loads((base / "stepwise.json").read_text())
+    assert meta["kind"] == "pretrained base" and meta["steps"] == 3
+    lm = AutoModelForCausalLM.from_pretrained(base)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    ids = tokenizer("Start with 2.\n\n$2 + 3 = 5$.<|step|>", return_tensors="pt")["input_ids"]
+    assert lm(input_ids=ids).logits.shape == (1, ids.shape[1], len(tokenizer))
+
+    prm_dir = tmp_path / "prm"
+    _cli("train", "--train", files / "train.jsonl", "--eval", files / "eval.jsonl", "--output", prm_dir,
+         "--base", base, "--step-token-labels", "--lm-loss-weight", 1, *FAST)
+    prm_meta = json.loads((prm_dir / "stepwise.json").read_text())
+    assert prm_meta["base"] == str(base) and prm_meta["config"]["step_token_labels"] is True
+    assert prm_meta["lm_loss_weight"] == 1.0
+    # The PRM's backbone starts from the pretrained one: same shapes, weights carried over.
+    prm_model = AutoModelForTokenClassification.from_pretrained(prm_dir)
+    assert prm_model.config.hidden_size == lm.config.hidden_size
+
+
+def test_pretrain_refuses_what_it_cannot_build(files, tmp_path):
+    existing = tmp_path / "taken"
+    existing.mkdir()
+    taken = CliRunner().invoke(prm, ["pretrain", "--data", str(files / "train.jsonl"), "--output", str(existing)])
+    assert taken.exit_code != 0 and "never overwritten" in taken.output
+    hub = CliRunner().invoke(prm, ["pretrain", "--data", str(files / "train.jsonl"),
+                                   "--output", str(tmp_path / "x"), "--base", "org/model"])
+    assert hub.exit_code != 0 and "preset" in hub.output
+    assert not (tmp_path / "x").exists()
