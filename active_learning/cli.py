@@ -56,12 +56,14 @@ def _add_options(command, config_class):
 @click.option("--seed", default=0, show_default=True, help="Different seeds give different problems.")
 @click.option("--full/--first-error", default=False, show_default=True,
               help="Rate every step, or stop at the first -1 as PRM800K phase 2 did.")
-def synth(output, problems, solutions_per_problem, seed, full):
+@click.option("--error-rate", default=0.6, show_default=True, type=click.FloatRange(0, 1),
+              help="Share of solutions with a mistake; 0 writes reference solutions to pretrain on.")
+def synth(output, problems, solutions_per_problem, seed, full, error_rate):
     """Write oracle-labeled synthetic solutions as PRM800K JSONL."""
     from active_learning.synthetic import iter_candidates, write_prm800k
 
-    count = write_prm800k(output, iter_candidates(problems, solutions_per_problem, seed),
-                          first_error_only=not full)
+    candidates = iter_candidates(problems, solutions_per_problem, seed, error_rate)
+    count = write_prm800k(output, candidates, first_error_only=not full)
     click.echo(json.dumps({"output": output, "records": count}))
 
 

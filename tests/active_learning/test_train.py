@@ -184,8 +184,13 @@ def test_step_token_labels_give_every_token_of_a_rated_step_its_rating():
 def test_pretrained_base_reads_like_the_prm_and_trains_one(files, tmp_path):
     from transformers import AutoModelForCausalLM
 
+    reference = tmp_path / "reference.jsonl"
+    _cli("synth", "--output", reference, "--problems", 30, "--solutions-per-problem", 1,
+         "--error-rate", 0, "--seed", 3)
+    records = [json.loads(line) for line in reference.read_text().splitlines()]
+    assert len(records) == 30 and all(r["label"]["finish_reason"] == "solution" for r in records)
     base = tmp_path / "base"
-    out = json.loads(_cli("pretrain", "--data", files / "train.jsonl", "--output", base,
+    out = json.loads(_cli("pretrain", "--data", reference, "--output", base,
                           "--steps", 3, "--batch-size", 4, "--max-length", 256))
     assert out["output"] == str(base) and not base.with_name("base.partial").exists()
     meta = json.loads((base / "stepwise.json").read_text())
