@@ -357,14 +357,21 @@ def worker(ctx: _Context, once: bool) -> None:
 @click.option("--labels-per-round", default=None, type=int)
 @click.option("--pool-problems", default=None, type=int)
 @click.option("--score", type=click.Choice(["product", "minimum"]), default=None, help="solution score the active arm ranks by (default: product)")
+@click.option("--errors", default=None, help="kinds of injected mistakes, comma-separated, from result,operand,carry,remark")
+@click.option("--pretrain-steps", default=None, type=click.IntRange(0), help="pretrain the base this many steps first (0: none)")
+@click.option("--epochs", default=None, type=click.FloatRange(0, min_open=True), help="training passes over an arm's labels each round")
 @click.option("--quick", is_flag=True, help="a few-minute smoke run, not a measurement")
-def simulate(output: Path, seed: int, n_rounds: int | None, labels_per_round: int | None, pool_problems: int | None, score: str | None, quick: bool) -> None:
+def simulate(output: Path, seed: int, n_rounds: int | None, labels_per_round: int | None, pool_problems: int | None, score: str | None, errors: str | None, pretrain_steps: int | None, epochs: float | None, quick: bool) -> None:
     """Active learning against uniform selection on synthetic data with an oracle labeler."""
     from active_learning.simulate import SimulationConfig, run_and_report
 
     config = SimulationConfig.quick(seed) if quick else SimulationConfig(seed=seed)
-    overrides = {"rounds": n_rounds, "labels_per_round": labels_per_round, "pool_problems": pool_problems, "score": score}
-    config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    overrides = {"rounds": n_rounds, "labels_per_round": labels_per_round, "pool_problems": pool_problems, "score": score,
+                 "errors": errors, "pretrain_steps": pretrain_steps, "epochs": epochs}
+    try:
+        config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     click.echo(run_and_report(config, output))
 
 

@@ -75,3 +75,26 @@ def test_a_quick_simulation_writes_results_and_a_plot(tmp_path: Path) -> None:
     svg = output.with_suffix(".svg").read_text()
     assert svg.startswith("<svg") and "polyline" in svg
     assert "step_auroc" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_pretrained_base_serves_both_arms(tmp_path: Path) -> None:
+    from active_learning.simulate import run
+
+    config = SimulationConfig.quick(4).replace(pretrain_steps=2, errors="carry,remark", rounds=1)
+    results = run(config, tmp_path)
+    assert results["config"]["pretrain_steps"] == 2 and results["config"]["errors"] == "carry,remark"
+    base = json.loads((tmp_path / "base" / "stepwise.json").read_text())
+    assert base["kind"] == "pretrained base" and base["steps"] == 2
+    for arm in ("active", "uniform"):
+        meta = json.loads((tmp_path / arm / "round-1" / "stepwise.json").read_text())
+        assert meta["base"] == str(tmp_path / "base")
+        assert meta["config"]["step_token_labels"] and meta["lm_loss_weight"] == 1.0
+
+
+def test_simulate_refuses_unknown_kinds_of_mistakes(tmp_path: Path) -> None:
+    output = tmp_path / "active_learning.json"
+    done = subprocess.run([STEPWISE, "simulate", "--quick", "--errors", "carry,typo", "--output", str(output)],
+                          env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "choose from result, operand, carry, remark" in done.stderr
+    assert not output.exists()
