@@ -34,7 +34,7 @@ from active_learning.pretrain import pretrain
 from active_learning.score import iter_scores
 from active_learning.select import Candidate, SelectionRule, select, select_uniform
 from active_learning.synthetic import Candidate as Synthetic
-from active_learning.synthetic import ERRORS, iter_candidates, to_prm800k
+from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
 from active_learning.train import train
 
 
@@ -73,12 +73,7 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         if self.score not in ("product", "minimum"):
             raise ValueError("score must be product or minimum")
-        if not self.error_kinds or not set(self.error_kinds) <= set(ERRORS):
-            raise ValueError(f"errors: choose from {', '.join(ERRORS)}")
-
-    @property
-    def error_kinds(self) -> tuple[str, ...]:
-        return tuple(kind for kind in self.errors.split(",") if kind)
+        error_kinds(self.errors)  # a bad list fails here, not after minutes of pretraining
 
     def replace(self, **changes: Any) -> SimulationConfig:
         return dataclasses.replace(self, **changes)
@@ -115,7 +110,7 @@ def _pretrained_base(config: SimulationConfig, work_dir: Path) -> str:
         return config.base
     # Problems from a seed of their own, never the pool's or the test set's.
     solutions = [to_prm800k(c) for c in iter_candidates(
-        max(2000, config.pretrain_steps * 8), 1, config.seed + 20_000, 0.0, config.error_kinds)]
+        max(2000, config.pretrain_steps * 8), 1, config.seed + 20_000, 0.0, error_kinds(config.errors))]
     settings = PretrainConfig(output=str(work_dir / "base"), base=config.base,
                               steps=config.pretrain_steps, max_length=config.max_length,
                               seed=config.seed)
@@ -159,10 +154,10 @@ def run(config: SimulationConfig, work_dir: Path) -> dict[str, Any]:
     """Both arms, every round; returns the curves and the data-efficiency figures."""
     started = time.monotonic()
     pool = list(iter_candidates(config.pool_problems, config.solutions_per_problem, config.seed,
-                                config.error_rate, config.error_kinds))
+                                config.error_rate, error_kinds(config.errors)))
     test = [to_prm800k(c, first_error_only=False) for c in iter_candidates(
         config.test_problems, config.test_solutions_per_problem, config.seed + 10_000,
-        config.error_rate, config.error_kinds)]
+        config.error_rate, error_kinds(config.errors))]
     base = _pretrained_base(config, work_dir)
     everything = [Candidate(i, c.problem.problem_id, None, "", "\n".join(c.steps)) for i, c in enumerate(pool)]
     seed_rule = SelectionRule(budget=config.seed_labels, per_problem_cap=config.per_problem_cap, seed=config.seed)

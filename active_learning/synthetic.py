@@ -63,6 +63,14 @@ class Candidate:
         return self.answer == str(self.problem.answer)
 
 
+def error_kinds(text: str) -> tuple[str, ...]:
+    """Kinds of mistakes from a comma-separated list, as the CLI and benchmarks take them."""
+    kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    if not kinds or not set(kinds) <= set(ERRORS):
+        raise ValueError(f"errors: choose from {', '.join(ERRORS)}")
+    return kinds
+
+
 def _apply(op: str, a: int, b: int) -> int:
     return a + b if op == "add" else a - b if op == "subtract" else a * b
 

@@ -26,7 +26,7 @@ import torch
 
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.pretrain import pretrain
-from active_learning.synthetic import ERRORS, iter_candidates, to_prm800k
+from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
 from active_learning.train import train
 
 RESULTS = Path(__file__).parent / "results" / "prm_learning.json"
@@ -81,9 +81,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    errors = tuple(args.errors.split(","))
-    if not set(errors) <= set(ERRORS):
-        parser.error(f"--errors: choose from {', '.join(ERRORS)}")
+    try:
+        errors = error_kinds(args.errors)
+    except ValueError as e:
+        parser.error(str(e))
 
     train_records = records(args.train_problems, args.solutions_per_problem, args.seed, errors)
     # Another seed draws other problems; check that none of them leaked into training.
