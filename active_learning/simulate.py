@@ -55,6 +55,11 @@ class SimulationConfig:
         "help": "Solution score the active arm ranks by: product (the paper's) or minimum of the "
                 "step probabilities."})
     epochs: float = field(default=4.0, metadata={"help": "Training passes over an arm's labels each round."})
+    train_steps: int = field(default=0, metadata={
+        "help": "Optimizer steps of every round's training, whatever its number of labels "
+                "(replaces `epochs`). With a fixed number of passes the early rounds, with few "
+                "labels, train too few steps to beat chance, and the active arm then picks at "
+                "random. 0 uses `epochs`."})
     learning_rate: float = field(default=1e-3, metadata={"help": "Peak learning rate (tiny preset)."})
     batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step."})
     max_length: int = field(default=384, metadata={"help": "Tokens per sequence."})
@@ -120,7 +125,10 @@ def _pretrained_base(config: SimulationConfig, work_dir: Path) -> str:
 def _train(config: SimulationConfig, base: str, records: list[dict], test: list[dict],
            output: Path) -> tuple[Path, dict]:
     recipe = {"step_token_labels": True, "lm_loss_weight": 1.0} if config.pretrain_steps else {}
-    settings = TrainConfig(output=str(output), base=base, epochs=config.epochs,
+    # train() counts an epoch as whole batches of records.
+    epochs = (config.train_steps / max(1, len(records) // config.batch_size) if config.train_steps
+              else config.epochs)
+    settings = TrainConfig(output=str(output), base=base, epochs=epochs,
                            learning_rate=config.learning_rate, batch_size=config.batch_size,
                            max_length=config.max_length, seed=config.seed, log_every=10**9,
                            save_every=10**9, **recipe)

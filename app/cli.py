@@ -354,20 +354,23 @@ def worker(ctx: _Context, once: bool) -> None:
 @click.option("--output", default="bench/results/active_learning.json", show_default=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, help="seed of the pool, the held-out set and training")
 @click.option("--rounds", "n_rounds", default=None, type=int, help="rounds after the seed round")
+@click.option("--seed-labels", default=None, type=click.IntRange(1), help="uniform labels both arms start from")
 @click.option("--labels-per-round", default=None, type=int)
 @click.option("--pool-problems", default=None, type=int)
 @click.option("--score", type=click.Choice(["product", "minimum"]), default=None, help="solution score the active arm ranks by (default: product)")
 @click.option("--errors", default=None, help="kinds of injected mistakes, comma-separated, from result,operand,carry,remark")
 @click.option("--pretrain-steps", default=None, type=click.IntRange(0), help="pretrain the base this many steps first (0: none)")
 @click.option("--epochs", default=None, type=click.FloatRange(0, min_open=True), help="training passes over an arm's labels each round")
+@click.option("--train-steps", default=None, type=click.IntRange(0), help="optimizer steps of every round's training, replacing --epochs (0: use --epochs)")
 @click.option("--quick", is_flag=True, help="a few-minute smoke run, not a measurement")
-def simulate(output: Path, seed: int, n_rounds: int | None, labels_per_round: int | None, pool_problems: int | None, score: str | None, errors: str | None, pretrain_steps: int | None, epochs: float | None, quick: bool) -> None:
+def simulate(output: Path, seed: int, n_rounds: int | None, seed_labels: int | None, labels_per_round: int | None, pool_problems: int | None, score: str | None, errors: str | None, pretrain_steps: int | None, epochs: float | None, train_steps: int | None, quick: bool) -> None:
     """Active learning against uniform selection on synthetic data with an oracle labeler."""
     from active_learning.simulate import SimulationConfig, run_and_report
 
     config = SimulationConfig.quick(seed) if quick else SimulationConfig(seed=seed)
-    overrides = {"rounds": n_rounds, "labels_per_round": labels_per_round, "pool_problems": pool_problems, "score": score,
-                 "errors": errors, "pretrain_steps": pretrain_steps, "epochs": epochs}
+    overrides = {"rounds": n_rounds, "seed_labels": seed_labels, "labels_per_round": labels_per_round,
+                 "pool_problems": pool_problems, "score": score, "errors": errors,
+                 "pretrain_steps": pretrain_steps, "epochs": epochs, "train_steps": train_steps}
     try:
         config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
     except ValueError as e:

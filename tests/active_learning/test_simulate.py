@@ -78,10 +78,10 @@ def test_a_quick_simulation_writes_results_and_a_plot(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_pretrained_base_serves_both_arms(tmp_path: Path) -> None:
+def test_a_pretrained_base_serves_both_arms_for_a_fixed_number_of_steps(tmp_path: Path) -> None:
     from active_learning.simulate import run
 
-    config = SimulationConfig.quick(4).replace(pretrain_steps=2, errors="carry,remark", rounds=1)
+    config = SimulationConfig.quick(4).replace(pretrain_steps=2, errors="carry,remark", rounds=1, train_steps=3)
     results = run(config, tmp_path)
     assert results["config"]["pretrain_steps"] == 2 and results["config"]["errors"] == "carry,remark"
     base = json.loads((tmp_path / "base" / "stepwise.json").read_text())
@@ -90,6 +90,8 @@ def test_a_pretrained_base_serves_both_arms(tmp_path: Path) -> None:
         meta = json.loads((tmp_path / arm / "round-1" / "stepwise.json").read_text())
         assert meta["base"] == str(tmp_path / "base")
         assert meta["config"]["step_token_labels"] and meta["lm_loss_weight"] == 1.0
+        # Twice the labels of round 0, and still the same number of steps.
+        assert meta["steps"] == 3 and meta["train_examples"] == config.seed_labels + config.labels_per_round
 
 
 def test_simulate_refuses_unknown_kinds_of_mistakes(tmp_path: Path) -> None:
