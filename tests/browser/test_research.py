@@ -135,6 +135,8 @@ def test_a_researcher_starts_a_round_and_watches_it_finish(research_page: Page, 
     picks = page.locator("li.pick")
     expect(picks).to_have_count(12)
     expect(picks.first.locator('[data-field="reason"]')).to_have_text("convincing wrong")
+    # Final answers are LaTeX without delimiters; the inspector shows them as math.
+    expect(picks.first.locator(".answer-math .katex").first).to_be_visible()
     picks.first.locator("summary").click()
     expect(picks.first.locator("ol.steps li").first).to_be_visible()
     screenshot(page, "research_picks.png")

@@ -94,6 +94,17 @@ export function renderAnswer(element, answer) {
   renderMathText(element, answer);
 }
 
+// A final answer inline, as in the picks inspector: the same LaTeX without a box, and as text
+// where KaTeX cannot parse it.
+export function renderInlineAnswer(element, answer) {
+  if (!mathAvailable() || answer.includes("$")) return;
+  try {
+    window.katex.render(answer, element, { ...KATEX_OPTIONS, throwOnError: true });
+  } catch {
+    element.textContent = answer;
+  }
+}
+
 // "\boxed{…}" written outside any math delimiters (common in model-written final steps).
 function renderBareBoxes(root) {
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {

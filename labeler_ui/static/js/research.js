@@ -3,7 +3,7 @@
 // its metrics, model version and picks appear.
 
 import { getJson } from "./api.js";
-import { mathAvailable, renderMathText } from "./math.js";
+import { mathAvailable, renderInlineAnswer, renderMathText } from "./math.js";
 
 const POLL_MS = 2000;
 const ENDED = new Set(["done", "failed", "cancelled"]);
@@ -64,5 +64,8 @@ document.querySelectorAll("[data-live-round]").forEach(follow);
 if (mathAvailable()) {
   document.querySelectorAll(".math-text").forEach((element) => {
     renderMathText(element, element.textContent);
+  });
+  document.querySelectorAll(".answer-math").forEach((element) => {
+    renderInlineAnswer(element, element.textContent);
   });
 }
