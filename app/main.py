@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -17,8 +18,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.auth import endpoints as auth_api
 from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
-from app.db import create_db_engine, create_session_factory
-from app.deps import LoginRequired
+from app.auth.service import Principal, principal_from_cookie
+from app.db import create_db_engine, create_session_factory, session_scope
+from app.deps import SESSION_COOKIE, LoginRequired
 from app.errors import ServiceError
 from app.exports import endpoints as exports_api
 from app.exports import pages as exports_pages
@@ -177,4 +179,19 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        return _error_response(request, exc.status_code, str(exc.detail))
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"there is nothing at {request.url.path}"
+        if not _wants_json(request) and getattr(request.state, "principal", None) is None:
+            # An address no route matched never ran the login dependency: look the visitor up,
+            # so that the error page keeps their menu instead of offering a login they have.
+            request.state.principal = await anyio.to_thread.run_sync(_visitor, request)
+        return _error_response(request, exc.status_code, message)
+
+
+def _visitor(request: Request) -> Principal | None:
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie:
+        return None
+    with session_scope(request.app.state.session_factory) as session:
+        return principal_from_cookie(session, cookie)

@@ -180,6 +180,18 @@ def test_unknown_and_malformed_project_ids_get_a_clear_4xx(client, session_facto
     assert "<h1>" in response.text, "an error page, not a bare error"
 
 
+def test_an_unknown_address_keeps_the_visitors_menu(client, manager) -> None:  # type: ignore[no-untyped-def]
+    page = client.get("/manage/projets")
+    assert page.status_code == 404
+    assert "there is nothing at /manage/projets" in page.text
+    assert "Log out" in page.text and "Back to the start page" in page.text
+    client.cookies.clear()
+    anonymous = client.get("/manage/projets")
+    assert anonymous.status_code == 404 and "Log out" not in anonymous.text and 'href="/login"' in anonymous.text
+    api = client.get("/api/v1/no-such-thing")
+    assert api.status_code == 404 and api.json() == {"detail": "there is nothing at /api/v1/no-such-thing"}
+
+
 def test_progress_numbers_and_the_labels_chart(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "algebra", overlap=2)
     make_project(session_factory, "empty one")
