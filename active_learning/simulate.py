@@ -41,21 +41,21 @@ from active_learning.train import train
 @dataclass(frozen=True)
 class SimulationConfig:
     seed: int = field(default=0, metadata={"help": "Seed of the pool, the test set, selection and training."})
-    pool_problems: int = field(default=250, metadata={"help": "Problems whose candidates can be labeled."})
+    pool_problems: int = field(default=500, metadata={"help": "Problems whose candidates can be labeled."})
     solutions_per_problem: int = field(default=6, metadata={"help": "Candidates per pool problem."})
     error_rate: float = field(default=0.6, metadata={"help": "Share of candidates with an injected error."})
     test_problems: int = field(default=80, metadata={"help": "Held-out problems the PRMs are measured on."})
     test_solutions_per_problem: int = field(default=6, metadata={"help": "Candidates per test problem (best-of-N's N)."})
-    seed_labels: int = field(default=128, metadata={"help": "Uniform labels both arms start from."})
+    seed_labels: int = field(default=256, metadata={"help": "Uniform labels both arms start from."})
     labels_per_round: int = field(default=128, metadata={"help": "New labels each round, in both arms."})
-    rounds: int = field(default=4, metadata={"help": "Rounds after the seed round."})
+    rounds: int = field(default=6, metadata={"help": "Rounds after the seed round."})
     per_problem_cap: int = field(default=2, metadata={"help": "Most picks from one problem in a round."})
     wrong_share: float = field(default=0.8, metadata={"help": "Wrong-answer share of the active arm's picks."})
     score: str = field(default="product", metadata={
         "help": "Solution score the active arm ranks by: product (the paper's) or minimum of the "
                 "step probabilities."})
     epochs: float = field(default=4.0, metadata={"help": "Training passes over an arm's labels each round."})
-    train_steps: int = field(default=0, metadata={
+    train_steps: int = field(default=320, metadata={
         "help": "Optimizer steps of every round's training, whatever its number of labels "
                 "(replaces `epochs`). With a fixed number of passes the early rounds, with few "
                 "labels, train too few steps to beat chance, and the active arm then picks at "
@@ -64,9 +64,11 @@ class SimulationConfig:
     batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step."})
     max_length: int = field(default=384, metadata={"help": "Tokens per sequence."})
     base: str = field(default="tiny", metadata={"help": "PRM backbone (a preset, directory or hub id)."})
-    errors: str = field(default=",".join(ERRORS), metadata={
+    # The kinds a tiny model learns to spot in CPU minutes (bench/prm_learning.py): with the
+    # others the PRMs of both arms stay at chance and selection compares nothing.
+    errors: str = field(default="carry,remark", metadata={
         "help": f"Kinds of injected mistakes, comma-separated, from {','.join(ERRORS)}."})
-    pretrain_steps: int = field(default=0, metadata={
+    pretrain_steps: int = field(default=400, metadata={
         "help": "Pretrain the preset `base` this many steps on error-free solutions of other "
                 "problems first, once for both arms, and train every round's PRM from it with "
                 "targets at every token of a step and the next-token loss (the recipe of "
@@ -88,7 +90,8 @@ class SimulationConfig:
         """Minutes, not a measurement: for tests and for trying the command."""
         return cls(seed=seed, pool_problems=30, solutions_per_problem=4, test_problems=8,
                    test_solutions_per_problem=4, seed_labels=24, labels_per_round=24, rounds=2,
-                   epochs=1.0, max_length=256)
+                   epochs=1.0, train_steps=0, pretrain_steps=0, errors=",".join(ERRORS),
+                   max_length=256)
 
 
 @dataclass

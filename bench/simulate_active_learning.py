@@ -5,9 +5,10 @@ seed labels and get the same label budget each round; the figure of merit is the
 data-efficiency ratio, the labels uniform selection needs for the quality active learning
 reached. Writes bench/results/active_learning.json and active_learning.svg beside it.
 
-    python bench/simulate_active_learning.py                      # the default, ~15 minutes on 2 CPU cores
-    python bench/simulate_active_learning.py --seed 7             # another pool, test set and training seed
-    python bench/simulate_active_learning.py --rounds 8 --pool-problems 600 --base 100m   # on a GPU
+    OMP_NUM_THREADS=1 python bench/simulate_active_learning.py    # the default: about an hour on a CPU core
+    OMP_NUM_THREADS=1 python bench/simulate_active_learning.py --seed 7   # another pool, test set and training seed
+    python bench/simulate_active_learning.py --base 100m --pretrain-steps 2000 --train-steps 1000 \
+        --rounds 8 --pool-problems 1000                           # on a GPU
 """
 
 import argparse
