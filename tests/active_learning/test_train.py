@@ -119,34 +119,42 @@ def test_two_process_training_with_gloo(files):
 
 
 @pytest.mark.heavy
+# Two pretrainings and two trainings on one thread: about half an hour on a quiet machine.
+@pytest.mark.timeout(3600)
 def test_content_beats_position_only(tmp_path):
     sys.path.insert(0, str(REPO / "bench"))
-    from prm_learning import blank
+    from prm_learning import blank, records
 
-    from active_learning.config import TrainConfig
+    from active_learning.config import PretrainConfig, TrainConfig
     from active_learning.data import load_examples
-    from active_learning.synthetic import iter_candidates, to_prm800k
+    from active_learning.pretrain import pretrain
     from active_learning.train import train
 
-    # Miscopied previous results and false remarks: spotting either takes one comparison or
-    # one last digit, learnt in a few hundred steps. The synthetic data gives a step's place and
-    # length no hint of its rating, so the position-only model stays near chance.
+    # The recipe of bench/prm_learning.py at fixed step counts, never a time budget: a loaded
+    # machine then trains as much, only slower. Miscopied values and false remarks; the
+    # synthetic data gives a step's place and length no hint of its rating, so the position-only
+    # model stays near chance.
     kinds = ("carry", "remark")
-    train_records = [to_prm800k(c) for c in iter_candidates(250, 4, seed=1, errors=kinds)]
-    eval_records = [to_prm800k(c) for c in iter_candidates(60, 4, seed=2, errors=kinds)]
-    # A fixed number of optimizer steps (epochs of a fixed data set), never a time budget: a
-    # loaded machine then trains as much, only slower.
-    epochs, batch_size = 2, 16
+    reference = records(3200, 1, seed=3, errors=kinds, error_rate=0.0)
+    train_records = records(250, 4, seed=1, errors=kinds)
+    eval_records = records(100, 4, seed=2, errors=kinds)
+    # Many passes over few labels at 384 tokens, as in a simulated round (active_learning.simulate).
+    # One pass over 4,800 records cut at 256 tokens, after 300 pretraining steps, left the
+    # content model at chance (0.53).
+    epochs, batch_size, max_length = 5, 16, 384
     auroc, steps = {}, {}
     for name, transform in [("content", lambda r: r), ("position", blank)]:
-        config = TrainConfig(output=str(tmp_path / name), epochs=epochs, batch_size=batch_size,
-                             learning_rate=3e-3, max_length=256, seed=0)
+        base = pretrain(PretrainConfig(output=str(tmp_path / f"{name}-base"), steps=400, seed=0,
+                                       max_length=max_length), map(transform, reference))
+        config = TrainConfig(output=str(tmp_path / name), base=str(base), epochs=epochs,
+                             batch_size=batch_size, learning_rate=1e-3, max_length=max_length,
+                             seed=0, lm_loss_weight=1.0, step_token_labels=True, save_every=10**9)
         train(config, [transform(r) for r in train_records], [transform(r) for r in eval_records])
         meta = json.loads((tmp_path / name / "stepwise.json").read_text())
         auroc[name], steps[name] = meta["metrics"]["step_auroc"], meta["steps"]
     assert steps["content"] == steps["position"] == epochs * (len(load_examples(train_records)) // batch_size)
     assert auroc["position"] < 0.56, auroc
-    assert auroc["content"] > auroc["position"] + 0.05, auroc
+    assert auroc["content"] > auroc["position"] + 0.1, auroc
 
 
 def test_language_targets_leave_out_the_wrong_step():
