@@ -17,7 +17,11 @@ def _panel(results: dict[str, Any], metric: str, title: str, x0: float) -> list[
     curves = results["curves"]
     points = {arm: [(p["labels"], p[metric]) for p in curve if p.get(metric) is not None]
               for arm, curve in curves.items()}
-    values = [q for pts in points.values() for _, q in pts]
+    # Best-of-N is worth reporting only against majority voting over the same candidates: the
+    # test set is fixed, so that is one level for every round.
+    majority = next((p["majority"] for curve in curves.values() for p in curve
+                     if metric == "best_of_n" and p.get("majority") is not None), None)
+    values = [q for pts in points.values() for _, q in pts] + ([majority] if majority is not None else [])
     labels = [lab for pts in points.values() for lab, _ in pts]
     out = [f'<text x="{x0 + W / 2:.1f}" y="18" class="title">{title}</text>']
     if not values:
@@ -44,6 +48,9 @@ def _panel(results: dict[str, Any], metric: str, title: str, x0: float) -> list[
     if metric == "step_auroc" and lo <= 0.5 <= hi:
         out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(0.5):.1f}" y2="{y(0.5):.1f}" class="chance"/>'
                    f'<text x="{x0 + LEFT + 4}" y="{y(0.5) - 4:.1f}" class="tick">chance</text>')
+    if majority is not None:
+        out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(majority):.1f}" y2="{y(majority):.1f}" class="chance"/>'
+                   f'<text x="{x0 + LEFT + 4}" y="{y(majority) - 4:.1f}" class="tick">majority voting</text>')
     final = (results["data_efficiency"].get(metric) or {}).get("final")
     if final and final.get("quality") is not None:
         out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(final["quality"]):.1f}" '

@@ -74,6 +74,7 @@ def test_a_quick_simulation_writes_results_and_a_plot(tmp_path: Path) -> None:
     assert set(results["data_efficiency"]) == {"step_auroc", "first_error_f1", "best_of_n"}
     svg = output.with_suffix(".svg").read_text()
     assert svg.startswith("<svg") and "polyline" in svg
+    assert "majority voting" in svg  # best-of-N's reference level
     assert "step_auroc" in done.stdout
 
 
