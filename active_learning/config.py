@@ -10,6 +10,8 @@ class TrainConfig:
         "help": "Backbone: a preset (tiny, 100m, 500m: built from a config, no download), a local "
                 "directory, or a Hugging Face hub id."})
     epochs: float = field(default=3.0, metadata={"help": "Passes over the training examples."})
+    steps: int = field(default=0, metadata={
+        "help": "Optimizer steps, whatever the number of examples (replaces epochs); 0 uses epochs."})
     learning_rate: float = field(default=1e-3, metadata={
         "help": "Peak AdamW learning rate (after warm-up, then linear decay to zero). 1e-3 suits "
                 "the tiny preset; pretrained backbones want about 1e-5."})

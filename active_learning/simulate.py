@@ -128,10 +128,7 @@ def _pretrained_base(config: SimulationConfig, work_dir: Path) -> str:
 def _train(config: SimulationConfig, base: str, records: list[dict], test: list[dict],
            output: Path) -> tuple[Path, dict]:
     recipe = {"step_token_labels": True, "lm_loss_weight": 1.0} if config.pretrain_steps else {}
-    # train() counts an epoch as whole batches of records.
-    epochs = (config.train_steps / max(1, len(records) // config.batch_size) if config.train_steps
-              else config.epochs)
-    settings = TrainConfig(output=str(output), base=base, epochs=epochs,
+    settings = TrainConfig(output=str(output), base=base, epochs=config.epochs, steps=config.train_steps,
                            learning_rate=config.learning_rate, batch_size=config.batch_size,
                            max_length=config.max_length, seed=config.seed, log_every=10**9,
                            save_every=10**9, **recipe)

@@ -154,6 +154,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     Sources are PRM800K or TRL JSONL paths, or in-memory record dicts. Without `eval_source`,
     `config.eval_fraction` of the problems are held out for validation.
     """
+    if config.steps < 0:
+        raise ValueError(f"steps must be 0 (use epochs) or more, not {config.steps}")
     cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
     # bf16 autocast on CUDA keeps fp32 master weights, so small updates are not rounded away.
     accelerator = Accelerator(cpu=not cuda, mixed_precision="bf16" if cuda else "no")
@@ -177,7 +179,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     world, rank = accelerator.num_processes, accelerator.process_index
     # Every process must run the same number of steps, or gradient all-reduce would hang.
     steps_per_epoch = max(1, len(features) // (config.batch_size * world))
-    total_steps = math.ceil(config.epochs * steps_per_epoch)
+    total_steps = config.steps or math.ceil(config.epochs * steps_per_epoch)
     fingerprint = {"data_hash": snapshot_hash(examples), "config": config.to_dict(), "world": world}
 
     # The auxiliary next-token head reads the backbone's last hidden states, caught by a hook so

@@ -64,6 +64,16 @@ def test_refuses_to_overwrite(files, checkpoint):
     assert result.exit_code != 0 and "exists" in result.output
 
 
+def test_steps_replace_epochs(files, tmp_path):
+    output = tmp_path / "three-steps"
+    _cli("train", "--train", files / "train.jsonl", "--output", output, *FAST, "--steps", 3)
+    assert json.loads((output / "stepwise.json").read_text())["steps"] == 3
+    refused = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
+                                       "--output", str(tmp_path / "never"), *FAST, "--steps", "-1"])
+    assert refused.exit_code != 0 and "steps must be 0" in refused.output
+    assert not (tmp_path / "never").exists() and not (tmp_path / "never.partial").exists()
+
+
 def test_eval_prints_metrics(files, checkpoint):
     metrics = json.loads(_cli("eval", "--model", checkpoint, "--data", files / "eval.jsonl"))
     assert 0 <= metrics["step_auroc"] <= 1 and 0 <= metrics["first_error_f1"] <= 1
