@@ -27,8 +27,8 @@ from app.imports.problems import parse_problem
 from app.imports.reader import Line, hashed_and_rewound, read_lines
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.imports.writer import BatchWriter
-from app.labeling.queue import add_slots
-from app.models import ImportBatch, ImportFormat, Project, Solution, User, utcnow
+from app.labeling.queue import add_batch_slots
+from app.models import ImportBatch, ImportFormat, Project, User, utcnow
 
 CHUNK_LINES = 1000
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -139,7 +139,8 @@ def _import_lines(
     if lines == 0:
         errors.add(1, None, "the file has no records: expected one JSON object a line")
     errors.raise_if_any()
-    queued = _queue_new_solutions(session, project, batch.id, writer.first_solution_id)
+    first_id = writer.first_solution_id
+    queued = 0 if first_id is None else add_batch_slots(session, project, batch.id, first_id)
     batch.lines = lines
     batch.added = {**writer.added, "duplicates": duplicates}
     return ImportResult(
@@ -183,21 +184,3 @@ def _chunks(lines: Iterable[Line]) -> Iterator[list[Line]]:
             chunk, size = [], 0
     if chunk:
         yield chunk
-
-
-def _queue_new_solutions(session: Session, project: Project, batch_id: int, first_id: int | None) -> int:
-    if first_id is None:
-        return 0
-    queued = 0
-    last = first_id - 1
-    while True:
-        page = session.execute(
-            select(Solution.id, Solution.priority, Solution.generation)
-            .where(Solution.import_batch_id == batch_id, Solution.id > last)
-            .order_by(Solution.id)
-            .limit(5000)
-        ).all()
-        if not page:
-            return queued
-        queued += add_slots(session, project, [tuple(row) for row in page])
-        last = page[-1].id

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import Update, bindparam, exists, func, insert, select, update
+from sqlalchemy import Update, bindparam, exists, func, insert, literal, select, union_all, update
 from sqlalchemy.orm import Session, aliased
 
-from app.models import Assignment, AssignmentStatus, Label, Project, User, utcnow
+from app.models import Assignment, AssignmentStatus, Label, Project, Solution, User, utcnow
 
 T = TypeVar("T")
 
@@ -80,6 +80,46 @@ def add_slots(
     for chunk in _chunks(rows, 5000):
         session.execute(insert(Assignment), chunk)
     return len(rows)
+
+
+def add_batch_slots(session: Session, project: Project, batch_id: int, first_id: int) -> int:
+    """Give the solutions an import batch added (ids from `first_id` on) the slots their
+    imported labels leave open.
+
+    One INSERT ... SELECT, so that the database does the work: listing a 100,000-solution
+    batch's ids and counts through Python (add_slots) took a tenth of the import's time. The
+    solutions are new, so they have no slots yet and their only labels are the batch's own,
+    none made through a slot; the id bound lets the primary key find them instead of a scan of
+    every solution.
+    """
+    slot_numbers = union_all(*(select(literal(n).label("slot")) for n in range(project.overlap))).subquery()
+    # The tables were just filled and have no statistics yet: a plan that looked fine on
+    # paper scanned every label once per solution. A join on the label's solution index alone
+    # is safe either way.
+    solutions = (
+        select(
+            Solution.id,
+            Solution.priority,
+            Solution.generation,
+            func.count(Label.id).label("labels"),
+        )
+        .outerjoin(Label, Label.solution_id == Solution.id)
+        .where(Solution.id >= first_id, Solution.import_batch_id == batch_id)
+        .group_by(Solution.id, Solution.priority, Solution.generation)
+        .subquery()
+    )
+    slots = select(
+        literal(project.id),
+        solutions.c.id,
+        slot_numbers.c.slot,
+        solutions.c.priority,
+        solutions.c.generation,
+        literal(AssignmentStatus.waiting.value),
+    ).join_from(solutions, slot_numbers, slot_numbers.c.slot < project.overlap - solutions.c.labels)
+    columns = ["project_id", "solution_id", "slot", "priority", "generation", "status"]
+    # psycopg closes the cursor, and its row count with it, before SQLAlchemy would read it.
+    statement = insert(Assignment).from_select(columns, slots).execution_options(preserve_rowcount=True)
+    return session.execute(statement).rowcount
 
 
 def reclaim_expired(session: Session, project_id: int, now: datetime) -> int:
