@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 
 from active_learning.cli import prm
 from app.config import Settings, get_settings
@@ -56,7 +57,11 @@ def _format_detail(detail: object) -> str:
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Stepwise: step-level labels for math solutions. Honours DATABASE_URL."""
-    ctx.obj = _Context(get_settings())
+    try:
+        ctx.obj = _Context(get_settings())
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise click.ClickException(f"bad setting in the environment: {problems}") from None
 
 
 @cli.group(cls=_Group)
@@ -235,21 +240,17 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
 @cli.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, type=int, show_default=True)
-@click.option("--workers", default=1, type=int, show_default=True)
+@click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
 def serve(host: str, port: int, workers: int) -> None:
-    """Run the web server."""
-    import uvicorn
+    """Run the web server (several worker processes with --workers)."""
+    from app.server import PortInUse, serve as run_server
 
     click.echo(f"Stepwise at http://{host}:{port}/")
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        proxy_headers=True,
-        log_level="info",
-    )
+    try:
+        status = run_server(host, port, workers)
+    except PortInUse as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(status)
 
 
 @cli.command("demo")

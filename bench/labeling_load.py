@@ -85,7 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--solutions", type=int, default=100_000, help="solutions in the queue")
     parser.add_argument("--overlap", type=int, default=2, help="labelers per solution")
-    parser.add_argument("--workers", type=int, default=4, help="uvicorn worker processes")
+    parser.add_argument("--workers", type=int, default=4, help="server worker processes")
     parser.add_argument(
         "--concurrency", default="1,16,64", help="comma-separated labeler counts, one phase each"
     )
@@ -225,7 +225,7 @@ def summary(results: dict) -> str:  # type: ignore[type-arg]
             f"floor {f['requests_per_s']}/s p99 {f.get('p99_ms')} ms | "
             f"cores {phase['cores_busy']} | errors {phase['errors'] or 'none'}"
         )
-    lines.append(f"server workers restarted by uvicorn's supervisor: {results['worker_restarts']}")
+    lines.append(f"server workers replaced by the supervisor: {results['worker_restarts']}")
     check = results["integrity"]
     verdict = "ok" if check["ok"] else "FAILED"
     lines.append(f"integrity: {verdict} ({check['acknowledged']} acknowledged, {check['stored']} stored)")
@@ -248,8 +248,7 @@ def summary(results: dict) -> str:  # type: ignore[type-arg]
 def run_load(
     url: str, seeded: Seeded, args: argparse.Namespace, logs: Path
 ) -> tuple[dict[str, object], list[Tally], int]:
-    """The phases, their tallies, and how many workers uvicorn's supervisor restarted: it kills
-    a worker that leaves its health ping unanswered for 5 s, which a starved machine can do."""
+    """The phases, their tallies, and how many workers the server's supervisor replaced."""
     log = logs / "server.log"
     server, base = start_server(url, args.workers, log)
     phases: dict[str, object] = {}

@@ -1,0 +1,141 @@
+"""`stepwise serve --workers N`: one listening socket per worker, dead workers replaced, a clean stop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+STEPWISE = str(Path(sys.executable).parent / "stepwise")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _listeners(port: int) -> int:
+    """Sockets in LISTEN state on 127.0.0.1:port, as the kernel lists them."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as table:
+        next(table)
+        return sum(1 for row in table if row.split()[1] == wanted and row.split()[3] == "0A")
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.2)
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _multiprocessing_helpers(pid: int) -> set[int]:
+    """multiprocessing's resource tracker, which spawn starts beside the workers."""
+    return {child for child in _children(pid) if b"resource_tracker" in Path(f"/proc/{child}/cmdline").read_bytes()}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}"}
+    subprocess.run([STEPWISE, "db", "upgrade"], env=env, check=True, capture_output=True)
+    yield env
+
+
+def test_workers_listen_on_their_own_sockets_are_replaced_and_stop_cleanly(env: dict[str, str], tmp_path: Path) -> None:
+    port = _free_port()
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [STEPWISE, "serve", "--port", str(port), "--workers", "2"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        # The kernel spreads connections over the workers only if each has its own socket.
+        _wait_for(lambda: _listeners(port) == 2 and _answers(port))
+        workers = _children(server.pid) - _multiprocessing_helpers(server.pid)
+        assert len(workers) == 2
+
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        _wait_for(lambda: victim not in _children(server.pid))
+        _wait_for(lambda: len(_children(server.pid) - _multiprocessing_helpers(server.pid)) == 2 and _listeners(port) == 2)
+        assert _answers(port)
+
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    text = (tmp_path / "serve.log").read_text()
+    assert f"Child process [{victim}] died" in text and "Stopping parent process" in text
+    assert _listeners(port) == 0
+
+
+def test_a_port_in_use_is_refused_with_one_message(env: dict[str, str]) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = subprocess.run(
+            [STEPWISE, "serve", "--port", str(port), "--workers", "2"], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "Started parent process" not in result.stderr
+
+
+def test_workers_that_cannot_start_stop_the_server(env: dict[str, str]) -> None:
+    broken = {**env, "DATABASE_URL": "mysql://nobody@127.0.0.1/none"}
+    result = subprocess.run(
+        [STEPWISE, "serve", "--port", str(_free_port()), "--workers", "2"],
+        env=broken,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "failed to start" in result.stderr
+
+
+def test_no_workers_is_refused(env: dict[str, str]) -> None:
+    result = subprocess.run([STEPWISE, "serve", "--workers", "0"], env=env, capture_output=True, text=True)
+    assert result.returncode == 2 and "0 is not in the range" in result.stderr
+
+
+def test_a_bad_setting_is_one_line_not_a_traceback(env: dict[str, str]) -> None:
+    result = subprocess.run(
+        [STEPWISE, "projects", "list"], env={**env, "STEPWISE_DB_POOL_SIZE": "many"}, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    assert "bad setting in the environment: STEPWISE_DB_POOL_SIZE" in result.stderr
+    assert "Traceback" not in result.stderr
