@@ -243,12 +243,11 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
 @click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
 def serve(host: str, port: int, workers: int) -> None:
     """Run the web server (several worker processes with --workers)."""
-    from app.server import PortInUse, serve as run_server
+    from app.server import CannotListen, serve as run_server
 
-    click.echo(f"Stepwise at http://{host}:{port}/")
     try:
-        status = run_server(host, port, workers)
-    except PortInUse as exc:
+        status = run_server(host, port, workers, announce=lambda url: click.echo(f"Stepwise at {url}"))
+    except CannotListen as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(status)
 

@@ -4,7 +4,9 @@ uvicorn's multi-worker mode shares one listening socket among its workers, and t
 wakes first accepts every connection then waiting (asyncio takes up to the backlog at once).
 64 labelers connecting together landed 35, 20, 9 and 0 on four workers, and the busiest, held
 to one core by the GIL, set everybody's pace. Here every worker binds the port with
-SO_REUSEPORT, and the kernel spreads new connections evenly over the workers' sockets.
+SO_REUSEPORT, and the kernel hands each new connection to one of the workers' sockets by a hash
+of its addresses: even on average, and never all of a burst to whoever woke first. Connections
+still queued on the socket of a worker that dies are reset, where a shared socket would keep them.
 """
 
 from __future__ import annotations
@@ -15,34 +17,37 @@ import multiprocessing
 import os
 import signal
 import socket
+import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event as EventType
 from types import FrameType
 
 import uvicorn
-from uvicorn.config import LOGGING_CONFIG, STARTUP_FAILURE
+from uvicorn.config import LOGGING_CONFIG
 
 APP = "app.main:create_app"
-# Workers finish their requests after SIGTERM; one still there after this is killed.
-SHUTDOWN_GRACE_S = 30.0
-# A worker that exits this soon after starting is taken to have failed to start (a bad setting,
-# a database it cannot reach): a replacement would fail the same way, so serving stops.
-STARTUP_WINDOW_S = 10.0
+# Workers finish their requests after SIGTERM; one still there after this is killed. Under
+# Docker's default 10 s between SIGTERM and SIGKILL, so that the workers get the grace, not Docker.
+SHUTDOWN_GRACE_S = 8.0
 
 logger = logging.getLogger("uvicorn.error")
 
 
-class PortInUse(Exception):
+class CannotListen(Exception):
     pass
 
 
-def serve(host: str, port: int, workers: int) -> int:
-    """Serve until stopped (SIGINT, SIGTERM); the exit status."""
+def serve(host: str, port: int, workers: int, announce: Callable[[str], None]) -> int:
+    """Serve until stopped (SIGINT, SIGTERM); the exit status. `announce` gets the address."""
     if workers <= 1:
+        announce(f"http://{host}:{port}/")
         uvicorn.run(APP, factory=True, host=host, port=port, proxy_headers=True, log_level="info")
         return 0
     port = _free_port_check(host, port)
+    announce(f"http://{host}:{port}/")
     # The parent's own lines (workers started, died, stopped) in the workers' format.
     logging.config.dictConfig(LOGGING_CONFIG)
     return _Supervisor(host, port, workers).run()
@@ -52,9 +57,9 @@ def _config(host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(APP, factory=True, host=host, port=port, proxy_headers=True, log_level="info")
 
 
-def _address(host: str, port: int) -> tuple[socket.AddressFamily, tuple]:  # type: ignore[type-arg]
-    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    return family, address
+def _family(host: str) -> socket.AddressFamily:
+    # As uvicorn's own multi-worker mode does: one address, IPv6 when the host is written as one.
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 def _free_port_check(host: str, port: int) -> int:
@@ -63,33 +68,61 @@ def _free_port_check(host: str, port: int) -> int:
     Bound without SO_REUSEPORT, so that a port another server holds is refused here with one
     clear message rather than by every worker in turn.
     """
-    family, address = _address(host, port)
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(address)
+            probe.bind((host, port))
         except OSError as exc:
-            raise PortInUse(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+            raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         return int(probe.getsockname()[1])
 
 
-def _listening_socket(host: str, port: int, backlog: int) -> socket.socket:
-    family, address = _address(host, port)
-    sock = socket.socket(family, socket.SOCK_STREAM)
+def _bound_socket(host: str, port: int) -> socket.socket:
+    """Bound, not yet listening: the server listens once the app has started, so the kernel
+    gives a starting worker no connections it cannot answer yet."""
+    sock = socket.socket(_family(host), socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(address)
-    sock.listen(backlog)
+    sock.bind((host, port))
     return sock
 
 
-def _run_worker(host: str, port: int) -> None:
-    config = _config(host, port)
-    uvicorn.Server(config).run(sockets=[_listening_socket(host, port, config.backlog)])
+class _Worker(uvicorn.Server):
+    """uvicorn's server, telling the supervisor once the app has started."""
+
+    def __init__(self, config: uvicorn.Config, ready: EventType) -> None:
+        super().__init__(config)
+        self.ready = ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.ready.set()
+
+
+def _run_worker(host: str, port: int, ready: EventType) -> None:
+    # Ctrl-C in a terminal reaches every process of the group: the supervisor stops the workers
+    # with SIGTERM, so a worker leaves SIGINT alone outside uvicorn's own handling of it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
+    _Worker(_config(host, port), ready).run(sockets=[_bound_socket(host, port)])
+
+
+def _exit_with_parent() -> None:
+    """A supervisor killed outright cannot stop its workers: they stop themselves, or they would
+    go on holding the port."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        wait([parent.sentinel])
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class _Supervisor:
-    """Starts the workers, replaces any that dies, and stops them all on SIGINT or SIGTERM."""
+    """Starts the workers, replaces any that dies, and stops them all on SIGINT or SIGTERM.
+
+    A worker that dies before its app has started (a bad setting, a database it cannot reach)
+    stops serving altogether: a replacement would fail the same way, over and over.
+    """
 
     def __init__(self, host: str, port: int, workers: int) -> None:
         self.host = host
@@ -97,14 +130,16 @@ class _Supervisor:
         self.count = workers
         # spawn, not fork: a forked worker would inherit the parent's threads and locks.
         self.context = multiprocessing.get_context("spawn")
-        self.started: dict[int, float] = {}
+        self.ready: dict[int, EventType] = {}
         self.stopping = False
 
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._stop)
         logger.info("Started parent process [%d], %d workers on %s:%d", os.getpid(), self.count, self.host, self.port)
-        workers = [self._start() for _ in range(self.count)]
+        workers: list[BaseProcess] = []
+        while len(workers) < self.count and not self.stopping:
+            workers.append(self._start())
         status = 0
         while not self.stopping:
             wait([w.sentinel for w in workers], timeout=0.5)
@@ -122,18 +157,18 @@ class _Supervisor:
         return status
 
     def _start(self) -> BaseProcess:
-        worker = self.context.Process(target=_run_worker, args=(self.host, self.port), name="stepwise-worker")
+        ready = self.context.Event()
+        worker = self.context.Process(target=_run_worker, args=(self.host, self.port, ready), name="stepwise-worker")
         worker.start()
         assert worker.pid is not None
-        self.started[worker.pid] = time.monotonic()
+        self.ready[worker.pid] = ready
         return worker
 
     def _failed_to_start(self, worker: BaseProcess) -> bool:
         assert worker.pid is not None
-        lived = time.monotonic() - self.started.pop(worker.pid, 0.0)
-        # Killed by a signal (a negative code) is a death, however soon: the replacement may live.
-        code = worker.exitcode or 0
-        return code == STARTUP_FAILURE or (lived < STARTUP_WINDOW_S and code > 0)
+        started = self.ready.pop(worker.pid).is_set()
+        # Killed by a signal (a negative code) is a death, however soon: a replacement may live.
+        return not started and (worker.exitcode or 0) > 0
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True

@@ -94,8 +94,8 @@ def add_batch_slots(session: Session, project: Project, batch_id: int, first_id:
     """
     slot_numbers = union_all(*(select(literal(n).label("slot")) for n in range(project.overlap))).subquery()
     # The tables were just filled and have no statistics yet: a plan that looked fine on
-    # paper scanned every label once per solution. A join on the label's solution index alone
-    # is safe either way.
+    # paper scanned every label once per solution. Joined on the solution alone, the worst plan
+    # left is one scan of the labels (a hash join), never one per solution.
     solutions = (
         select(
             Solution.id,

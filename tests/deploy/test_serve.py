@@ -101,6 +101,47 @@ def test_workers_listen_on_their_own_sockets_are_replaced_and_stop_cleanly(env: 
     assert _listeners(port) == 0
 
 
+def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    # A session of its own, so that a test can send a signal to the whole group as a terminal does.
+    return subprocess.Popen(
+        [STEPWISE, "serve", "--port", str(port), "--workers", "2"],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_path: Path) -> None:
+    port = _free_port()
+    server = _start(env, port, tmp_path / "serve.log")
+    try:
+        _wait_for(lambda: _listeners(port) == 2 and _answers(port))
+        os.killpg(server.pid, signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    text = (tmp_path / "serve.log").read_text()
+    assert "Stopping parent process" in text and "Traceback" not in text
+    _wait_for(lambda: _listeners(port) == 0, timeout=30)
+
+
+def test_workers_stop_when_the_supervisor_is_killed(env: dict[str, str], tmp_path: Path) -> None:
+    port = _free_port()
+    server = _start(env, port, tmp_path / "serve.log")
+    try:
+        _wait_for(lambda: _listeners(port) == 2 and _answers(port))
+        server.kill()
+        server.wait()
+        # Orphaned workers would go on holding the port, and a restarted server could not bind it.
+        _wait_for(lambda: _listeners(port) == 0, timeout=30)
+    finally:
+        if _listeners(port):
+            os.killpg(server.pid, signal.SIGKILL)
+
+
 def test_a_port_in_use_is_refused_with_one_message(env: dict[str, str]) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
