@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from active_learning.cli import prm
 from app.config import Settings, get_settings
@@ -22,7 +23,12 @@ class _Context:
 
     def session(self):  # type: ignore[no-untyped-def]
         if self._factory is None:
-            self._factory = create_session_factory(create_db_engine(self.settings))
+            try:
+                engine = create_db_engine(self.settings)
+            except (ImportError, SQLAlchemyError) as exc:
+                # A driver that is not installed (postgresql+psycopg2://, say) or a bad option.
+                raise click.ClickException(f"cannot open DATABASE_URL: {exc}") from None
+            self._factory = create_session_factory(engine)
         return session_scope(self._factory)
 
 
@@ -60,7 +66,7 @@ def cli(ctx: click.Context) -> None:
     try:
         ctx.obj = _Context(get_settings())
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
         raise click.ClickException(f"bad setting in the environment: {problems}") from None
 
 
@@ -279,8 +285,6 @@ def _read_password() -> str:
 
 
 def _validated(model, **values):  # type: ignore[no-untyped-def]
-    from pydantic import ValidationError
-
     from app.errors import BadInput
 
     try:

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 
 def normalize_database_url(url: str) -> str:
@@ -39,7 +41,16 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _normalize(cls, value: str) -> str:
-        return normalize_database_url(value)
+        url = normalize_database_url(value.strip())
+        try:
+            backend = make_url(url).get_backend_name()
+        except ArgumentError:
+            raise ValueError(
+                "not a database URL: expected sqlite:///path/to/file.db or postgresql://user@host/database"
+            ) from None
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"{backend} is not supported: Stepwise runs on SQLite and PostgreSQL")
+        return url
 
     @property
     def is_sqlite(self) -> bool:

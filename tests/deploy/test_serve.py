@@ -156,7 +156,8 @@ def test_a_port_in_use_is_refused_with_one_message(env: dict[str, str]) -> None:
 
 
 def test_workers_that_cannot_start_stop_the_server(env: dict[str, str]) -> None:
-    broken = {**env, "DATABASE_URL": "mysql://nobody@127.0.0.1/none"}
+    # A PostgreSQL URL naming a driver that is not installed: only the workers open the database.
+    broken = {**env, "DATABASE_URL": "postgresql+nosuchdriver://nobody@127.0.0.1/none"}
     result = subprocess.run(
         [STEPWISE, "serve", "--port", str(_free_port()), "--workers", "2"],
         env=broken,
@@ -171,6 +172,24 @@ def test_workers_that_cannot_start_stop_the_server(env: dict[str, str]) -> None:
 def test_no_workers_is_refused(env: dict[str, str]) -> None:
     result = subprocess.run([STEPWISE, "serve", "--workers", "0"], env=env, capture_output=True, text=True)
     assert result.returncode == 2 and "0 is not in the range" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("", "DATABASE_URL: Value error, not a database URL"),
+        ("mysql://nobody@127.0.0.1/none", "DATABASE_URL: Value error, mysql is not supported"),
+    ],
+)
+def test_a_bad_database_url_is_one_line(env: dict[str, str], url: str, message: str) -> None:
+    result = subprocess.run([STEPWISE, "db", "upgrade"], env={**env, "DATABASE_URL": url}, capture_output=True, text=True)
+    assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_database_driver_that_is_missing_is_one_line(env: dict[str, str]) -> None:
+    broken = {**env, "DATABASE_URL": "postgresql+nosuchdriver://nobody@127.0.0.1/none"}
+    result = subprocess.run([STEPWISE, "projects", "list"], env=broken, capture_output=True, text=True)
+    assert result.returncode == 1 and "cannot open DATABASE_URL" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_bad_setting_is_one_line_not_a_traceback(env: dict[str, str]) -> None:
