@@ -9,6 +9,8 @@ and the platform grades every imported solution inline.
 import concurrent.futures
 import functools
 import multiprocessing
+import multiprocessing.connection
+import os
 import logging
 import re
 import signal
@@ -133,9 +135,24 @@ def _raise_overrun(signum, frame):
     raise _Overrun
 
 
+def _exit_with_parent() -> None:
+    """The helper holds both ends of its own task queue, so it never sees its parent go: a
+    server killed outright (or a test's) left it running for good. It leaves when the parent does."""
+
+    def watch() -> None:
+        parent = multiprocessing.parent_process()
+        if parent is not None:
+            multiprocessing.connection.wait([parent.sentinel])
+            os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 @functools.cache
 def _pool() -> concurrent.futures.ProcessPoolExecutor:
-    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    pool = concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent
+    )
     # Start the helper and import sympy in it now, so that start-up does not count against the
     # time limit of the first comparison.
     pool.submit(_compare, "1", "1").result()

@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -95,3 +97,30 @@ def test_math500_reference_solutions_agree():
 def test_plain_numbers_are_settled_without_parsing(monkeypatch, answer, truth, same):
     monkeypatch.setattr(grading, "parse", lambda *a, **k: pytest.fail("parsed a plain number"))
     assert is_equivalent(answer, truth) is same
+
+
+def test_the_comparison_helper_leaves_when_its_parent_is_killed() -> None:
+    # A server killed outright must not leave its sympy helper process behind for good.
+    script = (
+        "import time; from active_learning import grading; pool = grading._pool(); "
+        "print(next(iter(pool._processes)), flush=True); time.sleep(600)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        helper = int(parent.stdout.readline())  # type: ignore[union-attr]
+        assert _alive(helper)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while _alive(helper) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(helper)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
