@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -12,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from active_learning.cli import prm
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
-from app.errors import ServiceError
+from app.errors import BadInput, ServiceError
 from app.models import Role
 
 
@@ -27,7 +28,7 @@ class _Context:
                 engine = create_db_engine(self.settings)
             except (ImportError, SQLAlchemyError) as exc:
                 # A driver that is not installed (postgresql+psycopg2://, say) or a bad option.
-                raise click.ClickException(f"cannot open DATABASE_URL: {exc}") from None
+                raise BadInput(f"cannot open DATABASE_URL: {exc}") from None
             self._factory = create_session_factory(engine)
         return session_scope(self._factory)
 
@@ -66,8 +67,8 @@ def cli(ctx: click.Context) -> None:
     try:
         ctx.obj = _Context(get_settings())
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-        raise click.ClickException(f"bad setting in the environment: {problems}") from None
+        # Named as the environment spells them: DATABASE_URL, STEPWISE_DB_POOL_SIZE.
+        raise BadInput("bad setting in the environment", _details(exc, str.upper)) from None
 
 
 @cli.group(cls=_Group)
@@ -285,15 +286,14 @@ def _read_password() -> str:
 
 
 def _validated(model, **values):  # type: ignore[no-untyped-def]
-    from app.errors import BadInput
-
     try:
         return model(**values)
     except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
-        ]
-        raise BadInput("invalid arguments", details) from exc
+        raise BadInput("invalid arguments", _details(exc)) from exc
+
+
+def _details(exc: ValidationError, name: Callable[[str], str] = str) -> list[dict[str, str]]:
+    return [{"field": name(".".join(str(p) for p in e["loc"])), "message": e["msg"]} for e in exc.errors()]
 
 
 # The PRM engine's own command group; it imports torch only inside its commands.

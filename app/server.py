@@ -44,8 +44,13 @@ def serve(host: str, port: int, workers: int, announce: Callable[[str], None]) -
     """Serve until stopped (SIGINT, SIGTERM); the exit status. `announce` gets the address."""
     if workers <= 1:
         announce(f"http://{host}:{port}/")
-        uvicorn.run(APP, factory=True, host=host, port=port, proxy_headers=True, log_level="info")
-        return 0
+        server = uvicorn.Server(_config(host, port))
+        try:
+            server.run()
+        except KeyboardInterrupt:
+            # uvicorn stops on Ctrl-C, then raises it again for whoever called it.
+            pass
+        return 0 if server.started else 1
     port = _free_port_check(host, port)
     announce(f"http://{host}:{port}/")
     # The parent's own lines (workers started, died, stopped) in the workers' format.

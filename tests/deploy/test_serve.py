@@ -60,9 +60,21 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _multiprocessing_helpers(pid: int) -> set[int]:
-    """multiprocessing's resource tracker, which spawn starts beside the workers."""
-    return {child for child in _children(pid) if b"resource_tracker" in Path(f"/proc/{child}/cmdline").read_bytes()}
+def _workers(pid: int) -> set[int]:
+    """The server's children but multiprocessing's resource tracker, which spawn starts too."""
+    return {child for child in _children(pid) if b"resource_tracker" not in Path(f"/proc/{child}/cmdline").read_bytes()}
+
+
+def _start(env: dict[str, str], port: int, log: Path, workers: int = 2) -> subprocess.Popen[bytes]:
+    # A session of its own, so that a test can send a signal to the whole group as a terminal does.
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [STEPWISE, "serve", "--port", str(port), "--workers", str(workers)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 @pytest.fixture
@@ -74,20 +86,17 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 def test_workers_listen_on_their_own_sockets_are_replaced_and_stop_cleanly(env: dict[str, str], tmp_path: Path) -> None:
     port = _free_port()
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [STEPWISE, "serve", "--port", str(port), "--workers", "2"], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
+    server = _start(env, port, tmp_path / "serve.log")
     try:
         # The kernel spreads connections over the workers only if each has its own socket.
         _wait_for(lambda: _listeners(port) == 2 and _answers(port))
-        workers = _children(server.pid) - _multiprocessing_helpers(server.pid)
+        workers = _workers(server.pid)
         assert len(workers) == 2
 
         victim = min(workers)
         os.kill(victim, signal.SIGKILL)
         _wait_for(lambda: victim not in _children(server.pid))
-        _wait_for(lambda: len(_children(server.pid) - _multiprocessing_helpers(server.pid)) == 2 and _listeners(port) == 2)
+        _wait_for(lambda: len(_workers(server.pid)) == 2 and _listeners(port) == 2)
         assert _answers(port)
 
         server.send_signal(signal.SIGTERM)
@@ -101,22 +110,12 @@ def test_workers_listen_on_their_own_sockets_are_replaced_and_stop_cleanly(env: 
     assert _listeners(port) == 0
 
 
-def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    # A session of its own, so that a test can send a signal to the whole group as a terminal does.
-    return subprocess.Popen(
-        [STEPWISE, "serve", "--port", str(port), "--workers", "2"],
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_path: Path, workers: int) -> None:
     port = _free_port()
-    server = _start(env, port, tmp_path / "serve.log")
+    server = _start(env, port, tmp_path / "serve.log", workers)
     try:
-        _wait_for(lambda: _listeners(port) == 2 and _answers(port))
+        _wait_for(lambda: _listeners(port) == workers and _answers(port))
         os.killpg(server.pid, signal.SIGINT)
         assert server.wait(timeout=60) == 0
     finally:
@@ -124,7 +123,8 @@ def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
     text = (tmp_path / "serve.log").read_text()
-    assert "Stopping parent process" in text and "Traceback" not in text
+    assert ("Stopping parent process" if workers > 1 else "Finished server process") in text
+    assert "Traceback" not in text and "Aborted" not in text
     _wait_for(lambda: _listeners(port) == 0, timeout=30)
 
 
@@ -177,25 +177,26 @@ def test_no_workers_is_refused(env: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("", "DATABASE_URL: Value error, not a database URL"),
+        ("", "DATABASE_URL: Value error, not a database URL: expected sqlite:///"),
         ("mysql://nobody@127.0.0.1/none", "DATABASE_URL: Value error, mysql is not supported"),
     ],
 )
-def test_a_bad_database_url_is_one_line(env: dict[str, str], url: str, message: str) -> None:
+def test_a_bad_database_url_is_named_without_a_traceback(env: dict[str, str], url: str, message: str) -> None:
     result = subprocess.run([STEPWISE, "db", "upgrade"], env={**env, "DATABASE_URL": url}, capture_output=True, text=True)
     assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_database_driver_that_is_missing_is_one_line(env: dict[str, str]) -> None:
+def test_a_database_driver_that_is_missing_is_named_without_a_traceback(env: dict[str, str]) -> None:
     broken = {**env, "DATABASE_URL": "postgresql+nosuchdriver://nobody@127.0.0.1/none"}
     result = subprocess.run([STEPWISE, "projects", "list"], env=broken, capture_output=True, text=True)
     assert result.returncode == 1 and "cannot open DATABASE_URL" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_bad_setting_is_one_line_not_a_traceback(env: dict[str, str]) -> None:
+def test_a_bad_setting_is_named_without_a_traceback(env: dict[str, str]) -> None:
     result = subprocess.run(
         [STEPWISE, "projects", "list"], env={**env, "STEPWISE_DB_POOL_SIZE": "many"}, capture_output=True, text=True
     )
     assert result.returncode == 1
-    assert "bad setting in the environment: STEPWISE_DB_POOL_SIZE" in result.stderr
+    assert "error: bad setting in the environment" in result.stderr
+    assert "STEPWISE_DB_POOL_SIZE: Input should be a valid integer" in result.stderr
     assert "Traceback" not in result.stderr
