@@ -41,7 +41,7 @@ from app.models import (
 RECENT_LABELS = 10
 
 # Next-task and submit are the hot path: their statements are built once, with named
-# parameters (see queue.py for why).
+# parameters, and run on the session's connection (see queue.py for why).
 _TASK = select(
     Solution.steps,
     Problem.id.label("problem_id"),
@@ -99,7 +99,7 @@ def next_task(session: Session, project: Project, user: User) -> NextTask:
     if lease is None:
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
-    row = session.execute(
+    row = session.connection().execute(
         _TASK, {"solution": lease.solution_id, "project": project.id}
     ).one()
     task = Task(
@@ -120,7 +120,8 @@ def submit_label(
     earlier = _label_with_key(session, user, data.idempotency_key)
     if earlier is not None:
         return _receipt_for_retry(earlier, assignment_id)
-    held = session.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id}).first()
+    connection = session.connection()
+    held = connection.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id}).first()
     if held is None or held.user_id != user.id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(f"you hold no assignment {assignment_id}")
@@ -143,7 +144,7 @@ def submit_label(
     check_ratings(held.labeling_mode, len(held.steps), data)
     now = utcnow()
     try:
-        label_id = session.scalar(
+        label_id = connection.scalar(
             _NEW_LABEL,
             {
                 "project_id": held.project_id,
@@ -166,7 +167,7 @@ def submit_label(
         # The assignment is locked and still open, so no label of it exists: the clash is this
         # labeler's key, sent at this moment for another assignment.
         raise Conflict("this idempotency key was already used for another assignment") from exc
-    session.execute(_CLOSE_ASSIGNMENT, {"assignment": assignment_id, "now": now})
+    connection.execute(_CLOSE_ASSIGNMENT, {"assignment": assignment_id, "now": now})
     assert label_id is not None
     return LabelReceipt(
         label_id=label_id,
@@ -189,7 +190,7 @@ def release_task(session: Session, user: User, assignment_id: int) -> None:
 
 
 def _label_with_key(session: Session, user: User, key: str) -> Row[Any] | None:
-    return session.execute(_LABEL_WITH_KEY, {"user": user.id, "key": key}).first()
+    return session.connection().execute(_LABEL_WITH_KEY, {"user": user.id, "key": key}).first()
 
 
 def _receipt_for_retry(label: Row[Any], assignment_id: int) -> LabelReceipt:
