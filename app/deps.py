@@ -14,9 +14,10 @@ from app.db import get_session
 from app.errors import Forbidden, ServiceError
 from app.models import Role, User
 
-# A row id in a path. The bounds turn a number no database column can hold (SQLite cannot even
-# bind one past 2**63) into a 422 instead of a 500.
-RowId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+# A row id in a path. The bounds turn a number no id column can hold (they are 32-bit INTEGER
+# on PostgreSQL) into a 422 instead of a 500.
+MAX_ROW_ID = 2**31 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 
 SESSION_COOKIE = "stepwise_session"
 CSRF_HEADER = "X-CSRF-Token"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 
 class ServiceError(Exception):
     status_code = 400
@@ -28,3 +30,42 @@ class Conflict(ServiceError):
 
 class Forbidden(ServiceError):
     status_code = 403
+
+
+class ErrorItem(BaseModel):
+    """One thing wrong: a field of the request, or a line of an uploaded file."""
+
+    field: str | None = None
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+
+class ErrorBody(BaseModel):
+    """The body of every JSON error answer."""
+
+    detail: str = Field(description="what went wrong, in one sentence")
+    errors: list[ErrorItem] | None = Field(
+        default=None, description="each bad field or file line, when there are any"
+    )
+
+
+ERROR_MEANINGS = {
+    400: "the body is not valid JSON or form data",
+    401: "not logged in, or an unknown or revoked bearer token",
+    403: "the caller's role may not do this, or a browser call came without its CSRF token",
+    404: "no such object, or none the caller may see",
+    409: "conflicts with what is stored, or with a write made at the same moment",
+    413: "the upload is larger than STEPWISE_MAX_UPLOAD_MB",
+    422: "invalid request: `errors` names each bad field",
+}
+
+
+def error_responses(*codes: int, described: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for error answers, so that the schema shows the body they really have:
+    FastAPI's own 422 entry describes its validation error, which app.main answers as ErrorBody."""
+    described = described or {}
+    return {
+        code: {"model": ErrorBody, "description": described.get(code, ERROR_MEANINGS[code])}
+        for code in codes
+    }

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import quote
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.routing import iter_route_contexts
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -130,28 +132,30 @@ def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
 
-def _error_response(request: Request, status_code: int, message: str, details=None) -> Response:  # type: ignore[no-untyped-def]
+def _error_response(  # type: ignore[no-untyped-def]
+    request: Request, status_code: int, message: str, details=None, headers=None
+) -> Response:
     if _wants_json(request):
         body = {"detail": message}
         if details is not None:
             body["errors"] = details
-        return JSONResponse(body, status_code=status_code)
-    return render(
+        return JSONResponse(body, status_code=status_code, headers=headers)
+    response = render(
         request,
         "error.html",
         {"status_code": status_code, "message": message, "details": details},
         status_code=status_code,
     )
+    if headers:
+        response.headers.update(headers)
+    return response
 
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> Response:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        response = _error_response(request, exc.status_code, exc.message, exc.details)
-        if headers:
-            response.headers.update(headers)
-        return response
+        return _error_response(request, exc.status_code, exc.message, exc.details, headers)
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:
@@ -159,14 +163,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
-        errors = [
-            {
-                "field": ".".join(str(p) for p in err.get("loc", ()) if p != "body"),
-                "message": err.get("msg", "invalid"),
-            }
-            for err in exc.errors()
-        ]
-        summary = "; ".join(f"{e['field'] or 'request'}: {e['message']}" for e in errors[:5])
+        errors = [_field_error(err) for err in exc.errors()]
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
         return _error_response(request, 422, f"invalid request: {summary}", errors)
 
     @app.exception_handler(IntegrityError)
@@ -177,6 +175,13 @@ def _install_error_handlers(app: FastAPI) -> None:
             request, 409, "this conflicts with data written at the same moment: reload and retry"
         )
 
+    @app.exception_handler(DataError)
+    async def unstorable_value(request: Request, exc: DataError) -> Response:
+        # A value the database cannot hold or compare, such as a NUL character in text on
+        # PostgreSQL: bad input like any other, and the transaction has been rolled back.
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else "invalid value"
+        return _error_response(request, 422, f"a value the database cannot take: {reason}")
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         message = str(exc.detail)
@@ -186,7 +191,37 @@ def _install_error_handlers(app: FastAPI) -> None:
             # An address no route matched never ran the login dependency: look the visitor up,
             # so that the error page keeps their menu instead of offering a login they have.
             request.state.principal = await anyio.to_thread.run_sync(_visitor, request)
-        return _error_response(request, exc.status_code, message)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        elif exc.status_code == 400 and message == "There was an error parsing the body":
+            message = "the request body is not valid JSON or form data"
+        return _error_response(request, exc.status_code, message, headers=headers)
+
+
+def _field_error(error: dict[str, Any]) -> dict[str, str]:
+    location = error.get("loc", ())
+    if error.get("type") == "json_invalid":
+        # Its location is ("body", offset): the offset is no field.
+        offset = location[-1] if location else 0
+        reason = error.get("ctx", {}).get("error", "invalid")
+        return {"field": "body", "message": f"not valid JSON at character {offset}: {reason}"}
+    field = ".".join(str(part) for part in location if part != "body") or "body"
+    return {"field": field, "message": error.get("msg", "invalid")}
+
+
+def _allowed_methods(request: Request) -> str:
+    """What a 405's Allow header must list: every method of every route at the address.
+    Starlette's names only the first route that matched the path, and here one address is
+    often served by several routes (GET and POST of /api/v1/projects, say)."""
+    path = request.url.path
+    methods: set[str] = set()
+    # iter_route_contexts: FastAPI keeps included routers nested in app.routes.
+    for route in iter_route_contexts(request.app.routes):
+        pattern = getattr(route, "path_regex", None)
+        if pattern is not None and route.methods and pattern.match(path):
+            methods |= route.methods
+    return ", ".join(sorted(methods))
 
 
 def _visitor(request: Request) -> Principal | None:

@@ -5,11 +5,17 @@ from fastapi import APIRouter, Request, status
 from app.auth import service
 from app.auth.schemas import TokenRead, TokenRequest
 from app.deps import ApiUser, NotAuthenticated, SessionDep
+from app.errors import error_responses
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 
 
-@router.post("/tokens", response_model=TokenRead, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/tokens",
+    response_model=TokenRead,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 401, 422, described={401: "wrong username or password"}),
+)
 def create_token(body: TokenRequest, session: SessionDep) -> TokenRead:
     """Trade a username and password for a bearer token (shown once, stored hashed)."""
     user = service.authenticate(session, body.username, body.password)
@@ -18,7 +24,11 @@ def create_token(body: TokenRequest, session: SessionDep) -> TokenRead:
     return TokenRead(token=service.issue_api_token(session, user, body.name))
 
 
-@router.delete("/tokens/current", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/tokens/current",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(401, 403, 409, 422),
+)
 def revoke_current_token(request: Request, _: ApiUser, session: SessionDep) -> None:
     _, _, token = request.headers.get("authorization", "").partition(" ")
     if not token or not service.revoke_api_token(session, token.strip()):

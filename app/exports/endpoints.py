@@ -8,25 +8,43 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from app.deps import DataApiUser, RowId, SessionDep
-from app.errors import BadInput
-from app.exports.schemas import ExportFilters, ExportFormat
+from app.errors import BadInput, error_responses
+from app.exports.schemas import (
+    MAX_FILTER_VALUES,
+    Accuracy,
+    ExportFilters,
+    ExportFormat,
+    Generation,
+    LabelerRef,
+)
 from app.exports.service import MEDIA_TYPES, export_filename, stream_export
 from app.models import utcnow
 from app.projects.service import get_project
 
-router = APIRouter(prefix="/api/v1/projects/{project_id}", tags=["exports"])
+router = APIRouter(
+    prefix="/api/v1/projects/{project_id}",
+    tags=["exports"],
+    responses=error_responses(401, 403, 404, 422),
+)
 
 
 def export_filters(
     since: Annotated[date | None, Query(description="labels created on or after this UTC day")] = None,
     until: Annotated[date | None, Query(description="labels created before this UTC day")] = None,
-    generation: Annotated[list[int] | None, Query(description="only these generations (repeatable)")] = None,
+    generation: Annotated[
+        list[Generation] | None,
+        Query(max_length=MAX_FILTER_VALUES, description="only these generations (repeatable)"),
+    ] = None,
     labeler: Annotated[
-        list[str] | None, Query(description="username, labeler UUID or imported labeler id (repeatable)")
+        list[LabelerRef] | None,
+        Query(
+            max_length=MAX_FILTER_VALUES,
+            description="username, labeler UUID or imported labeler id (repeatable)",
+        ),
     ] = None,
     qc: Annotated[Literal["include", "exclude", "only"], Query()] = "include",
     min_labeler_accuracy: Annotated[
-        float | None,
+        Accuracy | None,
         Query(description="only labelers whose agreement with QC gold is at least this (0 to 1)"),
     ] = None,
     neutral: Annotated[Literal["positive", "negative"], Query(description="TRL: what a 0 rating becomes")] = "positive",

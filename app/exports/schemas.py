@@ -6,11 +6,23 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.imports.fields import INT32_MAX
+
 
 class ExportFormat(StrEnum):
     prm800k = "prm800k"
     trl = "trl"
     parquet = "parquet"
+
+
+# Shared by the model and the API's query parameters, so that the OpenAPI schema states the
+# limits the model enforces. They also keep every value one the database can compare: an
+# export streams, so a query that fails on its input would fail after the answer has begun.
+Generation = Annotated[int, Field(ge=-INT32_MAX, le=INT32_MAX)]
+# No NUL: PostgreSQL text cannot hold one, so no stored name has it.
+LabelerRef = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\x00]+$")]
+Accuracy = Annotated[float, Field(ge=0, le=1)]
+MAX_FILTER_VALUES = 1000
 
 
 class ExportFilters(BaseModel):
@@ -20,19 +32,17 @@ class ExportFilters(BaseModel):
 
     since: date | None = Field(default=None, description="labels created on or after this day")
     until: date | None = Field(default=None, description="labels created before this day")
-    generations: list[int] | None = Field(default=None, max_length=1000)
-    labelers: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+    generations: list[Generation] | None = Field(default=None, max_length=MAX_FILTER_VALUES)
+    labelers: list[LabelerRef] | None = Field(
         default=None,
-        max_length=1000,
+        max_length=MAX_FILTER_VALUES,
         description="usernames, labeler UUIDs or foreign (imported) labeler ids",
     )
     qc: Literal["include", "exclude", "only"] = Field(
         default="include", description="quality-control labels: keep, leave out, or nothing else"
     )
-    min_labeler_accuracy: float | None = Field(
+    min_labeler_accuracy: Accuracy | None = Field(
         default=None,
-        ge=0,
-        le=1,
         description=(
             "only labels by labelers whose agreement with quality-control gold is at least this "
             "(0 to 1); labelers never compared with gold are left out, gold labels stay"

@@ -5,13 +5,17 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 
 from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
-from app.errors import ServiceError
+from app.errors import ServiceError, error_responses
 from app.imports import service
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.models import ImportFormat
 from app.projects.service import get_project
 
-router = APIRouter(prefix="/api/v1/projects/{project_id}/imports", tags=["imports"])
+router = APIRouter(
+    prefix="/api/v1/projects/{project_id}/imports",
+    tags=["imports"],
+    responses=error_responses(401, 403, 404, 422),
+)
 
 
 class UploadTooLarge(ServiceError):
@@ -24,8 +28,15 @@ class UploadTooLarge(ServiceError):
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {"model": ImportResult, "description": "this file was imported before: nothing added"},
-        413: {"description": "larger than STEPWISE_MAX_UPLOAD_MB"},
-        422: {"description": "bad lines: `errors` lists file, line, field and message; nothing added"},
+        **error_responses(
+            400,
+            409,
+            413,
+            422,
+            described={
+                422: "bad lines: `errors` lists file, line, field and message; nothing added"
+            },
+        ),
     },
 )
 def import_upload(

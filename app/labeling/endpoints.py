@@ -3,20 +3,37 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from app.deps import ApiUser, RowId, SessionDep
+from app.errors import error_responses
 from app.labeling import service
 from app.labeling.schemas import LabelerStats, LabelReceipt, LabelSubmit, NextTask
 from app.projects.service import get_project
 
-router = APIRouter(prefix="/api/v1", tags=["labeling"])
+router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_responses(401, 403, 422))
 
 
-@router.post("/projects/{project_id}/tasks/next", response_model=NextTask)
+@router.post(
+    "/projects/{project_id}/tasks/next",
+    response_model=NextTask,
+    responses=error_responses(404, 409),
+)
 def next_task(project_id: RowId, user: ApiUser, session: SessionDep) -> NextTask:
     """Lease the best solution this labeler may label next (or return the one already held)."""
     return service.next_task(session, get_project(session, project_id), user)
 
 
-@router.post("/assignments/{assignment_id}/submit", response_model=LabelReceipt)
+@router.post(
+    "/assignments/{assignment_id}/submit",
+    response_model=LabelReceipt,
+    responses=error_responses(
+        400,
+        404,
+        409,
+        described={
+            409: "already submitted under another key, the key was used for another "
+            "assignment, or the lease ran out and this labeler took the solution again"
+        },
+    ),
+)
 def submit(
     assignment_id: RowId, body: LabelSubmit, user: ApiUser, session: SessionDep
 ) -> LabelReceipt:
@@ -24,7 +41,11 @@ def submit(
     return service.submit_label(session, user, assignment_id, body)
 
 
-@router.post("/assignments/{assignment_id}/release", status_code=status.HTTP_204_NO_CONTENT)
+@router.post(
+    "/assignments/{assignment_id}/release",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, 409),
+)
 def release(assignment_id: RowId, user: ApiUser, session: SessionDep) -> None:
     service.release_task(session, user, assignment_id)
 

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from app.deps import DataApiUser, RowId, SessionDep, api_user
+from app.errors import error_responses
 from app.models import PickReason, Role, User
 from app.projects.service import get_project
 from app.rounds import service
@@ -17,7 +18,8 @@ from app.rounds.schemas import (
     RoundSettingsUpdate,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["rounds"])
+# Every route names a project or a round, which may not exist.
+router = APIRouter(prefix="/api/v1", tags=["rounds"], responses=error_responses(401, 403, 404, 422))
 
 # Starting, cancelling and tuning rounds is the researchers' call (admins may too); managers
 # and researchers may both look.
@@ -25,7 +27,10 @@ ResearcherApiUser = Annotated[User, api_user(Role.researcher)]
 
 
 @router.post(
-    "/projects/{project_id}/rounds", response_model=RoundRead, status_code=status.HTTP_202_ACCEPTED
+    "/projects/{project_id}/rounds",
+    response_model=RoundRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(409, described={409: "the project has a round queued or running"}),
 )
 def start_round(project_id: RowId, user: ResearcherApiUser, session: SessionDep) -> RoundRead:
     """Queue a round (snapshot → train → evaluate → promote → score → select → enqueue) for a
@@ -52,7 +57,11 @@ def get_round(round_id: RowId, _: DataApiUser, session: SessionDep) -> RoundRead
     return RoundRead.model_validate(service.get_round(session, round_id))
 
 
-@router.post("/rounds/{round_id}/cancel", response_model=RoundRead)
+@router.post(
+    "/rounds/{round_id}/cancel",
+    response_model=RoundRead,
+    responses=error_responses(409, described={409: "the round is no longer queued or running"}),
+)
 def cancel_round(round_id: RowId, _: ResearcherApiUser, session: SessionDep) -> RoundRead:
     round_ = service.cancel_round(session, service.get_round(session, round_id))
     return RoundRead.model_validate(round_)
@@ -86,7 +95,11 @@ def get_round_settings(project_id: RowId, _: DataApiUser, session: SessionDep) -
     return RoundSettingsRead.model_validate(service.round_settings(session, project_id))
 
 
-@router.patch("/projects/{project_id}/round-settings", response_model=RoundSettingsRead)
+@router.patch(
+    "/projects/{project_id}/round-settings",
+    response_model=RoundSettingsRead,
+    responses=error_responses(400, 409),
+)
 def update_round_settings(
     project_id: RowId, body: RoundSettingsUpdate, _: ResearcherApiUser, session: SessionDep
 ) -> RoundSettingsRead:

@@ -17,8 +17,7 @@ from app.projects.service import get_project, list_projects
 from app.rounds import service
 from app.rounds.charts import labels_chart, quality_chart
 from app.rounds.jobs import wake_after_commit
-from app.rounds.schemas import RoundSettingsUpdate
-from app.rounds.service import NULLABLE_SETTINGS
+from app.rounds.schemas import NULLABLE_SETTINGS, RoundSettingsUpdate
 from app.templating import render
 
 router = APIRouter(prefix="/research", include_in_schema=False)

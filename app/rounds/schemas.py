@@ -94,11 +94,28 @@ class RoundSettingsRead(BaseModel):
     updated_at: datetime
 
 
+# The settings a null turns off; every other one must have a value.
+NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours")
+
+
+def _null_only_where_allowed(schema: dict[str, Any]) -> None:
+    """A left-out field is None to pydantic, so the generated schema offers null for every
+    field; the service refuses null for all but NULLABLE_SETTINGS, and the schema says so."""
+    for name, field in schema["properties"].items():
+        options = field.get("anyOf")
+        if name in NULLABLE_SETTINGS or options is None:
+            continue
+        kept = [option for option in options if option.get("type") != "null"]
+        if len(kept) == 1:
+            del field["anyOf"]
+            field.update(kept[0])
+
+
 class RoundSettingsUpdate(BaseModel):
     """Fields left out stay as they are; send null for `every_new_labels` or `schedule_hours`
     to turn that trigger off."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_null_only_where_allowed)
 
     picks_per_round: int | None = Field(default=None, ge=1, le=100_000)
     per_problem_cap: int | None = Field(default=None, ge=1, le=1000)

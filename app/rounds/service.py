@@ -22,11 +22,7 @@ from app.models import (
     User,
     utcnow,
 )
-from app.rounds.schemas import PickRead, RoundSettingsUpdate
-
-
-# The automatic triggers are off when null; every other setting always has a value.
-NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours")
+from app.rounds.schemas import NULLABLE_SETTINGS, PickRead, RoundSettingsUpdate
 
 
 def start_round(

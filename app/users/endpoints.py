@@ -3,10 +3,13 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from app.deps import AdminApiUser, ApiUser, RowId, SessionDep
+from app.errors import error_responses
 from app.users import service
 from app.users.schemas import UserCreate, UserRead, UserUpdate
 
-router = APIRouter(prefix="/api/v1/users", tags=["users"])
+router = APIRouter(
+    prefix="/api/v1/users", tags=["users"], responses=error_responses(401, 403, 422)
+)
 
 
 @router.get("/me", response_model=UserRead)
@@ -19,12 +22,25 @@ def list_users(_: AdminApiUser, session: SessionDep) -> list[UserRead]:
     return [UserRead.model_validate(u) for u in service.list_users(session)]
 
 
-@router.post("", response_model=UserRead, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    response_model=UserRead,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 409),
+)
 def create_user(body: UserCreate, _: AdminApiUser, session: SessionDep) -> UserRead:
     return UserRead.model_validate(service.create_user(session, body))
 
 
-@router.patch("/{user_id}", response_model=UserRead)
-def update_user(user_id: RowId, body: UserUpdate, _: AdminApiUser, session: SessionDep) -> UserRead:
+@router.patch(
+    # :int so that /users/me, which has only GET, answers PATCH with 405 rather than a 422
+    # about "me" not being a number.
+    "/{user_id:int}",
+    response_model=UserRead,
+    responses=error_responses(
+        400, 404, 409, described={409: "an admin changing their own role or active flag"}
+    ),
+)
+def update_user(user_id: RowId, body: UserUpdate, admin: AdminApiUser, session: SessionDep) -> UserRead:
     user = service.get_user(session, user_id)
-    return UserRead.model_validate(service.update_user(session, user, body))
+    return UserRead.model_validate(service.update_user(session, user, body, by=admin))

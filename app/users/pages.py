@@ -68,9 +68,6 @@ def _update(
     request: Request, session: SessionDep, admin: User, user_id: int, values: dict[str, str]
 ) -> Response:
     user = service.get_user(session, user_id)
-    if user.id == admin.id:
-        # An admin who demotes or deactivates themselves may leave nobody able to undo it.
-        raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
     try:
         changes = validate_form(UserUpdate, values)
     except FormInvalid as exc:
@@ -78,7 +75,7 @@ def _update(
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
     if not changes.model_fields_set:
         return _users_list(request, session, problem=f"{user.username}: nothing to change", status_code=422)
-    service.update_user(session, user, changes)
+    service.update_user(session, user, changes, by=admin)
     return RedirectResponse(f"/admin/users#user-{user.id}", status_code=303)
 
 

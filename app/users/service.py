@@ -38,7 +38,10 @@ def get_user_by_name(session: Session, username: str) -> User:
     return user
 
 
-def update_user(session: Session, user: User, data: UserUpdate) -> User:
+def update_user(session: Session, user: User, data: UserUpdate, *, by: User) -> User:
+    if user.id == by.id and (data.role is not None or data.is_active is not None):
+        # An admin who demotes or deactivates themselves may leave nobody able to undo it.
+        raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
     if data.role is not None:
         user.role = data.role
     if data.is_active is not None:

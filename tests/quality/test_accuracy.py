@@ -127,7 +127,7 @@ def test_api_and_form_take_the_threshold(client, session_factory, project) -> No
     assert sorted(orjson.loads(line)["labeler"] for line in response.content.splitlines()) == ["bob", "bob", "gold", "gold"]
     bad = client.get(f"/api/v1/projects/{project.id}/export", params={"format": "prm800k", "min_labeler_accuracy": "1.5"})
     assert bad.status_code == 422
-    assert bad.json()["errors"][0]["field"] == "min_labeler_accuracy"
+    assert bad.json()["errors"][0]["field"] == "query.min_labeler_accuracy"
     form = client.get(
         f"/manage/projects/{project.id}/export/download",
         params={"format": "trl", "min_labeler_accuracy": "75%"},
