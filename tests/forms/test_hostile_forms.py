@@ -1,0 +1,142 @@
+"""Every form of the pages answers whatever is typed into it without a 500.
+
+Hypothesis fills each form's fields with arbitrary text and with the values that break things
+(a NUL character, which PostgreSQL text cannot hold; numbers past every column; markup), posted
+as an admin, who passes every role check, on both databases.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import browser_login, make_project, make_user
+
+pytestmark = pytest.mark.timeout(1800)
+
+HOSTILE = [
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "0",
+    "-1",
+    "1.5",
+    "1e309",
+    "nan",
+    "inf",
+    "99999999999999999999",
+    str(2**31),
+    "７",
+    "<script>alert(1)</script>",
+    "first_error",
+    "full",
+    "labeler",
+    "admin",
+    "true",
+]
+values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40))
+
+ROUND_SETTINGS = [
+    "picks_per_round",
+    "per_problem_cap",
+    "wrong_share",
+    "control_share",
+    "qc_share",
+    "duplicate_similarity",
+    "score_kind",
+    "base_model",
+    "train_epochs",
+    "learning_rate",
+    "max_length",
+    "min_train_labels",
+    "heldout_share",
+    "promote_metric",
+    "promote_min",
+    "promote_margin",
+    "every_new_labels",
+    "schedule_hours",
+]
+PROJECT_SETTINGS = ["description", "labeling_mode", "overlap", "lease_minutes"]
+
+# (path, fields); {project} and {user} are filled in.
+FORMS = [
+    ("/manage/projects", ["name", *PROJECT_SETTINGS]),
+    ("/manage/projects/{project}/settings", PROJECT_SETTINGS),
+    ("/research/projects/{project}/settings", ROUND_SETTINGS),
+    ("/admin/users", ["username", "role", "password"]),
+    ("/admin/users/{user}/role", ["role"]),
+    ("/admin/users/{user}/active", ["is_active"]),
+]
+
+FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.fixture
+def admin_client(client, session_factory):  # type: ignore[no-untyped-def]
+    make_user(session_factory, "form-admin", "admin")
+    csrf = browser_login(client, "form-admin")
+    return client, csrf
+
+
+@pytest.mark.parametrize("path, fields", FORMS, ids=[path for path, _ in FORMS])
+def test_a_form_answers_anything_without_a_500(admin_client, session_factory, path, fields):  # type: ignore[no-untyped-def]
+    client, csrf = admin_client
+    project = make_project(session_factory, "typed-into")
+    other = make_user(session_factory, "someone", "labeler")
+    url = path.format(project=project.id, user=other.id)
+
+    @given(form=st.fixed_dictionaries({field: values for field in fields}))
+    @FUZZ
+    def post(form: dict[str, str]) -> None:
+        response = client.post(url, data={**form, "csrf_token": csrf}, follow_redirects=False)
+        assert response.status_code < 500, (form, response.text[:500])
+
+    post()
+
+
+def test_the_import_form_answers_any_file_without_a_500(admin_client, session_factory):  # type: ignore[no-untyped-def]
+    client, csrf = admin_client
+    project = make_project(session_factory, "imported-into")
+
+    @given(
+        content=st.one_of(
+            st.binary(max_size=300),
+            st.sampled_from(
+                [
+                    b'{"problem": "x\\u0000", "answer": "1"}\n',
+                    b'{"problem": "1+1", "answer": "2"}\n' * 3,
+                    b"\xff\xfe\x00\x00",
+                    b'{"question": {"problem": "p"}, "label": {"steps": "no"}}\n',
+                ]
+            ),
+        ),
+        fmt=st.one_of(st.sampled_from(["prm800k", "math", "solutions"]), values),
+        separator=values,
+    )
+    @FUZZ
+    def upload(content: bytes, fmt: str, separator: str) -> None:
+        response = client.post(
+            f"/manage/projects/{project.id}/import",
+            data={"format": fmt, "separator": separator, "csrf_token": csrf},
+            files={"file": ("typed.jsonl", content, "application/octet-stream")},
+            follow_redirects=False,
+        )
+        assert response.status_code < 500, (content, fmt, separator, response.text[:500])
+
+    upload()
+    # And a good file still goes in after all that.
+    good = client.post(
+        f"/manage/projects/{project.id}/import",
+        data={"format": "math", "csrf_token": csrf},
+        files={"file": ("good.jsonl", b'{"problem": "2+2", "answer": "4"}\n', "application/json")},
+        follow_redirects=False,
+    )
+    assert good.status_code in (200, 303), good.text[:500]
