@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
@@ -43,36 +44,80 @@ class CsrfFailed(ServiceError):
     status_code = 403
 
 
-def _principal(request: Request, session: Session) -> Principal | None:
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a request says about its caller, read without the database."""
+
+    bearer: str | None
+    cookie: str | None
+    csrf_sent: str
+    unsafe: bool
+
+
+def credentials(request: Request) -> Credentials:
     header = request.headers.get("authorization")
+    bearer = None
     if header:
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
+        if scheme.lower() != "bearer" or not token.strip():
             raise NotAuthenticated("Authorization header must be 'Bearer <token>'")
-        principal = principal_from_bearer(session, token.strip())
+        bearer = token.strip()
+    return Credentials(
+        bearer=bearer,
+        cookie=request.cookies.get(SESSION_COOKIE),
+        csrf_sent=request.headers.get(CSRF_HEADER, ""),
+        unsafe=request.method in UNSAFE_METHODS,
+    )
+
+
+async def api_credentials(request: Request) -> Credentials:
+    """The caller's credentials for `api_caller`. async: a plain def would cost a thread hop
+    for reading two headers. A request with none is refused here, before its body is judged,
+    as ApiUser refuses it."""
+    given = credentials(request)
+    if given.bearer is None and given.cookie is None:
+        raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
+    return given
+
+
+ApiCredentials = Annotated[Credentials, Depends(api_credentials)]
+
+
+def _principal(session: Session, given: Credentials) -> Principal | None:
+    if given.bearer is not None:
+        principal = principal_from_bearer(session, given.bearer)
         if principal is None:
             raise NotAuthenticated("unknown or revoked API token")
         return principal
-    cookie = request.cookies.get(SESSION_COOKIE)
-    return principal_from_cookie(session, cookie) if cookie else None
+    return principal_from_cookie(session, given.cookie) if given.cookie else None
+
+
+def _api_principal(session: Session, given: Credentials) -> Principal:
+    principal = _principal(session, given)
+    if principal is None:
+        raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
+    if principal.session is not None and given.unsafe:
+        # Cookies ride along on cross-site requests; a header a foreign page cannot set is
+        # the proof that our own page sent this one.
+        if not given.csrf_sent or not same_token(given.csrf_sent, principal.session.csrf_token):
+            raise CsrfFailed(f"missing or wrong {CSRF_HEADER} header")
+    return principal
 
 
 def api_principal(request: Request, session: SessionDep) -> Principal:
-    principal = _principal(request, session)
-    if principal is None:
-        raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
-    if principal.session is not None and request.method in UNSAFE_METHODS:
-        # Cookies ride along on cross-site requests; a header a foreign page cannot set is
-        # the proof that our own page sent this one.
-        sent = request.headers.get(CSRF_HEADER, "")
-        if not sent or not same_token(sent, principal.session.csrf_token):
-            raise CsrfFailed(f"missing or wrong {CSRF_HEADER} header")
+    principal = _api_principal(session, credentials(request))
     request.state.principal = principal
     return principal
 
 
+def api_caller(session: Session, given: Credentials) -> User:
+    """The API caller's user, checked as ApiUser checks it (any role), for an endpoint that does
+    its database work in one call of `in_transaction`."""
+    return _api_principal(session, given).user
+
+
 async def page_principal(request: Request, session: SessionDep) -> Principal:
-    principal = _principal(request, session)
+    principal = _principal(session, credentials(request))
     if principal is None or principal.session is None:
         raise LoginRequired(request.url.path)
     if request.method in UNSAFE_METHODS:

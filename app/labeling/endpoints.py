@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, status
+from sqlalchemy.orm import Session
 
-from app.deps import ApiUser, RowId, SessionDep
+from app.db import in_transaction
+from app.deps import ApiCredentials, ApiUser, RowId, SessionDep, api_caller
 from app.errors import error_responses
 from app.labeling import service
 from app.labeling.schemas import LabelerStats, LabelReceipt, LabelSubmit, NextTask
@@ -16,9 +18,14 @@ router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_response
     response_model=NextTask,
     responses=error_responses(404, 409),
 )
-def next_task(project_id: RowId, user: ApiUser, session: SessionDep) -> NextTask:
+async def next_task(project_id: RowId, request: Request, caller: ApiCredentials) -> NextTask:
     """Lease the best solution this labeler may label next (or return the one already held)."""
-    return service.next_task(session, get_project(session, project_id), user)
+
+    def lease(session: Session) -> NextTask:
+        user = api_caller(session, caller)
+        return service.next_task(session, get_project(session, project_id), user)
+
+    return await in_transaction(request, lease)
 
 
 @router.post(
@@ -34,11 +41,15 @@ def next_task(project_id: RowId, user: ApiUser, session: SessionDep) -> NextTask
         },
     ),
 )
-def submit(
-    assignment_id: RowId, body: LabelSubmit, user: ApiUser, session: SessionDep
+async def submit(
+    assignment_id: RowId, body: LabelSubmit, request: Request, caller: ApiCredentials
 ) -> LabelReceipt:
     """Store a label. Sending the same idempotency key again returns the first receipt."""
-    return service.submit_label(session, user, assignment_id, body)
+
+    def store(session: Session) -> LabelReceipt:
+        return service.submit_label(session, api_caller(session, caller), assignment_id, body)
+
+    return await in_transaction(request, store)
 
 
 @router.post(
