@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -46,6 +47,13 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
+
+
+logger = logging.getLogger(__name__)
+
+# SQLSTATEs of a value the database cannot store or compare: too long, out of range, a
+# character the encoding lacks.
+INPUT_DATA_ERRORS = frozenset({"22001", "22003", "22021", "22P05"})
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -177,9 +185,15 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DataError)
     async def unstorable_value(request: Request, exc: DataError) -> Response:
-        # A value the database cannot hold or compare, such as a NUL character in text on
-        # PostgreSQL: bad input like any other, and the transaction has been rolled back.
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else "invalid value"
+        # A value sent that the database cannot hold or compare is bad input like any other,
+        # and the transaction has been rolled back. Any other data error is our bug: a 500.
+        sqlstate = getattr(exc.orig, "sqlstate", None)
+        message = str(exc.orig).strip()
+        # psycopg refuses a NUL in text itself, before the server sees it: no SQLSTATE.
+        if sqlstate not in INPUT_DATA_ERRORS and not (sqlstate is None and "NUL" in message):
+            raise exc
+        reason = message.splitlines()[0] if message else "invalid value"
+        logger.info("refused a value the database cannot take: %s", reason)
         return _error_response(request, 422, f"a value the database cannot take: {reason}")
 
     @app.exception_handler(StarletteHTTPException)
@@ -192,8 +206,9 @@ def _install_error_handlers(app: FastAPI) -> None:
             # so that the error page keeps their menu instead of offering a login they have.
             request.state.principal = await anyio.to_thread.run_sync(_visitor, request)
         headers = exc.headers
-        if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        allowed = _allowed_methods(request) if exc.status_code == 405 else ""
+        if allowed:
+            headers = {**(headers or {}), "Allow": allowed}
         elif exc.status_code == 400 and message == "There was an error parsing the body":
             message = "the request body is not valid JSON or form data"
         return _error_response(request, exc.status_code, message, headers=headers)
@@ -214,7 +229,7 @@ def _allowed_methods(request: Request) -> str:
     """What a 405's Allow header must list: every method of every route at the address.
     Starlette's names only the first route that matched the path, and here one address is
     often served by several routes (GET and POST of /api/v1/projects, say)."""
-    path = request.url.path
+    path = request.scope["path"]
     methods: set[str] = set()
     # iter_route_contexts: FastAPI keeps included routers nested in app.routes.
     for route in iter_route_contexts(request.app.routes):

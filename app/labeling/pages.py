@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.deps import PageUser, SessionDep
+from app.forms import PageId
 from app.labeling import service
 from app.labeling.queue import waiting_count
 from app.projects.service import get_project, list_projects
@@ -26,7 +27,7 @@ def my_stats(request: Request, user: PageUser, session: SessionDep) -> Response:
 
 
 @router.get("/label/{project_id}")
-def label(project_id: int, request: Request, user: PageUser, session: SessionDep) -> Response:
+def label(project_id: PageId, request: Request, user: PageUser, session: SessionDep) -> Response:
     """The labeling page. It leases and submits through the JSON API, so that the page and
     API clients share one path; what it needs to start is handed over as JSON, never as
     markup."""

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.models import FinishReason, LabelingMode
 
@@ -32,6 +32,17 @@ class LabelSubmit(BaseModel):
     )
     total_time_ms: int = Field(ge=0, le=7 * 24 * 3600 * 1000)
     started_at: datetime | None = None
+
+    @field_validator("started_at")
+    @classmethod
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            # Year 1 with a positive offset, say: no such instant in UTC.
+            raise ValueError("is out of range") from None
 
 
 class TaskProblem(BaseModel):

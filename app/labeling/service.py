@@ -157,9 +157,7 @@ def submit_label(
                 "total_time_ms": data.total_time_ms,
                 "steps": [_prm800k_step(r) for r in data.ratings],
                 "idempotency_key": data.idempotency_key,
-                "started_at": (
-                    data.started_at.astimezone(UTC) if data.started_at else held.leased_at
-                ),
+                "started_at": data.started_at or held.leased_at,
                 "created_at": now,
             },
         )

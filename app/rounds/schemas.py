@@ -108,6 +108,7 @@ def _null_only_where_allowed(schema: dict[str, Any]) -> None:
         kept = [option for option in options if option.get("type") != "null"]
         if len(kept) == 1:
             del field["anyOf"]
+            field.pop("default", None)
             field.update(kept[0])
 
 

@@ -33,9 +33,7 @@ def create_user(body: UserCreate, _: AdminApiUser, session: SessionDep) -> UserR
 
 
 @router.patch(
-    # :int so that /users/me, which has only GET, answers PATCH with 405 rather than a 422
-    # about "me" not being a number.
-    "/{user_id:int}",
+    "/{user_id}",
     response_model=UserRead,
     responses=error_responses(
         400, 404, 409, described={409: "an admin changing their own role or active flag"}

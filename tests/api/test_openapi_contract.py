@@ -76,6 +76,10 @@ def test_every_operation_answers_as_documented(app, client, session_factory, mod
         except Exception as exc:  # noqa: BLE001 - gathered, so that one run lists every failure
             failures.append(f"{operation.method.upper()} {operation.path}: {exc}")
     assert not failures, "\n\n".join(failures)
+    # Still an admin, still logged in: otherwise the later operations met only 401s and 403s,
+    # which every operation documents.
+    me = client.get("/api/v1/users/me", headers=headers)
+    assert me.status_code == 200 and me.json()["role"] == "admin", me.text
 
 
 def test_revoking_the_current_token_answers_as_documented(app, client, session_factory):  # type: ignore[no-untyped-def]
@@ -95,6 +99,28 @@ def test_a_wrong_method_lists_every_allowed_one(client):  # type: ignore[no-unty
     assert response.status_code == 405
     assert response.headers["allow"] == "GET, POST"
     assert response.json() == {"detail": "Method Not Allowed"}
+
+
+def test_a_405_from_the_static_files_keeps_their_allow_header(client):  # type: ignore[no-untyped-def]
+    response = client.post("/static/js/labeler.js")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, HEAD"
+
+
+def test_a_start_time_with_no_instant_in_utc_is_a_422(client, session_factory):  # type: ignore[no-untyped-def]
+    make_user(session_factory, "early", "labeler")
+    headers = api_headers(client, "early")
+    body = {
+        "ratings": [],
+        "finish_reason": "give_up",
+        "finish_note": "x",
+        "total_time_ms": 1,
+        "idempotency_key": "0123456789",
+        "started_at": "0001-01-01T00:00:00+05:00",
+    }
+    response = client.post("/api/v1/assignments/1/submit", json=body, headers=headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "started_at"
 
 
 def test_a_body_that_is_not_text_is_a_clear_400(client):  # type: ignore[no-untyped-def]
