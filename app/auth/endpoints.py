@@ -27,7 +27,7 @@ def create_token(body: TokenRequest, session: SessionDep) -> TokenRead:
 @router.delete(
     "/tokens/current",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(401, 403, 409, 422),
+    responses=error_responses(401, 403, 422),
 )
 def revoke_current_token(request: Request, _: ApiUser, session: SessionDep) -> None:
     _, _, token = request.headers.get("authorization", "").partition(" ")

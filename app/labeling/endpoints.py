@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_response
 @router.post(
     "/projects/{project_id}/tasks/next",
     response_model=NextTask,
-    responses=error_responses(404, 409),
+    responses=error_responses(404),
 )
 async def next_task(project_id: RowId, request: Request, caller: ApiCredentials) -> NextTask:
     """Lease the best solution this labeler may label next (or return the one already held)."""

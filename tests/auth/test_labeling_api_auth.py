@@ -4,10 +4,13 @@ not through ApiUser: the same refusals must hold there."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 
 from app.deps import CSRF_HEADER
+from app.models import AuthSession, utcnow
 from tests.conftest import api_headers, browser_login, make_project, make_user
 
 
@@ -51,6 +54,23 @@ def test_a_deactivated_labelers_token_is_refused(client, session_factory, projec
     admin = api_headers(client, "boss")
     assert client.patch(f"/api/v1/users/{ann.id}", headers=admin, json={"is_active": False}).status_code == 200
     assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).status_code == 401
+
+
+def test_a_revoked_token_is_refused(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    headers = api_headers(client, "ann")
+    assert client.delete("/api/v1/auth/tokens/current", headers=headers).status_code == 204
+    assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).status_code == 401
+
+
+def test_an_expired_browser_session_is_refused(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    csrf = browser_login(client, "ann")
+    with session_factory() as session:
+        session.execute(update(AuthSession).values(expires_at=utcnow() - timedelta(minutes=1)))
+        session.commit()
+    url = f"/api/v1/projects/{project.id}/tasks/next"
+    assert client.post(url, headers={CSRF_HEADER: csrf}).status_code == 401
 
 
 def test_a_browser_session_needs_the_csrf_header(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]

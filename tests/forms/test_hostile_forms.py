@@ -105,6 +105,50 @@ def test_a_form_answers_anything_without_a_500(admin_client, session_factory, pa
     post()
 
 
+EXPORT_FIELDS = [
+    "format",
+    "since",
+    "until",
+    "generations",
+    "labelers",
+    "qc",
+    "min_labeler_accuracy",
+    "neutral",
+]
+
+
+def test_the_export_form_answers_anything_without_a_500(admin_client, session_factory):  # type: ignore[no-untyped-def]
+    # A GET form, and the download streams: a filter the database refuses must be caught
+    # before the answer starts.
+    client, _ = admin_client
+    project = make_project(session_factory, "exported-from")
+    export_values = st.one_of(values, st.sampled_from(["prm800k", "trl", "parquet", "2026-01-01", "0, 1", "exclude"]))
+
+    @given(form=st.fixed_dictionaries({field: export_values for field in EXPORT_FIELDS}))
+    @FUZZ
+    def download(form: dict[str, str]) -> None:
+        response = client.get(f"/manage/projects/{project.id}/export/download", params=form)
+        assert response.status_code < 500, (form, response.text[:500])
+
+    download()
+
+
+def test_the_login_form_answers_anything_without_a_500(client, session_factory):  # type: ignore[no-untyped-def]
+    make_user(session_factory, "someone", "labeler")
+
+    @given(username=values, password=values, next_path=values)
+    @FUZZ
+    def login(username: str, password: str, next_path: str) -> None:
+        # A fresh form each time: the login token is good for one attempt.
+        page = client.get("/login")
+        token = page.text.split('name="login_csrf" value="', 1)[1].split('"', 1)[0]
+        data = {"username": username, "password": password, "login_csrf": token, "next": next_path}
+        response = client.post("/login", data=data, follow_redirects=False)
+        assert response.status_code < 500, (data, response.text[:500])
+
+    login()
+
+
 def test_the_import_form_answers_any_file_without_a_500(admin_client, session_factory):  # type: ignore[no-untyped-def]
     client, csrf = admin_client
     project = make_project(session_factory, "imported-into")
