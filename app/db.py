@@ -21,6 +21,11 @@ from app.config import Settings
 T = TypeVar("T")
 
 
+# Past the pool, for bursts. A worker cannot use more than the pool, this and its threadpool
+# allow at once (anyio's default: 40 threads).
+MAX_OVERFLOW = 10
+
+
 def create_db_engine(settings: Settings) -> Engine:
     url = settings.database_url
     if url.startswith("sqlite"):
@@ -28,14 +33,14 @@ def create_db_engine(settings: Settings) -> Engine:
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
             pool_size=settings.db_pool_size,
-            max_overflow=20,
+            max_overflow=MAX_OVERFLOW,
         )
         _configure_sqlite(engine)
         return engine
     engine = create_engine(
         url,
         pool_size=settings.db_pool_size,
-        max_overflow=20,
+        max_overflow=MAX_OVERFLOW,
         pool_pre_ping=True,
     )
     _configure_postgresql(engine)
