@@ -13,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from active_learning.cli import prm
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
-from app.errors import BadInput, ServiceError
+from app.errors import BadInput, ServiceError, field_error
 from app.models import Role
 
 
@@ -293,7 +293,7 @@ def _validated(model, **values):  # type: ignore[no-untyped-def]
 
 
 def _details(exc: ValidationError, name: Callable[[str], str] = str) -> list[dict[str, str]]:
-    return [{"field": name(".".join(str(p) for p in e["loc"])), "message": e["msg"]} for e in exc.errors()]
+    return [field_error(e, whole="arguments", name=name) for e in exc.errors()]
 
 
 # The PRM engine's own command group; it imports torch only inside its commands.

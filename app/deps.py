@@ -13,12 +13,10 @@ from app.auth.security import same_token
 from app.auth.service import Principal, principal_from_bearer, principal_from_cookie
 from app.db import get_session
 from app.errors import Forbidden, ServiceError
-from app.models import Role, User
+from app.models import INT32_MAX, Role, User
 
-# A row id in a path. The bounds turn a number no id column can hold (they are 32-bit INTEGER
-# on PostgreSQL) into a 422 instead of a 500.
-MAX_ROW_ID = 2**31 - 1
-RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
+# A row id in a path. The bounds turn a number no id column can hold into a 422, not a 500.
+RowId = Annotated[int, Path(ge=1, le=INT32_MAX)]
 
 SESSION_COOKIE = "stepwise_session"
 CSRF_HEADER = "X-CSRF-Token"

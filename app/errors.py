@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,6 +31,13 @@ class Conflict(ServiceError):
 
 class Forbidden(ServiceError):
     status_code = 403
+
+
+def field_error(error: Mapping[str, Any], *, whole: str, name: Callable[[str], str] = str) -> dict[str, str]:
+    """A pydantic error as an item of `errors`: its location joined with dots (FastAPI's "body"
+    left out), or `whole` when the error is about the input as a whole."""
+    field = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+    return {"field": name(field) if field else whole, "message": error.get("msg", "invalid")}
 
 
 class ErrorItem(BaseModel):

@@ -24,7 +24,7 @@ from app.config import Settings, get_settings
 from app.auth.service import Principal, principal_from_cookie
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.deps import SESSION_COOKIE, LoginRequired
-from app.errors import ServiceError
+from app.errors import ServiceError, field_error
 from app.exports import endpoints as exports_api
 from app.exports import pages as exports_pages
 from app.imports import endpoints as imports_api
@@ -221,8 +221,7 @@ def _field_error(error: dict[str, Any]) -> dict[str, str]:
         offset = location[-1] if location else 0
         reason = error.get("ctx", {}).get("error", "invalid")
         return {"field": "body", "message": f"not valid JSON at character {offset}: {reason}"}
-    field = ".".join(str(part) for part in location if part != "body") or "body"
-    return {"field": field, "message": error.get("msg", "invalid")}
+    return field_error(error, whole="body")
 
 
 def _allowed_methods(request: Request) -> str:

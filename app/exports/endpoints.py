@@ -8,7 +8,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from app.deps import DataApiUser, RowId, SessionDep
-from app.errors import BadInput, error_responses
+from app.errors import BadInput, error_responses, field_error
 from app.exports.schemas import (
     MAX_FILTER_VALUES,
     Accuracy,
@@ -60,10 +60,7 @@ def export_filters(
             neutral=neutral,
         )
     except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "filters", "message": e["msg"]}
-            for e in exc.errors()
-        ]
+        details = [field_error(e, whole="filters") for e in exc.errors()]
         raise BadInput("invalid export filters", details) from exc
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.imports.fields import INT32_MAX
+from app.models import INT32_MAX
 
 
 class ExportFormat(StrEnum):

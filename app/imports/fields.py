@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.imports.reader import type_name
-
-INT32_MAX = 2**31 - 1
+from app.models import INT32_MAX
 
 
 class Invalid(Exception):

@@ -3,7 +3,7 @@
 from app.models.api_token import ApiToken
 from app.models.assignment import Assignment, AssignmentStatus
 from app.models.auth_session import AuthSession
-from app.models.base import Base, utcnow
+from app.models.base import INT32_MAX, Base, utcnow
 from app.models.import_batch import ImportBatch, ImportFormat
 from app.models.label import FinishReason, Label
 from app.models.model_version import ModelVersion
@@ -25,6 +25,7 @@ __all__ = [
     "AnswerGrade",
     "Base",
     "FinishReason",
+    "INT32_MAX",
     "ImportBatch",
     "ImportFormat",
     "Label",

@@ -19,6 +19,10 @@ NAMING_CONVENTION = {
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
+# Integer columns, ids included, are 32-bit INTEGER on PostgreSQL: a larger value sent in a
+# query is an error there, so inputs are bounded by this.
+INT32_MAX = 2**31 - 1
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes on both databases (SQLite drops the offset on its own)."""

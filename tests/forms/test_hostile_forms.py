@@ -10,10 +10,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from sqlalchemy import select
 
+from app.exports.pages import ExportForm
 from app.models import Problem
+from app.projects.pages import NewProjectForm
+from app.projects.pages import SettingsForm as ProjectSettingsForm
+from app.rounds.pages import SettingsForm as RoundSettingsForm
 from tests.conftest import browser_login, make_project, make_user
 
 pytestmark = pytest.mark.timeout(1800)
@@ -41,33 +44,12 @@ HOSTILE = [
 ]
 values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40))
 
-ROUND_SETTINGS = [
-    "picks_per_round",
-    "per_problem_cap",
-    "wrong_share",
-    "control_share",
-    "qc_share",
-    "duplicate_similarity",
-    "score_kind",
-    "base_model",
-    "train_epochs",
-    "learning_rate",
-    "max_length",
-    "min_train_labels",
-    "heldout_share",
-    "promote_metric",
-    "promote_min",
-    "promote_margin",
-    "every_new_labels",
-    "schedule_hours",
-]
-PROJECT_SETTINGS = ["description", "labeling_mode", "overlap", "lease_minutes"]
-
-# (path, fields); {project} and {user} are filled in.
+# (path, fields); {project} and {user} are filled in. Fields come from each form's own model
+# where it has one, so that a field added there is fuzzed too.
 FORMS = [
-    ("/manage/projects", ["name", *PROJECT_SETTINGS]),
-    ("/manage/projects/{project}/settings", PROJECT_SETTINGS),
-    ("/research/projects/{project}/settings", ROUND_SETTINGS),
+    ("/manage/projects", list(NewProjectForm.model_fields)),
+    ("/manage/projects/{project}/settings", list(ProjectSettingsForm.model_fields)),
+    ("/research/projects/{project}/settings", list(RoundSettingsForm.model_fields)),
     ("/admin/users", ["username", "role", "password"]),
     ("/admin/users/{user}/role", ["role"]),
     ("/admin/users/{user}/active", ["is_active"]),
@@ -105,16 +87,7 @@ def test_a_form_answers_anything_without_a_500(admin_client, session_factory, pa
     post()
 
 
-EXPORT_FIELDS = [
-    "format",
-    "since",
-    "until",
-    "generations",
-    "labelers",
-    "qc",
-    "min_labeler_accuracy",
-    "neutral",
-]
+EXPORT_FIELDS = list(ExportForm.model_fields)
 
 
 def test_the_export_form_answers_anything_without_a_500(admin_client, session_factory):  # type: ignore[no-untyped-def]
