@@ -81,17 +81,19 @@ async def api_credentials(request: Request) -> Credentials:
 ApiCredentials = Annotated[Credentials, Depends(api_credentials)]
 
 
-def _principal(session: Session, given: Credentials) -> Principal | None:
+def _principal(session: Session, given: Credentials, *, lock_user: bool = False) -> Principal | None:
     if given.bearer is not None:
-        principal = principal_from_bearer(session, given.bearer)
+        principal = principal_from_bearer(session, given.bearer, lock_user=lock_user)
         if principal is None:
             raise NotAuthenticated("unknown or revoked API token")
         return principal
-    return principal_from_cookie(session, given.cookie) if given.cookie else None
+    if given.cookie:
+        return principal_from_cookie(session, given.cookie, lock_user=lock_user)
+    return None
 
 
-def _api_principal(session: Session, given: Credentials) -> Principal:
-    principal = _principal(session, given)
+def _api_principal(session: Session, given: Credentials, *, lock_user: bool = False) -> Principal:
+    principal = _principal(session, given, lock_user=lock_user)
     if principal is None:
         raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
     if principal.session is not None and given.unsafe:
@@ -108,10 +110,11 @@ def api_principal(request: Request, session: SessionDep) -> Principal:
     return principal
 
 
-def api_caller(session: Session, given: Credentials) -> User:
+def api_caller(session: Session, given: Credentials, *, lock_user: bool = False) -> User:
     """The API caller's user, checked as ApiUser checks it (any role), for an endpoint that does
-    its database work in one call of `in_transaction`."""
-    return _api_principal(session, given).user
+    its database work in one call of `in_transaction`. With `lock_user`, the user's row stays
+    locked until the transaction ends."""
+    return _api_principal(session, given, lock_user=lock_user).user
 
 
 async def page_principal(request: Request, session: SessionDep) -> Principal:

@@ -20,9 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import create_db_engine, create_session_factory, session_scope
+from app.labeling.queue import add_slots
 from app.main import create_app
 from app.migrate import upgrade
-from app.models import Base, Project, Role, User
+from app.models import Base, Problem, Project, Role, Solution, User
 from app.projects.schemas import ProjectCreate
 from app.projects.service import create_project
 from app.users.schemas import UserCreate
@@ -142,6 +143,28 @@ def make_user(factory: sessionmaker[Session], username: str, role: Role | str) -
 def make_project(factory: sessionmaker[Session], name: str = "algebra", **settings: object) -> Project:
     with session_scope(factory) as session:
         return create_project(session, ProjectCreate(name=name, **settings))  # type: ignore[arg-type]
+
+
+def add_solutions(factory: sessionmaker[Session], project: Project, n: int, steps: int = 3) -> list[int]:
+    """`n` solutions of one problem, with their slots; priority rises with the index."""
+    with session_scope(factory) as session:
+        problem = Problem(project_id=project.id, statement="What is 1+1?", answer="2", content_hash="p1")
+        session.add(problem)
+        session.flush()
+        ids = []
+        for i in range(n):
+            solution = Solution(
+                project_id=project.id,
+                problem_id=problem.id,
+                steps=[f"step {j} of {i}" for j in range(steps)],
+                priority=float(i),
+                content_hash=f"s{i}",
+            )
+            session.add(solution)
+            session.flush()
+            ids.append(solution.id)
+        add_slots(session, project, [(i, float(k), None) for k, i in enumerate(ids)])
+    return ids
 
 
 def api_headers(client: TestClient, username: str) -> dict[str, str]:

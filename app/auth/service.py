@@ -67,10 +67,18 @@ _TOKEN_USER = (
     .join(ApiToken, ApiToken.user_id == User.id)
     .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None))
 )
+# The same lookups with the user's row locked until commit, for a request that must be its
+# user's only one deciding at a time (next-task: see app.labeling.queue.lease_next). Taken in
+# the lookup, the lock costs no round trip of its own.
+_SESSION_AND_LOCKED_USER = _SESSION_AND_USER.with_for_update(of=User)
+_LOCKED_TOKEN_USER = _TOKEN_USER.with_for_update(of=User)
 
 
-def principal_from_cookie(session: Session, cookie_token: str) -> Principal | None:
-    row = session.execute(_SESSION_AND_USER, {"digest": token_digest(cookie_token)}).first()
+def principal_from_cookie(
+    session: Session, cookie_token: str, *, lock_user: bool = False
+) -> Principal | None:
+    statement = _SESSION_AND_LOCKED_USER if lock_user else _SESSION_AND_USER
+    row = session.execute(statement, {"digest": token_digest(cookie_token)}).first()
     if row is None:
         return None
     auth_session, user = row
@@ -79,8 +87,9 @@ def principal_from_cookie(session: Session, cookie_token: str) -> Principal | No
     return Principal(user=user, session=auth_session)
 
 
-def principal_from_bearer(session: Session, token: str) -> Principal | None:
-    user = session.scalar(_TOKEN_USER, {"digest": token_digest(token)})
+def principal_from_bearer(session: Session, token: str, *, lock_user: bool = False) -> Principal | None:
+    statement = _LOCKED_TOKEN_USER if lock_user else _TOKEN_USER
+    user = session.scalar(statement, {"digest": token_digest(token)})
     if user is None or not user.is_active:
         return None
     return Principal(user=user, session=None)

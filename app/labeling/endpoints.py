@@ -22,8 +22,8 @@ async def next_task(project_id: RowId, request: Request, caller: ApiCredentials)
     """Lease the best solution this labeler may label next (or return the one already held)."""
 
     def lease(session: Session) -> NextTask:
-        user = api_caller(session, caller)
-        return service.next_task(session, get_project(session, project_id), user)
+        user = api_caller(session, caller, lock_user=True)
+        return service.next_task(session, get_project(session, project_id), user, user_locked=True)
 
     return await in_transaction(request, lease)
 

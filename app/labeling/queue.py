@@ -15,10 +15,31 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import Update, bindparam, exists, func, insert, literal, select, union_all, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    Update,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.orm import Session, aliased
 
-from app.models import Assignment, AssignmentStatus, Label, Project, Solution, User, utcnow
+from app.models import (
+    Assignment,
+    AssignmentStatus,
+    Label,
+    Problem,
+    Project,
+    Solution,
+    User,
+    utcnow,
+)
 
 T = TypeVar("T")
 
@@ -145,10 +166,17 @@ def reclaim_expired(session: Session, project_id: int, now: datetime) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Lease:
+class LeasedTask:
+    """A lease, with what its task shows and how many slots wait behind it."""
+
     assignment_id: int
     solution_id: int
     expires_at: datetime
+    steps: list[str]
+    problem_id: int
+    statement: str
+    answer: str | None
+    waiting: int
 
 
 # The statements of next-task are built once, with named parameters: building them on each
@@ -159,15 +187,60 @@ class Lease:
 # next + submit pair.
 _LOCK_USER = select(User.id).where(User.id == bindparam("user")).with_for_update()
 
-_CURRENT_LEASE = (
-    select(Assignment.id, Assignment.solution_id, Assignment.expires_at)
-    .where(
-        Assignment.project_id == bindparam("project"),
-        Assignment.user_id == bindparam("user"),
-        Assignment.status == AssignmentStatus.leased,
-        Assignment.expires_at > bindparam("now"),
+
+def _task_columns(slot: Table) -> list[ColumnElement[object]]:
+    """What the task of `slot`'s row shows, as subqueries on that row.
+
+    Subqueries rather than joins, so that they fit an UPDATE's RETURNING as well as a SELECT:
+    the statement that finds or takes a lease brings the task along, one round trip instead of
+    two. `waiting` leaves the leased slot out by its id: PostgreSQL's RETURNING reads the
+    snapshot from before the update, in which the slot still waits.
+    """
+    solution = Solution.__table__
+    problem = Problem.__table__
+    others = Assignment.__table__.alias("waiting_slot")
+    waiting = (
+        select(others.c.id)
+        .where(
+            others.c.project_id == slot.c.project_id,
+            others.c.status == AssignmentStatus.waiting,
+            others.c.id != slot.c.id,
+        )
+        .limit(WAITING_COUNT_LIMIT)
+        .correlate(slot)
+        .subquery()
     )
-    .order_by(Assignment.leased_at)
+
+    def of_problem(column: ColumnElement[object], name: str) -> ColumnElement[object]:
+        return (
+            select(column)
+            .join_from(solution, problem, problem.c.id == solution.c.problem_id)
+            .where(solution.c.id == slot.c.solution_id)
+            .scalar_subquery()
+            .label(name)
+        )
+
+    return [
+        select(solution.c.steps).where(solution.c.id == slot.c.solution_id).scalar_subquery().label("steps"),
+        of_problem(problem.c.id, "problem_id"),
+        of_problem(problem.c.statement, "statement"),
+        of_problem(problem.c.answer, "answer"),
+        select(func.count()).select_from(waiting).scalar_subquery().label("waiting"),
+    ]
+
+
+_SLOTS = Assignment.__table__
+
+_LEASED_TASK = select(_SLOTS.c.id, _SLOTS.c.solution_id, _SLOTS.c.expires_at, *_task_columns(_SLOTS))
+
+_CURRENT_LEASE = (
+    _LEASED_TASK.where(
+        _SLOTS.c.project_id == bindparam("project"),
+        _SLOTS.c.user_id == bindparam("user"),
+        _SLOTS.c.status == AssignmentStatus.leased,
+        _SLOTS.c.expires_at > bindparam("now"),
+    )
+    .order_by(_SLOTS.c.leased_at)
     .limit(1)
 )
 
@@ -223,19 +296,26 @@ def _take_best_slot_statement() -> Update:
     return (
         # The table, not the mapped class: an ORM-enabled UPDATE costs a tenth of a
         # millisecond more, for bookkeeping no caller here needs.
-        update(Assignment.__table__)
-        .where(Assignment.id == best)
+        update(_SLOTS)
+        .where(_SLOTS.c.id == best)
         .values(
             status=AssignmentStatus.leased,
             user_id=bindparam("user"),
             leased_at=bindparam("now"),
             expires_at=bindparam("until"),
         )
-        .returning(Assignment.id, Assignment.solution_id)
+        .returning(_SLOTS.c.id)
     )
 
 
 _TAKE_BEST_SLOT = _take_best_slot_statement()
+# On PostgreSQL the task comes back with the lease. SQLAlchemy writes SQLite's RETURNING
+# columns without their table, inside subqueries too, which breaks the task's subqueries; an
+# in-process database loses little by reading the task in a second statement.
+_TAKE_BEST_SLOT_WITH_TASK = _TAKE_BEST_SLOT.returning(
+    _SLOTS.c.solution_id, _SLOTS.c.expires_at, *_task_columns(_SLOTS)
+)
+_TASK_OF_SLOT = _LEASED_TASK.where(_SLOTS.c.id == bindparam("assignment"))
 
 
 def lock_labeler(session: Session, user_id: int) -> None:
@@ -251,26 +331,31 @@ def holds_solution_elsewhere(session: Session, user_id: int, solution_id: int, a
     ).scalar_one()
 
 
-def current_lease(session: Session, project_id: int, user_id: int, now: datetime) -> Lease | None:
-    row = session.connection().execute(
-        _CURRENT_LEASE, {"project": project_id, "user": user_id, "now": now}
-    ).first()
-    return Lease(*row) if row is not None else None
+def lease_next(
+    session: Session, project: Project, user: User, *, user_locked: bool = False
+) -> LeasedTask | None:
+    """The labeler's current lease, or a new one on the best slot they may take, or None.
 
-
-def lease_next(session: Session, project: Project, user: User) -> Lease | None:
-    """The labeler's current lease, or a new one on the best slot they may take, or None."""
+    `user_locked` says the caller already holds the labeler's row lock (see lock_labeler),
+    taken in the same statement that found the user.
+    """
     now = utcnow()
-    lock_labeler(session, user.id)
-    held = current_lease(session, project.id, user.id, now)
-    if held is not None:
-        return held
+    if not user_locked:
+        lock_labeler(session, user.id)
+    # A statement of its own after the lock, not a join with it: under READ COMMITTED a
+    # statement reads the snapshot it began with, taken before it waited for the lock, so
+    # it would miss the lease a twin request took and committed meanwhile.
+    row = session.connection().execute(
+        _CURRENT_LEASE, {"project": project.id, "user": user.id, "now": now}
+    ).first()
+    if row is not None:
+        return LeasedTask(*row)
     if _sweep_due(project.id):
         reclaim_expired(session, project.id, now)
-    lease = _take_best_slot(session, project, user, now)
-    if lease is None and reclaim_expired(session, project.id, now):
-        lease = _take_best_slot(session, project, user, now)
-    return lease
+    leased = _take_best_slot(session, project, user, now)
+    if leased is None and reclaim_expired(session, project.id, now):
+        leased = _take_best_slot(session, project, user, now)
+    return leased
 
 
 def _sweep_due(project_id: int) -> bool:
@@ -281,12 +366,16 @@ def _sweep_due(project_id: int) -> bool:
     return True
 
 
-def _take_best_slot(session: Session, project: Project, user: User, now: datetime) -> Lease | None:
+def _take_best_slot(session: Session, project: Project, user: User, now: datetime) -> LeasedTask | None:
     until = now + timedelta(minutes=project.lease_minutes)
-    row = session.connection().execute(
-        _TAKE_BEST_SLOT, {"project": project.id, "user": user.id, "now": now, "until": until}
-    ).first()
-    return Lease(row.id, row.solution_id, until) if row is not None else None
+    connection = session.connection()
+    taking = {"project": project.id, "user": user.id, "now": now, "until": until}
+    if connection.dialect.name == "postgresql":
+        row = connection.execute(_TAKE_BEST_SLOT_WITH_TASK, taking).first()
+    else:
+        taken = connection.execute(_TAKE_BEST_SLOT, taking).first()
+        row = None if taken is None else connection.execute(_TASK_OF_SLOT, {"assignment": taken.id}).first()
+    return LeasedTask(*row) if row is not None else None
 
 
 def lock_assignment(session: Session, assignment_id: int) -> Assignment | None:

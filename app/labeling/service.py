@@ -6,7 +6,7 @@ import statistics
 from datetime import UTC, datetime, time
 from typing import Any
 
-from sqlalchemy import Row, bindparam, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -15,8 +15,8 @@ from app.labeling import queue
 from app.labeling.schemas import (
     LabelerStats,
     LabelReceipt,
-    LabelSummary,
     LabelSubmit,
+    LabelSummary,
     NextTask,
     StepRating,
     Task,
@@ -29,40 +29,19 @@ from app.models import (
     FinishReason,
     Label,
     LabelingMode,
-    Problem,
     Project,
     Solution,
     User,
     utcnow,
 )
 
-
 # How many of a labeler's newest labels their stats page lists.
 RECENT_LABELS = 10
 
-# Next-task and submit are the hot path: their statements are built once, with named
-# parameters, and run on the session's connection (see queue.py for why).
-_TASK = select(
-    Solution.steps,
-    Problem.id.label("problem_id"),
-    Problem.statement,
-    Problem.answer,
-    # The count of what waits behind this task, in the same round trip.
-    select(func.count())
-    .select_from(
-        select(Assignment.id)
-        .where(
-            Assignment.project_id == bindparam("project"),
-            Assignment.status == AssignmentStatus.waiting,
-        )
-        .limit(queue.WAITING_COUNT_LIMIT)
-        .subquery()
-    )
-    .scalar_subquery()
-    .label("waiting"),
-).join(Problem, Problem.id == Solution.problem_id).where(Solution.id == bindparam("solution"))
-
-# The assignment locked, with what checking the ratings needs.
+# Submit is on the hot path: its statements are built once, with named parameters, and run on
+# the session's connection (see queue.py for why).
+# The assignment locked, with what checking the ratings needs, and the label this labeler
+# already sent under this idempotency key, if any: a retry is told apart in the same round trip.
 _HELD_ASSIGNMENT = (
     select(
         Assignment.user_id,
@@ -73,19 +52,52 @@ _HELD_ASSIGNMENT = (
         Assignment.leased_at,
         Project.labeling_mode,
         Solution.steps,
+        Label.id.label("earlier_id"),
+        Label.assignment_id.label("earlier_assignment_id"),
+        Label.finish_reason.label("earlier_finish_reason"),
     )
     .join(Project, Project.id == Assignment.project_id)
     .join(Solution, Solution.id == Assignment.solution_id)
+    .outerjoin(
+        Label,
+        and_(Label.user_id == bindparam("user"), Label.idempotency_key == bindparam("key")),
+    )
     .where(Assignment.id == bindparam("assignment"))
     .with_for_update(of=Assignment)
 )
 
-_LABEL_WITH_KEY = select(Label.id, Label.assignment_id, Label.finish_reason).where(
-    Label.user_id == bindparam("user"), Label.idempotency_key == bindparam("key")
-)
+_LABEL_WITH_KEY = select(
+    Label.id.label("earlier_id"),
+    Label.assignment_id.label("earlier_assignment_id"),
+    Label.finish_reason.label("earlier_finish_reason"),
+).where(Label.user_id == bindparam("user"), Label.idempotency_key == bindparam("key"))
 
-# Core, not the ORM's unit of work: one INSERT … RETURNING and nothing to flush.
-_NEW_LABEL = insert(Label.__table__).returning(Label.__table__.c.id)
+_LABEL_COLUMNS = (
+    "project_id",
+    "solution_id",
+    "assignment_id",
+    "user_id",
+    "generation",
+    "is_quality_control",
+    "is_initial_screening",
+    "finish_reason",
+    "finish_note",
+    "total_time_ms",
+    "steps",
+    "idempotency_key",
+    "extra",
+    "started_at",
+    "created_at",
+)
+# Core, not the ORM's unit of work: one INSERT … RETURNING and nothing to flush. Every column
+# is given, defaults included: SQLAlchemy fills in no Python-side default for an INSERT that
+# carries a data-modifying CTE (below). Its parameters are named apart from the columns: that
+# CTE's UPDATE would take a parameter named like one of its columns as a value to set.
+_NEW_LABEL = (
+    insert(Label.__table__)
+    .values({name: bindparam(f"label_{name}") for name in _LABEL_COLUMNS})
+    .returning(Label.__table__.c.id)
+)
 
 _CLOSE_ASSIGNMENT = (
     update(Assignment.__table__)
@@ -93,41 +105,50 @@ _CLOSE_ASSIGNMENT = (
     .values(status=AssignmentStatus.done, done_at=bindparam("now"), expires_at=None)
 )
 
+# On PostgreSQL the close rides along with the insert as a data-modifying CTE: one round trip
+# instead of two. SQLite has no such CTEs, so there the two run one after the other.
+_NEW_LABEL_CLOSING_ASSIGNMENT = _NEW_LABEL.add_cte(_CLOSE_ASSIGNMENT.cte("closed"))
 
-def next_task(session: Session, project: Project, user: User) -> NextTask:
-    lease = queue.lease_next(session, project, user)
-    if lease is None:
+
+def next_task(session: Session, project: Project, user: User, *, user_locked: bool = False) -> NextTask:
+    """The labeler's task; `user_locked` as in queue.lease_next."""
+    leased = queue.lease_next(session, project, user, user_locked=user_locked)
+    if leased is None:
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
-    row = session.connection().execute(
-        _TASK, {"solution": lease.solution_id, "project": project.id}
-    ).one()
     task = Task(
-        assignment_id=lease.assignment_id,
+        assignment_id=leased.assignment_id,
         project_id=project.id,
         project_name=project.name,
         labeling_mode=project.labeling_mode,
-        expires_at=lease.expires_at,
-        problem=TaskProblem(id=row.problem_id, statement=row.statement, answer=row.answer),
-        solution=TaskSolution(id=lease.solution_id, steps=row.steps),
+        expires_at=leased.expires_at,
+        problem=TaskProblem(id=leased.problem_id, statement=leased.statement, answer=leased.answer),
+        solution=TaskSolution(id=leased.solution_id, steps=leased.steps),
     )
-    return NextTask(task=task, waiting=row.waiting)
+    return NextTask(task=task, waiting=leased.waiting)
 
 
 def submit_label(
     session: Session, user: User, assignment_id: int, data: LabelSubmit
 ) -> LabelReceipt:
-    earlier = _label_with_key(session, user, data.idempotency_key)
-    if earlier is not None:
-        return _receipt_for_retry(earlier, assignment_id)
     connection = session.connection()
-    held = connection.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id}).first()
-    if held is None or held.user_id != user.id:
+    key = {"user": user.id, "key": data.idempotency_key}
+    held = connection.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id, **key}).first()
+    if held is None:
+        # No such assignment; the key may still have been used for another one.
+        earlier = connection.execute(_LABEL_WITH_KEY, key).first()
+        if earlier is not None:
+            return _receipt_for_retry(earlier, assignment_id)
+        raise NotFound(f"you hold no assignment {assignment_id}")
+    if held.earlier_id is not None:
+        return _receipt_for_retry(held, assignment_id)
+    if held.user_id != user.id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(f"you hold no assignment {assignment_id}")
     if held.status == AssignmentStatus.done:
-        # The lock was held by our own concurrent twin, which has committed in the meantime.
-        earlier = _label_with_key(session, user, data.idempotency_key)
+        # The lock was held by our own concurrent twin, which has committed in the meantime;
+        # its label is newer than the snapshot the locking statement read, so look again.
+        earlier = connection.execute(_LABEL_WITH_KEY, key).first()
         if earlier is not None:
             return _receipt_for_retry(earlier, assignment_id)
         raise Conflict(f"assignment {assignment_id} was already submitted")
@@ -143,29 +164,38 @@ def submit_label(
             )
     check_ratings(held.labeling_mode, len(held.steps), data)
     now = utcnow()
+    label = {
+        "label_project_id": held.project_id,
+        "label_solution_id": held.solution_id,
+        "label_assignment_id": assignment_id,
+        "label_user_id": user.id,
+        "label_generation": held.generation,
+        "label_is_quality_control": False,
+        "label_is_initial_screening": False,
+        "label_finish_reason": data.finish_reason,
+        "label_finish_note": (data.finish_note or "").strip() or None,
+        "label_total_time_ms": data.total_time_ms,
+        "label_steps": [_prm800k_step(r) for r in data.ratings],
+        "label_idempotency_key": data.idempotency_key,
+        "label_extra": {},
+        "label_started_at": data.started_at or held.leased_at,
+        "label_created_at": now,
+    }
+    closing = {"assignment": assignment_id, "now": now}
     try:
-        label_id = connection.scalar(
-            _NEW_LABEL,
-            {
-                "project_id": held.project_id,
-                "solution_id": held.solution_id,
-                "assignment_id": assignment_id,
-                "user_id": user.id,
-                "generation": held.generation,
-                "finish_reason": data.finish_reason,
-                "finish_note": (data.finish_note or "").strip() or None,
-                "total_time_ms": data.total_time_ms,
-                "steps": [_prm800k_step(r) for r in data.ratings],
-                "idempotency_key": data.idempotency_key,
-                "started_at": data.started_at or held.leased_at,
-                "created_at": now,
-            },
-        )
+        if connection.dialect.name == "postgresql":
+            label_id = connection.scalar(_NEW_LABEL_CLOSING_ASSIGNMENT, {**label, **closing})
+        else:
+            label_id = connection.scalar(_NEW_LABEL, label)
+            connection.execute(_CLOSE_ASSIGNMENT, closing)
     except IntegrityError as exc:
+        # PostgreSQL names the constraint (uq_labels_user_id_idempotency_key), SQLite its
+        # columns; any other broken constraint is a bug of ours and stays a 500.
+        if "idempotency_key" not in str(exc.orig):
+            raise
         # The assignment is locked and still open, so no label of it exists: the clash is this
         # labeler's key, sent at this moment for another assignment.
         raise Conflict("this idempotency key was already used for another assignment") from exc
-    connection.execute(_CLOSE_ASSIGNMENT, {"assignment": assignment_id, "now": now})
     assert label_id is not None
     return LabelReceipt(
         label_id=label_id,
@@ -187,18 +217,15 @@ def release_task(session: Session, user: User, assignment_id: int) -> None:
     assignment.user_id = None
 
 
-def _label_with_key(session: Session, user: User, key: str) -> Row[Any] | None:
-    return session.connection().execute(_LABEL_WITH_KEY, {"user": user.id, "key": key}).first()
-
-
-def _receipt_for_retry(label: Row[Any], assignment_id: int) -> LabelReceipt:
-    if label.assignment_id != assignment_id:
+def _receipt_for_retry(earlier: Row[Any], assignment_id: int) -> LabelReceipt:
+    """The receipt of the label `earlier` (its `earlier_*` columns), sent again."""
+    if earlier.earlier_assignment_id != assignment_id:
         raise Conflict("this idempotency key was already used for another assignment")
-    assert label.finish_reason is not None and label.assignment_id is not None
+    assert earlier.earlier_finish_reason is not None
     return LabelReceipt(
-        label_id=label.id,
-        assignment_id=label.assignment_id,
-        finish_reason=label.finish_reason,
+        label_id=earlier.earlier_id,
+        assignment_id=assignment_id,
+        finish_reason=earlier.earlier_finish_reason,
         duplicate=True,
     )
 

@@ -24,8 +24,10 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from sqlalchemy import select
 
-from tests.conftest import api_headers, make_project, make_user
+from app.models import Assignment, AssignmentStatus, Label
+from tests.conftest import add_solutions, api_headers, make_project, make_user
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -40,15 +42,20 @@ CHECKS = [
 REVOKES_THE_TOKEN = "/api/v1/auth/tokens/current"
 
 
-def _fuzz(operation, headers: dict[str, str], mode: GenerationMode) -> None:  # type: ignore[no-untyped-def]
-    @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(
-        max_examples=25,
+def _examples(count: int):  # type: ignore[no-untyped-def]
+    """Hypothesis settings for `count` generated requests, the same on every run."""
+    return settings(
+        max_examples=count,
         deadline=None,
         derandomize=True,
         database=None,
         suppress_health_check=list(HealthCheck),
     )
+
+
+def _fuzz(operation, headers: dict[str, str], mode: GenerationMode) -> None:  # type: ignore[no-untyped-def]
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @_examples(25)
     def call(case) -> None:  # type: ignore[no-untyped-def]
         case.call_and_validate(headers=headers, checks=CHECKS)
 
@@ -80,6 +87,48 @@ def test_every_operation_answers_as_documented(app, client, session_factory, mod
     # which every operation documents.
     me = client.get("/api/v1/users/me", headers=headers)
     assert me.status_code == 200 and me.json()["role"] == "admin", me.text
+
+
+HOLDER_OPERATIONS = {
+    "/api/v1/assignments/{assignment_id}/submit": 200,
+    "/api/v1/assignments/{assignment_id}/release": 204,
+}
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=str)
+@pytest.mark.parametrize("path", list(HOLDER_OPERATIONS))
+def test_submit_and_release_of_a_held_lease_answer_as_documented(app, client, session_factory, db, path, mode):  # type: ignore[no-untyped-def]
+    """Random ids rarely name a lease, so the general fuzz meets these operations' 404s only:
+    here every generated request is aimed at the lease the labeler holds at that moment."""
+    project = make_project(session_factory, "held", overlap=1)
+    # One step each: more of the generated ratings make a whole label of it.
+    add_solutions(session_factory, project, 60, steps=1)
+    make_user(session_factory, "holder", "labeler")
+    headers = api_headers(client, "holder")
+    operation = schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)[path]["POST"]
+    statuses: list[int] = []
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @_examples(40)
+    def call(case) -> None:  # type: ignore[no-untyped-def]
+        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+        assert task is not None, "the seeded queue ran dry"
+        case.path_parameters = {"assignment_id": task["assignment_id"]}
+        if mode is GenerationMode.POSITIVE and isinstance(case.body, dict):
+            # Generated keys repeat: with each valid body under a fresh key, every one of them
+            # reaches the store instead of the first one's receipt.
+            case.body["idempotency_key"] = f"fuzzed-key-{len(statuses):04d}"
+        response = case.call(headers=headers)
+        case.validate_response(response, checks=CHECKS)
+        statuses.append(response.status_code)
+
+    call()
+    if mode is GenerationMode.POSITIVE:
+        assert HOLDER_OPERATIONS[path] in statuses, statuses
+    labels = db.execute(select(Label.assignment_id, Assignment.status).join(Assignment)).all()
+    assert all(status == AssignmentStatus.done for _, status in labels)
+    assert len({assignment for assignment, _ in labels}) == len(labels)
+    assert len(labels) == statuses.count(200)
 
 
 def test_revoking_the_current_token_answers_as_documented(app, client, session_factory):  # type: ignore[no-untyped-def]

@@ -3,36 +3,23 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select, update
 
 from app.db import session_scope
+from app.deps import CSRF_HEADER
 from app.labeling import queue
-from app.labeling.queue import add_slots
-from app.models import Assignment, Label, Problem, Solution, utcnow
-from tests.conftest import api_headers, make_project, make_user
-
-
-def _add_solutions(factory, project, n: int, steps: int = 3) -> list[int]:  # type: ignore[no-untyped-def]
-    with session_scope(factory) as session:
-        problem = Problem(project_id=project.id, statement="What is 1+1?", answer="2", content_hash="p1")
-        session.add(problem)
-        session.flush()
-        ids = []
-        for i in range(n):
-            solution = Solution(
-                project_id=project.id,
-                problem_id=problem.id,
-                steps=[f"step {j} of {i}" for j in range(steps)],
-                priority=float(i),
-                content_hash=f"s{i}",
-            )
-            session.add(solution)
-            session.flush()
-            ids.append(solution.id)
-        add_slots(session, project, [(i, float(k), None) for k, i in enumerate(ids)])
-    return ids
+from app.models import Assignment, Label, utcnow
+from tests.conftest import (
+    add_solutions,
+    api_headers,
+    browser_login,
+    make_project,
+    make_user,
+)
 
 
 def _submit(client, headers, assignment_id, key, ratings=(1, 1, -1), reason="found_error"):  # type: ignore[no-untyped-def]
@@ -50,15 +37,22 @@ def _submit(client, headers, assignment_id, key, ratings=(1, 1, -1), reason="fou
 
 def test_highest_priority_first_and_never_twice_for_one_labeler(client, session_factory):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=2)
-    ids = _add_solutions(session_factory, project, 3)
+    ids = add_solutions(session_factory, project, 3)
     make_user(session_factory, "ann", "labeler")
     headers = api_headers(client, "ann")
     seen = []
     for n in range(3):
-        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+        body = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()
+        task = body["task"]
         seen.append(task["solution"]["id"])
-        again = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
-        assert again["assignment_id"] == task["assignment_id"], "a held lease is handed back"
+        index = ids.index(task["solution"]["id"])
+        assert task["solution"]["steps"] == [f"step {j} of {index}" for j in range(3)]
+        assert task["problem"]["statement"] == "What is 1+1?" and task["problem"]["answer"] == "2"
+        # Six slots; the labeler's own lease and the slots behind it do not count.
+        assert body["waiting"] == 5 - n
+        again = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()
+        assert again["task"] == task, "a held lease is handed back"
+        assert again["waiting"] == 5 - n
         assert _submit(client, headers, task["assignment_id"], f"key-{n}-abcdef").status_code == 200
     assert seen == list(reversed(ids))
     body = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()
@@ -68,7 +62,7 @@ def test_highest_priority_first_and_never_twice_for_one_labeler(client, session_
 
 def test_overlap_caps_concurrent_holders(client, session_factory):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=2)
-    _add_solutions(session_factory, project, 1)
+    add_solutions(session_factory, project, 1)
     headers = []
     for name in ("a1", "a2", "a3"):
         make_user(session_factory, name, "labeler")
@@ -80,7 +74,7 @@ def test_overlap_caps_concurrent_holders(client, session_factory):  # type: igno
 
 def test_expired_lease_returns_to_queue_and_late_submit_is_refused_once_retaken(client, session_factory):  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
-    _add_solutions(session_factory, project, 1)
+    add_solutions(session_factory, project, 1)
     make_user(session_factory, "slow", "labeler")
     make_user(session_factory, "fast", "labeler")
     slow, fast = api_headers(client, "slow"), api_headers(client, "fast")
@@ -99,7 +93,7 @@ def test_expired_lease_returns_to_queue_and_late_submit_is_refused_once_retaken(
 
 def test_an_expired_lease_returns_at_its_priority_at_the_next_sweep(client, session_factory, monkeypatch):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=1)
-    ids = _add_solutions(session_factory, project, 3)
+    ids = add_solutions(session_factory, project, 3)
     for name in ("slow", "bob", "cat"):
         make_user(session_factory, name, "labeler")
     slow, b, c = (api_headers(client, name) for name in ("slow", "bob", "cat"))
@@ -120,7 +114,7 @@ def test_an_expired_lease_returns_at_its_priority_at_the_next_sweep(client, sess
 
 def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(client, session_factory, db, monkeypatch):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=2)
-    _add_solutions(session_factory, project, 1)
+    add_solutions(session_factory, project, 1)
     make_user(session_factory, "ann", "labeler")
     make_user(session_factory, "bob", "labeler")
     ann, bob = api_headers(client, "ann"), api_headers(client, "bob")
@@ -146,7 +140,7 @@ def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(clien
 
 def test_doubled_submit_stores_one_label(client, session_factory, db):  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
-    _add_solutions(session_factory, project, 1)
+    add_solutions(session_factory, project, 1)
     make_user(session_factory, "dup", "labeler")
     headers = api_headers(client, "dup")
     task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
@@ -168,7 +162,7 @@ def test_doubled_submit_stores_one_label(client, session_factory, db):  # type: 
 
 def test_concurrent_labelers_never_share_a_lease(client, session_factory, db):  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
-    _add_solutions(session_factory, project, 30)
+    add_solutions(session_factory, project, 30)
     headers = []
     for n in range(12):
         make_user(session_factory, f"c{n}", "labeler")
@@ -191,9 +185,49 @@ def test_concurrent_labelers_never_share_a_lease(client, session_factory, db):  
     assert len(got) == 12 and len(set(got)) == 12
 
 
+@pytest.mark.parametrize("login", ["token", "browser"])
+def test_one_labelers_simultaneous_requests_share_one_lease(client, session_factory, db, login, monkeypatch):  # type: ignore[no-untyped-def]
+    """A double click, or two tabs: the user's row lock, taken with the caller's lookup, makes
+    the requests decide one after the other, so all of them get the first one's lease."""
+
+    def slow_sweep_check(project_id: int) -> bool:
+        # Between finding no lease and taking one: without the lock, every request would
+        # be here at once and each would take a lease of its own.
+        time.sleep(0.2)
+        return False
+
+    monkeypatch.setattr(queue, "_sweep_due", slow_sweep_check)
+    project = make_project(session_factory)
+    add_solutions(session_factory, project, 10)
+    make_user(session_factory, "twin", "labeler")
+    if login == "token":
+        headers = api_headers(client, "twin")
+    else:
+        headers = {CSRF_HEADER: browser_login(client, "twin")}
+    barrier = threading.Barrier(6)
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        barrier.wait()
+        response = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers)
+        assert response.status_code == 200, response.text
+        with lock:
+            got.append(response.json()["task"]["assignment_id"])
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 6 and len(set(got)) == 1
+    leased = select(func.count()).select_from(Assignment).where(Assignment.status == "leased")
+    assert db.scalar(leased) == 1
+
+
 def test_bad_ratings_are_refused_and_change_nothing(client, session_factory, db):  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
-    _add_solutions(session_factory, project, 1)
+    add_solutions(session_factory, project, 1)
     make_user(session_factory, "eve", "labeler")
     headers = api_headers(client, "eve")
     task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
@@ -203,3 +237,42 @@ def test_bad_ratings_are_refused_and_change_nothing(client, session_factory, db)
     assert _submit(client, headers, aid, "k-000003", ratings=(1,), reason="give_up").status_code == 422
     assert _submit(client, headers, aid, "k-000004", ratings=(1, 1, 7)).status_code == 422
     assert db.scalar(select(func.count()).select_from(Label)) == 0
+
+
+def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory, db):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_solutions(session_factory, project, 3)
+    make_user(session_factory, "sam", "labeler")
+    make_user(session_factory, "other", "labeler")
+    sam, other = api_headers(client, "sam"), api_headers(client, "other")
+    first = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=sam).json()["task"]
+    stored = _submit(client, sam, first["assignment_id"], "first-key-01")
+    assert stored.status_code == 200 and stored.json()["duplicate"] is False
+
+    retried = _submit(client, sam, first["assignment_id"], "first-key-01")
+    assert retried.status_code == 200
+    assert retried.json() == {**stored.json(), "duplicate": True}
+    again = _submit(client, sam, first["assignment_id"], "second-key-01")
+    assert again.status_code == 409 and "already submitted" in again.json()["detail"]
+
+    second = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=sam).json()["task"]
+    reused = _submit(client, sam, second["assignment_id"], "first-key-01")
+    assert reused.status_code == 409 and "another assignment" in reused.json()["detail"]
+    missing = _submit(client, sam, 10**6, "first-key-01")
+    assert missing.status_code == 409 and "another assignment" in missing.json()["detail"]
+    assert _submit(client, sam, 10**6, "unused-key-01").status_code == 404
+    theirs = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=other).json()["task"]
+    assert _submit(client, sam, theirs["assignment_id"], "unused-key-02").status_code == 404
+
+    held = {a.id: a for a in db.scalars(select(Assignment))}
+    assert held[second["assignment_id"]].status == "leased"
+    assert held[theirs["assignment_id"]].status == "leased"
+    done = held[first["assignment_id"]]
+    assert done.status == "done" and done.done_at is not None and done.expires_at is None
+    label = db.scalars(select(Label)).one()
+    assert label.id == stored.json()["label_id"] and label.assignment_id == first["assignment_id"]
+    assert (label.is_quality_control, label.is_initial_screening, label.extra) == (False, False, {})
+    assert label.started_at == done.leased_at and label.total_time_ms == 1234
+    assert label.finish_reason == "found_error" and label.idempotency_key == "first-key-01"
+    assert [step["completions"][0]["rating"] for step in label.steps] == [1, 1, -1]
+    assert [step["chosen_completion"] for step in label.steps] == [0, 0, None]
