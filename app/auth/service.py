@@ -69,9 +69,9 @@ _TOKEN_USER = (
 )
 # The same lookups with the user's row locked until commit, for a request that must be its
 # user's only one deciding at a time (next-task: see app.labeling.queue.lease_next). Taken in
-# the lookup, the lock costs no round trip of its own.
-_SESSION_AND_LOCKED_USER = _SESSION_AND_USER.with_for_update(of=User)
-_LOCKED_TOKEN_USER = _TOKEN_USER.with_for_update(of=User)
+# the lookup, the lock costs no round trip of its own. NO KEY UPDATE, as queue.lock_labeler.
+_SESSION_AND_LOCKED_USER = _SESSION_AND_USER.with_for_update(of=User, key_share=True)
+_LOCKED_TOKEN_USER = _TOKEN_USER.with_for_update(of=User, key_share=True)
 
 
 def principal_from_cookie(

@@ -179,13 +179,9 @@ class LeasedTask:
     waiting: int
 
 
-# The statements of next-task are built once, with named parameters: building them on each
-# call (the aliased subqueries most of all) took a fifth of the server's time per request.
-# They run on the session's connection, in its transaction, rather than through
-# Session.execute: they load no ORM objects, and skipping the ORM's execute path (autoflush,
-# bulk-update bookkeeping, its result wrapping) took about 6% off the server's CPU time per
-# next + submit pair.
-_LOCK_USER = select(User.id).where(User.id == bindparam("user")).with_for_update()
+# NO KEY UPDATE: it excludes a second lease decision of the same labeler as firmly, without
+# holding up the foreign-key checks of the labeler's own inserts (a label, a login's token).
+_LOCK_USER = select(User.id).where(User.id == bindparam("user")).with_for_update(key_share=True)
 
 
 def _task_columns(slot: Table) -> list[ColumnElement[object]]:
@@ -229,9 +225,21 @@ def _task_columns(slot: Table) -> list[ColumnElement[object]]:
     ]
 
 
+# The statements of next-task are built once, with named parameters: building them on each
+# call (the aliased subqueries most of all) took a fifth of the server's time per request.
+# They run on the session's connection, in its transaction, rather than through
+# Session.execute: they load no ORM objects, and skipping the ORM's execute path (autoflush,
+# bulk-update bookkeeping, its result wrapping) took about 6% off the server's CPU time per
+# next + submit pair.
 _SLOTS = Assignment.__table__
+_LEASE_COLUMNS = (
+    _SLOTS.c.id.label("assignment_id"),
+    _SLOTS.c.solution_id,
+    _SLOTS.c.expires_at,
+    *_task_columns(_SLOTS),
+)
 
-_LEASED_TASK = select(_SLOTS.c.id, _SLOTS.c.solution_id, _SLOTS.c.expires_at, *_task_columns(_SLOTS))
+_LEASED_TASK = select(*_LEASE_COLUMNS)
 
 _CURRENT_LEASE = (
     _LEASED_TASK.where(
@@ -304,7 +312,7 @@ def _take_best_slot_statement() -> Update:
             leased_at=bindparam("now"),
             expires_at=bindparam("until"),
         )
-        .returning(_SLOTS.c.id)
+        .returning(_SLOTS.c.id.label("assignment_id"))
     )
 
 
@@ -312,9 +320,7 @@ _TAKE_BEST_SLOT = _take_best_slot_statement()
 # On PostgreSQL the task comes back with the lease. SQLAlchemy writes SQLite's RETURNING
 # columns without their table, inside subqueries too, which breaks the task's subqueries; an
 # in-process database loses little by reading the task in a second statement.
-_TAKE_BEST_SLOT_WITH_TASK = _TAKE_BEST_SLOT.returning(
-    _SLOTS.c.solution_id, _SLOTS.c.expires_at, *_task_columns(_SLOTS)
-)
+_TAKE_BEST_SLOT_WITH_TASK = _TAKE_BEST_SLOT.returning(*_LEASE_COLUMNS[1:])
 _TASK_OF_SLOT = _LEASED_TASK.where(_SLOTS.c.id == bindparam("assignment"))
 
 
@@ -349,7 +355,7 @@ def lease_next(
         _CURRENT_LEASE, {"project": project.id, "user": user.id, "now": now}
     ).first()
     if row is not None:
-        return LeasedTask(*row)
+        return LeasedTask(**row._mapping)
     if _sweep_due(project.id):
         reclaim_expired(session, project.id, now)
     leased = _take_best_slot(session, project, user, now)
@@ -374,8 +380,8 @@ def _take_best_slot(session: Session, project: Project, user: User, now: datetim
         row = connection.execute(_TAKE_BEST_SLOT_WITH_TASK, taking).first()
     else:
         taken = connection.execute(_TAKE_BEST_SLOT, taking).first()
-        row = None if taken is None else connection.execute(_TASK_OF_SLOT, {"assignment": taken.id}).first()
-    return LeasedTask(*row) if row is not None else None
+        row = None if taken is None else connection.execute(_TASK_OF_SLOT, {"assignment": taken.assignment_id}).first()
+    return LeasedTask(**row._mapping) if row is not None else None
 
 
 def lock_assignment(session: Session, assignment_id: int) -> Assignment | None:

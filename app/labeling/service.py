@@ -90,9 +90,12 @@ _LABEL_COLUMNS = (
     "created_at",
 )
 # Core, not the ORM's unit of work: one INSERT … RETURNING and nothing to flush. Every column
-# is given, defaults included: SQLAlchemy fills in no Python-side default for an INSERT that
+# with a default is given too: SQLAlchemy leaves Python-side defaults unfilled in an INSERT that
 # carries a data-modifying CTE (below). Its parameters are named apart from the columns: that
 # CTE's UPDATE would take a parameter named like one of its columns as a value to set.
+assert {c.name for c in Label.__table__.c if c.default is not None} <= set(_LABEL_COLUMNS), (
+    "a Label column with a default is missing from _LABEL_COLUMNS"
+)
 _NEW_LABEL = (
     insert(Label.__table__)
     .values({name: bindparam(f"label_{name}") for name in _LABEL_COLUMNS})
@@ -190,7 +193,7 @@ def submit_label(
             connection.execute(_CLOSE_ASSIGNMENT, closing)
     except IntegrityError as exc:
         # PostgreSQL names the constraint (uq_labels_user_id_idempotency_key), SQLite its
-        # columns; any other broken constraint is a bug of ours and stays a 500.
+        # columns. Any other clash goes to the app's general answer to racing writes.
         if "idempotency_key" not in str(exc.orig):
             raise
         # The assignment is locked and still open, so no label of it exists: the clash is this

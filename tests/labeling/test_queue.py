@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 
 from app.db import session_scope
 from app.deps import CSRF_HEADER
-from app.labeling import queue
+from app.labeling import queue, service
 from app.models import Assignment, Label, utcnow
 from tests.conftest import (
     add_solutions,
@@ -138,15 +138,26 @@ def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(clien
     assert db.scalar(select(func.count()).select_from(Label)) == 1
 
 
-def test_doubled_submit_stores_one_label(client, session_factory, db):  # type: ignore[no-untyped-def]
+def test_doubled_submit_stores_one_label(client, session_factory, db, monkeypatch):  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     add_solutions(session_factory, project, 1)
     make_user(session_factory, "dup", "labeler")
     headers = api_headers(client, "dup")
     task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    check_ratings = service.check_ratings
+
+    def slow_check(*args):  # type: ignore[no-untyped-def]
+        # With the assignment locked: the twins pile up behind the first, and each wakes to
+        # find it done, its label newer than what the locking statement read.
+        time.sleep(0.2)
+        check_ratings(*args)
+
+    monkeypatch.setattr(service, "check_ratings", slow_check)
+    barrier = threading.Barrier(4)
     results = []
 
     def submit() -> None:
+        barrier.wait()
         results.append(_submit(client, headers, task["assignment_id"], "same-key-42"))
 
     threads = [threading.Thread(target=submit) for _ in range(4)]
