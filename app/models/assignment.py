@@ -3,7 +3,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from sqlalchemy import Enum, Float, ForeignKey, Index, Integer, UniqueConstraint, text
+from sqlalchemy import Enum, Float, ForeignKey, Index, Integer, UniqueConstraint, desc, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
@@ -26,11 +26,13 @@ class Assignment(Base):
     __tablename__ = "assignments"
     __table_args__ = (
         UniqueConstraint("solution_id", "slot"),
-        # The queue's scan: waiting slots of a project in priority order.
+        # The queue's scan, read backwards: waiting slots of a project by priority, then each
+        # solution's first slot before its later ones (hence slot DESC), newest first.
         Index(
             "ix_assignments_queue",
             "project_id",
             "priority",
+            desc("slot"),
             "id",
             postgresql_where=text("status = 'waiting'"),
             sqlite_where=text("status = 'waiting'"),

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 from app.db import session_scope
 from app.deps import CSRF_HEADER
 from app.labeling import queue, service
-from app.models import Assignment, Label, utcnow
+from app.models import Assignment, Label, Problem, Solution, utcnow
 from tests.conftest import (
     add_solutions,
     api_headers,
@@ -287,3 +287,33 @@ def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory
     assert label.finish_reason == "found_error" and label.idempotency_key == "first-key-01"
     assert [step["completions"][0]["rating"] for step in label.steps] == [1, 1, -1]
     assert [step["chosen_completion"] for step in label.steps] == [0, 0, None]
+
+
+def test_among_equal_priorities_every_first_slot_goes_before_any_second(client, session_factory, db):  # type: ignore[no-untyped-def]
+    """So that a labeler working alone never has to be passed the other slot of a solution they
+    just labeled: newest first, first slots first."""
+    project = make_project(session_factory, overlap=2)
+    with session_scope(session_factory) as session:
+        problem = Problem(project_id=project.id, statement="1+1?", answer="2", content_hash="tie")
+        session.add(problem)
+        session.flush()
+        solutions = [
+            Solution(project_id=project.id, problem_id=problem.id, steps=["s"], content_hash=f"t{i}")
+            for i in range(3)
+        ]
+        session.add_all(solutions)
+        session.flush()
+        ids = [s.id for s in solutions]
+        queue.add_slots(session, project, [(i, 0.0, None) for i in ids])
+    make_user(session_factory, "solo", "labeler")
+    make_user(session_factory, "late", "labeler")
+    solo, late = api_headers(client, "solo"), api_headers(client, "late")
+    order = []
+    for n in range(3):
+        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=solo).json()["task"]
+        order.append(task["solution"]["id"])
+        assert _submit(client, solo, task["assignment_id"], f"solo-key-{n:04d}", ratings=(1,), reason="solution").status_code == 200
+    assert order == list(reversed(ids))
+    taken = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=late).json()["task"]
+    slots = {a.id: a.slot for a in db.scalars(select(Assignment))}
+    assert slots[taken["assignment_id"]] == 1 and taken["solution"]["id"] == ids[-1]
