@@ -145,8 +145,11 @@ def make_project(factory: sessionmaker[Session], name: str = "algebra", **settin
         return create_project(session, ProjectCreate(name=name, **settings))  # type: ignore[arg-type]
 
 
-def add_solutions(factory: sessionmaker[Session], project: Project, n: int, steps: int = 3) -> list[int]:
-    """`n` solutions of one problem, with their slots; priority rises with the index."""
+def add_solutions(
+    factory: sessionmaker[Session], project: Project, n: int, steps: int = 3, priority: float | None = None
+) -> list[int]:
+    """`n` solutions of one problem, with their slots; priority rises with the index unless one
+    `priority` is given for all."""
     with session_scope(factory) as session:
         problem = Problem(project_id=project.id, statement="What is 1+1?", answer="2", content_hash="p1")
         session.add(problem)
@@ -157,13 +160,13 @@ def add_solutions(factory: sessionmaker[Session], project: Project, n: int, step
                 project_id=project.id,
                 problem_id=problem.id,
                 steps=[f"step {j} of {i}" for j in range(steps)],
-                priority=float(i),
+                priority=float(i) if priority is None else priority,
                 content_hash=f"s{i}",
             )
             session.add(solution)
             session.flush()
             ids.append(solution.id)
-        add_slots(session, project, [(i, float(k), None) for k, i in enumerate(ids)])
+        add_slots(session, project, [(i, float(k) if priority is None else priority, None) for k, i in enumerate(ids)])
     return ids
 
 

@@ -40,6 +40,13 @@ RECENT_LABELS = 10
 
 # Submit is on the hot path: its statements are built once, with named parameters, and run on
 # the session's connection (see queue.py for why).
+# A label this labeler already sent under an idempotency key, as _receipt_for_retry reads it.
+_EARLIER_LABEL = (
+    Label.id.label("earlier_id"),
+    Label.assignment_id.label("earlier_assignment_id"),
+    Label.finish_reason.label("earlier_finish_reason"),
+)
+
 # The assignment locked, with what checking the ratings needs, and the label this labeler
 # already sent under this idempotency key, if any: a retry is told apart in the same round trip.
 _HELD_ASSIGNMENT = (
@@ -52,9 +59,7 @@ _HELD_ASSIGNMENT = (
         Assignment.leased_at,
         Project.labeling_mode,
         Solution.steps,
-        Label.id.label("earlier_id"),
-        Label.assignment_id.label("earlier_assignment_id"),
-        Label.finish_reason.label("earlier_finish_reason"),
+        *_EARLIER_LABEL,
     )
     .join(Project, Project.id == Assignment.project_id)
     .join(Solution, Solution.id == Assignment.solution_id)
@@ -66,11 +71,9 @@ _HELD_ASSIGNMENT = (
     .with_for_update(of=Assignment)
 )
 
-_LABEL_WITH_KEY = select(
-    Label.id.label("earlier_id"),
-    Label.assignment_id.label("earlier_assignment_id"),
-    Label.finish_reason.label("earlier_finish_reason"),
-).where(Label.user_id == bindparam("user"), Label.idempotency_key == bindparam("key"))
+_LABEL_WITH_KEY = select(*_EARLIER_LABEL).where(
+    Label.user_id == bindparam("user"), Label.idempotency_key == bindparam("key")
+)
 
 _LABEL_COLUMNS = (
     "project_id",
@@ -167,23 +170,24 @@ def submit_label(
             )
     check_ratings(held.labeling_mode, len(held.steps), data)
     now = utcnow()
-    label = {
-        "label_project_id": held.project_id,
-        "label_solution_id": held.solution_id,
-        "label_assignment_id": assignment_id,
-        "label_user_id": user.id,
-        "label_generation": held.generation,
-        "label_is_quality_control": False,
-        "label_is_initial_screening": False,
-        "label_finish_reason": data.finish_reason,
-        "label_finish_note": (data.finish_note or "").strip() or None,
-        "label_total_time_ms": data.total_time_ms,
-        "label_steps": [_prm800k_step(r) for r in data.ratings],
-        "label_idempotency_key": data.idempotency_key,
-        "label_extra": {},
-        "label_started_at": data.started_at or held.leased_at,
-        "label_created_at": now,
+    columns = {
+        "project_id": held.project_id,
+        "solution_id": held.solution_id,
+        "assignment_id": assignment_id,
+        "user_id": user.id,
+        "generation": held.generation,
+        "is_quality_control": False,
+        "is_initial_screening": False,
+        "finish_reason": data.finish_reason,
+        "finish_note": (data.finish_note or "").strip() or None,
+        "total_time_ms": data.total_time_ms,
+        "steps": [_prm800k_step(r) for r in data.ratings],
+        "idempotency_key": data.idempotency_key,
+        "extra": {},
+        "started_at": data.started_at or held.leased_at,
+        "created_at": now,
     }
+    label = {f"label_{name}": value for name, value in columns.items()}
     closing = {"assignment": assignment_id, "now": now}
     try:
         if connection.dialect.name == "postgresql":

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 from app.db import session_scope
 from app.deps import CSRF_HEADER
 from app.labeling import queue, service
-from app.models import Assignment, Label, Problem, Solution, utcnow
+from app.models import Assignment, Label, utcnow
 from tests.conftest import (
     add_solutions,
     api_headers,
@@ -20,6 +20,10 @@ from tests.conftest import (
     make_project,
     make_user,
 )
+
+
+def _next_task(client, project, headers):  # type: ignore[no-untyped-def]
+    return client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
 
 
 def _submit(client, headers, assignment_id, key, ratings=(1, 1, -1), reason="found_error"):  # type: ignore[no-untyped-def]
@@ -67,7 +71,7 @@ def test_overlap_caps_concurrent_holders(client, session_factory):  # type: igno
     for name in ("a1", "a2", "a3"):
         make_user(session_factory, name, "labeler")
         headers.append(api_headers(client, name))
-    tasks = [client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=h).json()["task"] for h in headers]
+    tasks = [_next_task(client, project, h) for h in headers]
     assert tasks[0] and tasks[1] and tasks[2] is None
     assert tasks[0]["assignment_id"] != tasks[1]["assignment_id"]
 
@@ -78,13 +82,13 @@ def test_expired_lease_returns_to_queue_and_late_submit_is_refused_once_retaken(
     make_user(session_factory, "slow", "labeler")
     make_user(session_factory, "fast", "labeler")
     slow, fast = api_headers(client, "slow"), api_headers(client, "fast")
-    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=slow).json()["task"]
-    assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=fast).json()["task"] is None
+    task = _next_task(client, project, slow)
+    assert _next_task(client, project, fast) is None
     with session_scope(session_factory) as session:
         session.execute(
             update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1))
         )
-    retaken = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=fast).json()["task"]
+    retaken = _next_task(client, project, fast)
     assert retaken["assignment_id"] == task["assignment_id"]
     late = _submit(client, slow, task["assignment_id"], "late-key-123")
     assert late.status_code == 404
@@ -99,16 +103,16 @@ def test_an_expired_lease_returns_at_its_priority_at_the_next_sweep(client, sess
     slow, b, c = (api_headers(client, name) for name in ("slow", "bob", "cat"))
     # A fresh clock per test: the sweep is due on the first call of each project.
     monkeypatch.setattr(queue, "_next_sweep", {})
-    best = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=slow).json()["task"]
+    best = _next_task(client, project, slow)
     assert best["solution"]["id"] == ids[-1]
     with session_scope(session_factory) as session:
         session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
     # Within the sweep interval, slots that wait go first...
-    second = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=b).json()["task"]
+    second = _next_task(client, project, b)
     assert second["solution"]["id"] == ids[-2]
     # ...and at the next sweep (the interval over) the expired one is back, ahead of them.
     monkeypatch.setattr(queue, "_next_sweep", {})
-    third = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=c).json()["task"]
+    third = _next_task(client, project, c)
     assert third["assignment_id"] == best["assignment_id"]
 
 
@@ -118,8 +122,8 @@ def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(clien
     make_user(session_factory, "ann", "labeler")
     make_user(session_factory, "bob", "labeler")
     ann, bob = api_headers(client, "ann"), api_headers(client, "bob")
-    bobs = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=bob).json()["task"]
-    first = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=ann).json()["task"]
+    bobs = _next_task(client, project, bob)
+    first = _next_task(client, project, ann)
     # ann's lease runs out and is swept back; bob hands his slot back.
     with session_scope(session_factory) as session:
         session.execute(
@@ -129,7 +133,7 @@ def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(clien
         )
     monkeypatch.setattr(queue, "_next_sweep", {})
     assert client.post(f"/api/v1/assignments/{bobs['assignment_id']}/release", headers=bob).status_code == 204
-    again = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=ann).json()["task"]
+    again = _next_task(client, project, ann)
     assert again["assignment_id"] == bobs["assignment_id"], "the other slot of the same solution"
     late = _submit(client, ann, first["assignment_id"], "late-key-0001")
     assert late.status_code == 409
@@ -143,7 +147,7 @@ def test_doubled_submit_stores_one_label(client, session_factory, db, monkeypatc
     add_solutions(session_factory, project, 1)
     make_user(session_factory, "dup", "labeler")
     headers = api_headers(client, "dup")
-    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    task = _next_task(client, project, headers)
     check_ratings = service.check_ratings
 
     def slow_check(*args):  # type: ignore[no-untyped-def]
@@ -184,7 +188,7 @@ def test_concurrent_labelers_never_share_a_lease(client, session_factory, db):  
 
     def work(h):  # type: ignore[no-untyped-def]
         barrier.wait()
-        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=h).json()["task"]
+        task = _next_task(client, project, h)
         with lock:
             got.append(task["assignment_id"])
 
@@ -241,7 +245,7 @@ def test_bad_ratings_are_refused_and_change_nothing(client, session_factory, db)
     add_solutions(session_factory, project, 1)
     make_user(session_factory, "eve", "labeler")
     headers = api_headers(client, "eve")
-    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    task = _next_task(client, project, headers)
     aid = task["assignment_id"]
     assert _submit(client, headers, aid, "k-000001", ratings=(1, -1, 1)).status_code == 422
     assert _submit(client, headers, aid, "k-000002", ratings=(1, 1), reason="solution").status_code == 422
@@ -256,7 +260,7 @@ def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory
     make_user(session_factory, "sam", "labeler")
     make_user(session_factory, "other", "labeler")
     sam, other = api_headers(client, "sam"), api_headers(client, "other")
-    first = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=sam).json()["task"]
+    first = _next_task(client, project, sam)
     stored = _submit(client, sam, first["assignment_id"], "first-key-01")
     assert stored.status_code == 200 and stored.json()["duplicate"] is False
 
@@ -266,13 +270,13 @@ def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory
     again = _submit(client, sam, first["assignment_id"], "second-key-01")
     assert again.status_code == 409 and "already submitted" in again.json()["detail"]
 
-    second = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=sam).json()["task"]
+    second = _next_task(client, project, sam)
     reused = _submit(client, sam, second["assignment_id"], "first-key-01")
     assert reused.status_code == 409 and "another assignment" in reused.json()["detail"]
     missing = _submit(client, sam, 10**6, "first-key-01")
     assert missing.status_code == 409 and "another assignment" in missing.json()["detail"]
     assert _submit(client, sam, 10**6, "unused-key-01").status_code == 404
-    theirs = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=other).json()["task"]
+    theirs = _next_task(client, project, other)
     assert _submit(client, sam, theirs["assignment_id"], "unused-key-02").status_code == 404
 
     held = {a.id: a for a in db.scalars(select(Assignment))}
@@ -293,27 +297,16 @@ def test_among_equal_priorities_every_first_slot_goes_before_any_second(client, 
     """So that a labeler working alone never has to be passed the other slot of a solution they
     just labeled: newest first, first slots first."""
     project = make_project(session_factory, overlap=2)
-    with session_scope(session_factory) as session:
-        problem = Problem(project_id=project.id, statement="1+1?", answer="2", content_hash="tie")
-        session.add(problem)
-        session.flush()
-        solutions = [
-            Solution(project_id=project.id, problem_id=problem.id, steps=["s"], content_hash=f"t{i}")
-            for i in range(3)
-        ]
-        session.add_all(solutions)
-        session.flush()
-        ids = [s.id for s in solutions]
-        queue.add_slots(session, project, [(i, 0.0, None) for i in ids])
+    ids = add_solutions(session_factory, project, 3, steps=1, priority=0.0)
     make_user(session_factory, "solo", "labeler")
     make_user(session_factory, "late", "labeler")
     solo, late = api_headers(client, "solo"), api_headers(client, "late")
     order = []
     for n in range(3):
-        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=solo).json()["task"]
+        task = _next_task(client, project, solo)
         order.append(task["solution"]["id"])
         assert _submit(client, solo, task["assignment_id"], f"solo-key-{n:04d}", ratings=(1,), reason="solution").status_code == 200
     assert order == list(reversed(ids))
-    taken = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=late).json()["task"]
+    taken = _next_task(client, project, late)
     slots = {a.id: a.slot for a in db.scalars(select(Assignment))}
     assert slots[taken["assignment_id"]] == 1 and taken["solution"]["id"] == ids[-1]
