@@ -135,6 +135,10 @@ def _import_lines(
             write = write_problems if format_ == ImportFormat.math else write_prm800k
             duplicates += write(writer, parsed)
         # The grader's parse trees are cyclic: free this chunk's (see _cycle_collection_paused).
+        # The chunk's records go first, or the collection walks every object of them: the list
+        # is cleared, not just dropped, because the chunks generator holds it until it resumes.
+        chunk.clear()
+        del parsed
         gc.collect(0)
     if lines == 0:
         errors.add(1, None, "the file has no records: expected one JSON object a line")
