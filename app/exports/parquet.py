@@ -12,9 +12,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import Row
 
-from app.exports.query import labeler_of
+from app.exports.query import LabelRow, labeler_of
 from app.exports.trajectory import trajectory
 
 ROWS_PER_GROUP = 2000
@@ -77,7 +76,7 @@ class ParquetStream:
         self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
         self.pending = 0
 
-    def add(self, row: Row) -> None:
+    def add(self, row: LabelRow) -> None:
         steps = trajectory(orjson.loads(row.solution_steps), orjson.loads(row.label_steps))
         values = {
             "label_id": row.label_id,

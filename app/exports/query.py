@@ -1,22 +1,45 @@
 """The one query every export format reads: labels with their solution and problem, filtered.
 
-JSON columns come back as text and are parsed with orjson by the formats; rows stream from a
-server-side cursor, so memory stays flat however many labels there are.
+JSON columns come back as text and are parsed with orjson by the formats. Rows stream, so memory
+stays flat however many labels there are: on PostgreSQL through COPY, on SQLite from the cursor.
 """
 
 from __future__ import annotations
 
+import enum
+from collections import namedtuple
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time
+from typing import Any, TypeAlias
 
-from sqlalchemy import Row, Select, Text, cast, or_, select
+from sqlalchemy import (
+    REAL,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    Select,
+    SmallInteger,
+    String,
+    Text,
+    TypeDecorator,
+    cast,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Session
+from sqlalchemy.types import TypeEngine
 
 from app.exports.schemas import ExportFilters
 from app.models import FinishReason, Label, Problem, Solution, User
 from app.quality.service import AccurateLabelers
 
 ROWS_PER_FETCH = 1000
+
+# A row of label_query with its columns as attributes: a named tuple read from COPY, or an
+# SQLAlchemy Row.
+LabelRow: TypeAlias = Any
 
 
 def _start_of(day: date) -> datetime:
@@ -100,7 +123,11 @@ def label_query(
     return query
 
 
-def stream_rows(session: Session, query: Select) -> Iterator[Row]:
+def stream_rows(session: Session, query: Select) -> Iterator[LabelRow]:
+    """The query's rows, each with its columns as attributes, in bounded memory."""
+    if session.get_bind().dialect.name == "postgresql":
+        yield from _copied_rows(session, query)
+        return
     result = session.execute(query.execution_options(yield_per=ROWS_PER_FETCH))
     try:
         yield from result
@@ -108,6 +135,66 @@ def stream_rows(session: Session, query: Select) -> Iterator[Row]:
         result.close()
 
 
-def labeler_of(row: Row) -> str | None:
+def _copied_rows(session: Session, query: Select) -> Iterator[LabelRow]:
+    """The rows through `COPY (query) TO STDOUT` in binary.
+
+    A server-side cursor leaves PostgreSQL idle while a batch is formatted and waits for the
+    next FETCH; COPY keeps the server producing rows into the socket meanwhile, psycopg reads
+    them without SQLAlchemy's per-row result machinery, and in binary the long JSON texts need
+    no unescaping. A 1,000,000-step PRM800K export by the CLI took 4.8 s instead of 6.6 s
+    (three alternating runs each). Values come back as SQLAlchemy would give them, through
+    each column type's own result processor.
+
+    COPY takes no bound parameters, so psycopg merges them into the statement itself, quoting
+    each as a literal; every placeholder the compiler writes carries a cast to its type.
+    """
+    dialect = session.get_bind().dialect
+    compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    # A non-native Enum column stores its members' names, as SQLAlchemy's own binding would.
+    params = {k: v.name if isinstance(v, enum.Enum) else v for k, v in compiled.params.items()}
+    columns = list(query.selected_columns)
+    row_type = namedtuple("ExportRow", [c.key for c in columns])  # type: ignore[misc]
+    processors = [(i, p) for i, c in enumerate(columns) if (p := c.type.result_processor(dialect, None))]
+    # In a savepoint: leaving early cancels the COPY, and the cancel would otherwise abort the
+    # caller's whole transaction.
+    with session.begin_nested():
+        cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
+        with cursor, cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT BINARY)", params) as copy:
+            copy.set_types([_copy_type(c.type) for c in columns])
+            for values in copy.rows():
+                if processors:
+                    values = list(values)
+                    for i, process in processors:
+                        values[i] = process(values[i])
+                yield row_type._make(values)
+
+
+def _copy_type(type_: TypeEngine[Any]) -> str:
+    """The PostgreSQL type of a column, whose binary loader reads its COPY field: it must be
+    exact (an int4 read as int8 fails), so an unknown type is refused rather than guessed."""
+    if isinstance(type_, TypeDecorator):
+        type_ = type_.impl_instance
+    if isinstance(type_, DateTime):
+        return "timestamptz" if type_.timezone else "timestamp"
+    for sql_type, name in _COPY_TYPES:
+        if isinstance(type_, sql_type):
+            return name
+    raise TypeError(f"no COPY loader for a column of type {type_!r}")
+
+
+# Subclasses before their bases. Enum is a String: read as text, its result processor makes
+# the member.
+_COPY_TYPES: tuple[tuple[type[TypeEngine[Any]], str], ...] = (
+    (Boolean, "bool"),
+    (BigInteger, "int8"),
+    (SmallInteger, "int2"),
+    (Integer, "int4"),
+    (REAL, "float4"),
+    (Float, "float8"),
+    (String, "text"),
+)
+
+
+def labeler_of(row: LabelRow) -> str | None:
     """An imported label keeps its file's labeler id; one made here names the user's UUID."""
     return row.foreign_labeler if row.foreign_labeler is not None else row.labeler_uuid

@@ -7,14 +7,13 @@ from datetime import date
 from typing import Any, BinaryIO
 
 import orjson
-from sqlalchemy import Row
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.errors import BadInput
 from app.exports.parquet import ROWS_PER_GROUP, ParquetStream
 from app.exports.prm800k import render_question, render_record
-from app.exports.query import label_query, labeler_of, stream_rows
+from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trl import trl_record
 from app.models import Project
@@ -44,7 +43,7 @@ class Export:
         else:
             yield from self._jsonl()
 
-    def _rows(self) -> Iterator[Row]:
+    def _rows(self) -> Iterator[LabelRow]:
         threshold = self.filters.min_labeler_accuracy
         accurate = (
             accurate_labelers(self.session, self.project_id, threshold)
@@ -93,7 +92,7 @@ class Export:
                 stream.close()
 
 
-def prm800k_record(row: Row) -> dict[str, Any]:
+def prm800k_record(row: LabelRow) -> dict[str, Any]:
     solution_steps = orjson.loads(row.solution_steps)
     return render_record(
         labeler=labeler_of(row),

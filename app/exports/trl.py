@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from sqlalchemy import Row
 
+from app.exports.query import LabelRow
 from app.exports.trajectory import trajectory
 
 
-def trl_record(row: Row, neutral_is_good: bool) -> dict[str, Any] | None:
+def trl_record(row: LabelRow, neutral_is_good: bool) -> dict[str, Any] | None:
     completions: list[str] = []
     labels: list[bool] = []
     for step in trajectory(orjson.loads(row.solution_steps), orjson.loads(row.label_steps)):
