@@ -145,21 +145,27 @@ def _copied_rows(session: Session, query: Select) -> Iterator[LabelRow]:
     (three alternating runs each). Values come back as SQLAlchemy would give them, through
     each column type's own result processor.
 
-    COPY takes no bound parameters, so psycopg merges them into the statement itself, quoting
-    each as a literal; every placeholder the compiler writes carries a cast to its type.
+    The COPY runs on a connection of its own, not the session's. While it streams, its
+    connection can do nothing else: on the session's, a commit or rollback made while the
+    rows were still being read (a consumer that raised, say) would wait forever for the end of
+    the COPY. Leaving early cancels the COPY, which aborts only that connection's transaction.
+    It sees only committed rows, as the export's own session writes none.
     """
-    dialect = session.get_bind().dialect
-    compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-    # A non-native Enum column stores its members' names, as SQLAlchemy's own binding would.
-    params = {k: v.name if isinstance(v, enum.Enum) else v for k, v in compiled.params.items()}
+    engine = session.get_bind().engine
+    compiled = query.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
+    params = {name: _copy_parameter(value) for name, value in compiled.params.items()}
+    statement = f"COPY ({compiled}) TO STDOUT (FORMAT BINARY)"
+    if not params:
+        # The compiler doubles a literal %; psycopg undoes that only when it merges parameters.
+        statement = statement.replace("%%", "%")
     columns = list(query.selected_columns)
     row_type = namedtuple("ExportRow", [c.key for c in columns])  # type: ignore[misc]
-    processors = [(i, p) for i, c in enumerate(columns) if (p := c.type.result_processor(dialect, None))]
-    # In a savepoint: leaving early cancels the COPY, and the cancel would otherwise abort the
-    # caller's whole transaction.
-    with session.begin_nested():
-        cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-        with cursor, cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT BINARY)", params) as copy:
+    processors = [
+        (i, p) for i, c in enumerate(columns) if (p := c.type.result_processor(engine.dialect, None))
+    ]
+    with engine.connect() as connection:
+        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        with cursor, cursor.copy(statement, params or None) as copy:
             copy.set_types([_copy_type(c.type) for c in columns])
             for values in copy.rows():
                 if processors:
@@ -169,13 +175,32 @@ def _copied_rows(session: Session, query: Select) -> Iterator[LabelRow]:
                 yield row_type._make(values)
 
 
+def _copy_parameter(value: Any) -> Any:
+    """A parameter as psycopg will quote it into the COPY statement (COPY takes no bound ones).
+
+    SQLAlchemy's own binding is skipped, so only values whose meaning needs none of it pass:
+    those of label_query's filters.
+    """
+    if isinstance(value, enum.Enum):
+        # As SQLAlchemy binds a non-native Enum: by name (tests hold every model's Enum to that).
+        return value.name
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError("naive datetime given to a timezone-aware query")
+    if value is None or isinstance(value, (bool, int, float, str, date)):
+        return value
+    raise TypeError(f"no COPY parameter of type {type(value).__name__}")
+
+
 def _copy_type(type_: TypeEngine[Any]) -> str:
     """The PostgreSQL type of a column, whose binary loader reads its COPY field: it must be
-    exact (an int4 read as int8 fails), so an unknown type is refused rather than guessed."""
+    exact (an int4 read as int8 fails), so an unknown type is refused rather than guessed. Read
+    from the model's declared type, which the migrations create as declared."""
     if isinstance(type_, TypeDecorator):
         type_ = type_.impl_instance
     if isinstance(type_, DateTime):
         return "timestamptz" if type_.timezone else "timestamp"
+    if isinstance(type_, Float) and type_.precision is not None and type_.precision <= 24:
+        return "float4"
     for sql_type, name in _COPY_TYPES:
         if isinstance(type_, sql_type):
             return name
