@@ -1,0 +1,95 @@
+"""PostgreSQL keeps one plan for the hot path's statements instead of planning every call.
+
+psycopg prepares a statement on its sixth run on a connection; PostgreSQL then makes custom
+plans five times and keeps one generic plan once that is estimated as good as theirs. While the
+queue's status was a parameter, no generic plan of the pick was: the partial indexes on status
+cannot serve `status = $1`. So the pick was planned on every call, and planning cost more than
+running it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.labeling import service
+from app.labeling.schemas import LabelSubmit, StepRating
+from app.models import FinishReason, Project, User
+from tests.conftest import add_solutions, make_project, make_user
+
+# Enough calls to pass psycopg's five unprepared runs and PostgreSQL's five custom plans.
+CALLS = 16
+# A queue long enough that the planner's estimates favour its partial index, as in production:
+# on a few rows any plan is as cheap as another.
+QUEUED = 20_000
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_hot_path_statements_keep_one_plan(session_factory, backend):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_solutions(session_factory, project, CALLS + 1)
+    _fill_queue(session_factory, project.id, QUEUED)
+    user = make_user(session_factory, "ann", "labeler")
+    # Calls one after another take the pool's one idle connection each time: the prepared
+    # statements counted below are all of theirs.
+    backends = {_next_and_submit(session_factory, project.id, user.id, n) for n in range(CALLS)}
+    assert len(backends) == 1
+    with session_scope(session_factory) as session:
+        plans = session.execute(
+            text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        ).all()
+    hot = {
+        "pick": "UPDATE assignments SET status=",
+        "current lease": "SELECT assignments.id AS assignment_id",
+        "held assignment": "SELECT assignments.user_id, assignments.status",
+        "label": "WITH closed AS (UPDATE assignments",
+    }
+    for name, start in hot.items():
+        found = [p for p in plans if " ".join(p.statement.split()).startswith(start)]
+        assert found, f"the {name} statement was never prepared"
+        for plan in found:
+            assert plan.generic_plans > 0 and plan.custom_plans <= 5, (name, plan)
+
+
+def _fill_queue(factory: sessionmaker[Session], project_id: int, n: int) -> None:
+    """`n` more waiting slots, of lower priority than the solutions the test labels."""
+    with session_scope(factory) as session:
+        problem_id = session.scalar(text("SELECT min(id) FROM problems"))
+        session.execute(
+            text(
+                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, "
+                "origin, priority, content_hash, is_demo, created_at) "
+                "SELECT :project, :problem, '[\"x\"]', 'given', 'right', '{}', -1, 'filler-' || n, "
+                "false, now() FROM generate_series(1, :n) AS n"
+            ),
+            {"project": project_id, "problem": problem_id, "n": n},
+        )
+        session.execute(
+            text(
+                "INSERT INTO assignments (project_id, solution_id, slot, priority, status) "
+                "SELECT project_id, id, 0, priority, 'waiting' FROM solutions "
+                "WHERE content_hash LIKE 'filler-%'"
+            )
+        )
+        session.execute(text("ANALYZE"))
+
+
+def _next_and_submit(factory: sessionmaker[Session], project_id: int, user_id: int, n: int) -> int:
+    with session_scope(factory) as session:
+        pid = session.scalar(text("SELECT pg_backend_pid()"))
+        user, project = session.get(User, user_id), session.get(Project, project_id)
+        assert user is not None and project is not None
+        task = service.next_task(session, project, user).task
+        assert task is not None
+        ratings = [StepRating(rating=1) for _ in task.solution.steps]
+        data = LabelSubmit(
+            idempotency_key=f"plan-key-{n:04d}",
+            ratings=ratings,
+            finish_reason=FinishReason.solution,
+            total_time_ms=1000,
+        )
+        service.submit_label(session, user, task.assignment_id, data)
+    assert pid is not None
+    return int(pid)
