@@ -10,7 +10,14 @@ from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
 from app.auth.security import same_token
-from app.auth.service import Principal, principal_from_bearer, principal_from_cookie
+from app.auth.service import (
+    Caller,
+    Principal,
+    caller_from_bearer,
+    caller_from_cookie,
+    principal_from_bearer,
+    principal_from_cookie,
+)
 from app.db import get_session
 from app.errors import Forbidden, ServiceError
 from app.models import INT32_MAX, Role, User
@@ -21,6 +28,8 @@ RowId = Annotated[int, Path(ge=1, le=INT32_MAX)]
 SESSION_COOKIE = "stepwise_session"
 CSRF_HEADER = "X-CSRF-Token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+NOT_LOGGED_IN = "log in or send 'Authorization: Bearer <token>'"
+UNKNOWN_TOKEN = "unknown or revoked API token"
 
 # scope="function": the session commits when the endpoint returns, before the response is
 # sent, so an acknowledged submit is a committed one.
@@ -74,47 +83,56 @@ async def api_credentials(request: Request) -> Credentials:
     as ApiUser refuses it."""
     given = credentials(request)
     if given.bearer is None and given.cookie is None:
-        raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
+        raise NotAuthenticated(NOT_LOGGED_IN)
     return given
 
 
 ApiCredentials = Annotated[Credentials, Depends(api_credentials)]
 
 
-def _principal(session: Session, given: Credentials, *, lock_user: bool = False) -> Principal | None:
+def _principal(session: Session, given: Credentials) -> Principal | None:
     if given.bearer is not None:
-        principal = principal_from_bearer(session, given.bearer, lock_user=lock_user)
+        principal = principal_from_bearer(session, given.bearer)
         if principal is None:
-            raise NotAuthenticated("unknown or revoked API token")
+            raise NotAuthenticated(UNKNOWN_TOKEN)
         return principal
     if given.cookie:
-        return principal_from_cookie(session, given.cookie, lock_user=lock_user)
+        return principal_from_cookie(session, given.cookie)
     return None
 
 
-def _api_principal(session: Session, given: Credentials, *, lock_user: bool = False) -> Principal:
-    principal = _principal(session, given, lock_user=lock_user)
-    if principal is None:
-        raise NotAuthenticated("log in or send 'Authorization: Bearer <token>'")
-    if principal.session is not None and given.unsafe:
-        # Cookies ride along on cross-site requests; a header a foreign page cannot set is
-        # the proof that our own page sent this one.
-        if not given.csrf_sent or not same_token(given.csrf_sent, principal.session.csrf_token):
+def _check_csrf(given: Credentials, csrf_token: str | None) -> None:
+    """Cookies ride along on cross-site requests; for a cookie login's unsafe request, a header
+    a foreign page cannot set is the proof that our own page sent it."""
+    if csrf_token is not None and given.unsafe:
+        if not given.csrf_sent or not same_token(given.csrf_sent, csrf_token):
             raise CsrfFailed(f"missing or wrong {CSRF_HEADER} header")
-    return principal
 
 
 def api_principal(request: Request, session: SessionDep) -> Principal:
-    principal = _api_principal(session, credentials(request))
+    given = credentials(request)
+    principal = _principal(session, given)
+    if principal is None:
+        raise NotAuthenticated(NOT_LOGGED_IN)
+    _check_csrf(given, principal.session.csrf_token if principal.session else None)
     request.state.principal = principal
     return principal
 
 
-def api_caller(session: Session, given: Credentials, *, lock_user: bool = False) -> User:
-    """The API caller's user, checked as ApiUser checks it (any role), for an endpoint that does
-    its database work in one call of `in_transaction`. With `lock_user`, the user's row stays
+def api_caller(session: Session, given: Credentials, *, lock_user: bool = False) -> Caller:
+    """The API caller, checked as ApiUser checks it (any role), for an endpoint that does its
+    database work in one call of `in_transaction`. With `lock_user`, the user's row stays
     locked until the transaction ends."""
-    return _api_principal(session, given, lock_user=lock_user).user
+    if given.bearer is not None:
+        caller = caller_from_bearer(session, given.bearer, lock_user=lock_user)
+        missing = UNKNOWN_TOKEN
+    else:
+        caller = caller_from_cookie(session, given.cookie, lock_user=lock_user) if given.cookie else None
+        missing = NOT_LOGGED_IN
+    if caller is None:
+        raise NotAuthenticated(missing)
+    _check_csrf(given, caller.csrf_token)
+    return caller
 
 
 async def page_principal(request: Request, session: SessionDep) -> Principal:

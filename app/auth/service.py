@@ -18,6 +18,16 @@ class BrowserLogin:
     csrf_token: str
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who calls the labeling hot path, read as a plain row: making an ORM User (its instance
+    state, its place in the session's identity map) cost more than looking the user up."""
+
+    user_id: int
+    # The browser session's, for a cookie login (which needs CSRF); None for a bearer token.
+    csrf_token: str | None
+
+
 @dataclass(frozen=True)
 class Principal:
     """Who is calling, and through what: `session` is set for cookie logins, which need CSRF."""
@@ -67,18 +77,20 @@ _TOKEN_USER = (
     .join(ApiToken, ApiToken.user_id == User.id)
     .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None))
 )
-# The same lookups with the user's row locked until commit, for a request that must be its
-# user's only one deciding at a time (next-task: see app.labeling.queue.lease_next). Taken in
-# the lookup, the lock costs no round trip of its own. NO KEY UPDATE, as queue.lock_labeler.
-_SESSION_AND_LOCKED_USER = _SESSION_AND_USER.with_for_update(of=User, key_share=True)
-_LOCKED_TOKEN_USER = _TOKEN_USER.with_for_update(of=User, key_share=True)
+# The same lookups as plain rows, for the labeling hot path (see Caller). Locked: the user's
+# row stays locked until commit, for a request that must be its user's only one deciding at a
+# time (next-task: see app.labeling.queue.lease_next); taken in the lookup, the lock costs no
+# round trip of its own. NO KEY UPDATE, as queue.lock_labeler.
+_CALLER_BY_COOKIE = _SESSION_AND_USER.with_only_columns(
+    User.id, User.is_active, AuthSession.csrf_token, AuthSession.expires_at
+)
+_CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active)
+_LOCKED_CALLER_BY_COOKIE = _CALLER_BY_COOKIE.with_for_update(of=User, key_share=True)
+_LOCKED_CALLER_BY_TOKEN = _CALLER_BY_TOKEN.with_for_update(of=User, key_share=True)
 
 
-def principal_from_cookie(
-    session: Session, cookie_token: str, *, lock_user: bool = False
-) -> Principal | None:
-    statement = _SESSION_AND_LOCKED_USER if lock_user else _SESSION_AND_USER
-    row = session.execute(statement, {"digest": token_digest(cookie_token)}).first()
+def principal_from_cookie(session: Session, cookie_token: str) -> Principal | None:
+    row = session.execute(_SESSION_AND_USER, {"digest": token_digest(cookie_token)}).first()
     if row is None:
         return None
     auth_session, user = row
@@ -87,12 +99,29 @@ def principal_from_cookie(
     return Principal(user=user, session=auth_session)
 
 
-def principal_from_bearer(session: Session, token: str, *, lock_user: bool = False) -> Principal | None:
-    statement = _LOCKED_TOKEN_USER if lock_user else _TOKEN_USER
-    user = session.scalar(statement, {"digest": token_digest(token)})
+def principal_from_bearer(session: Session, token: str) -> Principal | None:
+    user = session.scalar(_TOKEN_USER, {"digest": token_digest(token)})
     if user is None or not user.is_active:
         return None
     return Principal(user=user, session=None)
+
+
+def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool = False) -> Caller | None:
+    """As principal_from_cookie, as a Caller; run on the session's connection, past the ORM."""
+    statement = _LOCKED_CALLER_BY_COOKIE if lock_user else _CALLER_BY_COOKIE
+    row = session.connection().execute(statement, {"digest": token_digest(cookie_token)}).first()
+    if row is None or row.expires_at < utcnow() or not row.is_active:
+        return None
+    return Caller(user_id=row.id, csrf_token=row.csrf_token)
+
+
+def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False) -> Caller | None:
+    """As principal_from_bearer, as a Caller; run on the session's connection, past the ORM."""
+    statement = _LOCKED_CALLER_BY_TOKEN if lock_user else _CALLER_BY_TOKEN
+    row = session.connection().execute(statement, {"digest": token_digest(token)}).first()
+    if row is None or not row.is_active:
+        return None
+    return Caller(user_id=row.id, csrf_token=None)
 
 
 def issue_api_token(session: Session, user: User, name: str) -> str:

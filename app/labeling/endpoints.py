@@ -8,7 +8,6 @@ from app.deps import ApiCredentials, ApiUser, RowId, SessionDep, api_caller
 from app.errors import error_responses
 from app.labeling import service
 from app.labeling.schemas import LabelerStats, LabelReceipt, LabelSubmit, NextTask
-from app.projects.service import get_project
 
 router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_responses(401, 403, 422))
 
@@ -22,8 +21,8 @@ async def next_task(project_id: RowId, request: Request, caller: ApiCredentials)
     """Lease the best solution this labeler may label next (or return the one already held)."""
 
     def lease(session: Session) -> NextTask:
-        user = api_caller(session, caller, lock_user=True)
-        return service.next_task(session, get_project(session, project_id), user, user_locked=True)
+        user_id = api_caller(session, caller, lock_user=True).user_id
+        return service.next_task(session, project_id, user_id, user_locked=True)
 
     return await in_transaction(request, lease)
 
@@ -47,7 +46,7 @@ async def submit(
     """Store a label. Sending the same idempotency key again returns the first receipt."""
 
     def store(session: Session) -> LabelReceipt:
-        return service.submit_label(session, api_caller(session, caller), assignment_id, body)
+        return service.submit_label(session, api_caller(session, caller).user_id, assignment_id, body)
 
     return await in_transaction(request, store)
 

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TypeVar
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     Table,
     Update,
     bindparam,
+    case,
     exists,
     func,
     insert,
@@ -31,10 +33,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, aliased
 
+from app.errors import NotFound
 from app.models import (
     Assignment,
     AssignmentStatus,
     Label,
+    LabelingMode,
     Problem,
     Project,
     Solution,
@@ -176,6 +180,17 @@ def reclaim_expired(session: Session, project_id: int, now: datetime) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelingProject:
+    """What handing out a project's tasks needs of it, read as a plain row with the labeler's
+    lease: an ORM Project costs more to make than to look up (see app.auth.service.Caller)."""
+
+    id: int
+    name: str
+    labeling_mode: LabelingMode
+    lease_minutes: int
+
+
+@dataclass(frozen=True, slots=True)
 class LeasedTask:
     """A lease, with what its task shows and how many slots wait behind it."""
 
@@ -199,8 +214,9 @@ def _task_columns(slot: Table) -> list[ColumnElement[object]]:
 
     Subqueries rather than joins, so that they fit an UPDATE's RETURNING as well as a SELECT:
     the statement that finds or takes a lease brings the task along, one round trip instead of
-    two. `waiting` leaves the leased slot out by its id: PostgreSQL's RETURNING reads the
-    snapshot from before the update, in which the slot still waits.
+    two, and fit an outer join, which leaves them NULL where there is no slot. `waiting` leaves
+    the leased slot out by its id: PostgreSQL's RETURNING reads the snapshot from before the
+    update, in which the slot still waits.
     """
     solution = Solution.__table__
     problem = Problem.__table__
@@ -231,7 +247,11 @@ def _task_columns(slot: Table) -> list[ColumnElement[object]]:
         of_problem(problem.c.id, "problem_id"),
         of_problem(problem.c.statement, "statement"),
         of_problem(problem.c.answer, "answer"),
-        select(func.count()).select_from(waiting).scalar_subquery().label("waiting"),
+        # Counted only for a slot that is there: where the slot is an outer join's NULL (no
+        # current lease), matching no project, the count read every slot of the queue.
+        case((slot.c.id.is_not(None), select(func.count()).select_from(waiting).scalar_subquery())).label(
+            "waiting"
+        ),
     ]
 
 
@@ -251,16 +271,39 @@ _LEASE_COLUMNS = (
 
 _LEASED_TASK = select(*_LEASE_COLUMNS)
 
-_CURRENT_LEASE = (
-    _LEASED_TASK.where(
-        _SLOTS.c.project_id == bindparam("project"),
-        _SLOTS.c.user_id == bindparam("user"),
-        _SLOTS.c.status == LEASED,
-        _SLOTS.c.expires_at > bindparam("now"),
+
+
+def _project_and_lease_statement() -> Select[tuple[object, ...]]:
+    """The project, and the labeler's current lease in it with its task (NULLs if none)."""
+    held = _SLOTS.alias("held_slot")
+    current_lease = (
+        select(held.c.id)
+        .where(
+            held.c.project_id == bindparam("project"),
+            held.c.user_id == bindparam("user"),
+            held.c.status == LEASED,
+            held.c.expires_at > bindparam("now"),
+        )
+        .order_by(held.c.leased_at)
+        .limit(ONE)
+        .scalar_subquery()
     )
-    .order_by(_SLOTS.c.leased_at)
-    .limit(ONE)
-)
+    projects = Project.__table__
+    return (
+        select(
+            projects.c.id,
+            projects.c.name,
+            projects.c.labeling_mode,
+            projects.c.lease_minutes,
+            *_LEASE_COLUMNS,
+        )
+        .select_from(projects.outerjoin(_SLOTS, _SLOTS.c.id == current_lease))
+        .where(projects.c.id == bindparam("project"))
+    )
+
+
+_PROJECT_AND_LEASE = _project_and_lease_statement()
+_LEASED_TASK_FIELDS = tuple(f.name for f in fields(LeasedTask))
 
 
 _HOLDS_SOLUTION = select(
@@ -350,29 +393,37 @@ def holds_solution_elsewhere(session: Session, user_id: int, solution_id: int, a
 
 
 def lease_next(
-    session: Session, project: Project, user: User, *, user_locked: bool = False
-) -> LeasedTask | None:
-    """The labeler's current lease, or a new one on the best slot they may take, or None.
+    session: Session, project_id: int, user_id: int, *, user_locked: bool = False
+) -> tuple[LabelingProject, LeasedTask | None]:
+    """The project, with the labeler's current lease, or a new one on the best slot they may
+    take, or None. NotFound if there is no such project.
 
     `user_locked` says the caller already holds the labeler's row lock (see lock_labeler),
     taken in the same statement that found the user.
     """
     now = utcnow()
     if not user_locked:
-        lock_labeler(session, user.id)
+        lock_labeler(session, user_id)
     # A statement of its own after the lock, not a join with it: under READ COMMITTED a
     # statement reads the snapshot it began with, taken before it waited for the lock, so
     # it would miss the lease a twin request took and committed meanwhile.
     row = session.connection().execute(
-        _CURRENT_LEASE, {"project": project.id, "user": user.id, "now": now}
+        _PROJECT_AND_LEASE, {"project": project_id, "user": user_id, "now": now}
     ).first()
-    if row is not None:
-        return LeasedTask(**row._mapping)
+    if row is None:
+        raise NotFound(f"no project with id {project_id}")
+    project = LabelingProject(row.id, row.name, row.labeling_mode, row.lease_minutes)
+    if row.assignment_id is not None:
+        return project, LeasedTask(**{name: row._mapping[name] for name in _LEASED_TASK_FIELDS})
+    return project, _lease_new(session, project, user_id, now)
+
+
+def _lease_new(session: Session, project: LabelingProject, user_id: int, now: datetime) -> LeasedTask | None:
     if _sweep_due(project.id):
         reclaim_expired(session, project.id, now)
-    leased = _take_best_slot(session, project, user, now)
+    leased = _take_best_slot(session, project, user_id, now)
     if leased is None and reclaim_expired(session, project.id, now):
-        leased = _take_best_slot(session, project, user, now)
+        leased = _take_best_slot(session, project, user_id, now)
     return leased
 
 
@@ -384,10 +435,12 @@ def _sweep_due(project_id: int) -> bool:
     return True
 
 
-def _take_best_slot(session: Session, project: Project, user: User, now: datetime) -> LeasedTask | None:
+def _take_best_slot(
+    session: Session, project: LabelingProject, user_id: int, now: datetime
+) -> LeasedTask | None:
     until = now + timedelta(minutes=project.lease_minutes)
     connection = session.connection()
-    taking = {"project": project.id, "user": user.id, "now": now, "until": until}
+    taking = {"project": project.id, "user": user_id, "now": now, "until": until}
     if connection.dialect.name == "postgresql":
         row = connection.execute(_TAKE_BEST_SLOT_WITH_TASK, taking).first()
     else:

@@ -116,9 +116,9 @@ _CLOSE_ASSIGNMENT = (
 _NEW_LABEL_CLOSING_ASSIGNMENT = _NEW_LABEL.add_cte(_CLOSE_ASSIGNMENT.cte("closed"))
 
 
-def next_task(session: Session, project: Project, user: User, *, user_locked: bool = False) -> NextTask:
+def next_task(session: Session, project_id: int, user_id: int, *, user_locked: bool = False) -> NextTask:
     """The labeler's task; `user_locked` as in queue.lease_next."""
-    leased = queue.lease_next(session, project, user, user_locked=user_locked)
+    project, leased = queue.lease_next(session, project_id, user_id, user_locked=user_locked)
     if leased is None:
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
@@ -134,11 +134,9 @@ def next_task(session: Session, project: Project, user: User, *, user_locked: bo
     return NextTask(task=task, waiting=leased.waiting)
 
 
-def submit_label(
-    session: Session, user: User, assignment_id: int, data: LabelSubmit
-) -> LabelReceipt:
+def submit_label(session: Session, user_id: int, assignment_id: int, data: LabelSubmit) -> LabelReceipt:
     connection = session.connection()
-    key = {"user": user.id, "key": data.idempotency_key}
+    key = {"user": user_id, "key": data.idempotency_key}
     held = connection.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id, **key}).first()
     if held is None:
         # No such assignment; the key may still have been used for another one.
@@ -148,7 +146,7 @@ def submit_label(
         raise NotFound(f"you hold no assignment {assignment_id}")
     if held.earlier_id is not None:
         return _receipt_for_retry(held, assignment_id)
-    if held.user_id != user.id:
+    if held.user_id != user_id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(f"you hold no assignment {assignment_id}")
     if held.status == AssignmentStatus.done:
@@ -162,8 +160,8 @@ def submit_label(
         # The lease ran out and the slot went back to the queue, still naming this labeler as
         # its last holder: the late label is welcome, unless the labeler has since taken the
         # same solution in another slot, which would make two labels of theirs on it.
-        queue.lock_labeler(session, user.id)
-        if queue.holds_solution_elsewhere(session, user.id, held.solution_id, assignment_id):
+        queue.lock_labeler(session, user_id)
+        if queue.holds_solution_elsewhere(session, user_id, held.solution_id, assignment_id):
             raise Conflict(
                 f"your lease on assignment {assignment_id} ran out and you have taken this "
                 "solution again since: submit that task instead"
@@ -174,7 +172,7 @@ def submit_label(
         "project_id": held.project_id,
         "solution_id": held.solution_id,
         "assignment_id": assignment_id,
-        "user_id": user.id,
+        "user_id": user_id,
         "generation": held.generation,
         "is_quality_control": False,
         "is_initial_screening": False,

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import session_scope
 from app.labeling import service
 from app.labeling.schemas import LabelSubmit, StepRating
-from app.models import FinishReason, Project, User
+from app.models import FinishReason
 from tests.conftest import add_solutions, make_project, make_user
 
 # Enough calls to pass psycopg's five unprepared runs and PostgreSQL's five custom plans.
@@ -42,7 +42,7 @@ def test_hot_path_statements_keep_one_plan(session_factory, backend):  # type: i
         ).all()
     hot = {
         "pick": "UPDATE assignments SET status=",
-        "current lease": "SELECT assignments.id AS assignment_id",
+        "project and current lease": "SELECT projects.id, projects.name, projects.labeling_mode",
         "held assignment": "SELECT assignments.user_id, assignments.status",
         "label": "WITH closed AS (UPDATE assignments",
     }
@@ -79,9 +79,7 @@ def _fill_queue(factory: sessionmaker[Session], project_id: int, n: int) -> None
 def _next_and_submit(factory: sessionmaker[Session], project_id: int, user_id: int, n: int) -> int:
     with session_scope(factory) as session:
         pid = session.scalar(text("SELECT pg_backend_pid()"))
-        user, project = session.get(User, user_id), session.get(Project, project_id)
-        assert user is not None and project is not None
-        task = service.next_task(session, project, user).task
+        task = service.next_task(session, project_id, user_id).task
         assert task is not None
         ratings = [StepRating(rating=1) for _ in task.solution.steps]
         data = LabelSubmit(
@@ -90,6 +88,6 @@ def _next_and_submit(factory: sessionmaker[Session], project_id: int, user_id: i
             finish_reason=FinishReason.solution,
             total_time_ms=1000,
         )
-        service.submit_label(session, user, task.assignment_id, data)
+        service.submit_label(session, user_id, task.assignment_id, data)
     assert pid is not None
     return int(pid)
