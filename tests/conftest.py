@@ -170,6 +170,37 @@ def add_solutions(
     return ids
 
 
+def add_many_solutions(factory: sessionmaker[Session], project_id: int, n: int, *, queued: bool = False) -> None:
+    """`n` one-step solutions of a new problem, each with a waiting slot at priority -1 if
+    `queued`, written by SQL, then ANALYZE: tables of production size, whose statistics say so."""
+    with session_scope(factory) as session:
+        problem_id = session.scalar(
+            text(
+                "INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at) "
+                "VALUES (:project, 'filler', 'filler-' || :project, false, now()) RETURNING id"
+            ),
+            {"project": project_id},
+        )
+        session.execute(
+            text(
+                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, "
+                "origin, priority, content_hash, is_demo, created_at) "
+                "SELECT :project, :problem, '[\"x\"]', 'given', 'ungraded', '{}', -1, 'filler-' || n, "
+                "false, now() FROM generate_series(1, :n) AS n"
+            ),
+            {"project": project_id, "problem": problem_id, "n": n},
+        )
+        if queued:
+            session.execute(
+                text(
+                    "INSERT INTO assignments (project_id, solution_id, slot, priority, status) "
+                    "SELECT project_id, id, 0, priority, 'waiting' FROM solutions WHERE problem_id = :problem"
+                ),
+                {"problem": problem_id},
+            )
+        session.execute(text("ANALYZE"))
+
+
 def api_headers(client: TestClient, username: str) -> dict[str, str]:
     response = client.post(
         "/api/v1/auth/tokens", json={"username": username, "password": PASSWORD}

@@ -17,7 +17,7 @@ from app.db import session_scope
 from app.labeling import service
 from app.labeling.schemas import LabelSubmit, StepRating
 from app.models import FinishReason
-from tests.conftest import add_solutions, make_project, make_user
+from tests.conftest import add_many_solutions, add_solutions, make_project, make_user
 
 # Enough calls to pass psycopg's five unprepared runs and PostgreSQL's five custom plans.
 CALLS = 16
@@ -30,7 +30,7 @@ QUEUED = 20_000
 def test_hot_path_statements_keep_one_plan(session_factory, backend):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=1)
     add_solutions(session_factory, project, CALLS + 1)
-    _fill_queue(session_factory, project.id, QUEUED)
+    add_many_solutions(session_factory, project.id, QUEUED, queued=True)
     user = make_user(session_factory, "ann", "labeler")
     # Calls one after another take the pool's one idle connection each time: the prepared
     # statements counted below are all of theirs.
@@ -51,29 +51,6 @@ def test_hot_path_statements_keep_one_plan(session_factory, backend):  # type: i
         assert found, f"the {name} statement was never prepared"
         for plan in found:
             assert plan.generic_plans > 0 and plan.custom_plans <= 5, (name, plan)
-
-
-def _fill_queue(factory: sessionmaker[Session], project_id: int, n: int) -> None:
-    """`n` more waiting slots, of lower priority than the solutions the test labels."""
-    with session_scope(factory) as session:
-        problem_id = session.scalar(text("SELECT min(id) FROM problems"))
-        session.execute(
-            text(
-                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, "
-                "origin, priority, content_hash, is_demo, created_at) "
-                "SELECT :project, :problem, '[\"x\"]', 'given', 'right', '{}', -1, 'filler-' || n, "
-                "false, now() FROM generate_series(1, :n) AS n"
-            ),
-            {"project": project_id, "problem": problem_id, "n": n},
-        )
-        session.execute(
-            text(
-                "INSERT INTO assignments (project_id, solution_id, slot, priority, status) "
-                "SELECT project_id, id, 0, priority, 'waiting' FROM solutions "
-                "WHERE content_hash LIKE 'filler-%'"
-            )
-        )
-        session.execute(text("ANALYZE"))
 
 
 def _next_and_submit(factory: sessionmaker[Session], project_id: int, user_id: int, n: int) -> int:

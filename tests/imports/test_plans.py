@@ -1,0 +1,49 @@
+"""An import into a new project of a populated database plans its lookups for any project.
+
+PostgreSQL's statistics, taken before the import, say the new project is empty; a lookup planned
+for it scanned every row the import had added so far, for every chunk. The import must leave
+such lookups to one generic plan, which probes the unique index by hash.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from sqlalchemy import text
+
+from app.db import session_scope
+from app.imports import service
+from tests.conftest import add_many_solutions, make_project
+from tests.imports.conftest import import_bytes, jsonl, sample_records
+
+CHUNKS = 15
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_lookups_are_planned_for_any_project(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    add_many_solutions(session_factory, make_project(session_factory, "large").id, 20_000)
+    project = make_project(session_factory, "new")
+    monkeypatch.setattr(service, "CHUNK_LINES", 10)
+    template = sample_records()[0]
+    records = []
+    for i in range(CHUNKS * 10):
+        record = copy.deepcopy(template)
+        record["question"]["problem"] += f" ({i})"
+        records.append(record)
+    result = import_bytes(session_factory, project, jsonl(records))
+    assert result.added["solutions"] == CHUNKS * 10
+    # One session after another takes the pool's one idle connection: the import's.
+    with session_scope(session_factory) as session:
+        plans = session.execute(
+            text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        ).all()
+    lookups = {
+        "problems": "SELECT problems.content_hash, problems.id",
+        "solutions": "SELECT solutions.content_hash, solutions.id",
+        "labels": "SELECT labels.content_hash",
+    }
+    for table, start in lookups.items():
+        found = [p for p in plans if " ".join(p.statement.split()).startswith(start)]
+        assert found, f"the lookup of {table} was never prepared"
+        assert all(p.custom_plans == 0 and p.generic_plans > 0 for p in found), (table, found)
