@@ -10,11 +10,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from sqlalchemy import text
-
-from app.db import session_scope
 from app.imports import service
-from tests.conftest import add_many_solutions, make_project
+from tests.conftest import add_many_solutions, make_project, prepared_plans
 from tests.imports.conftest import import_bytes, jsonl, sample_records
 
 CHUNKS = 15
@@ -33,17 +30,10 @@ def test_lookups_are_planned_for_any_project(session_factory, backend, monkeypat
         records.append(record)
     result = import_bytes(session_factory, project, jsonl(records))
     assert result.added["solutions"] == CHUNKS * 10
-    # One session after another takes the pool's one idle connection: the import's.
-    with session_scope(session_factory) as session:
-        plans = session.execute(
-            text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-        ).all()
     lookups = {
         "problems": "SELECT problems.content_hash, problems.id",
         "solutions": "SELECT solutions.content_hash, solutions.id",
         "labels": "SELECT labels.content_hash",
     }
-    for table, start in lookups.items():
-        found = [p for p in plans if " ".join(p.statement.split()).startswith(start)]
-        assert found, f"the lookup of {table} was never prepared"
-        assert all(p.custom_plans == 0 and p.generic_plans > 0 for p in found), (table, found)
+    for table, plans in prepared_plans(session_factory, lookups).items():
+        assert all(generic > 0 and custom == 0 for generic, custom in plans), (table, plans)

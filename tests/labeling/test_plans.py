@@ -17,7 +17,7 @@ from app.db import session_scope
 from app.labeling import service
 from app.labeling.schemas import LabelSubmit, StepRating
 from app.models import FinishReason
-from tests.conftest import add_many_solutions, add_solutions, make_project, make_user
+from tests.conftest import add_many_solutions, add_solutions, make_project, make_user, prepared_plans
 
 # Enough calls to pass psycopg's five unprepared runs and PostgreSQL's five custom plans.
 CALLS = 16
@@ -36,21 +36,14 @@ def test_hot_path_statements_keep_one_plan(session_factory, backend):  # type: i
     # statements counted below are all of theirs.
     backends = {_next_and_submit(session_factory, project.id, user.id, n) for n in range(CALLS)}
     assert len(backends) == 1
-    with session_scope(session_factory) as session:
-        plans = session.execute(
-            text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-        ).all()
     hot = {
         "pick": "UPDATE assignments SET status=",
         "project and current lease": "SELECT projects.id, projects.name, projects.labeling_mode",
         "held assignment": "SELECT assignments.user_id, assignments.status",
         "label": "WITH closed AS (UPDATE assignments",
     }
-    for name, start in hot.items():
-        found = [p for p in plans if " ".join(p.statement.split()).startswith(start)]
-        assert found, f"the {name} statement was never prepared"
-        for plan in found:
-            assert plan.generic_plans > 0 and plan.custom_plans <= 5, (name, plan)
+    for name, plans in prepared_plans(session_factory, hot).items():
+        assert all(generic > 0 and custom <= 5 for generic, custom in plans), (name, plans)
 
 
 def _next_and_submit(factory: sessionmaker[Session], project_id: int, user_id: int, n: int) -> int:
