@@ -35,8 +35,10 @@ def write_problems(writer: BatchWriter, parsed: list[tuple[int, Any]]) -> int:
 
 def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> int:
     records = [r for _, r in parsed]
-    problems, _ = writer.problems([r.problem for r in records])
-    solutions, new_solutions = writer.solutions([(problems[r.problem.hash], r.solution) for r in records])
+    problems, new_problems = writer.problems([r.problem for r in records])
+    solutions, new_solutions = writer.solutions(
+        [(problems[r.problem.hash], r.solution) for r in records], new_problems
+    )
     unlabeled: list[str] = []
     labels = []
     for record, solution in zip(records, solutions, strict=True):
@@ -45,7 +47,7 @@ def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> i
             continue
         extra = label_extra(record, problems[record.problem.hash], solution)
         labels.append((record.label.hash_for(solution.hash), solution.id, record.label, extra))
-    new_labels = writer.labels(labels)
+    new_labels = writer.labels(labels, {s.id for s in solutions if s.hash in new_solutions})
     return _duplicates(unlabeled, new_solutions) + _duplicates((h for h, *_ in labels), new_labels)
 
 

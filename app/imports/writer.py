@@ -7,12 +7,12 @@ and no query per line. Rows written earlier in the same file are found by the sa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row, Select, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.imports.answers import AnswerGrader
 from app.imports.bulk import insert_rows, one_of
@@ -38,10 +38,12 @@ class BatchWriter:
             unique.setdefault(p.hash, p)
         stored = {
             row.content_hash: StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
-            for row in self.session.execute(
+            for row in self._lookup(
                 select(Problem.content_hash, Problem.id, Problem.answer, Problem.reference_solution).where(
-                    Problem.project_id == self.project_id, one_of(self.session, Problem.content_hash, list(unique))
-                )
+                    Problem.project_id == self.project_id
+                ),
+                Problem.content_hash,
+                list(unique),
             )
         }
         missing = [p for h, p in unique.items() if h not in stored]
@@ -71,22 +73,29 @@ class BatchWriter:
         return stored, set(ids)
 
     def solutions(
-        self, items: Sequence[tuple[StoredProblem, SolutionIn]]
+        self, items: Sequence[tuple[StoredProblem, SolutionIn]], new_problems: Collection[str] = ()
     ) -> tuple[list[StoredSolution], set[str]]:
-        """Each item's row, in order, and the hashes inserted now (graded as they go in)."""
+        """Each item's row, in order, and the hashes inserted now (graded as they go in).
+
+        Solutions of `new_problems`, which were inserted just now, cannot be in the database
+        yet: only the others are looked up.
+        """
         hashes = [s.hash_for(p.hash) for p, s in items]
+        lookup = {h for h, (p, _) in zip(hashes, items, strict=True) if p.hash not in new_problems}
         stored = {
             row.content_hash: StoredSolution(
                 row.id, row.content_hash, row.steps_source, row.final_answer, row.verifier_score
             )
-            for row in self.session.execute(
+            for row in self._lookup(
                 select(
                     Solution.content_hash,
                     Solution.id,
                     Solution.steps_source,
                     Solution.final_answer,
                     Solution.verifier_score,
-                ).where(Solution.project_id == self.project_id, one_of(self.session, Solution.content_hash, set(hashes)))
+                ).where(Solution.project_id == self.project_id),
+                Solution.content_hash,
+                lookup,
             )
         }
         rows: dict[str, dict[str, Any]] = {}
@@ -127,17 +136,24 @@ class BatchWriter:
             "created_at": self.now,
         }
 
-    def labels(self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]]) -> set[str]:
-        """Insert (hash, solution id, label, extra) for hashes the project lacks; the new hashes."""
-        existing = set(
-            self.session.scalars(
-                select(Label.content_hash).where(
-                    Label.project_id == self.project_id,
-                    one_of(self.session, Label.content_hash, {h for h, *_ in items}),
-                )
+    def labels(
+        self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]], new_solutions: Collection[int] = ()
+    ) -> set[str]:
+        """Insert (hash, solution id, label, extra) for hashes the project lacks; the new hashes.
+
+        Labels of `new_solutions` (ids inserted just now) cannot be in the database yet: only
+        the others are looked up.
+        """
+        older = [item for item in items if item[1] not in new_solutions]
+        existing = {
+            row.content_hash
+            for row in self._lookup(
+                select(Label.content_hash).where(Label.project_id == self.project_id),
+                Label.content_hash,
+                {h for h, *_ in older},
             )
-        )
-        made_here = self._labels_made_here(items)
+        }
+        made_here = self._labels_made_here(older)
         rows: dict[str, dict[str, Any]] = {}
         for h, solution_id, label, extra in items:
             if h in existing or h in rows:
@@ -186,6 +202,12 @@ class BatchWriter:
             )
         )
         return {(row.solution_id, row.labeler_uuid, row.created_at) for row in rows}
+
+    def _lookup(self, query: Select[Any], column: InstrumentedAttribute[Any], values: Collection[Any]) -> Sequence[Row[Any]]:
+        """The rows of `query` whose `column` is one of `values`; no round trip for none."""
+        if not values:
+            return []
+        return self.session.execute(query.where(one_of(self.session, column, values))).all()
 
     def _insert(self, model: type[Problem] | type[Solution], rows: list[dict[str, Any]]) -> dict[str, int]:
         ids = insert_rows(self.session, model, rows, ids=True)

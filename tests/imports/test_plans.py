@@ -24,12 +24,17 @@ def test_lookups_are_planned_for_any_project(session_factory, backend, monkeypat
     monkeypatch.setattr(service, "CHUNK_LINES", 10)
     template = sample_records()[0]
     records = []
+    # Every chunk meets problems and, in its second half, solutions of earlier chunks, which
+    # are looked up; a solution's second label differs by its time on task.
     for i in range(CHUNKS * 10):
+        solution = i % (CHUNKS * 5)
         record = copy.deepcopy(template)
-        record["question"]["problem"] += f" ({i})"
+        record["question"]["problem"] += f" ({solution % 20})"
+        record["question"]["pre_generated_steps"][0] += f" ({solution})"
+        record["label"]["total_time"] = i
         records.append(record)
     result = import_bytes(session_factory, project, jsonl(records))
-    assert result.added["solutions"] == CHUNKS * 10
+    assert result.added == {"problems": 20, "solutions": CHUNKS * 5, "labels": CHUNKS * 10}
     lookups = {
         "problems": "SELECT problems.content_hash, problems.id",
         "solutions": "SELECT solutions.content_hash, solutions.id",
