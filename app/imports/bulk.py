@@ -12,15 +12,161 @@ chunk against the problems of a 200,000-step import, a third of its time).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import queue
+import threading
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, ColumnElement, Enum, bindparam, func, insert, select, text
+import psycopg
+from sqlalchemy import JSON, ColumnElement, Enum, Executable, Result, Row, Select, bindparam, func, insert, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.models import Base
+
+# COPYs waiting for the thread that sends them, at most: a chunk's three tables and one more,
+# so that memory stays bounded however fast the caller parses.
+QUEUED_COPIES = 4
+
+
+class BulkRows:
+    """Lookups and bulk inserts of one import, in the session's transaction.
+
+    On PostgreSQL the inserts are COPYs that a thread of their own sends, in order, while the
+    caller goes on: PostgreSQL takes in one chunk's rows while Python parses the next, where
+    the two took turns before (a 1,000,000-step PRM800K import into an empty database took
+    13.8 / 13.7 s against 15.9 / 16.2 s, alternating). Every other statement waits for the
+    COPYs first, so that it sees their rows and has the connection to itself: run them through
+    `execute`. `close` before the transaction ends.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._copies: _CopyThread | None = None
+        if _is_postgresql(session):
+            driver = session.connection().connection.driver_connection
+            assert isinstance(driver, psycopg.Connection)
+            self._copies = _CopyThread(driver)
+
+    def execute(self, statement: Executable) -> Result[Any]:
+        self.wait()
+        return self.session.execute(statement)
+
+    def lookup(self, query: Select[Any], column: InstrumentedAttribute[Any], values: Collection[Any]) -> Sequence[Row[Any]]:
+        """The rows of `query` whose `column` is one of `values`; no round trip for none."""
+        if not values:
+            return []
+        return self.execute(query.where(self.one_of(column, values))).all()
+
+    def insert(self, model: type[Base], rows: list[dict[str, Any]], *, ids: bool) -> list[int]:
+        """Insert `rows` (each with the same keys); with `ids`, their new ids in row order."""
+        if not rows:
+            return []
+        if self._copies is not None:
+            return self._copy(model, rows, ids)
+        if not ids:
+            self.session.execute(insert(model), rows)
+            return []
+        table = model.__table__  # type: ignore[attr-defined]
+        result = self.session.execute(
+            insert(model).returning(table.c.id, sort_by_parameter_order=True), rows
+        )
+        return list(result.scalars())
+
+    def wait(self) -> None:
+        """Until every COPY sent so far has been taken in; raises the error of one that failed."""
+        if self._copies is not None:
+            self._copies.wait()
+
+    def close(self, *, raise_error: bool = True) -> None:
+        """Wait for the COPYs sent and stop their thread; then raise the error of one that
+        failed, if `raise_error`."""
+        if self._copies is not None:
+            self._copies.close()
+            if raise_error:
+                self._copies.wait()
+
+    def one_of(self, column: InstrumentedAttribute[Any], values: Collection[Any]) -> ColumnElement[bool]:
+        if self._copies is not None:
+            values_param = bindparam(None, list(values), type_=ARRAY(column.type))
+            return column.in_(select(func.unnest(values_param)))
+        return column.in_(values)
+
+    def _copy(self, model: type[Base], rows: list[dict[str, Any]], ids: bool) -> list[int]:
+        assert self._copies is not None
+        table = model.__table__  # type: ignore[attr-defined]
+        columns = list(rows[0])
+        new_ids: list[int] = []
+        if ids:
+            sequence = func.pg_get_serial_sequence(table.name, "id")
+            new_ids = list(
+                self.execute(
+                    select(func.nextval(sequence)).select_from(func.generate_series(1, len(rows)))
+                ).scalars()
+            )
+            columns = ["id", *columns]
+        to_json = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, JSON)]
+        to_text = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, Enum)]
+        values_of_rows = []
+        for i, row in enumerate(rows):
+            values = [new_ids[i], *(row[c] for c in columns[1:])] if ids else [row[c] for c in columns]
+            for k in to_json:
+                if values[k] is not None:
+                    values[k] = orjson.dumps(values[k]).decode()
+            for k in to_text:
+                values[k] = getattr(values[k], "value", values[k])
+            values_of_rows.append(values)
+        names = ", ".join(f'"{name}"' for name in columns)
+        self._copies.send(f'COPY "{table.name}" ({names}) FROM STDIN', values_of_rows)
+        return new_ids
+
+
+class _CopyThread:
+    """COPY statements sent in order by a thread, on one connection.
+
+    Sending waits on the socket, where the thread lets go of the interpreter lock. psycopg's
+    connection lock keeps each COPY whole; `wait` keeps the caller's statements after them.
+    After an error the thread sends nothing more (the transaction is lost anyway) and `wait`
+    raises it.
+    """
+
+    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+        self._connection = connection
+        self._queue: queue.Queue[tuple[str, list[list[Any]]] | None] = queue.Queue(QUEUED_COPIES)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
+        self._thread.start()
+
+    def send(self, statement: str, rows: list[list[Any]]) -> None:
+        self._raise_error()
+        self._queue.put((statement, rows))
+
+    def wait(self) -> None:
+        self._queue.join()
+        self._raise_error()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            statement, rows = item
+            try:
+                if self._error is None:
+                    with self._connection.cursor() as cursor, cursor.copy(statement) as copy:
+                        for values in rows:
+                            copy.write_row(values)
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread by wait()
+                self._error = exc
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
 
 
 def plan_lookups_for_any_project(session: Session) -> None:
@@ -38,54 +184,5 @@ def plan_lookups_for_any_project(session: Session) -> None:
         session.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
 
 
-def one_of(session: Session, column: InstrumentedAttribute[Any], values: Collection[Any]) -> ColumnElement[bool]:
-    if _is_postgresql(session):
-        values_param = bindparam(None, list(values), type_=ARRAY(column.type))
-        return column.in_(select(func.unnest(values_param)))
-    return column.in_(values)
-
-
 def _is_postgresql(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
-
-
-def insert_rows(session: Session, model: type[Base], rows: list[dict[str, Any]], *, ids: bool) -> list[int]:
-    """Insert `rows` (each with the same keys); with `ids`, their new ids in row order."""
-    if not rows:
-        return []
-    if _is_postgresql(session):
-        return _copy(session, model, rows, ids)
-    if not ids:
-        session.execute(insert(model), rows)
-        return []
-    table = model.__table__  # type: ignore[attr-defined]
-    result = session.execute(
-        insert(model).returning(table.c.id, sort_by_parameter_order=True), rows
-    )
-    return list(result.scalars())
-
-
-def _copy(session: Session, model: type[Base], rows: list[dict[str, Any]], ids: bool) -> list[int]:
-    table = model.__table__  # type: ignore[attr-defined]
-    columns = list(rows[0])
-    new_ids: list[int] = []
-    if ids:
-        sequence = func.pg_get_serial_sequence(table.name, "id")
-        new_ids = list(
-            session.scalars(select(func.nextval(sequence)).select_from(func.generate_series(1, len(rows))))
-        )
-        columns = ["id", *columns]
-    to_json = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, JSON)]
-    to_text = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, Enum)]
-    names = ", ".join(f'"{name}"' for name in columns)
-    cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-    with cursor, cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
-        for i, row in enumerate(rows):
-            values = [new_ids[i], *(row[c] for c in columns[1:])] if ids else [row[c] for c in columns]
-            for k in to_json:
-                if values[k] is not None:
-                    values[k] = orjson.dumps(values[k]).decode()
-            for k in to_text:
-                values[k] = getattr(values[k], "value", values[k])
-            copy.write_row(values)
-    return new_ids

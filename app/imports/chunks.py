@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from app.imports.line_errors import LineErrors
 from app.imports.prm800k import label_extra
@@ -51,28 +50,18 @@ def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> i
     return _duplicates(unlabeled, new_solutions) + _duplicates((h for h, *_ in labels), new_labels)
 
 
-def write_candidates(
-    session: Session,
-    project_id: int,
-    writer: BatchWriter,
-    parsed: list[tuple[int, Candidate]],
-    errors: LineErrors,
-) -> int:
+def write_candidates(writer: BatchWriter, parsed: list[tuple[int, Candidate]], errors: LineErrors) -> int:
     columns = (Problem.id, Problem.content_hash, Problem.answer, Problem.reference_solution)
     ids = {c.problem_id for _, c in parsed if c.problem_id is not None}
     statements = {c.problem_statement for _, c in parsed if c.problem_statement is not None}
     by_id: dict[int, StoredProblem] = {}
     by_statement: dict[str, list[StoredProblem]] = {}
-    if ids:
-        for row in session.execute(select(*columns).where(Problem.project_id == project_id, Problem.id.in_(ids))):
-            by_id[row.id] = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
-    if statements:
-        query = select(Problem.statement, *columns).where(
-            Problem.project_id == project_id, Problem.statement.in_(statements)
-        )
-        for row in session.execute(query):
-            stored = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
-            by_statement.setdefault(row.statement, []).append(stored)
+    of_project = select(Problem.statement, *columns).where(Problem.project_id == writer.project_id)
+    for row in writer.rows.lookup(of_project, Problem.id, ids):
+        by_id[row.id] = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
+    for row in writer.rows.lookup(of_project, Problem.statement, statements):
+        stored = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
+        by_statement.setdefault(row.statement, []).append(stored)
     items = []
     for number, candidate in parsed:
         if candidate.problem_id is not None:

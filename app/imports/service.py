@@ -115,33 +115,33 @@ def _import_lines(
     stream: BinaryIO,
 ) -> ImportResult:
     filename = batch.filename
-    writer = BatchWriter(session, project.id, batch.id, batch.created_at)
     errors = LineErrors(filename)
     lines = duplicates = 0
     parse = _parser(format_, step_separator, {"file": filename, "batch": batch.id}, batch.created_at)
-    for chunk in _chunks(read_lines(stream)):
-        lines += len(chunk)
-        parsed: list[tuple[int, Any]] = []
-        for line in chunk:
-            if line.error is not None:
-                errors.add(line.number, None, line.error)
-                continue
-            try:
-                parsed.append((line.number, parse(line.number, line.value)))
-            except Invalid as exc:
-                errors.add(line.number, exc.field, exc.message)
-        if format_ == ImportFormat.solutions:
-            # Which problem a candidate means is only known from the database: check every line.
-            duplicates += write_candidates(session, project.id, writer, parsed, errors)
-        elif not errors.count:
-            write = write_problems if format_ == ImportFormat.math else write_prm800k
-            duplicates += write(writer, parsed)
-        # The grader's parse trees are cyclic: free this chunk's (see _cycle_collection_paused).
-        # The chunk's records go first, or the collection walks every object of them: the list
-        # is cleared, not just dropped, because the chunks generator holds it until it resumes.
-        chunk.clear()
-        del parsed
-        gc.collect(0)
+    with BatchWriter(session, project.id, batch.id, batch.created_at) as writer:
+        for chunk in _chunks(read_lines(stream)):
+            lines += len(chunk)
+            parsed: list[tuple[int, Any]] = []
+            for line in chunk:
+                if line.error is not None:
+                    errors.add(line.number, None, line.error)
+                    continue
+                try:
+                    parsed.append((line.number, parse(line.number, line.value)))
+                except Invalid as exc:
+                    errors.add(line.number, exc.field, exc.message)
+            if format_ == ImportFormat.solutions:
+                # Which problem a candidate means is only known from the database: check every line.
+                duplicates += write_candidates(writer, parsed, errors)
+            elif not errors.count:
+                write = write_problems if format_ == ImportFormat.math else write_prm800k
+                duplicates += write(writer, parsed)
+            # The grader's parse trees are cyclic: free this chunk's (see _cycle_collection_paused).
+            # The chunk's records go first, or the collection walks every object of them: the list
+            # is cleared, not just dropped, because the chunks generator holds it until it resumes.
+            chunk.clear()
+            del parsed
+            gc.collect(0)
     if lines == 0:
         errors.add(1, None, "the file has no records: expected one JSON object a line")
     errors.raise_if_any()

@@ -11,18 +11,18 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, select
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.imports.answers import AnswerGrader
-from app.imports.bulk import insert_rows, one_of
+from app.imports.bulk import BulkRows
 from app.imports.records import LabelIn, ProblemIn, SolutionIn, StoredProblem, StoredSolution
 from app.models import Label, Problem, Solution, User
 
 
 class BatchWriter:
     def __init__(self, session: Session, project_id: int, batch_id: int, now: datetime) -> None:
-        self.session = session
+        self.rows = BulkRows(session)
         self.project_id = project_id
         self.batch_id = batch_id
         self.now = now
@@ -31,6 +31,13 @@ class BatchWriter:
         self.grades: dict[str, int] = {}
         self.first_solution_id: int | None = None
 
+    def __enter__(self) -> BatchWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        # An error of the import's own outranks a COPY's, which may only be its consequence.
+        self.rows.close(raise_error=exc is None)
+
     def problems(self, items: Sequence[ProblemIn]) -> tuple[dict[str, StoredProblem], set[str]]:
         """Every item's row by hash, and the hashes inserted now."""
         unique: dict[str, ProblemIn] = {}
@@ -38,7 +45,7 @@ class BatchWriter:
             unique.setdefault(p.hash, p)
         stored = {
             row.content_hash: StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
-            for row in self._lookup(
+            for row in self.rows.lookup(
                 select(Problem.content_hash, Problem.id, Problem.answer, Problem.reference_solution).where(
                     Problem.project_id == self.project_id
                 ),
@@ -86,7 +93,7 @@ class BatchWriter:
             row.content_hash: StoredSolution(
                 row.id, row.content_hash, row.steps_source, row.final_answer, row.verifier_score
             )
-            for row in self._lookup(
+            for row in self.rows.lookup(
                 select(
                     Solution.content_hash,
                     Solution.id,
@@ -147,7 +154,7 @@ class BatchWriter:
         older = [item for item in items if item[1] not in new_solutions]
         existing = {
             row.content_hash
-            for row in self._lookup(
+            for row in self.rows.lookup(
                 select(Label.content_hash).where(Label.project_id == self.project_id),
                 Label.content_hash,
                 {h for h, *_ in older},
@@ -176,7 +183,7 @@ class BatchWriter:
                 "created_at": label.created_at,
             }
         if rows:
-            insert_rows(self.session, Label, list(rows.values()), ids=False)
+            self.rows.insert(Label, list(rows.values()), ids=False)
             self.added["labels"] += len(rows)
         return set(rows)
 
@@ -192,23 +199,17 @@ class BatchWriter:
         uuids = {label.foreign_labeler for _, _, label, _ in items if label.foreign_labeler}
         if not uuids:
             return set()
-        rows = self.session.execute(
+        rows = self.rows.execute(
             select(Label.solution_id, User.labeler_uuid, Label.created_at)
             .join(User, User.id == Label.user_id)
             .where(
                 Label.project_id == self.project_id,
-                one_of(self.session, User.labeler_uuid, uuids),
-                one_of(self.session, Label.solution_id, {s for _, s, _, _ in items}),
+                self.rows.one_of(User.labeler_uuid, uuids),
+                self.rows.one_of(Label.solution_id, {s for _, s, _, _ in items}),
             )
         )
         return {(row.solution_id, row.labeler_uuid, row.created_at) for row in rows}
 
-    def _lookup(self, query: Select[Any], column: InstrumentedAttribute[Any], values: Collection[Any]) -> Sequence[Row[Any]]:
-        """The rows of `query` whose `column` is one of `values`; no round trip for none."""
-        if not values:
-            return []
-        return self.session.execute(query.where(one_of(self.session, column, values))).all()
-
     def _insert(self, model: type[Problem] | type[Solution], rows: list[dict[str, Any]]) -> dict[str, int]:
-        ids = insert_rows(self.session, model, rows, ids=True)
+        ids = self.rows.insert(model, rows, ids=True)
         return {row["content_hash"]: id_ for row, id_ in zip(rows, ids, strict=True)}
