@@ -248,12 +248,15 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, type=int, show_default=True)
 @click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
-def serve(host: str, port: int, workers: int) -> None:
+@click.option("--access-log", is_flag=True, help="log a line for every request")
+def serve(host: str, port: int, workers: int, access_log: bool) -> None:
     """Run the web server (several worker processes with --workers)."""
     from app.server import CannotListen, serve as run_server
 
     try:
-        status = run_server(host, port, workers, announce=lambda url: click.echo(f"Stepwise at {url}"))
+        status = run_server(
+            host, port, workers, announce=lambda url: click.echo(f"Stepwise at {url}"), access_log=access_log
+        )
     except CannotListen as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(status)

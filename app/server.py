@@ -40,11 +40,18 @@ class CannotListen(Exception):
     pass
 
 
-def serve(host: str, port: int, workers: int, announce: Callable[[str], None]) -> int:
-    """Serve until stopped (SIGINT, SIGTERM); the exit status. `announce` gets the address."""
+def serve(
+    host: str, port: int, workers: int, announce: Callable[[str], None], *, access_log: bool = False
+) -> int:
+    """Serve until stopped (SIGINT, SIGTERM); the exit status. `announce` gets the address.
+
+    `access_log` logs a line for every request. Off unless asked for, as in gunicorn: behind a
+    proxy that logs them already, the lines cost 15% of the server's throughput at 64 labelers
+    (alternating runs: 387.5 / 378.5 next-task req/s without them, 323.5 / 328.3 with).
+    """
     if workers <= 1:
         announce(f"http://{host}:{port}/")
-        server = uvicorn.Server(_config(host, port))
+        server = uvicorn.Server(_config(host, port, access_log))
         try:
             server.run()
         except KeyboardInterrupt:
@@ -55,11 +62,13 @@ def serve(host: str, port: int, workers: int, announce: Callable[[str], None]) -
     announce(f"http://{host}:{port}/")
     # The parent's own lines (workers started, died, stopped) in the workers' format.
     logging.config.dictConfig(LOGGING_CONFIG)
-    return _Supervisor(host, port, workers).run()
+    return _Supervisor(host, port, workers, access_log).run()
 
 
-def _config(host: str, port: int) -> uvicorn.Config:
-    return uvicorn.Config(APP, factory=True, host=host, port=port, proxy_headers=True, log_level="info")
+def _config(host: str, port: int, access_log: bool) -> uvicorn.Config:
+    return uvicorn.Config(
+        APP, factory=True, host=host, port=port, proxy_headers=True, log_level="info", access_log=access_log
+    )
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -105,12 +114,12 @@ class _Worker(uvicorn.Server):
             self.ready.set()
 
 
-def _run_worker(host: str, port: int, ready: EventType) -> None:
+def _run_worker(host: str, port: int, access_log: bool, ready: EventType) -> None:
     # Ctrl-C in a terminal reaches every process of the group: the supervisor stops the workers
     # with SIGTERM, so a worker leaves SIGINT alone outside uvicorn's own handling of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, daemon=True).start()
-    _Worker(_config(host, port), ready).run(sockets=[_bound_socket(host, port)])
+    _Worker(_config(host, port, access_log), ready).run(sockets=[_bound_socket(host, port)])
 
 
 def _exit_with_parent() -> None:
@@ -129,9 +138,10 @@ class _Supervisor:
     stops serving altogether: a replacement would fail the same way, over and over.
     """
 
-    def __init__(self, host: str, port: int, workers: int) -> None:
+    def __init__(self, host: str, port: int, workers: int, access_log: bool) -> None:
         self.host = host
         self.port = port
+        self.access_log = access_log
         self.count = workers
         # spawn, not fork: a forked worker would inherit the parent's threads and locks.
         self.context = multiprocessing.get_context("spawn")
@@ -163,7 +173,7 @@ class _Supervisor:
 
     def _start(self) -> BaseProcess:
         ready = self.context.Event()
-        worker = self.context.Process(target=_run_worker, args=(self.host, self.port, ready), name="stepwise-worker")
+        worker = self.context.Process(target=_run_worker, args=(self.host, self.port, self.access_log, ready), name="stepwise-worker")
         worker.start()
         assert worker.pid is not None
         self.ready[worker.pid] = ready

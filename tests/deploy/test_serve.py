@@ -65,11 +65,13 @@ def _workers(pid: int) -> set[int]:
     return {child for child in _children(pid) if b"resource_tracker" not in Path(f"/proc/{child}/cmdline").read_bytes()}
 
 
-def _start(env: dict[str, str], port: int, log: Path, workers: int = 2) -> subprocess.Popen[bytes]:
+def _start(
+    env: dict[str, str], port: int, log: Path, workers: int = 2, options: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
     # A session of its own, so that a test can send a signal to the whole group as a terminal does.
     with log.open("w") as out:
         return subprocess.Popen(
-            [STEPWISE, "serve", "--port", str(port), "--workers", str(workers)],
+            [STEPWISE, "serve", "--port", str(port), "--workers", str(workers), *options],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -126,6 +128,24 @@ def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_
     assert ("Stopping parent process" if workers > 1 else "Finished server process") in text
     assert "Traceback" not in text and "Aborted" not in text
     _wait_for(lambda: _listeners(port) == 0, timeout=30)
+
+
+@pytest.mark.parametrize(("workers", "options"), [(1, ("--access-log",)), (2, ("--access-log",)), (2, ())])
+def test_requests_are_logged_with_access_log_only(
+    env: dict[str, str], tmp_path: Path, workers: int, options: tuple[str, ...]
+) -> None:
+    port = _free_port()
+    server = _start(env, port, tmp_path / "serve.log", workers, options)
+    try:
+        _wait_for(lambda: _listeners(port) == workers and _answers(port))
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    logged = '"GET /login HTTP/1.1" 200' in (tmp_path / "serve.log").read_text()
+    assert logged == bool(options)
 
 
 def test_workers_stop_when_the_supervisor_is_killed(env: dict[str, str], tmp_path: Path) -> None:
