@@ -41,6 +41,13 @@ class Settings(BaseSettings):
     # for each): at 64 labelers on 4 workers, a pool of 10 served 76-80 req/s against 110-112
     # for 30 (same-day alternating runs).
     db_pool_size: int = Field(default=30, ge=1, alias="STEPWISE_DB_POOL_SIZE")
+    # Next-task and submit requests a server process runs at once; more wait their turn, first
+    # come first served. Forty at once (the thread pool's size) took turns at the interpreter
+    # lock in no order, and the unluckiest waited. At 64 labelers on 4 processes, three rotated
+    # runs each: 40 at once served 373 / 361 / 341 next-task req/s with p99 366 / 319 / 336 ms;
+    # 8 served 361 / 377 / 394 with p99 311 / 201 / 224 ms; 4 served 333 / 351 / 358 with p99
+    # 172 / 174 / 161 ms. With a database farther away than loopback, more may pay.
+    labeling_concurrency: int = Field(default=8, ge=1, alias="STEPWISE_LABELING_CONCURRENCY")
 
     @field_validator("database_url")
     @classmethod

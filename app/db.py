@@ -105,14 +105,15 @@ async def in_transaction(request: Request, work: Callable[[Session], T]) -> T:
     four times (its caller's lookup, its body, the check of its answer, the commit). Crossing
     once took a fifth off the server's CPU per next + submit pair, and served 1.27x the labels
     at 16 labelers (three alternating same-day runs). Not cancelled when the client goes: a
-    label being stored is stored.
+    label being stored is stored. At most STEPWISE_LABELING_CONCURRENCY of them run at once
+    (see app.config).
     """
 
     def run() -> T:
         with session_scope(request.app.state.session_factory) as session:
             return work(session)
 
-    return await anyio.to_thread.run_sync(run)
+    return await anyio.to_thread.run_sync(run, limiter=request.app.state.hot_path_limiter)
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:

@@ -79,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = create_db_engine(settings)
     app.state.session_factory = create_session_factory(app.state.engine)
+    app.state.hot_path_limiter = anyio.CapacityLimiter(settings.labeling_concurrency)
 
     for router in (
         auth_api.router,

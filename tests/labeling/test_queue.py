@@ -7,11 +7,13 @@ import time
 from datetime import timedelta
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
 from app.db import session_scope
 from app.deps import CSRF_HEADER
 from app.labeling import queue, service
+from app.main import create_app
 from app.models import Assignment, Label, utcnow
 from tests.conftest import (
     add_solutions,
@@ -310,3 +312,41 @@ def test_among_equal_priorities_every_first_slot_goes_before_any_second(client, 
     taken = _next_task(client, project, late)
     slots = {a.id: a.slot for a in db.scalars(select(Assignment))}
     assert slots[taken["assignment_id"]] == 1 and taken["solution"]["id"] == ids[-1]
+
+
+# On SQLite each transaction begins IMMEDIATE, so labeling requests run one at a time anyway.
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_labeling_requests_take_turns_beyond_the_configured_concurrency(settings, session_factory, monkeypatch, backend):  # type: ignore[no-untyped-def]
+    limited = settings.model_copy(update={"labeling_concurrency": 2})
+    project = make_project(session_factory, overlap=1)
+    add_solutions(session_factory, project, 6)
+    running = []
+    most = [0]
+    lock = threading.Lock()
+    real_next_task = service.next_task
+
+    def slow_next_task(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            running.append(1)
+            most[0] = max(most[0], len(running))
+        time.sleep(0.2)
+        with lock:
+            running.pop()
+        return real_next_task(*args, **kwargs)
+
+    monkeypatch.setattr(service, "next_task", slow_next_task)
+    with TestClient(create_app(limited)) as client:
+        headers = []
+        for n in range(6):
+            make_user(session_factory, f"taker{n}", "labeler")
+            headers.append(api_headers(client, f"taker{n}"))
+        answers = []
+        threads = [
+            threading.Thread(target=lambda h=h: answers.append(_next_task(client, project, h))) for h in headers
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(answers) == 6 and all(answers)
+    assert most[0] == 2
