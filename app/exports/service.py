@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.errors import BadInput
-from app.exports.parquet import ROWS_PER_GROUP, ParquetStream
 from app.exports.prm800k import render_question, render_record
 from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
@@ -77,6 +76,10 @@ class Export:
             yield b"".join(buffer)
 
     def _parquet(self) -> Iterator[bytes]:
+        # Imported here: pyarrow takes a tenth of a second to load, which JSONL exports (and
+        # every other command) need not pay.
+        from app.exports.parquet import ROWS_PER_GROUP, ParquetStream
+
         stream = ParquetStream()
         closed = False
         try:

@@ -60,7 +60,7 @@ def test_trl_drops_what_follows_a_first_error_in_full_mode(client, session_facto
 
 
 def test_parquet_has_one_row_per_label_with_list_columns(session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("app.exports.service.ROWS_PER_GROUP", 4)
+    monkeypatch.setattr("app.exports.parquet.ROWS_PER_GROUP", 4)
     project = make_project(session_factory)
     import_bytes(session_factory, project, SAMPLE.read_bytes())
     data = export(session_factory, project, "parquet")
