@@ -91,7 +91,7 @@ def test_rounds_train_promote_score_select_and_enqueue(
     served_order = []
     for _ in range(3):
         with session_scope(session_factory) as session:
-            task = next_task(session, session.get(Project, project.id), labeler).task
+            task = next_task(session, project.id, labeler.id).task
             served_order.append(task.solution.id)
             session.get(Assignment, task.assignment_id).status = "done"
     assert served_order == [p.solution_id for p in picks[:3]]
