@@ -272,7 +272,6 @@ _LEASE_COLUMNS = (
 _LEASED_TASK = select(*_LEASE_COLUMNS)
 
 
-
 def _project_and_lease_statement() -> Select[tuple[object, ...]]:
     """The project, and the labeler's current lease in it with its task (NULLs if none)."""
     held = _SLOTS.alias("held_slot")
