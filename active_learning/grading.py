@@ -114,12 +114,18 @@ def _quick_verdict(answer: str, ground_truth: str) -> bool | None:
     return None
 
 
+def _load_math_verify() -> None:
+    """Import math-verify, and sympy with it: a quarter of a second, which most commands and
+    most imports (whose answers _quick_verdict settles) never pay. Called before a comparison's
+    time limit starts, so that loading does not count against it."""
+    import math_verify  # noqa: F401
+
+
 def _compare(answer: str, ground_truth: str) -> bool:
     quick = _quick_verdict(answer, ground_truth)
     if quick is not None:
         return quick
-    # Imported here: math-verify brings sympy, a quarter of a second to load, which most
-    # commands and most imports, whose answers _quick_verdict settles, never need.
+    # Here, not at the top: see _load_math_verify.
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
     answer, ground_truth = _clean(answer), _clean(ground_truth)
@@ -161,7 +167,7 @@ def _pool() -> concurrent.futures.ProcessPoolExecutor:
     )
     # Start the helper and import sympy in it now, so that start-up does not count against the
     # time limit of the first comparison.
-    pool.submit(_compare, "1", "1").result()
+    pool.submit(_load_math_verify).result()
     return pool
 
 
@@ -187,6 +193,7 @@ def is_equivalent(answer: str, ground_truth: str, timeout_s: float = COMPARISON_
         return quick
     if threading.current_thread() is not threading.main_thread():
         return _compare_in_helper_process(answer, ground_truth, timeout_s)
+    _load_math_verify()
     previous = signal.signal(signal.SIGALRM, _raise_overrun)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:

@@ -65,8 +65,9 @@ def end_browser_session(session: Session, cookie_token: str) -> None:
     session.execute(delete(AuthSession).where(AuthSession.token_hash == token_digest(cookie_token)))
 
 
-# Every request runs one of these two: built once, with a named parameter, since building a
-# statement costs more than running it.
+# Every request but next-task and submit runs one of these two (those run the plain-row forms
+# below): built once, with a named parameter, since building a statement costs more than
+# running it.
 _SESSION_AND_USER = (
     select(AuthSession, User)
     .join(User, User.id == AuthSession.user_id)

@@ -39,12 +39,24 @@ class BulkRows:
     13.8 / 13.7 s against 15.9 / 16.2 s, alternating). Every other statement waits for the
     COPYs first, so that it sees their rows and has the connection to itself: run them through
     `execute`. `close` before the transaction ends.
+
+    Until then PostgreSQL plans each statement once for any project (a generic plan), not for
+    the project at hand. The statistics it plans with were taken before the import, and say
+    the project being filled has no rows: a plan made for it scanned all its rows for every
+    chunk's lookup of content hashes, so the import grew with the square of its size (a
+    1,000,000-step file took 20.8 s beside 100,000 solutions of another project, 15.2 s in an
+    empty database; 15.85 s with generic plans, which probe the unique index by hash). `close`
+    gives the rest of the transaction its plans back: the batch's queue slots, say, are best
+    found by the id range the import added.
     """
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self._copies: _CopyThread | None = None
+        self._plan_mode: str | None = None
         if _is_postgresql(session):
+            self._plan_mode = session.scalar(text("SELECT current_setting('plan_cache_mode')"))
+            session.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
             driver = session.connection().connection.driver_connection
             assert isinstance(driver, psycopg.Connection)
             self._copies = _CopyThread(driver)
@@ -80,12 +92,17 @@ class BulkRows:
             self._copies.wait()
 
     def close(self, *, raise_error: bool = True) -> None:
-        """Wait for the COPYs sent and stop their thread; then raise the error of one that
-        failed, if `raise_error`."""
-        if self._copies is not None:
-            self._copies.close()
-            if raise_error:
-                self._copies.wait()
+        """Wait for the COPYs sent and stop their thread, raise the error of one that failed,
+        and plan as before. With `raise_error` false (the caller is failing already) the COPYs
+        not begun are dropped, and so is their error: the transaction will be rolled back."""
+        if self._copies is None:
+            return
+        self._copies.close(abandon=not raise_error)
+        if raise_error:
+            self._copies.wait()
+            self.session.execute(
+                text("SELECT set_config('plan_cache_mode', :mode, true)"), {"mode": self._plan_mode}
+            )
 
     def one_of(self, column: InstrumentedAttribute[Any], values: Collection[Any]) -> ColumnElement[bool]:
         if self._copies is not None:
@@ -128,27 +145,40 @@ class _CopyThread:
     Sending waits on the socket, where the thread lets go of the interpreter lock. psycopg's
     connection lock keeps each COPY whole; `wait` keeps the caller's statements after them.
     After an error the thread sends nothing more (the transaction is lost anyway) and `wait`
-    raises it.
+    raises it. The thread starts with the first COPY.
     """
 
     def __init__(self, connection: psycopg.Connection[Any]) -> None:
         self._connection = connection
         self._queue: queue.Queue[tuple[str, list[list[Any]]] | None] = queue.Queue(QUEUED_COPIES)
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._abandoned = False
 
     def send(self, statement: str, rows: list[list[Any]]) -> None:
+        if self._closed:
+            raise RuntimeError("a COPY sent after its thread was closed")
         self._raise_error()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
+            self._thread.start()
         self._queue.put((statement, rows))
 
     def wait(self) -> None:
         self._queue.join()
         self._raise_error()
 
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
+    def close(self, *, abandon: bool) -> None:
+        """Stop the thread once it has sent what it holds, or, with `abandon`, once the COPY it
+        is sending (if any) is done. Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._abandoned = abandon
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
 
     def _raise_error(self) -> None:
         if self._error is not None:
@@ -158,7 +188,7 @@ class _CopyThread:
         while (item := self._queue.get()) is not None:
             statement, rows = item
             try:
-                if self._error is None:
+                if self._error is None and not self._abandoned:
                     with self._connection.cursor() as cursor, cursor.copy(statement) as copy:
                         for values in rows:
                             copy.write_row(values)
@@ -167,21 +197,6 @@ class _CopyThread:
             finally:
                 self._queue.task_done()
         self._queue.task_done()
-
-
-def plan_lookups_for_any_project(session: Session) -> None:
-    """Plan each repeated lookup once for any project (generic plans), for the rest of the
-    transaction, not for the project at hand.
-
-    The statistics PostgreSQL plans with were taken before the import, and say the project being
-    filled has no rows: a plan made for it scans all its rows for every chunk's lookup of content
-    hashes, so the import grows with the square of its size (a 1,000,000-step file took 20.8 s
-    beside 100,000 solutions of another project, 15.2 s in an empty database). A generic plan
-    probes the unique index once per hash (15.9 s there). psycopg prepares a lookup on its sixth
-    run, so the first five chunks, when the project is still small, are planned as before.
-    """
-    if _is_postgresql(session):
-        session.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
 
 
 def _is_postgresql(session: Session) -> bool:

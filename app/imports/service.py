@@ -18,7 +18,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.errors import BadInput
-from app.imports.bulk import plan_lookups_for_any_project
 from app.imports.candidates import parse_candidate, separator_from
 from app.imports.chunks import write_candidates, write_prm800k, write_problems
 from app.imports.fields import Invalid
@@ -86,7 +85,6 @@ def import_file(
     )
     session.add(batch)
     session.flush()
-    plan_lookups_for_any_project(session)
     with _cycle_collection_paused():
         return _import_lines(session, project, batch, format_, step_separator, stream)
 

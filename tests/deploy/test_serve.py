@@ -130,7 +130,7 @@ def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_
     _wait_for(lambda: _listeners(port) == 0, timeout=30)
 
 
-@pytest.mark.parametrize(("workers", "options"), [(1, ("--access-log",)), (2, ("--access-log",)), (2, ())])
+@pytest.mark.parametrize(("workers", "options"), [(1, ("--access-log",)), (1, ()), (2, ("--access-log",)), (2, ())])
 def test_requests_are_logged_with_access_log_only(
     env: dict[str, str], tmp_path: Path, workers: int, options: tuple[str, ...]
 ) -> None:

@@ -29,14 +29,22 @@ def test_a_lookup_sees_the_rows_of_every_copy_sent_before_it(session_factory, ba
     project = make_project(session_factory)
     with session_factory() as session:
         rows = BulkRows(session)
-        assert len(_copy_threads()) == 1
+        assert not _copy_threads(), "the thread starts with the first COPY"
         sent = [f"h{n}" for n in range(3000)]
+        # Without ids nothing waits between the COPYs: they queue behind one another.
         for start in range(0, len(sent), 500):
-            ids = rows.insert(Problem, _problems(project.id, sent[start : start + 500]), ids=True)
-            assert len(ids) == 500
+            assert rows.insert(Problem, _problems(project.id, sent[start : start + 500]), ids=False) == []
         found = rows.lookup(select(Problem.content_hash), Problem.content_hash, sent)
         assert sorted(r.content_hash for r in found) == sorted(sent)
+        more = [f"m{n}" for n in range(1000)]
+        ids = rows.insert(Problem, _problems(project.id, more), ids=True)
+        assert len(ids) == len(set(ids)) == 1000
+        found = rows.lookup(select(Problem.content_hash), Problem.content_hash, sent + more)
+        assert sorted(r.content_hash for r in found) == sorted(sent + more)
         rows.close()
+        rows.close()
+        with pytest.raises(RuntimeError):
+            rows.insert(Problem, _problems(project.id, ["late"]), ids=False)
         session.rollback()
     assert not _copy_threads()
 

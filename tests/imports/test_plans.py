@@ -8,11 +8,15 @@ such lookups to one generic plan, which probes the unique index by hash.
 from __future__ import annotations
 
 import copy
+import io
 
 import pytest
+from sqlalchemy import text
+from app.db import session_scope
 from app.imports import service
+from app.imports.service import import_file
 from tests.conftest import add_many_solutions, make_project, prepared_plans
-from tests.imports.conftest import import_bytes, jsonl, sample_records
+from tests.imports.conftest import jsonl, sample_records
 
 CHUNKS = 15
 
@@ -33,7 +37,12 @@ def test_lookups_are_planned_for_any_project(session_factory, backend, monkeypat
         record["question"]["pre_generated_steps"][0] += f" ({solution})"
         record["label"]["total_time"] = i
         records.append(record)
-    result = import_bytes(session_factory, project, jsonl(records))
+    with session_scope(session_factory) as session:
+        result = import_file(
+            session, project, io.BytesIO(jsonl(records)), filename="f.jsonl", fmt="prm800k", separator=None, user=None
+        )
+        # The rest of the transaction plans as it did before the import.
+        assert session.scalar(text("SELECT current_setting('plan_cache_mode')")) == "auto"
     assert result.added == {"problems": 20, "solutions": CHUNKS * 5, "labels": CHUNKS * 10}
     lookups = {
         "problems": "SELECT problems.content_hash, problems.id",
