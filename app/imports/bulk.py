@@ -14,12 +14,26 @@ from __future__ import annotations
 
 import queue
 import threading
+from operator import itemgetter
 from collections.abc import Collection, Sequence
 from typing import Any
 
 import orjson
 import psycopg
-from sqlalchemy import JSON, ColumnElement, Enum, Executable, Result, Row, Select, bindparam, func, insert, select, text
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    Enum,
+    Executable,
+    Result,
+    Row,
+    Select,
+    bindparam,
+    func,
+    insert,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -117,17 +131,19 @@ class BulkRows:
         new_ids: list[int] = []
         if ids:
             sequence = func.pg_get_serial_sequence(table.name, "id")
-            new_ids = list(
-                self.execute(
-                    select(func.nextval(sequence)).select_from(func.generate_series(1, len(rows)))
-                ).scalars()
-            )
+            # One row holding an array: SQLAlchemy makes an object of every row it reads.
+            new_ids = self.execute(
+                select(func.array_agg(func.nextval(sequence))).select_from(func.generate_series(1, len(rows)))
+            ).scalar_one()
             columns = ["id", *columns]
         to_json = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, JSON)]
         to_text = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, Enum)]
+        given = columns[1:] if ids else columns
+        # itemgetter reads a row's values in C; of one key it gives the value, not a tuple.
+        values_of = itemgetter(*given) if len(given) > 1 else lambda row: (row[given[0]],)
         values_of_rows = []
         for i, row in enumerate(rows):
-            values = [new_ids[i], *(row[c] for c in columns[1:])] if ids else [row[c] for c in columns]
+            values = [new_ids[i], *values_of(row)] if ids else list(values_of(row))
             for k in to_json:
                 if values[k] is not None:
                     values[k] = orjson.dumps(values[k]).decode()

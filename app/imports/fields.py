@@ -1,4 +1,5 @@
-"""Typed reads of one field of a parsed JSON line; the first wrong one ends the line's check.
+"""Typed reads of one field of a parsed JSON line (problem and candidate files; PRM800K lines
+are typed by msgspec, see app.imports.prm800k); the first wrong one ends the line's check.
 
 Types are strict (`true` is not a rating, `1.0` is not a time in milliseconds) because an import
 must be re-exported as it came, and a value that changed type on the way would not be.
@@ -8,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.imports.reader import type_name
 from app.models import INT32_MAX
 
 
 class Invalid(Exception):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    """What is wrong with a line: in `field` (a path such as label.steps[2].text), or, with no
+    field, in the line as a whole."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
 
@@ -23,17 +26,6 @@ def where(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{key}" if path else key
-
-
-def mapping(obj: dict[str, Any], key: str, path: str = "", *, required: bool = True) -> dict[str, Any] | None:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise Invalid(where(path, key), "missing")
-        return None
-    if type(value) is not dict:
-        raise Invalid(where(path, key), f"must be an object, not {type_name(value)}")
-    return value
 
 
 def text(
@@ -73,22 +65,6 @@ def integer(obj: dict[str, Any], key: str, path: str = "", *, low: int = -INT32_
     return value
 
 
-def number(obj: dict[str, Any], key: str, path: str = "") -> float | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if type(value) not in (int, float):
-        raise Invalid(where(path, key), f"must be a number, not {type_name(value)}")
-    return float(value)
-
-
-def flag(obj: dict[str, Any], key: str, path: str = "") -> bool | None:
-    value = obj.get(key)
-    if value is not None and type(value) is not bool:
-        raise Invalid(where(path, key), f"must be true, false or null, not {type_name(value)}")
-    return value
-
-
 def string_list(obj: dict[str, Any], key: str, path: str = "", *, max_items: int) -> list[str] | None:
     value = obj.get(key)
     if value is None:
@@ -104,3 +80,17 @@ def string_list(obj: dict[str, Any], key: str, path: str = "", *, max_items: int
         if type(item) is not str:
             raise Invalid(where(field, i), f"must be a string, not {type_name(item)}")
     return value
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

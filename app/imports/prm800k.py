@@ -3,12 +3,23 @@
 Phase 2 records carry `question.pre_generated_steps`: they are the solution. Phase 1 records do
 not: the solution is the trajectory the labeler built, the chosen completion (or the
 labeler's own human completion) of every step.
+
+A line is decoded by msgspec straight into the typed structs below, which checks every field's
+type in C: an import of 1,000,000 steps spent about a third of its Python time reading JSON
+into dicts and checking them field by field. Keys PRM800K does not have fail that decode; such
+a line is read again as a dict, its unknown keys are set aside for `Label.extra` (an import is
+exported as it came), and the rest is checked against the same structs. What types cannot
+say (ranges, indexes, the timestamp) is checked on the structs, for both.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
+import orjson
 
 from app.exports.prm800k import (
     COMPLETION_KEYS,
@@ -19,16 +30,8 @@ from app.exports.prm800k import (
     render_question,
     render_timestamp,
 )
-from app.imports.fields import (
-    Invalid,
-    flag,
-    integer,
-    mapping,
-    number,
-    string_list,
-    text,
-)
-from app.imports.reader import type_name
+from app.imports.fields import Invalid, where
+from app.imports.reader import json_object
 from app.imports.records import (
     MAX_ANSWER,
     MAX_STEPS,
@@ -40,41 +43,105 @@ from app.imports.records import (
     StoredProblem,
     StoredSolution,
 )
-from app.models import FinishReason, StepsSource
+from app.models import INT32_MAX, FinishReason, StepsSource
 
-RATINGS = (-1, 0, 1)
 _FINISH_REASONS = {r.value: r for r in FinishReason}
+MAX_LABELER = 100
 
 
-def parse_prm800k(obj: dict[str, Any], origin: dict[str, Any], now: datetime) -> PrmRecord:
-    question = mapping(obj, "question")
-    assert question is not None
-    problem = ProblemIn(
-        statement=text(question, "problem", "question", required=True),  # type: ignore[arg-type]
-        answer=text(question, "ground_truth_answer", "question"),
-        reference_solution=text(question, "ground_truth_solution", "question"),
-    )
-    pre_steps = string_list(question, "pre_generated_steps", "question", max_items=MAX_STEPS)
-    given_answer = text(question, "pre_generated_answer", "question", max_length=MAX_ANSWER)
-    verifier_score = number(question, "pre_generated_verifier_score", "question")
-    generation = integer(obj, "generation")
-    label = mapping(obj, "label", required=False)
+# Strict structs (no unknown keys, `true` is no rating, `1.0` no index) that hold no cycles, so
+# the cycle collector need not track them (gc=False).
+class _Completion(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    text: str
+    rating: Literal[-1, 0, 1] | None = None
+    flagged: bool | None = None
+
+
+class _Step(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    completions: list[_Completion]
+    human_completion: str | dict[str, Any] | None = None
+    chosen_completion: int | None = None
+
+
+class _Label(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    steps: list[_Step]
+    total_time: int | None = None
+    finish_reason: str | None = None
+
+
+class _Question(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    problem: str
+    ground_truth_solution: str | None = None
+    ground_truth_answer: str | None = None
+    pre_generated_steps: list[str] | None = None
+    pre_generated_answer: str | None = None
+    # int or float as given: a score given as 1 must be exported as 1, not 1.0.
+    pre_generated_verifier_score: int | float | None = None
+
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    question: _Question
+    labeler: str | None = None
+    timestamp: str | None = None
+    generation: int | None = None
+    is_quality_control_question: bool | None = None
+    is_initial_screening_question: bool | None = None
+    label: _Label | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Record)
+
+
+def parse_prm800k(raw: bytes, origin: dict[str, Any], now: datetime) -> PrmRecord:
+    """The record on one line (its bytes); Invalid names the first thing wrong with it."""
+    # The escaped NUL, which PostgreSQL text cannot hold, is refused by json_object.
+    if b"\\u0000" not in raw:
+        try:
+            return _prm_record(_DECODER.decode(raw), {}, origin, now)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass
+    obj = json_object(raw)
+    extra = _unknown_keys(obj)
+    try:
+        record = msgspec.convert(obj, _Record)
+    except msgspec.ValidationError as exc:
+        raise _invalid(str(exc)) from None
+    return _prm_record(record, extra, origin, now)
+
+
+def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], now: datetime) -> PrmRecord:
+    question = record.question
+    if not question.problem.strip():
+        raise Invalid("question.problem", "is empty")
+    problem = ProblemIn(question.problem, question.ground_truth_answer, question.ground_truth_solution)
+    pre_steps = question.pre_generated_steps
+    if pre_steps is not None:
+        if not pre_steps:
+            raise Invalid("question.pre_generated_steps", "is empty: a solution needs at least one step")
+        if len(pre_steps) > MAX_STEPS:
+            raise Invalid(
+                "question.pre_generated_steps", f"has {len(pre_steps)} steps; at most {MAX_STEPS} are allowed"
+            )
+    given_answer = _short(question.pre_generated_answer, "question.pre_generated_answer", MAX_ANSWER)
+    score = question.pre_generated_verifier_score
+    # msgspec reads integers of any size; the hashes' JSON encoder takes 64 bits at most.
+    if type(score) is int and not -(2**63) <= score < 2**64:
+        raise Invalid("question.pre_generated_verifier_score", "is out of range")
+    verifier_score = None if score is None else float(score)
+    generation = _bounded(record.generation, "generation", -INT32_MAX)
+    label = record.label
     if label is None:
         if pre_steps is None:
             raise Invalid("question.pre_generated_steps", "missing, and there is no label to take the steps from")
         solution = SolutionIn(pre_steps, given_answer, StepsSource.given, verifier_score, generation, origin)
         return PrmRecord(problem, solution, None)
 
-    raw_steps = label.get("steps")
-    if type(raw_steps) is not list:
-        raise Invalid("label.steps", f"must be an array, not {type_name(raw_steps)}")
-    if len(raw_steps) > MAX_STEPS:
-        raise Invalid("label.steps", f"has {len(raw_steps)} steps; at most {MAX_STEPS} are allowed")
-    finish_reason = _finish_reason(label)
-    if not raw_steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
+    if len(label.steps) > MAX_STEPS:
+        raise Invalid("label.steps", f"has {len(label.steps)} steps; at most {MAX_STEPS} are allowed")
+    finish_reason = _finish_reason(label.finish_reason)
+    if not label.steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
         raise Invalid("label.steps", f"is empty, but finish_reason is {finish_reason.value}")
-    extra: dict[str, Any] = {}
-    steps, trajectory = _label_steps(raw_steps, pre_steps, extra)
+    steps, trajectory = _label_steps(label.steps, pre_steps)
     if pre_steps is None:
         if not trajectory:
             raise Invalid("label.steps", "no chosen or human completion to make the solution's steps from")
@@ -83,49 +150,55 @@ def parse_prm800k(obj: dict[str, Any], origin: dict[str, Any], now: datetime) ->
     else:
         solution = SolutionIn(pre_steps, given_answer, StepsSource.given, verifier_score, generation, origin)
 
-    record_extra = {k: v for k, v in obj.items() if k not in RECORD_KEYS}
-    created_at, timestamp = _created_at(obj, now)
+    record_extra = extra.setdefault("record", {})
+    created_at, timestamp = _created_at(record.timestamp, now)
     if timestamp is None or render_timestamp(created_at) != timestamp:
         record_extra["timestamp"] = timestamp
-    is_qc = flag(obj, "is_quality_control_question")
-    is_screening = flag(obj, "is_initial_screening_question")
-    for key, value in (("is_quality_control_question", is_qc), ("is_initial_screening_question", is_screening)):
-        if value is None:
-            record_extra[key] = None
-    _put(extra, "record", record_extra)
-    _put(extra, "question", {k: v for k, v in question.items() if k not in QUESTION_KEYS})
-    _put(extra, "label", {k: v for k, v in label.items() if k not in LABEL_KEYS})
+    is_qc = record.is_quality_control_question
+    is_screening = record.is_initial_screening_question
+    if is_qc is None:
+        record_extra["is_quality_control_question"] = None
+    if is_screening is None:
+        record_extra["is_initial_screening_question"] = None
+    if not record_extra:
+        del extra["record"]
     return PrmRecord(
         problem,
         solution,
         LabelIn(
-            foreign_labeler=text(obj, "labeler", max_length=100),
+            foreign_labeler=_short(record.labeler, "labeler", MAX_LABELER),
             created_at=created_at,
             timestamp=timestamp,
             generation=generation,
             is_quality_control=bool(is_qc),
             is_initial_screening=bool(is_screening),
             finish_reason=finish_reason,
-            total_time_ms=integer(label, "total_time", "label", low=0),
+            total_time_ms=_bounded(label.total_time, "label.total_time", 0),
             steps=steps,
             extra=extra,
             question=QuestionAsGiven(
                 ground_truth_solution=problem.reference_solution,
                 pre_generated_steps=pre_steps,
                 pre_generated_answer=given_answer,
-                pre_generated_verifier_score=question.get("pre_generated_verifier_score"),
+                pre_generated_verifier_score=score,
             ),
         ),
     )
 
 
-def _put(extra: dict[str, Any], key: str, values: dict[str, Any]) -> None:
-    if values:
-        extra[key] = values
+def _short(value: str | None, field: str, limit: int) -> str | None:
+    if value is not None and len(value) > limit:
+        raise Invalid(field, f"longer than {limit} characters")
+    return value
 
 
-def _created_at(obj: dict[str, Any], now: datetime) -> tuple[datetime, str | None]:
-    timestamp = text(obj, "timestamp")
+def _bounded(value: int | None, field: str, low: int) -> int | None:
+    if value is not None and not low <= value <= INT32_MAX:
+        raise Invalid(field, f"must be between {low} and {INT32_MAX}")
+    return value
+
+
+def _created_at(timestamp: str | None, now: datetime) -> tuple[datetime, str | None]:
     if timestamp is None:
         return now, None
     try:
@@ -137,8 +210,7 @@ def _created_at(obj: dict[str, Any], now: datetime) -> tuple[datetime, str | Non
     return moment, timestamp
 
 
-def _finish_reason(label: dict[str, Any]) -> FinishReason | None:
-    value = text(label, "finish_reason", "label")
+def _finish_reason(value: str | None) -> FinishReason | None:
     if value is None:
         return None
     reason = _FINISH_REASONS.get(value)
@@ -148,9 +220,9 @@ def _finish_reason(label: dict[str, Any]) -> FinishReason | None:
 
 
 def _label_steps(
-    raw_steps: list[Any], solution_steps: list[str] | None, extra: dict[str, Any]
+    label_steps: list[_Step], solution_steps: list[str] | None
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Checked steps in Label.steps' shape, and the trajectory the labeler chose through them.
+    """Steps in Label.steps' shape, and the trajectory the labeler chose through them.
 
     A completion's `text` is left out where it is the solution's own step; without
     pre-generated steps the solution is not known yet and every text is kept.
@@ -159,21 +231,19 @@ def _label_steps(
     stored: list[dict[str, Any]] = []
     trajectory: list[str] = []
     open_end = False
-    for i, step in enumerate(raw_steps):
-        # Field paths are only spelled out for errors: this loop runs once per step of the file.
-        if type(step) is not dict:
-            raise Invalid(f"label.steps[{i}]", f"must be an object, not {type_name(step)}")
-        if not step.keys() <= STEP_KEYS:
-            extra.setdefault("steps", {})[str(i)] = {k: v for k, v in step.items() if k not in STEP_KEYS}
+    for i, step in enumerate(label_steps):
         own = solution_steps[i] if i < n_solution else None  # type: ignore[index]
-        completions = step.get("completions")
-        if type(completions) is not list:
-            raise Invalid(f"label.steps[{i}].completions", f"must be an array, not {type_name(completions)}")
-        kept = [_completion(c, i, j, own, extra) for j, c in enumerate(completions)]
-        human = step.get("human_completion")
-        human_text = None if human is None else _human_text(human, f"label.steps[{i}].human_completion")
-        chosen = step.get("chosen_completion")
-        if chosen is not None and (type(chosen) is not int or not 0 <= chosen < len(completions)):
+        completions = step.completions
+        kept = [
+            {"rating": c.rating, "flagged": c.flagged}
+            if c.text == own
+            else {"text": c.text, "rating": c.rating, "flagged": c.flagged}
+            for c in completions
+        ]
+        human = step.human_completion
+        human_text = None if human is None else _human_text(human, i)
+        chosen = step.chosen_completion
+        if chosen is not None and not 0 <= chosen < len(completions):
             raise Invalid(
                 f"label.steps[{i}].chosen_completion",
                 f"must be null or the index of one of the {len(completions)} completions",
@@ -181,7 +251,7 @@ def _label_steps(
         if open_end and solution_steps is None:
             raise Invalid(f"label.steps[{i}]", "follows a step with neither a chosen nor a human completion")
         if chosen is not None:
-            trajectory.append(completions[chosen]["text"])
+            trajectory.append(completions[chosen].text)
         elif human_text is not None:
             trajectory.append(human_text)
         else:
@@ -190,34 +260,20 @@ def _label_steps(
     return stored, trajectory
 
 
-def _completion(completion: Any, i: int, j: int, own: str | None, extra: dict[str, Any]) -> dict[str, Any]:
-    if type(completion) is not dict:
-        raise Invalid(f"label.steps[{i}].completions[{j}]", f"must be an object, not {type_name(completion)}")
-    step_text = completion.get("text")
-    rating = completion.get("rating")
-    flagged = completion.get("flagged")
-    if type(step_text) is not str:
-        raise Invalid(f"label.steps[{i}].completions[{j}].text", f"must be a string, not {type_name(step_text)}")
-    if rating is not None and (type(rating) is not int or rating not in RATINGS):
-        shown = rating if type(rating) in (int, float) else type_name(rating)
-        raise Invalid(f"label.steps[{i}].completions[{j}].rating", f"must be -1, 0, 1 or null, not {shown}")
-    if flagged is not None and type(flagged) is not bool:
-        flag(completion, "flagged", f"label.steps[{i}].completions[{j}]")
-    if not completion.keys() <= COMPLETION_KEYS:
-        extra.setdefault("completions", {})[f"{i}.{j}"] = {
-            k: v for k, v in completion.items() if k not in COMPLETION_KEYS
-        }
-    if step_text == own:
-        return {"rating": rating, "flagged": flagged}
-    return {"text": step_text, "rating": rating, "flagged": flagged}
-
-
-def _human_text(human: Any, path: str) -> str | None:
-    if human is None or type(human) is str:
+def _human_text(human: str | dict[str, Any], i: int) -> str:
+    if type(human) is str:
         return human
-    if type(human) is dict and type(human.get("text")) is str:
-        return human["text"]
-    raise Invalid(path, "must be null, a string, or an object with a string `text`")
+    field = f"label.steps[{i}].human_completion"
+    text = human.get("text")  # type: ignore[union-attr]
+    if type(text) is not str:
+        raise Invalid(field, f"must be null, a string, or {_HUMAN_OBJECT}")
+    # Kept whole, and hashed by orjson, which takes integers of 64 bits at most; msgspec
+    # reads any.
+    try:
+        orjson.dumps(human)
+    except orjson.JSONEncodeError:
+        raise Invalid(field, "holds a number out of range") from None
+    return text
 
 
 def _omit_chosen_texts(steps: list[dict[str, Any]]) -> None:
@@ -226,6 +282,103 @@ def _omit_chosen_texts(steps: list[dict[str, Any]]) -> None:
         chosen = step["chosen_completion"]
         if chosen is not None:
             step["completions"][chosen].pop("text", None)
+
+
+def _unknown_keys(obj: dict[str, Any]) -> dict[str, Any]:
+    """Take the keys PRM800K does not have out of `obj`, in `Label.extra`'s shape.
+
+    Only what has the right type is looked into; the rest is for the structs to refuse.
+    """
+    extra: dict[str, Any] = {}
+    _put(extra, "record", _pop_unknown(obj, RECORD_KEYS))
+    question, label = obj.get("question"), obj.get("label")
+    if type(question) is dict:
+        _put(extra, "question", _pop_unknown(question, QUESTION_KEYS))
+    if type(label) is not dict:
+        return extra
+    _put(extra, "label", _pop_unknown(label, LABEL_KEYS))
+    steps = label.get("steps")
+    if type(steps) is not list:
+        return extra
+    for i, step in enumerate(steps):
+        if type(step) is not dict:
+            continue
+        _put(extra.setdefault("steps", {}), str(i), _pop_unknown(step, STEP_KEYS))
+        completions = step.get("completions")
+        if type(completions) is not list:
+            continue
+        for j, completion in enumerate(completions):
+            if type(completion) is dict:
+                _put(extra.setdefault("completions", {}), f"{i}.{j}", _pop_unknown(completion, COMPLETION_KEYS))
+    for key in ("steps", "completions"):
+        if not extra.get(key, True):
+            del extra[key]
+    return extra
+
+
+def _pop_unknown(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    return {key: obj.pop(key) for key in [k for k in obj if k not in known]}
+
+
+def _put(extra: dict[str, Any], key: str, values: dict[str, Any]) -> None:
+    if values:
+        extra[key] = values
+
+
+# msgspec's words for a wrong type ("Expected `int | null`, got `str` - at `$.generation`")
+# in the words of the other formats' checks ("generation: must be an integer or null, not a
+# string"); a few fields say what they take in words of their own.
+_AT = re.compile(r" - at `\$\.?(.*)`$")
+_EXPECTED = re.compile(r"Expected `(.+)`, got `(.+)`")
+_MISSING = re.compile(r"Object missing required field `(.+)`")
+_ENUM = re.compile(r"Invalid enum value (.+)")
+_LAST_KEY = re.compile(r"(\w+)(?:\[\d+\])*$")
+_HUMAN_OBJECT = "an object with a string `text`"
+_TAKES = {"rating": "-1, 0, 1 or null", "human_completion": f"null, a string, or {_HUMAN_OBJECT}"}
+_TYPE_WORDS = {
+    "int": ["an integer"],
+    "float": ["a number"],
+    "str": ["a string"],
+    "bool": ["true", "false"],
+    "array": ["an array"],
+    "object": ["an object"],
+    "null": ["null"],
+}
+_VALUE_WORDS = {
+    "int": "a number",
+    "float": "a number",
+    "str": "a string",
+    "bool": "a boolean",
+    "array": "an array",
+    "object": "an object",
+}
+
+
+def _invalid(message: str) -> Invalid:
+    at = _AT.search(message)
+    field = at.group(1) if at else ""
+    if at:
+        message = message[: at.start()]
+    if missing := _MISSING.fullmatch(message):
+        return Invalid(where(field, missing.group(1)), "missing")
+    key = _LAST_KEY.search(field)
+    takes = _TAKES.get(key.group(1)) if key else None
+    if expected := _EXPECTED.fullmatch(message):
+        wanted, got = expected.groups()
+        if got == "null":
+            return Invalid(field or None, "missing")
+        return Invalid(field or None, f"must be {takes or _either(wanted)}, not {_VALUE_WORDS.get(got, got)}")
+    if (value := _ENUM.fullmatch(message)) and takes is not None:
+        return Invalid(field, f"must be {takes}, not {value.group(1)}")
+    return Invalid(field or None, message)
+
+
+def _either(types: str) -> str:
+    names = types.split(" | ")
+    if "float" in names and "int" in names:
+        names.remove("int")
+    words = [word for name in names for word in _TYPE_WORDS.get(name, [name])]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def label_extra(record: PrmRecord, problem: StoredProblem, solution: StoredSolution) -> dict[str, Any]:

@@ -10,8 +10,7 @@ import re
 from typing import Any
 
 from active_learning.grading import extract_answer
-from app.imports.fields import Invalid, integer, text
-from app.imports.reader import type_name
+from app.imports.fields import Invalid, integer, text, type_name
 from app.imports.records import ProblemIn
 
 _LEVEL_TEXT = re.compile(r"^Level (\d+|\?)$")

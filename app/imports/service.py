@@ -24,7 +24,7 @@ from app.imports.fields import Invalid
 from app.imports.line_errors import LineErrors
 from app.imports.prm800k import parse_prm800k
 from app.imports.problems import parse_problem
-from app.imports.reader import Line, hashed_and_rewound, read_lines
+from app.imports.reader import Line, hashed_and_rewound, json_object, read_lines
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.imports.writer import BatchWriter
 from app.labeling.queue import add_batch_slots
@@ -125,7 +125,7 @@ def _import_lines(
                     errors.add(line.number, None, line.error)
                     continue
                 try:
-                    parsed.append((line.number, parse(line.number, line.value)))
+                    parsed.append((line.number, parse(line.number, line.raw)))
                 except Invalid as exc:
                     errors.add(line.number, exc.field, exc.message)
             if format_ == ImportFormat.solutions:
@@ -135,9 +135,7 @@ def _import_lines(
                 write = write_problems if format_ == ImportFormat.math else write_prm800k
                 duplicates += write(writer, parsed)
             # The grader's parse trees are cyclic: free this chunk's (see _cycle_collection_paused).
-            # The chunk's records go first, or the collection walks every object of them: the list
-            # is cleared, not just dropped, because the chunks generator holds it until it resumes.
-            chunk.clear()
+            # The chunk's records go first, or the collection walks every object of them.
             del parsed
             gc.collect(0)
     if lines == 0:
@@ -169,12 +167,12 @@ def list_batches(session: Session, project: Project) -> list[ImportBatchRead]:
 
 def _parser(
     format_: ImportFormat, separator: str, origin: dict[str, Any], now: datetime
-) -> Callable[[int, dict[str, Any]], Any]:
+) -> Callable[[int, bytes], Any]:
     if format_ == ImportFormat.math:
-        return lambda number, value: parse_problem(value)
+        return lambda number, raw: parse_problem(json_object(raw))
     if format_ == ImportFormat.solutions:
-        return lambda number, value: parse_candidate(value, separator, {**origin, "line": number})
-    return lambda number, value: parse_prm800k(value, {**origin, "line": number}, now)
+        return lambda number, raw: parse_candidate(json_object(raw), separator, {**origin, "line": number})
+    return lambda number, raw: parse_prm800k(raw, {**origin, "line": number}, now)
 
 
 def _chunks(lines: Iterable[Line]) -> Iterator[list[Line]]:
@@ -182,7 +180,7 @@ def _chunks(lines: Iterable[Line]) -> Iterator[list[Line]]:
     size = 0
     for line in lines:
         chunk.append(line)
-        size += line.size
+        size += len(line.raw)
         if len(chunk) >= CHUNK_LINES or size >= CHUNK_BYTES:
             yield chunk
             chunk, size = [], 0

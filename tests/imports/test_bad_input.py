@@ -55,7 +55,7 @@ CASES = [
     ("a negative total time", "prm800k", _record(_set("label/total_time", -5)), "label.total_time", "between 0"),
     ("a timestamp that is not one", "prm800k", _record(_set("timestamp", "yesterday")), "timestamp", "ISO 8601"),
     ("a labeler id too long", "prm800k", _record(_set("labeler", "x" * 101)), "labeler", "longer than 100"),
-    ("a completion without text", "prm800k", _record(_set("label/steps/0/completions/0", {"rating": 1})), "label.steps[0].completions[0].text", "must be a string"),
+    ("a completion without text", "prm800k", _record(_set("label/steps/0/completions/0", {"rating": 1})), "label.steps[0].completions[0].text", "missing"),
     ("a human completion number", "prm800k", _record(_set("label/steps/0/human_completion", 5)), "label.steps[0].human_completion", "string `text`"),
     ("question missing", "prm800k", b'{"labeler": "x"}', "question", "missing"),
     ("math level as a word", "math", b'{"problem": "1+1?", "answer": "2", "level": "hard"}', "level", "Level N"),

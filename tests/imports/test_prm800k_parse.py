@@ -1,0 +1,150 @@
+"""One PRM800K line into a record, without a database: the typed decode and the slower way
+that lines with unknown keys take must agree, and hostile numbers are refused, not crashed on."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+
+from app.exports.prm800k import COMPLETION_KEYS, LABEL_KEYS, QUESTION_KEYS, RECORD_KEYS, STEP_KEYS
+from app.imports.fields import Invalid
+from app.imports.prm800k import parse_prm800k
+from app.imports.records import PrmRecord
+from tests.imports.conftest import sample_records
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+ORIGIN = {"file": "t.jsonl", "batch": 1, "line": 1}
+
+
+def _parse(record: dict[str, Any]) -> PrmRecord:
+    return parse_prm800k(orjson.dumps(record), ORIGIN, NOW)
+
+
+def _error(record: dict[str, Any]) -> tuple[str | None, str]:
+    with pytest.raises(Invalid) as caught:
+        _parse(record)
+    return caught.value.field, caught.value.message
+
+
+def _plain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sample's records without keys PRM800K lacks, so that they take the typed decode."""
+    plain = []
+    for record in copy.deepcopy(records):
+        label = record.get("label") or {}
+        if (
+            set(record) - RECORD_KEYS
+            or set(record["question"]) - QUESTION_KEYS
+            or set(label) - LABEL_KEYS
+            or any(
+                set(step) - STEP_KEYS or any(set(c) - COMPLETION_KEYS for c in step["completions"])
+                for step in label.get("steps", [])
+            )
+        ):
+            continue
+        plain.append(record)
+    return plain
+
+
+PLAIN = _plain(sample_records())
+
+
+def test_the_sample_has_records_of_every_kind_for_the_typed_decode() -> None:
+    phases = {"pre_generated_steps" in r["question"] for r in PLAIN}
+    assert len(PLAIN) >= 5 and phases == {True, False}
+
+
+@pytest.mark.parametrize(
+    ("index", "where"),
+    [
+        (i, where)
+        for i, record in enumerate(PLAIN)
+        for where in ("record", "question", "label", "step", "completion")
+        if where in ("record", "question") or (record.get("label") or {}).get("steps")
+    ],
+)
+def test_an_unknown_key_changes_nothing_but_extra(index: int, where: str) -> None:
+    record = PLAIN[index]
+    fast = _parse(record)
+    changed = copy.deepcopy(record)
+    target, path = {
+        "record": (lambda r: r, ("record", "vendor")),
+        "question": (lambda r: r["question"], ("question", "vendor")),
+        "label": (lambda r: r["label"], ("label", "vendor")),
+        "step": (lambda r: r["label"]["steps"][0], ("steps", "0")),
+        "completion": (lambda r: r["label"]["steps"][0]["completions"][0], ("completions", "0.0")),
+    }[where]
+    target(changed)["vendor"] = {"id": 7}
+    slow = _parse(changed)
+    expected_extra = copy.deepcopy(fast.label.extra) if fast.label else {}
+    if where in ("step", "completion"):
+        expected_extra[path[0]] = {path[1]: {"vendor": {"id": 7}}}
+    else:
+        expected_extra.setdefault(path[0], {})["vendor"] = {"id": 7}
+    assert slow.problem == fast.problem and slow.solution == fast.solution
+    if fast.label is not None:
+        assert slow.label is not None and slow.label.extra == expected_extra
+        slow.label.extra = fast.label.extra
+    assert slow == fast
+
+
+def _with(path: str, value: object) -> dict[str, Any]:
+    record = copy.deepcopy(next(r for r in PLAIN if r.get("label") and "pre_generated_steps" in r["question"]))
+    *parents, last = path.split("/")
+    target: Any = record
+    for key in parents:
+        target = target[int(key)] if key.isdigit() else target[key]
+    target[int(last) if last.isdigit() else last] = value
+    return record
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "message"),
+    [
+        ("label/steps/0/completions/0/flagged", "yes", "label.steps[0].completions[0].flagged", "must be true, false or null, not a string"),
+        ("label/steps/0/completions/0/rating", 2, "label.steps[0].completions[0].rating", "must be -1, 0, 1 or null, not 2"),
+        ("label/steps/0/completions", {"text": "a"}, "label.steps[0].completions", "must be an array, not an object"),
+        ("label/steps", None, "label.steps", "missing"),
+        ("question/problem", None, "question.problem", "missing"),
+        ("question/pre_generated_verifier_score", "high", "question.pre_generated_verifier_score", "must be a number or null, not a string"),
+        ("label", [], "label", "must be an object or null, not an array"),
+    ],
+)
+def test_bad_values_are_named_in_plain_words(path: str, value: object, field: str, message: str) -> None:
+    record = _with(path, value)
+    got_field, got_message = _error(record)
+    assert got_field == field and message in got_message
+    # An unknown key elsewhere sends the line the slower way: the same words come out.
+    record["vendor"] = 1
+    assert _error(record) == (got_field, got_message)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "message"),
+    [
+        ("question/pre_generated_verifier_score", "HUGE", "question.pre_generated_verifier_score", "out of range"),
+        ("label/steps/0/human_completion", {"text": "mine", "n": "HUGE"}, "label.steps[0].human_completion", "out of range"),
+        ("generation", "HUGE", "generation", "must be between"),
+        ("label/steps/0/chosen_completion", "HUGE", "label.steps[0].chosen_completion", "index of one of"),
+    ],
+)
+def test_integers_beyond_64_bits_are_refused(path: str, value: object, field: str, message: str) -> None:
+    # msgspec reads them exactly, where orjson (the slower way, and the hashes) cannot.
+    raw = orjson.dumps(_with(path, value)).replace(b'"HUGE"', b"1" + b"0" * 30)
+    with pytest.raises(Invalid) as caught:
+        parse_prm800k(raw, ORIGIN, NOW)
+    assert caught.value.field == field and message in caught.value.message
+
+
+def test_a_line_that_is_no_object_or_no_json_is_named_as_a_whole() -> None:
+    def error(raw: bytes) -> tuple[str | None, str]:
+        with pytest.raises(Invalid) as caught:
+            parse_prm800k(raw, ORIGIN, NOW)
+        return caught.value.field, caught.value.message
+
+    assert error(b"[1, 2]") == (None, "expected a JSON object, got an array")
+    assert error(b'{"question": ')[1].startswith("invalid JSON")
+    assert error(b'{"question": {"problem": "a\\u0000b"}}') == (None, "text contains a NUL character (\\u0000)")
