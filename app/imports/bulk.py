@@ -42,6 +42,8 @@ from app.models import Base
 # COPYs waiting for the thread that sends them, at most: a chunk's three tables and one more,
 # so that memory stays bounded however fast the caller parses.
 QUEUED_COPIES = 4
+# New ids taken from a sequence at once.
+ID_BLOCK = 10_000
 
 
 class BulkRows:
@@ -50,9 +52,11 @@ class BulkRows:
     On PostgreSQL the inserts are COPYs that a thread of their own sends, in order, while the
     caller goes on: PostgreSQL takes in one chunk's rows while Python parses the next, where
     the two took turns before (a 1,000,000-step PRM800K import into an empty database took
-    13.8 / 13.7 s against 15.9 / 16.2 s, alternating). Every other statement waits for the
-    COPYs first, so that it sees their rows and has the connection to itself: run them through
-    `execute`. `close` before the transaction ends.
+    13.8 / 13.7 s against 15.9 / 16.2 s, alternating). A statement run through `execute` waits
+    for the COPYs first, so that it sees all their rows; one that `beside_copies` runs waits
+    only for the COPY being sent (psycopg's connection lock keeps each whole), for a caller that
+    needs none of the rows still on their way (see app.imports.writer). `close` before the
+    transaction ends.
 
     Until then PostgreSQL plans each statement once for any project (a generic plan), not for
     the project at hand. The statistics it plans with were taken before the import, and say
@@ -68,6 +72,7 @@ class BulkRows:
         self.session = session
         self._copies: _CopyThread | None = None
         self._plan_mode: str | None = None
+        self._spare_ids: dict[str, list[int]] = {}
         if _is_postgresql(session):
             self._plan_mode = session.scalar(text("SELECT current_setting('plan_cache_mode')"))
             session.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
@@ -75,15 +80,30 @@ class BulkRows:
             assert isinstance(driver, psycopg.Connection)
             self._copies = _CopyThread(driver)
 
-    def execute(self, statement: Executable) -> Result[Any]:
-        self.wait()
-        return self.session.execute(statement)
+    def execute(self, statement: Executable, *, beside_copies: bool = False) -> Result[Any]:
+        if not beside_copies:
+            self.wait()
+        try:
+            return self.session.execute(statement)
+        except Exception:
+            # A failed COPY fails the transaction, and so every statement after it: its own
+            # error says why.
+            if self._copies is not None:
+                self._copies.raise_error()
+            raise
 
-    def lookup(self, query: Select[Any], column: InstrumentedAttribute[Any], values: Collection[Any]) -> Sequence[Row[Any]]:
+    def lookup(
+        self,
+        query: Select[Any],
+        column: InstrumentedAttribute[Any],
+        values: Collection[Any],
+        *,
+        beside_copies: bool = False,
+    ) -> Sequence[Row[Any]]:
         """The rows of `query` whose `column` is one of `values`; no round trip for none."""
         if not values:
             return []
-        return self.execute(query.where(self.one_of(column, values))).all()
+        return self.execute(query.where(self.one_of(column, values)), beside_copies=beside_copies).all()
 
     def insert(self, model: type[Base], rows: list[dict[str, Any]], *, ids: bool) -> list[int]:
         """Insert `rows` (each with the same keys); with `ids`, their new ids in row order."""
@@ -124,17 +144,31 @@ class BulkRows:
             return column.in_(select(func.unnest(values_param)))
         return column.in_(values)
 
+    def _new_ids(self, table: str, count: int) -> list[int]:
+        """`count` ids from the table's sequence, taken ID_BLOCK at a time: a query waits for
+        the COPY being sent, and most chunks need none. Ids left over at the end are skipped,
+        as those of a rolled-back insert are."""
+        spare = self._spare_ids.setdefault(table, [])
+        if len(spare) < count:
+            sequence = func.pg_get_serial_sequence(table, "id")
+            # One row holding an array: SQLAlchemy makes an object of every row it reads.
+            spare += self.execute(
+                select(func.array_agg(func.nextval(sequence))).select_from(
+                    func.generate_series(1, max(count - len(spare), ID_BLOCK))
+                ),
+                beside_copies=True,
+            ).scalar_one()
+        taken = spare[:count]
+        del spare[:count]
+        return taken
+
     def _copy(self, model: type[Base], rows: list[dict[str, Any]], ids: bool) -> list[int]:
         assert self._copies is not None
         table = model.__table__  # type: ignore[attr-defined]
         columns = list(rows[0])
         new_ids: list[int] = []
         if ids:
-            sequence = func.pg_get_serial_sequence(table.name, "id")
-            # One row holding an array: SQLAlchemy makes an object of every row it reads.
-            new_ids = self.execute(
-                select(func.array_agg(func.nextval(sequence))).select_from(func.generate_series(1, len(rows)))
-            ).scalar_one()
+            new_ids = self._new_ids(table.name, len(rows))
             columns = ["id", *columns]
         to_json = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, JSON)]
         to_text = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, Enum)]
@@ -175,7 +209,7 @@ class _CopyThread:
     def send(self, statement: str, rows: list[list[Any]]) -> None:
         if self._closed:
             raise RuntimeError("a COPY sent after its thread was closed")
-        self._raise_error()
+        self.raise_error()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
             self._thread.start()
@@ -183,7 +217,7 @@ class _CopyThread:
 
     def wait(self) -> None:
         self._queue.join()
-        self._raise_error()
+        self.raise_error()
 
     def close(self, *, abandon: bool) -> None:
         """Stop the thread once it has sent what it holds, or, with `abandon`, once the COPY it
@@ -196,7 +230,8 @@ class _CopyThread:
             self._queue.put(None)
             self._thread.join()
 
-    def _raise_error(self) -> None:
+    def raise_error(self) -> None:
+        """Raise the error of a COPY that failed, if one did."""
         if self._error is not None:
             raise self._error
 

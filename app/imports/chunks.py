@@ -46,7 +46,8 @@ def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> i
             continue
         extra = label_extra(record, problems[record.problem.hash], solution)
         labels.append((record.label.hash_for(solution.hash), solution.id, record.label, extra))
-    new_labels = writer.labels(labels, {s.id for s in solutions if s.hash in new_solutions})
+    own = {s.id for s in solutions if s.hash in new_solutions or writer.wrote_solution(s.hash)}
+    new_labels = writer.labels(labels, own)
     return _duplicates(unlabeled, new_solutions) + _duplicates((h for h, *_ in labels), new_labels)
 
 

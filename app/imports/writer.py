@@ -1,28 +1,77 @@
 """Rows of one import, written a chunk at a time in the caller's transaction.
 
-Each chunk looks up which content hashes the project already has, with one query per table,
-and inserts the rest in one bulk insert per table (app.imports.bulk): no ORM object per row,
-and no query per line. Rows written earlier in the same file are found by the same lookup.
+Each chunk inserts the rows the project lacks with one bulk insert per table (app.imports.bulk):
+no ORM object per row, and no query per line. Which rows it lacks is known two ways. The rows
+this import wrote itself are known by their content hashes, which the writer keeps; the rows
+from before the import are looked up, one query per table and chunk. Such a lookup need not see
+this import's rows, so it does not wait for the COPYs on their way (one that asks for a row the
+import wrote does), and none is needed at all for the solutions of a problem the import added,
+nor for the labels of a solution it added. So PostgreSQL takes in one chunk's rows while Python
+reads the next ones: a 1,000,000-step import into a new project ran a lookup per table and
+chunk, each waiting for the COPYs before it, and took XX s against XX s.
+
+Past `OWN_ROWS_KEPT` hashes, which bounds the writer's memory, it forgets them, and every
+lookup waits for the COPYs and finds the import's rows with the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.imports.answers import AnswerGrader
 from app.imports.bulk import BulkRows
 from app.imports.records import LabelIn, ProblemIn, SolutionIn, StoredProblem, StoredSolution
 from app.models import Label, Problem, Solution, User
 
+# About 80 bytes each: 60 MB at most.
+OWN_ROWS_KEPT = 750_000
+# Problems recur across a file (PRM800K has some 12,000 for 800,000 labels): their rows are
+# kept, so that a chunk rarely looks one up.
+PROBLEMS_KEPT = 100_000
+
+
+def _key(content_hash: str) -> int:
+    # The hash's first 128 bits take a third of the memory of its hex string.
+    return int(content_hash[:32], 16)
+
+
+class _OwnRows:
+    """The content hashes of the rows this import wrote, by table, until there are too many.
+
+    While `complete`, a hash not here is not one of the import's rows.
+    """
+
+    def __init__(self) -> None:
+        self.complete = True
+        self._keys: dict[str, set[int]] = {"problems": set(), "solutions": set(), "labels": set()}
+        self._count = 0
+
+    def add(self, table: str, hashes: Iterable[str]) -> None:
+        if not self.complete:
+            return
+        keys = self._keys[table]
+        before = len(keys)
+        keys.update(map(_key, hashes))
+        self._count += len(keys) - before
+        if self._count > OWN_ROWS_KEPT:
+            self.complete = False
+            self._keys = {table: set() for table in self._keys}
+
+    def has(self, table: str, content_hash: str) -> bool:
+        """Whether the import wrote this row, as far as is known (never, once not complete)."""
+        return self.complete and _key(content_hash) in self._keys[table]
+
 
 class BatchWriter:
     def __init__(self, session: Session, project_id: int, batch_id: int, now: datetime) -> None:
         self.rows = BulkRows(session)
+        self._own = _OwnRows()
+        self._problems: dict[str, StoredProblem] = {}
         self.project_id = project_id
         self.batch_id = batch_id
         self.now = now
@@ -43,41 +92,44 @@ class BatchWriter:
         unique: dict[str, ProblemIn] = {}
         for p in items:
             unique.setdefault(p.hash, p)
-        stored = {
-            row.content_hash: StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
-            for row in self.rows.lookup(
-                select(Problem.content_hash, Problem.id, Problem.answer, Problem.reference_solution).where(
-                    Problem.project_id == self.project_id
-                ),
-                Problem.content_hash,
-                list(unique),
-            )
-        }
+        stored = {h: self._problems[h] for h in unique if h in self._problems}
+        for row in self._lookup(
+            select(Problem.content_hash, Problem.id, Problem.answer, Problem.reference_solution).where(
+                Problem.project_id == self.project_id
+            ),
+            Problem.content_hash,
+            "problems",
+            [h for h in unique if h not in stored],
+        ):
+            stored[row.content_hash] = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
         missing = [p for h, p in unique.items() if h not in stored]
-        if not missing:
-            return stored, set()
-        ids = self._insert(
-            Problem,
-            [
-                {
-                    "project_id": self.project_id,
-                    "statement": p.statement,
-                    "answer": p.answer,
-                    "reference_solution": p.reference_solution,
-                    "subject": p.subject,
-                    "level": p.level,
-                    "source_id": p.source_id,
-                    "content_hash": p.hash,
-                    "is_demo": False,
-                    "created_at": self.now,
-                }
-                for p in missing
-            ],
-        )
-        for p in missing:
-            stored[p.hash] = StoredProblem(ids[p.hash], p.hash, p.answer, p.reference_solution)
-        self.added["problems"] += len(missing)
-        return stored, set(ids)
+        if missing:
+            ids = self._insert(
+                Problem,
+                [
+                    {
+                        "project_id": self.project_id,
+                        "statement": p.statement,
+                        "answer": p.answer,
+                        "reference_solution": p.reference_solution,
+                        "subject": p.subject,
+                        "level": p.level,
+                        "source_id": p.source_id,
+                        "content_hash": p.hash,
+                        "is_demo": False,
+                        "created_at": self.now,
+                    }
+                    for p in missing
+                ],
+            )
+            for p in missing:
+                stored[p.hash] = StoredProblem(ids[p.hash], p.hash, p.answer, p.reference_solution)
+            self._own.add("problems", ids)
+            self.added["problems"] += len(missing)
+        if len(self._problems) + len(stored) > PROBLEMS_KEPT:
+            self._problems.clear()
+        self._problems.update(stored)
+        return stored, {p.hash for p in missing}
 
     def solutions(
         self, items: Sequence[tuple[StoredProblem, SolutionIn]], new_problems: Collection[str] = ()
@@ -85,15 +137,20 @@ class BatchWriter:
         """Each item's row, in order, and the hashes inserted now (graded as they go in).
 
         Solutions of `new_problems`, which were inserted just now, cannot be in the database
-        yet: only the others are looked up.
+        yet, nor can those of a problem this import wrote, unless the import wrote them too:
+        only the others are looked up.
         """
         hashes = [s.hash_for(p.hash) for p, s in items]
-        lookup = {h for h, (p, _) in zip(hashes, items, strict=True) if p.hash not in new_problems}
+        lookup = {
+            h
+            for h, (p, _) in zip(hashes, items, strict=True)
+            if p.hash not in new_problems and not (self._own.has("problems", p.hash) and not self._own.has("solutions", h))
+        }
         stored = {
             row.content_hash: StoredSolution(
                 row.id, row.content_hash, row.steps_source, row.final_answer, row.verifier_score
             )
-            for row in self.rows.lookup(
+            for row in self._lookup(
                 select(
                     Solution.content_hash,
                     Solution.id,
@@ -102,6 +159,7 @@ class BatchWriter:
                     Solution.verifier_score,
                 ).where(Solution.project_id == self.project_id),
                 Solution.content_hash,
+                "solutions",
                 lookup,
             )
         }
@@ -111,6 +169,7 @@ class BatchWriter:
                 rows[h] = self._solution_row(h, problem, solution)
         if rows:
             ids = self._insert(Solution, list(rows.values()))
+            self._own.add("solutions", rows)
             for h, row in rows.items():
                 stored[h] = StoredSolution(
                     ids[h], h, row["steps_source"], row["final_answer"], row["verifier_score"]
@@ -144,22 +203,25 @@ class BatchWriter:
         }
 
     def labels(
-        self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]], new_solutions: Collection[int] = ()
+        self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]], own_solutions: Collection[int] = ()
     ) -> set[str]:
         """Insert (hash, solution id, label, extra) for hashes the project lacks; the new hashes.
 
-        Labels of `new_solutions` (ids inserted just now) cannot be in the database yet: only
-        the others are looked up.
+        `own_solutions` are ids of solutions this import wrote: their labels are in the
+        database only if the import wrote them too (see `wrote_solution`). Only the labels of
+        other solutions are looked up.
         """
-        older = [item for item in items if item[1] not in new_solutions]
-        existing = {
+        older = [item for item in items if item[1] not in own_solutions]
+        existing = {h for h, solution_id, *_ in items if solution_id in own_solutions and self._own.has("labels", h)}
+        existing.update(
             row.content_hash
-            for row in self.rows.lookup(
+            for row in self._lookup(
                 select(Label.content_hash).where(Label.project_id == self.project_id),
                 Label.content_hash,
+                "labels",
                 {h for h, *_ in older},
             )
-        }
+        )
         made_here = self._labels_made_here(older)
         rows: dict[str, dict[str, Any]] = {}
         for h, solution_id, label, extra in items:
@@ -184,6 +246,7 @@ class BatchWriter:
             }
         if rows:
             self.rows.insert(Label, list(rows.values()), ids=False)
+            self._own.add("labels", rows)
             self.added["labels"] += len(rows)
         return set(rows)
 
@@ -199,6 +262,7 @@ class BatchWriter:
         uuids = {label.foreign_labeler for _, _, label, _ in items if label.foreign_labeler}
         if not uuids:
             return set()
+        # Labels made in Stepwise: none is in a COPY of this import.
         rows = self.rows.execute(
             select(Label.solution_id, User.labeler_uuid, Label.created_at)
             .join(User, User.id == Label.user_id)
@@ -206,10 +270,23 @@ class BatchWriter:
                 Label.project_id == self.project_id,
                 self.rows.one_of(User.labeler_uuid, uuids),
                 self.rows.one_of(Label.solution_id, {s for _, s, _, _ in items}),
-            )
+            ),
+            beside_copies=True,
         )
         return {(row.solution_id, row.labeler_uuid, row.created_at) for row in rows}
 
     def _insert(self, model: type[Problem] | type[Solution], rows: list[dict[str, Any]]) -> dict[str, int]:
         ids = self.rows.insert(model, rows, ids=True)
         return {row["content_hash"]: id_ for row, id_ in zip(rows, ids, strict=True)}
+
+    def wrote_solution(self, content_hash: str) -> bool:
+        """Whether this import wrote the solution, as far as the writer knows."""
+        return self._own.has("solutions", content_hash)
+
+    def _lookup(
+        self, query: Select[Any], column: InstrumentedAttribute[Any], table: str, hashes: Collection[str]
+    ) -> Iterable[Any]:
+        """The rows of `query` with these hashes: beside the COPYs on their way unless one of
+        the rows may be in them, that is, unless the import wrote it or no longer knows."""
+        mine = not self._own.complete or any(self._own.has(table, h) for h in hashes)
+        return self.rows.lookup(query, column, hashes, beside_copies=not mine)

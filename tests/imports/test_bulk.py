@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import psycopg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
+from app.imports import bulk, chunks, service
 from app.imports.bulk import BulkRows
 from app.models import Problem, utcnow
 from tests.conftest import make_project
+from tests.imports.conftest import import_bytes, jsonl, row_counts, sample_records
 
 
 def _problems(project_id: int, hashes: list[str]) -> list[dict[str, object]]:
@@ -70,3 +73,75 @@ def test_a_failed_copy_is_raised_on_the_callers_thread(session_factory, backend,
     assert not _copy_threads()
     with session_factory() as session:
         assert session.scalar(select(func.count()).select_from(Problem)) == 0
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_chunks_of_problems_met_before_wait_for_no_copy(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The solutions and labels of problems the import added need no lookup, the problems'
+    rows are kept, and new ids come in blocks: the second chunk runs no statement at all, and
+    none waits for the COPYs of the first, which the COPY thread holds back until the second is
+    written."""
+    monkeypatch.setattr(service, "CHUNK_LINES", 2)
+    # Room for both chunks' COPYs.
+    monkeypatch.setattr(bulk, "QUEUED_COPIES", 8)
+    released = threading.Event()
+    run = bulk._CopyThread._run
+    timed_out: list[bool] = []
+
+    def held_run(thread: bulk._CopyThread) -> None:
+        timed_out.append(not released.wait(10))
+        run(thread)
+
+    monkeypatch.setattr(bulk._CopyThread, "_run", held_run)
+    write_prm800k = chunks.write_prm800k
+    written: list[int] = []
+
+    def counted(writer, parsed):  # type: ignore[no-untyped-def]
+        duplicates = write_prm800k(writer, parsed)
+        written.append(len(parsed))
+        if len(written) == 2:
+            released.set()
+        return duplicates
+
+    monkeypatch.setattr(service, "write_prm800k", counted)
+    first, second = sample_records()[:2]
+    again = []
+    for record in (first, second):
+        record = copy.deepcopy(record)
+        record["question"]["pre_generated_steps"][0] += " (again)"
+        again.append(record)
+    project = make_project(session_factory)
+    in_second_chunk: list[str] = []
+
+    def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if len(written) == 1:
+            in_second_chunk.append(statement)
+
+    engine = session_factory.kw["bind"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        result = import_bytes(session_factory, project, jsonl([first, second, *again, first]))
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert timed_out == [False] and written == [2, 2, 1]
+    assert in_second_chunk == []
+    assert result.added == {"problems": 2, "solutions": 4, "labels": 4}
+    assert result.duplicates == 1
+    assert row_counts(session_factory)["labels"] == 4
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_new_ids_come_from_blocks_of_the_sequence(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(bulk, "ID_BLOCK", 5)
+    project = make_project(session_factory)
+    with session_factory() as session:
+        rows = BulkRows(session)
+        ids = [rows.insert(Problem, _problems(project.id, [f"{n}.{i}" for i in range(n)]), ids=True) for n in (3, 4, 8)]
+        rows.close()
+        stored = dict(session.execute(select(Problem.content_hash, Problem.id)).all())
+        session.rollback()
+    assert [len(i) for i in ids] == [3, 4, 8]
+    every = [i for block in ids for i in block]
+    assert len(set(every)) == 15
+    assert {f"{n}.{i}" for n in (3, 4, 8) for i in range(n)} == set(stored)
+    assert sorted(stored.values()) == sorted(every)
