@@ -7,8 +7,9 @@ from before the import are looked up, one query per table and chunk. Such a look
 this import's rows, so it does not wait for the COPYs on their way (one that asks for a row the
 import wrote does), and none is needed at all for the solutions of a problem the import added,
 nor for the labels of a solution it added. So PostgreSQL takes in one chunk's rows while Python
-reads the next ones: a 1,000,000-step import into a new project ran a lookup per table and
-chunk, each waiting for the COPYs before it, and took XX s against XX s.
+reads the next ones: a 1,000,000-step import into a new project, which had run a lookup per
+table and chunk, each after the COPYs before it, took 21.4 / 22.1 s against 29.3 / 29.3 s
+(alternating, on a slow hour).
 
 Past `OWN_ROWS_KEPT` hashes, which bounds the writer's memory, it forgets them, and every
 lookup waits for the COPYs and finds the import's rows with the others.
