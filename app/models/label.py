@@ -16,7 +16,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, JSONType, UTCDateTime, utcnow
+from app.models.base import Base, JSONDocument, UTCDateTime, utcnow
 
 
 class FinishReason(enum.StrEnum):
@@ -61,7 +61,7 @@ class Label(Base):
     )
     finish_note: Mapped[str | None] = mapped_column(Text)
     total_time_ms: Mapped[int | None] = mapped_column(Integer)
-    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSONDocument)
     idempotency_key: Mapped[str | None] = mapped_column(String(100))
     content_hash: Mapped[str | None] = mapped_column(String(64))
     import_batch_id: Mapped[int | None] = mapped_column(
@@ -69,6 +69,6 @@ class Label(Base):
     )
     # Imported fields Stepwise has no column for, and imported values whose canonical
     # rendering would differ, so that export gives the file back as it came.
-    extra: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSONDocument, default=dict)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

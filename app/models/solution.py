@@ -16,7 +16,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, JSONType, UTCDateTime, utcnow
+from app.models.base import Base, JSONDocument, UTCDateTime, utcnow
 
 
 class AnswerGrade(enum.StrEnum):
@@ -46,7 +46,7 @@ class Solution(Base):
     # The ordered step texts. Steps are always read and written as a whole (to show, to label,
     # to export, to train on), never one by one, so a JSON array keeps a 1,000,000-step import
     # to one row per solution instead of one per step.
-    steps: Mapped[list[str]] = mapped_column(JSONType)
+    steps: Mapped[list[str]] = mapped_column(JSONDocument)
     steps_source: Mapped[StepsSource] = mapped_column(
         Enum(StepsSource, native_enum=False, length=16), default=StepsSource.given
     )
@@ -58,7 +58,7 @@ class Solution(Base):
     verifier_score: Mapped[float | None] = mapped_column(Float)
     # Where the solution came from: file name, generator model and sampling parameters, demo
     # procedure.
-    origin: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    origin: Mapped[dict[str, Any]] = mapped_column(JSONDocument, default=dict)
     generation: Mapped[int | None] = mapped_column(Integer)
     priority: Mapped[float] = mapped_column(Float, default=0.0)
     content_hash: Mapped[str] = mapped_column(String(64))

@@ -87,3 +87,33 @@ def test_solutions_stored_without_an_answer_are_rehashed_with_their_final_answer
     # What an import of the same solution now computes, answer given or not.
     assert hashes[1] == SolutionIn(steps, None).hash_for(problem_hash) == SolutionIn(steps, "4").hash_for(problem_hash)
     assert hashes[2] == twin, "a solution stored with its answer given keeps its hash"
+
+
+def test_documents_keep_their_content_both_ways(fresh_url: str) -> None:
+    upgrade(fresh_url, "0004")
+    engine = create_engine(normalize_database_url(fresh_url))
+    steps = ["$\\frac{1}{2}$ \"quoted\" é", "# Answer\n\n4"]
+    origin = {"file": "f.jsonl", "line": 3, "meta": {"b": [1, None], "a": True}}
+
+    def stored() -> tuple[object, object]:
+        with engine.connect() as connection:
+            row = connection.execute(text("SELECT steps, origin FROM solutions")).one()
+        return tuple(v if not isinstance(v, str) else orjson.loads(v) for v in row)
+
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (id, name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES (1, 'p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO problems (id, project_id, statement, answer, content_hash, is_demo, created_at) VALUES (1, 1, 'What is 2 + 2?', '4', 'h', false, CURRENT_TIMESTAMP)"))
+            connection.execute(
+                text(
+                    "INSERT INTO solutions (id, project_id, problem_id, steps, steps_source, final_answer, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                    " VALUES (1, 1, 1, :steps, 'given', '4', 'right', :origin, 0, 'h', false, CURRENT_TIMESTAMP)"
+                ),
+                {"steps": orjson.dumps(steps).decode(), "origin": orjson.dumps(origin).decode()},
+            )
+        upgrade(fresh_url)
+        assert stored() == (steps, origin)
+        downgrade(fresh_url, "0004")
+        assert stored() == (steps, origin)
+    finally:
+        engine.dispose()
