@@ -143,9 +143,7 @@ class BatchWriter:
         """
         hashes = [s.hash_for(p.hash) for p, s in items]
         lookup = {
-            h
-            for h, (p, _) in zip(hashes, items, strict=True)
-            if p.hash not in new_problems and not (self._own.has("problems", p.hash) and not self._own.has("solutions", h))
+            h for h, (p, _) in zip(hashes, items, strict=True) if self._may_be_stored(p.hash, h, new_problems)
         }
         stored = {
             row.content_hash: StoredSolution(
@@ -180,6 +178,12 @@ class BatchWriter:
                 self.first_solution_id = first
             self.added["solutions"] += len(rows)
         return [stored[h] for h in hashes], set(rows)
+
+    def _may_be_stored(self, problem: str, solution: str, new_problems: Collection[str]) -> bool:
+        if problem in new_problems:
+            return False
+        # A problem the import wrote has only the solutions the import wrote.
+        return not self._own.has("problems", problem) or self._own.has("solutions", solution)
 
     def _solution_row(self, content_hash: str, problem: StoredProblem, solution: SolutionIn) -> dict[str, Any]:
         final_answer = solution.final_answer
