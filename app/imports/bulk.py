@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from operator import itemgetter
 from collections.abc import Collection, Sequence
+from operator import itemgetter
 from typing import Any
 
 import orjson

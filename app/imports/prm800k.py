@@ -300,19 +300,19 @@ def _unknown_keys(obj: dict[str, Any]) -> dict[str, Any]:
     steps = label.get("steps")
     if type(steps) is not list:
         return extra
+    of_steps: dict[str, Any] = {}
+    of_completions: dict[str, Any] = {}
     for i, step in enumerate(steps):
         if type(step) is not dict:
             continue
-        _put(extra.setdefault("steps", {}), str(i), _pop_unknown(step, STEP_KEYS))
+        _put(of_steps, str(i), _pop_unknown(step, STEP_KEYS))
         completions = step.get("completions")
-        if type(completions) is not list:
-            continue
-        for j, completion in enumerate(completions):
-            if type(completion) is dict:
-                _put(extra.setdefault("completions", {}), f"{i}.{j}", _pop_unknown(completion, COMPLETION_KEYS))
-    for key in ("steps", "completions"):
-        if not extra.get(key, True):
-            del extra[key]
+        if type(completions) is list:
+            for j, completion in enumerate(completions):
+                if type(completion) is dict:
+                    _put(of_completions, f"{i}.{j}", _pop_unknown(completion, COMPLETION_KEYS))
+    _put(extra, "steps", of_steps)
+    _put(extra, "completions", of_completions)
     return extra
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 
 import psycopg
 import pytest
@@ -134,14 +135,44 @@ def test_chunks_of_problems_met_before_wait_for_no_copy(session_factory, backend
 def test_new_ids_come_from_blocks_of_the_sequence(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(bulk, "ID_BLOCK", 5)
     project = make_project(session_factory)
+    taken: list[str] = []
+
+    def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if "nextval" in statement:
+            taken.append(statement)
+
+    engine = session_factory.kw["bind"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with session_factory() as session:
+            rows = BulkRows(session)
+            sizes = (2, 2, 1, 3)
+            ids = [rows.insert(Problem, _problems(project.id, [f"{n}.{i}" for i in range(size)]), ids=True) for n, size in enumerate(sizes)]
+            rows.close()
+            stored = dict(session.execute(select(Problem.content_hash, Problem.id)).all())
+            session.rollback()
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    # The first block of five serves the first three inserts; the fourth takes another.
+    assert len(taken) == 2
+    assert [len(i) for i in ids] == list(sizes)
+    every = [i for block in ids for i in block]
+    assert len(set(every)) == len(every) == 8
+    assert stored == {f"{n}.{i}": ids[n][i] for n, size in enumerate(sizes) for i in range(size)}
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_statement_beside_a_failed_copy_raises_the_copys_error(session_factory, backend) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
     with session_factory() as session:
         rows = BulkRows(session)
-        ids = [rows.insert(Problem, _problems(project.id, [f"{n}.{i}" for i in range(n)]), ids=True) for n in (3, 4, 8)]
-        rows.close()
-        stored = dict(session.execute(select(Problem.content_hash, Problem.id)).all())
+        rows.insert(Problem, _problems(project.id, ["same", "same"]), ids=False)
+        deadline = time.monotonic() + 10
+        while rows._copies._error is None and time.monotonic() < deadline:  # type: ignore[union-attr]
+            time.sleep(0.01)
+        # Not "current transaction is aborted": the error that aborted it.
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            rows.execute(select(func.count()).select_from(Problem), beside_copies=True)
+        rows.close(raise_error=False)
         session.rollback()
-    assert [len(i) for i in ids] == [3, 4, 8]
-    every = [i for block in ids for i in block]
-    assert len(set(every)) == 15
-    assert {f"{n}.{i}" for n in (3, 4, 8) for i in range(n)} == set(stored)
-    assert sorted(stored.values()) == sorted(every)
+    assert not _copy_threads()
