@@ -207,11 +207,14 @@ def is_equivalent(answer: str, ground_truth: str, timeout_s: float = COMPARISON_
 
 def grade(solution_text_or_answer: str, ground_truth: str) -> Grade:
     """Grade a whole solution (its final answer is extracted) or a bare answer."""
-    answer = extract_answer(solution_text_or_answer)
+    # A plain number holds no answer marker: most imported answers are one, and looking for
+    # markers took as long as the comparison.
+    text = solution_text_or_answer
+    answer = text if _PLAIN_NUMBER.fullmatch(text) else extract_answer(text)
     if answer is None:
         # A bare answer ("12", "\\frac{1}{2}") has no marker; a long multi-line text without one
         # is a solution that never stated an answer.
-        text = solution_text_or_answer.strip()
+        text = text.strip()
         if not text or "\n" in text or len(text) > 200:
             return "no_answer"
         answer = text

@@ -11,6 +11,8 @@ from app.models import AnswerGrade
 
 # Bounds the cache's memory on a file with millions of distinct answers.
 _CACHE_LIMIT = 200_000
+# A dict, not AnswerGrade(value): the enum's lookup by value cost as much as most gradings.
+_GRADES = {grade.value: grade for grade in AnswerGrade}
 
 
 class AnswerGrader:
@@ -30,6 +32,6 @@ class AnswerGrader:
             if len(self._grades) >= _CACHE_LIMIT:
                 self._grades.clear()
             self.comparisons += 1
-            found = AnswerGrade(grade(answer, ground_truth))
+            found = _GRADES[grade(answer, ground_truth)]
             self._grades[key] = found
         return found, GRADER_VERSION

@@ -152,7 +152,9 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
 
     record_extra = extra.setdefault("record", {})
     created_at, timestamp = _created_at(record.timestamp, now)
-    if timestamp is None or render_timestamp(created_at) != timestamp:
+    # Rendered timestamps end in +00:00; PRM800K's have no offset, and are kept as written
+    # without rendering them first.
+    if timestamp is None or not timestamp.endswith("+00:00") or render_timestamp(created_at) != timestamp:
         record_extra["timestamp"] = timestamp
     is_qc = record.is_quality_control_question
     is_screening = record.is_initial_screening_question

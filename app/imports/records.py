@@ -27,6 +27,13 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def encode_document(value: Any) -> str:
+    """A JSON document as stored, and as hashed: keys sorted, so that a document hashed as
+    part of a row's content (a label's steps, say) is encoded once, for both, and its hash
+    is the one `_digest` gives the value itself."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def problem_hash(statement: str, answer: str | None) -> str:
     return _digest([statement, answer])
 
@@ -60,18 +67,21 @@ class SolutionIn:
 
     # The answer given, or else the one the steps reach.
     final_answer: str | None = field(init=False)
+    steps_json: str = field(init=False)
 
     def __post_init__(self) -> None:
         found = self.answer
         if found is None:
             found = extract_answer("\n".join(self.steps))
         self.final_answer = found if found is None or len(found) <= MAX_ANSWER else None
+        self.steps_json = encode_document(self.steps)
 
     def hash_for(self, problem: str) -> str:
         # The final answer, not the given one: a candidate imported with its answer left out
         # and the same solution coming back from a PRM800K export, which spells the answer out,
         # must be one row.
-        return solution_hash(problem, self.steps, self.final_answer, self.verifier_score)
+        # solution_hash's, from the steps as encoded for storage.
+        return _digest([problem, orjson.Fragment(self.steps_json), self.final_answer, self.verifier_score])
 
 
 @dataclass(slots=True)
@@ -103,6 +113,10 @@ class LabelIn:
     # Sparse: only what the columns and `steps` cannot give back exactly (see exports.prm800k).
     extra: dict[str, Any]
     question: QuestionAsGiven
+    steps_json: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.steps_json = encode_document(self.steps)
 
     def hash_for(self, solution: str) -> str:
         q = self.question
@@ -116,7 +130,7 @@ class LabelIn:
                 self.is_initial_screening,
                 self.finish_reason,
                 self.total_time_ms,
-                self.steps,
+                orjson.Fragment(self.steps_json),
                 self.extra,
                 q.ground_truth_solution,
                 q.pre_generated_steps is None,

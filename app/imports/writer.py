@@ -26,7 +26,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.imports.answers import AnswerGrader
 from app.imports.bulk import BulkRows
-from app.imports.records import LabelIn, ProblemIn, SolutionIn, StoredProblem, StoredSolution
+from app.imports.records import LabelIn, ProblemIn, SolutionIn, StoredProblem, StoredSolution, encode_document
 from app.models import Label, Problem, Solution, User
 
 # About 80 bytes each: 60 MB at most.
@@ -34,6 +34,52 @@ OWN_ROWS_KEPT = 750_000
 # Problems recur across a file (PRM800K has some 12,000 for 800,000 labels): their rows are
 # kept, so that a chunk rarely looks one up.
 PROBLEMS_KEPT = 100_000
+
+# The columns of the rows each table is given, in the order the rows hold them.
+_PROBLEM_COLUMNS = (
+    "project_id",
+    "statement",
+    "answer",
+    "reference_solution",
+    "subject",
+    "level",
+    "source_id",
+    "content_hash",
+    "is_demo",
+    "created_at",
+)
+_SOLUTION_COLUMNS = (
+    "project_id",
+    "problem_id",
+    "steps",
+    "steps_source",
+    "final_answer",
+    "answer_grade",
+    "grader_version",
+    "verifier_score",
+    "origin",
+    "generation",
+    "priority",
+    "content_hash",
+    "import_batch_id",
+    "is_demo",
+    "created_at",
+)
+_LABEL_COLUMNS = (
+    "project_id",
+    "solution_id",
+    "foreign_labeler",
+    "generation",
+    "is_quality_control",
+    "is_initial_screening",
+    "finish_reason",
+    "total_time_ms",
+    "steps",
+    "content_hash",
+    "import_batch_id",
+    "extra",
+    "created_at",
+)
 
 
 def _key(content_hash: str) -> int:
@@ -105,27 +151,29 @@ class BatchWriter:
             stored[row.content_hash] = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
         missing = [p for h, p in unique.items() if h not in stored]
         if missing:
-            ids = self._insert(
+            ids = self.rows.insert(
                 Problem,
+                _PROBLEM_COLUMNS,
                 [
-                    {
-                        "project_id": self.project_id,
-                        "statement": p.statement,
-                        "answer": p.answer,
-                        "reference_solution": p.reference_solution,
-                        "subject": p.subject,
-                        "level": p.level,
-                        "source_id": p.source_id,
-                        "content_hash": p.hash,
-                        "is_demo": False,
-                        "created_at": self.now,
-                    }
+                    (
+                        self.project_id,
+                        p.statement,
+                        p.answer,
+                        p.reference_solution,
+                        p.subject,
+                        p.level,
+                        p.source_id,
+                        p.hash,
+                        False,
+                        self.now,
+                    )
                     for p in missing
                 ],
+                ids=True,
             )
-            for p in missing:
-                stored[p.hash] = StoredProblem(ids[p.hash], p.hash, p.answer, p.reference_solution)
-            self._own.add("problems", ids)
+            for p, id_ in zip(missing, ids, strict=True):
+                stored[p.hash] = StoredProblem(id_, p.hash, p.answer, p.reference_solution)
+            self._own.add("problems", (p.hash for p in missing))
             self.added["problems"] += len(missing)
         if len(self._problems) + len(stored) > PROBLEMS_KEPT:
             self._problems.clear()
@@ -162,22 +210,21 @@ class BatchWriter:
                 lookup,
             )
         }
-        rows: dict[str, dict[str, Any]] = {}
-        for h, (problem, solution) in zip(hashes, items, strict=True):
-            if h not in stored and h not in rows:
-                rows[h] = self._solution_row(h, problem, solution)
-        if rows:
-            ids = self._insert(Solution, list(rows.values()))
-            self._own.add("solutions", rows)
-            for h, row in rows.items():
-                stored[h] = StoredSolution(
-                    ids[h], h, row["steps_source"], row["final_answer"], row["verifier_score"]
-                )
-            first = min(ids.values())
+        fresh: dict[str, tuple[StoredProblem, SolutionIn]] = {}
+        for h, item in zip(hashes, items, strict=True):
+            if h not in stored and h not in fresh:
+                fresh[h] = item
+        if fresh:
+            rows = [self._solution_row(h, problem, solution) for h, (problem, solution) in fresh.items()]
+            ids = self.rows.insert(Solution, _SOLUTION_COLUMNS, rows, ids=True)
+            self._own.add("solutions", fresh)
+            for (h, (_, solution)), id_ in zip(fresh.items(), ids, strict=True):
+                stored[h] = StoredSolution(id_, h, solution.steps_source, solution.final_answer, solution.verifier_score)
+            first = min(ids)
             if self.first_solution_id is None or first < self.first_solution_id:
                 self.first_solution_id = first
-            self.added["solutions"] += len(rows)
-        return [stored[h] for h in hashes], set(rows)
+            self.added["solutions"] += len(fresh)
+        return [stored[h] for h in hashes], set(fresh)
 
     def _may_be_stored(self, problem: str, solution: str, new_problems: Collection[str]) -> bool:
         if problem in new_problems:
@@ -185,27 +232,27 @@ class BatchWriter:
         # A problem the import wrote has only the solutions the import wrote.
         return not self._own.has("problems", problem) or self._own.has("solutions", solution)
 
-    def _solution_row(self, content_hash: str, problem: StoredProblem, solution: SolutionIn) -> dict[str, Any]:
+    def _solution_row(self, content_hash: str, problem: StoredProblem, solution: SolutionIn) -> tuple[Any, ...]:
         final_answer = solution.final_answer
         grade, version = self.grader.grade(final_answer, problem.answer)
         self.grades[grade.value] = self.grades.get(grade.value, 0) + 1
-        return {
-            "project_id": self.project_id,
-            "problem_id": problem.id,
-            "steps": solution.steps,
-            "steps_source": solution.steps_source,
-            "final_answer": final_answer,
-            "answer_grade": grade,
-            "grader_version": version,
-            "verifier_score": solution.verifier_score,
-            "origin": solution.origin,
-            "generation": solution.generation,
-            "priority": 0.0,
-            "content_hash": content_hash,
-            "import_batch_id": self.batch_id,
-            "is_demo": False,
-            "created_at": self.now,
-        }
+        return (
+            self.project_id,
+            problem.id,
+            solution.steps_json,
+            solution.steps_source.value,
+            final_answer,
+            grade.value,
+            version,
+            solution.verifier_score,
+            encode_document(solution.origin),
+            solution.generation,
+            0.0,
+            content_hash,
+            self.batch_id,
+            False,
+            self.now,
+        )
 
     def labels(
         self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]], own_solutions: Collection[int] = ()
@@ -228,29 +275,30 @@ class BatchWriter:
             )
         )
         made_here = self._labels_made_here(older)
-        rows: dict[str, dict[str, Any]] = {}
+        rows: dict[str, tuple[Any, ...]] = {}
         for h, solution_id, label, extra in items:
             if h in existing or h in rows:
                 continue
             if (solution_id, label.foreign_labeler, label.created_at) in made_here:
                 continue
-            rows[h] = {
-                "project_id": self.project_id,
-                "solution_id": solution_id,
-                "foreign_labeler": label.foreign_labeler,
-                "generation": label.generation,
-                "is_quality_control": label.is_quality_control,
-                "is_initial_screening": label.is_initial_screening,
-                "finish_reason": label.finish_reason,
-                "total_time_ms": label.total_time_ms,
-                "steps": label.steps,
-                "content_hash": h,
-                "import_batch_id": self.batch_id,
-                "extra": extra,
-                "created_at": label.created_at,
-            }
+            reason = label.finish_reason
+            rows[h] = (
+                self.project_id,
+                solution_id,
+                label.foreign_labeler,
+                label.generation,
+                label.is_quality_control,
+                label.is_initial_screening,
+                None if reason is None else reason.value,
+                label.total_time_ms,
+                label.steps_json,
+                h,
+                self.batch_id,
+                encode_document(extra),
+                label.created_at,
+            )
         if rows:
-            self.rows.insert(Label, list(rows.values()), ids=False)
+            self.rows.insert(Label, _LABEL_COLUMNS, list(rows.values()), ids=False)
             self._own.add("labels", rows)
             self.added["labels"] += len(rows)
         return set(rows)
@@ -279,10 +327,6 @@ class BatchWriter:
             beside_copies=True,
         )
         return {(row.solution_id, row.labeler_uuid, row.created_at) for row in rows}
-
-    def _insert(self, model: type[Problem] | type[Solution], rows: list[dict[str, Any]]) -> dict[str, int]:
-        ids = self.rows.insert(model, rows, ids=True)
-        return {row["content_hash"]: id_ for row, id_ in zip(rows, ids, strict=True)}
 
     def wrote_solution(self, content_hash: str) -> bool:
         """Whether this import wrote the solution, as far as the writer knows."""

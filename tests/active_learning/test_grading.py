@@ -71,6 +71,17 @@ def test_grade_states():
     assert GRADER_VERSION
 
 
+@pytest.mark.parametrize(("answer", "state"), [("42", "right"), ("-42.0", "wrong"), ("41", "wrong")])
+def test_a_plain_number_is_graded_without_looking_for_answer_markers(monkeypatch, answer, state):
+    monkeypatch.setattr(grading, "extract_answer", lambda text: pytest.fail("looked for markers"))
+    assert grade(answer, "42") == state
+
+
+def test_a_number_on_a_line_of_its_own_is_still_read_as_a_solution():
+    assert grade("Adding up:\n42", "42") == "no_answer"
+    assert grade("The answer is 42\n", "42") == "right"
+
+
 def test_time_limit_in_main_thread(monkeypatch):
     monkeypatch.setattr(grading, "_compare", lambda a, b: time.sleep(30))
     assert is_equivalent("\\frac{1}{2}", "0.5", timeout_s=0.3) is False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 import time
 
@@ -17,11 +18,11 @@ from tests.conftest import make_project
 from tests.imports.conftest import import_bytes, jsonl, row_counts, sample_records
 
 
-def _problems(project_id: int, hashes: list[str]) -> list[dict[str, object]]:
-    return [
-        {"project_id": project_id, "statement": f"problem {h}", "content_hash": h, "is_demo": False, "created_at": utcnow()}
-        for h in hashes
-    ]
+_COLUMNS = ("project_id", "statement", "content_hash", "is_demo", "created_at")
+
+
+def _problems(project_id: int, hashes: list[str]) -> list[tuple[object, ...]]:
+    return [(project_id, f"problem {h}", h, False, utcnow()) for h in hashes]
 
 
 def _copy_threads() -> list[threading.Thread]:
@@ -37,18 +38,18 @@ def test_a_lookup_sees_the_rows_of_every_copy_sent_before_it(session_factory, ba
         sent = [f"h{n}" for n in range(3000)]
         # Without ids nothing waits between the COPYs: they queue behind one another.
         for start in range(0, len(sent), 500):
-            assert rows.insert(Problem, _problems(project.id, sent[start : start + 500]), ids=False) == []
+            assert rows.insert(Problem, _COLUMNS, _problems(project.id, sent[start : start + 500]), ids=False) == []
         found = rows.lookup(select(Problem.content_hash), Problem.content_hash, sent)
         assert sorted(r.content_hash for r in found) == sorted(sent)
         more = [f"m{n}" for n in range(1000)]
-        ids = rows.insert(Problem, _problems(project.id, more), ids=True)
+        ids = rows.insert(Problem, _COLUMNS, _problems(project.id, more), ids=True)
         assert len(ids) == len(set(ids)) == 1000
         found = rows.lookup(select(Problem.content_hash), Problem.content_hash, sent + more)
         assert sorted(r.content_hash for r in found) == sorted(sent + more)
         rows.close()
         rows.close()
         with pytest.raises(RuntimeError):
-            rows.insert(Problem, _problems(project.id, ["late"]), ids=False)
+            rows.insert(Problem, _COLUMNS, _problems(project.id, ["late"]), ids=False)
         session.rollback()
     assert not _copy_threads()
 
@@ -59,11 +60,11 @@ def test_a_failed_copy_is_raised_on_the_callers_thread(session_factory, backend,
     project = make_project(session_factory)
     with session_factory() as session:
         rows = BulkRows(session)
-        rows.insert(Problem, _problems(project.id, ["same", "same"]), ids=False)
+        rows.insert(Problem, _COLUMNS, _problems(project.id, ["same", "same"]), ids=False)
         with pytest.raises(psycopg.errors.UniqueViolation):
             rows.execute(select(func.count()).select_from(Problem))
         with pytest.raises(psycopg.errors.UniqueViolation):
-            rows.insert(Problem, _problems(project.id, ["other"]), ids=False)
+            rows.insert(Problem, _COLUMNS, _problems(project.id, ["other"]), ids=False)
         if raise_error:
             with pytest.raises(psycopg.errors.UniqueViolation):
                 rows.close()
@@ -132,33 +133,58 @@ def test_chunks_of_problems_met_before_wait_for_no_copy(session_factory, backend
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
-def test_new_ids_come_from_blocks_of_the_sequence(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(bulk, "ID_BLOCK", 5)
+def test_new_ids_come_from_growing_blocks_of_the_sequence(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(bulk, "ID_BLOCK", 2)
+    monkeypatch.setattr(bulk, "ID_BLOCK_MAX", 8)
     project = make_project(session_factory)
-    taken: list[str] = []
+    blocks: list[int] = []
+    lookups: list[str] = []
 
-    def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+    def seen(conn, cursor, statement, parameters, *args) -> None:  # type: ignore[no-untyped-def]
         if "nextval" in statement:
-            taken.append(statement)
+            blocks.append(parameters["generate_series_2"])
+        elif "pg_get_serial_sequence" in statement:
+            lookups.append(statement)
 
     engine = session_factory.kw["bind"]
     event.listen(engine, "before_cursor_execute", seen)
     try:
         with session_factory() as session:
             rows = BulkRows(session)
-            sizes = (2, 2, 1, 3)
-            ids = [rows.insert(Problem, _problems(project.id, [f"{n}.{i}" for i in range(size)]), ids=True) for n, size in enumerate(sizes)]
+            sizes = (1, 1, 3, 1, 2, 9, 1, 1)
+            ids = [rows.insert(Problem, _COLUMNS, _problems(project.id, [f"{n}.{i}" for i in range(size)]), ids=True) for n, size in enumerate(sizes)]
             rows.close()
             stored = dict(session.execute(select(Problem.content_hash, Problem.id)).all())
             session.rollback()
     finally:
         event.remove(engine, "before_cursor_execute", seen)
-    # The first block of five serves the first three inserts; the fourth takes another.
-    assert len(taken) == 2
+    # Each block as large as all ids taken before it, from ID_BLOCK up to ID_BLOCK_MAX, or as
+    # large as the insert needs beyond what is left: 2 serve the first two inserts, 3 the third,
+    # 5 the next two, 8 (with 2 left) the nine, and after one more another 8.
+    assert blocks == [2, 3, 5, 8, 8]
+    assert len(lookups) == 1, "the sequence is found once"
     assert [len(i) for i in ids] == list(sizes)
     every = [i for block in ids for i in block]
-    assert len(set(every)) == len(every) == 8
+    assert every == sorted(every) and len(set(every)) == len(every) == sum(sizes)
     assert stored == {f"{n}.{i}": ids[n][i] for n, size in enumerate(sizes) for i in range(size)}
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_the_switch_interval_is_short_while_a_copy_thread_runs(session_factory, backend) -> None:  # type: ignore[no-untyped-def]
+    before = sys.getswitchinterval()
+    project = make_project(session_factory)
+    with session_factory() as session:
+        first, second = BulkRows(session), BulkRows(session)
+        first.insert(Problem, _COLUMNS, _problems(project.id, ["a"]), ids=False)
+        second.insert(Problem, _COLUMNS, _problems(project.id, ["b"]), ids=False)
+        short = pytest.approx(bulk._SwitchInterval.INTERVAL_S)
+        assert sys.getswitchinterval() == short
+        first.close()
+        # The other thread still runs.
+        assert sys.getswitchinterval() == short
+        second.close()
+        session.rollback()
+    assert sys.getswitchinterval() == before
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -166,7 +192,7 @@ def test_a_statement_beside_a_failed_copy_raises_the_copys_error(session_factory
     project = make_project(session_factory)
     with session_factory() as session:
         rows = BulkRows(session)
-        rows.insert(Problem, _problems(project.id, ["same", "same"]), ids=False)
+        rows.insert(Problem, _COLUMNS, _problems(project.id, ["same", "same"]), ids=False)
         deadline = time.monotonic() + 10
         while rows._copies._error is None and time.monotonic() < deadline:  # type: ignore[union-attr]
             time.sleep(0.01)
