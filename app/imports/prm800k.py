@@ -51,16 +51,24 @@ MAX_LABELER = 100
 
 # Strict structs (no unknown keys, `true` is no rating, `1.0` no index) that hold no cycles, so
 # the cycle collector need not track them (gc=False).
-class _Completion(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    text: str
-    rating: Literal[-1, 0, 1] | None = None
+#
+# A label's steps are stored as these structs encode, once _label_steps has unset the texts
+# that are the solution's own steps: the fields are in the order of their names, so the
+# encoding is the one orjson gives the same steps as dicts with sorted keys, which the content
+# hashes of earlier imports were taken from (msgspec and orjson write strings, integers, true,
+# false and null alike). Making a dict of every step and completion, encoding them and freeing
+# them took a fifth of an import's Python time.
+class _Completion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     flagged: bool | None = None
+    rating: Literal[-1, 0, 1] | None = None
+    text: str | msgspec.UnsetType
 
 
-class _Step(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    completions: list[_Completion]
-    human_completion: str | dict[str, Any] | None = None
+class _Step(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     chosen_completion: int | None = None
+    completions: list[_Completion]
+    # Stored as msgspec.Raw when an object: see _label_steps.
+    human_completion: str | dict[str, Any] | msgspec.Raw | None = None
 
 
 class _Label(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -90,6 +98,7 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(_Record)
+_STEPS_ENCODER = msgspec.json.Encoder()
 
 
 def parse_prm800k(raw: bytes, origin: dict[str, Any], now: datetime) -> PrmRecord:
@@ -141,11 +150,10 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
     finish_reason = _finish_reason(label.finish_reason)
     if not label.steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
         raise Invalid("label.steps", f"is empty, but finish_reason is {finish_reason.value}")
-    steps, trajectory = _label_steps(label.steps, pre_steps)
+    steps_json, trajectory = _label_steps(label.steps, pre_steps)
     if pre_steps is None:
         if not trajectory:
             raise Invalid("label.steps", "no chosen or human completion to make the solution's steps from")
-        _omit_chosen_texts(steps)
         solution = SolutionIn(trajectory, given_answer, StepsSource.label, verifier_score, generation, origin)
     else:
         solution = SolutionIn(pre_steps, given_answer, StepsSource.given, verifier_score, generation, origin)
@@ -176,7 +184,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
             is_initial_screening=bool(is_screening),
             finish_reason=finish_reason,
             total_time_ms=_bounded(label.total_time, "label.total_time", 0),
-            steps=steps,
+            steps_json=steps_json,
             extra=extra,
             question=QuestionAsGiven(
                 ground_truth_solution=problem.reference_solution,
@@ -221,69 +229,63 @@ def _finish_reason(value: str | None) -> FinishReason | None:
     return reason
 
 
-def _label_steps(
-    label_steps: list[_Step], solution_steps: list[str] | None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Steps in Label.steps' shape, and the trajectory the labeler chose through them.
+def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> tuple[str, list[str]]:
+    """The steps as Label.steps stores them, encoded, and the trajectory the labeler chose
+    through them.
 
-    A completion's `text` is left out where it is the solution's own step; without
-    pre-generated steps the solution is not known yet and every text is kept.
+    A completion's `text` is left out where it is the solution's own step. Without
+    pre-generated steps the solution is the trajectory, so there it is the chosen completions'
+    texts that are left out. The decoded steps are changed in place to be encoded.
     """
     n_solution = len(solution_steps) if solution_steps is not None else 0
-    stored: list[dict[str, Any]] = []
     trajectory: list[str] = []
     open_end = False
     for i, step in enumerate(label_steps):
-        own = solution_steps[i] if i < n_solution else None  # type: ignore[index]
         completions = step.completions
-        kept = [
-            {"rating": c.rating, "flagged": c.flagged}
-            if c.text == own
-            else {"text": c.text, "rating": c.rating, "flagged": c.flagged}
-            for c in completions
-        ]
         human = step.human_completion
-        human_text = None if human is None else _human_text(human, i)
+        human_text = None
+        if human is not None:
+            human_text, step.human_completion = _human(human, i)
         chosen = step.chosen_completion
         if chosen is not None and not 0 <= chosen < len(completions):
             raise Invalid(
                 f"label.steps[{i}].chosen_completion",
                 f"must be null or the index of one of the {len(completions)} completions",
             )
-        if open_end and solution_steps is None:
+        if solution_steps is not None:
+            if i < n_solution:
+                own = solution_steps[i]
+                for completion in completions:
+                    if completion.text == own:
+                        completion.text = msgspec.UNSET
+            continue
+        if open_end:
             raise Invalid(f"label.steps[{i}]", "follows a step with neither a chosen nor a human completion")
         if chosen is not None:
-            trajectory.append(completions[chosen].text)
+            trajectory.append(completions[chosen].text)  # type: ignore[arg-type]
+            completions[chosen].text = msgspec.UNSET
         elif human_text is not None:
             trajectory.append(human_text)
         else:
             open_end = True
-        stored.append({"completions": kept, "human_completion": human, "chosen_completion": chosen})
-    return stored, trajectory
+    return _STEPS_ENCODER.encode(label_steps).decode(), trajectory
 
 
-def _human_text(human: str | dict[str, Any], i: int) -> str:
+def _human(human: str | dict[str, Any], i: int) -> tuple[str, str | msgspec.Raw]:
+    """A human completion's text, and the completion as it is stored."""
     if type(human) is str:
-        return human
+        return human, human
     field = f"label.steps[{i}].human_completion"
     text = human.get("text")  # type: ignore[union-attr]
     if type(text) is not str:
         raise Invalid(field, f"must be null, a string, or {_HUMAN_OBJECT}")
-    # Kept whole, and hashed by orjson, which takes integers of 64 bits at most; msgspec
+    # Kept whole, encoded by orjson as the hashes of earlier imports were: msgspec writes some
+    # numbers otherwise (1e16 for 1e+16). orjson takes integers of 64 bits at most; msgspec
     # reads any.
     try:
-        orjson.dumps(human)
+        return text, msgspec.Raw(orjson.dumps(human, option=orjson.OPT_SORT_KEYS))
     except orjson.JSONEncodeError:
         raise Invalid(field, "holds a number out of range") from None
-    return text
-
-
-def _omit_chosen_texts(steps: list[dict[str, Any]]) -> None:
-    # The chosen completions became the solution's steps; like phase 2, keep them once.
-    for step in steps:
-        chosen = step["chosen_completion"]
-        if chosen is not None:
-            step["completions"][chosen].pop("text", None)
 
 
 def _unknown_keys(obj: dict[str, Any]) -> dict[str, Any]:

@@ -109,14 +109,11 @@ class LabelIn:
     is_initial_screening: bool
     finish_reason: FinishReason | None
     total_time_ms: int | None
-    steps: list[dict[str, Any]]
+    # Encoded as stored, with sorted keys (see encode_document).
+    steps_json: str
     # Sparse: only what the columns and `steps` cannot give back exactly (see exports.prm800k).
     extra: dict[str, Any]
     question: QuestionAsGiven
-    steps_json: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.steps_json = encode_document(self.steps)
 
     def hash_for(self, solution: str) -> str:
         q = self.question

@@ -13,7 +13,7 @@ import pytest
 from app.exports.prm800k import COMPLETION_KEYS, LABEL_KEYS, QUESTION_KEYS, RECORD_KEYS, STEP_KEYS
 from app.imports.fields import Invalid
 from app.imports.prm800k import parse_prm800k
-from app.imports.records import PrmRecord
+from app.imports.records import PrmRecord, _digest, solution_hash
 from tests.imports.conftest import sample_records
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -148,3 +148,52 @@ def test_a_line_that_is_no_object_or_no_json_is_named_as_a_whole() -> None:
     assert error(b"[1, 2]") == (None, "expected a JSON object, got an array")
     assert error(b'{"question": ')[1].startswith("invalid JSON")
     assert error(b'{"question": {"problem": "a\\u0000b"}}') == (None, "text contains a NUL character (\\u0000)")
+
+
+def _steps_as_dicts(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A label's stored steps as earlier versions built them, as dicts: a completion's text
+    left out where it is the solution's own step, or, without pre-generated steps, where it
+    was chosen."""
+    given = record["question"].get("pre_generated_steps")
+    steps = []
+    for i, step in enumerate(record["label"]["steps"]):
+        own = given[i] if given is not None and i < len(given) else None
+        completions = [
+            {"rating": c.get("rating"), "flagged": c.get("flagged")}
+            if c["text"] == own
+            else {"text": c["text"], "rating": c.get("rating"), "flagged": c.get("flagged")}
+            for c in step["completions"]
+        ]
+        chosen = step.get("chosen_completion")
+        if given is None and chosen is not None:
+            del completions[chosen]["text"]
+        steps.append({"completions": completions, "human_completion": step.get("human_completion"), "chosen_completion": chosen})
+    return steps
+
+
+def _awkward_records() -> list[dict[str, Any]]:
+    """Records whose steps hold what two JSON encoders could write differently."""
+    phase2 = copy.deepcopy(next(r for r in PLAIN if r.get("label") and "pre_generated_steps" in r["question"]))
+    phase1 = copy.deepcopy(next(r for r in PLAIN if r.get("label") and "pre_generated_steps" not in r["question"]))
+    text = 'quote " backslash \\ tab \t newline \n bell \x07 del \x7f é 漢 😀 \u2028 </script>'
+    phase2["label"]["steps"][0]["completions"].append({"text": text, "rating": None, "flagged": True})
+    human = {"text": text, "z": 1e16, "a": [0.1, -0.0, 1e-07, 2**63 - 1], "é": {"b": None, "a": False}}
+    phase1["label"]["steps"][-1]["human_completion"] = human
+    phase1["label"]["steps"][-1]["chosen_completion"] = None
+    return [phase2, phase1]
+
+
+@pytest.mark.parametrize("record", [r for r in sample_records() if r.get("label")] + _awkward_records())
+def test_stored_steps_and_hashes_are_those_of_earlier_versions(record: dict[str, Any]) -> None:
+    """Content hashes decide what a re-import adds: they must not change with the encoder."""
+    parsed = _parse(record)
+    assert parsed.label is not None
+    as_dicts = _steps_as_dicts(record)
+    assert parsed.label.steps_json == orjson.dumps(as_dicts, option=orjson.OPT_SORT_KEYS).decode()
+    label, q = parsed.label, parsed.label.question
+    fields = [label.foreign_labeler, label.timestamp, label.generation, label.is_quality_control]
+    fields += [label.is_initial_screening, label.finish_reason, label.total_time_ms, as_dicts, label.extra]
+    fields += [q.ground_truth_solution, q.pre_generated_steps is None, q.pre_generated_answer, q.pre_generated_verifier_score]
+    assert label.hash_for("s") == _digest(["s", *fields])
+    solution = parsed.solution
+    assert solution.hash_for("p") == solution_hash("p", solution.steps, solution.final_answer, solution.verifier_score)
