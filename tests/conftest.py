@@ -201,14 +201,11 @@ def add_many_solutions(factory: sessionmaker[Session], project_id: int, n: int, 
         session.execute(text("ANALYZE"))
 
 
-def prepared_plans(factory: sessionmaker[Session], starts: dict[str, str]) -> dict[str, list[tuple[int, int]]]:
-    """(generic plans, custom plans) of each statement prepared on the connection that sessions
-    taken one after another share, by name, for the statements whose SQL begins as `starts` says
-    (spaces and line breaks aside). A name none matches fails the test."""
-    with session_scope(factory) as session:
-        rows = session.execute(
-            text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-        ).all()
+def prepared_plans(session: Session, starts: dict[str, str]) -> dict[str, list[tuple[int, int]]]:
+    """(generic plans, custom plans) of each statement prepared on the session's connection, by
+    name, for the statements whose SQL begins as `starts` says (spaces and line breaks aside).
+    A name none matches fails the test."""
+    rows = session.execute(text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")).all()
     plans = {
         name: [(r.generic_plans, r.custom_plans) for r in rows if " ".join(r.statement.split()).startswith(start)]
         for name, start in starts.items()

@@ -24,6 +24,8 @@ import psycopg.copy
 from sqlalchemy import (
     JSON,
     ColumnElement,
+    Connection,
+    Engine,
     Executable,
     Result,
     Row,
@@ -38,6 +40,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, OID, REGCLASS
 from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.pool import PoolProxiedConnection
 
 from app.models import Base
 
@@ -85,7 +88,7 @@ class BulkRows:
             session.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
             driver = session.connection().connection.driver_connection
             assert isinstance(driver, psycopg.Connection)
-            self._copies = _CopyThread(driver)
+            self._copies = _CopyThread(driver, session.get_bind())
 
     def execute(self, statement: Executable, *, beside_copies: bool = False) -> Result[Any]:
         if not beside_copies:
@@ -208,15 +211,18 @@ class _CopyThread:
     thread only sends them, waiting on the socket without the interpreter lock. When the
     thread formatted them too, it needed the lock while PostgreSQL waited for the rows and
     the caller waited for the thread: a 1,000,000-step import took 6.2-6.5 s, and 5.1-5.4 s
-    with the formatting moved. psycopg's connection lock keeps each COPY whole; `wait` keeps
+    with the formatting moved. The formatter reads its connection's encoding, and libpq lets
+    one thread at a time use a connection, so the formatting has a pooled connection of its
+    own, on which nothing runs. psycopg's connection lock keeps each COPY whole; `wait` keeps
     the caller's statements after them. After an error the thread sends nothing more (the
     transaction is lost anyway) and `wait` raises it. The thread starts with the first COPY.
     """
 
-    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+    def __init__(self, connection: psycopg.Connection[Any], engine: Engine | Connection) -> None:
         self._connection = connection
-        # Only lends its adapters to the formatting: it runs no statement.
-        self._formatting = connection.cursor()
+        self._engine = engine
+        self._formatting: PoolProxiedConnection | None = None
+        self._formatter: psycopg.Cursor[Any] | None = None
         self._queue: queue.Queue[tuple[str, bytes] | None] = queue.Queue(QUEUED_COPIES)
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -228,11 +234,14 @@ class _CopyThread:
             raise RuntimeError("a COPY sent after its thread was closed")
         self.raise_error()
         if self._thread is None:
+            self._formatting = self._engine.engine.raw_connection()
+            self._formatter = self._formatting.driver_connection.cursor()  # type: ignore[union-attr]
             self._thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
             _switches.hasten()
             self._thread.start()
+        assert self._formatter is not None
         data = io.BytesIO()
-        with psycopg.copy.Copy(self._formatting, writer=psycopg.copy.FileWriter(data)) as copy:
+        with psycopg.copy.Copy(self._formatter, writer=psycopg.copy.FileWriter(data)) as copy:
             for row in rows:
                 copy.write_row(row)
         self._queue.put((statement, data.getvalue()))
@@ -252,6 +261,8 @@ class _CopyThread:
             self._queue.put(None)
             self._thread.join()
             _switches.restore()
+        if self._formatting is not None:
+            self._formatting.close()
 
     def raise_error(self) -> None:
         """Raise the error of a COPY that failed, if one did."""

@@ -188,6 +188,22 @@ def test_the_switch_interval_is_short_while_a_copy_thread_runs(session_factory, 
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
+@pytest.mark.parametrize("raise_error", [True, False])
+def test_the_formatting_connection_goes_back_to_the_pool(session_factory, backend, raise_error) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    pool = session_factory.kw["bind"].pool
+    with session_factory() as session:
+        rows = BulkRows(session)
+        held = pool.checkedout()
+        rows.insert(Problem, _COLUMNS, _problems(project.id, ["a"]), ids=False)
+        # The session's own, and one for the formatter, which no other thread uses.
+        assert pool.checkedout() == held + 1
+        rows.close(raise_error=raise_error)
+        assert pool.checkedout() == held
+        session.rollback()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
 def test_a_statement_beside_a_failed_copy_raises_the_copys_error(session_factory, backend) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     with session_factory() as session:

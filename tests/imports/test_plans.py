@@ -46,11 +46,14 @@ def test_lookups_are_planned_for_any_project(session_factory, backend, monkeypat
         )
         # The rest of the transaction plans as it did before the import.
         assert session.scalar(text("SELECT current_setting('plan_cache_mode')")) == "auto"
+        found = prepared_plans(
+            session,
+            {
+                "problems": "SELECT problems.content_hash, problems.id",
+                "solutions": "SELECT solutions.content_hash, solutions.id",
+                "labels": "SELECT labels.content_hash",
+            },
+        )
     assert result.added == {"problems": 20, "solutions": CHUNKS * 5, "labels": CHUNKS * 10}
-    lookups = {
-        "problems": "SELECT problems.content_hash, problems.id",
-        "solutions": "SELECT solutions.content_hash, solutions.id",
-        "labels": "SELECT labels.content_hash",
-    }
-    for table, plans in prepared_plans(session_factory, lookups).items():
+    for table, plans in found.items():
         assert all(generic > 0 and custom == 0 for generic, custom in plans), (table, plans)

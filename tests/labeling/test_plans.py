@@ -42,7 +42,9 @@ def test_hot_path_statements_keep_one_plan(session_factory, backend):  # type: i
         "held assignment": "SELECT assignments.user_id, assignments.status",
         "label": "WITH closed AS (UPDATE assignments",
     }
-    for name, plans in prepared_plans(session_factory, hot).items():
+    with session_scope(session_factory) as session:
+        found = prepared_plans(session, hot)
+    for name, plans in found.items():
         assert all(generic > 0 and custom <= 5 for generic, custom in plans), (name, plans)
 
 
