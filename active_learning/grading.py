@@ -25,6 +25,7 @@ GRADER_VERSION = "stepwise-grader-1+math-verify-0.9"
 Grade = Literal["right", "wrong", "no_answer"]
 
 COMPARISON_TIMEOUT_S = 5.0
+_LONGEST_BARE_ANSWER = 200
 
 # It warns once that its own timeouts are off; ours replace them (see _compare).
 logging.getLogger("math_verify").setLevel(logging.ERROR)
@@ -207,15 +208,17 @@ def is_equivalent(answer: str, ground_truth: str, timeout_s: float = COMPARISON_
 
 def grade(solution_text_or_answer: str, ground_truth: str) -> Grade:
     """Grade a whole solution (its final answer is extracted) or a bare answer."""
-    # A plain number holds no answer marker: most imported answers are one, and looking for
-    # markers took as long as the comparison.
     text = solution_text_or_answer
-    answer = text if _PLAIN_NUMBER.fullmatch(text) else extract_answer(text)
+    # A bare answer ("12", "\\frac{1}{2}") has no marker; a long multi-line text without one
+    # is a solution that never stated an answer. A plain number holds no marker: most imported
+    # answers are one, and looking for markers took as long as the comparison.
+    if len(text) <= _LONGEST_BARE_ANSWER and _PLAIN_NUMBER.fullmatch(text):
+        answer: str | None = text
+    else:
+        answer = extract_answer(text)
     if answer is None:
-        # A bare answer ("12", "\\frac{1}{2}") has no marker; a long multi-line text without one
-        # is a solution that never stated an answer.
         text = text.strip()
-        if not text or "\n" in text or len(text) > 200:
+        if not text or "\n" in text or len(text) > _LONGEST_BARE_ANSWER:
             return "no_answer"
         answer = text
     return "right" if is_equivalent(answer, ground_truth) else "wrong"

@@ -24,7 +24,6 @@ import psycopg.copy
 from sqlalchemy import (
     JSON,
     ColumnElement,
-    Connection,
     Engine,
     Executable,
     Result,
@@ -40,7 +39,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, OID, REGCLASS
 from sqlalchemy.orm import InstrumentedAttribute, Session
-from sqlalchemy.pool import PoolProxiedConnection
 
 from app.models import Base
 
@@ -88,7 +86,7 @@ class BulkRows:
             session.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
             driver = session.connection().connection.driver_connection
             assert isinstance(driver, psycopg.Connection)
-            self._copies = _CopyThread(driver, session.get_bind())
+            self._copies = _CopyThread(driver, session.get_bind().engine)
 
     def execute(self, statement: Executable, *, beside_copies: bool = False) -> Result[Any]:
         if not beside_copies:
@@ -212,16 +210,18 @@ class _CopyThread:
     thread formatted them too, it needed the lock while PostgreSQL waited for the rows and
     the caller waited for the thread: a 1,000,000-step import took 6.2-6.5 s, and 5.1-5.4 s
     with the formatting moved. The formatter reads its connection's encoding, and libpq lets
-    one thread at a time use a connection, so the formatting has a pooled connection of its
-    own, on which nothing runs. psycopg's connection lock keeps each COPY whole; `wait` keeps
+    one thread at a time use a connection, so the formatting has a connection of its own, on
+    which nothing runs. It is not taken from the pool: an import that holds its project's lock
+    could wait there for one that imports waiting on the lock hold. psycopg's connection
+    lock keeps each COPY whole; `wait` keeps
     the caller's statements after them. After an error the thread sends nothing more (the
     transaction is lost anyway) and `wait` raises it. The thread starts with the first COPY.
     """
 
-    def __init__(self, connection: psycopg.Connection[Any], engine: Engine | Connection) -> None:
+    def __init__(self, connection: psycopg.Connection[Any], engine: Engine) -> None:
         self._connection = connection
         self._engine = engine
-        self._formatting: PoolProxiedConnection | None = None
+        self._formatting: psycopg.Connection[Any] | None = None
         self._formatter: psycopg.Cursor[Any] | None = None
         self._queue: queue.Queue[tuple[str, bytes] | None] = queue.Queue(QUEUED_COPIES)
         self._error: BaseException | None = None
@@ -233,12 +233,16 @@ class _CopyThread:
         if self._closed:
             raise RuntimeError("a COPY sent after its thread was closed")
         self.raise_error()
+        if self._formatting is None:
+            args, kwargs = self._engine.dialect.create_connect_args(self._engine.url)
+            self._formatting = psycopg.connect(*args, **kwargs)
+            self._formatter = self._formatting.cursor()
         if self._thread is None:
-            self._formatting = self._engine.engine.raw_connection()
-            self._formatter = self._formatting.driver_connection.cursor()  # type: ignore[union-attr]
-            self._thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
+            thread = threading.Thread(target=self._run, name="import-copy", daemon=True)
+            thread.start()
+            # Only a thread that started is joined and counted out by `close`.
+            self._thread = thread
             _switches.hasten()
-            self._thread.start()
         assert self._formatter is not None
         data = io.BytesIO()
         with psycopg.copy.Copy(self._formatter, writer=psycopg.copy.FileWriter(data)) as copy:
@@ -257,12 +261,15 @@ class _CopyThread:
             return
         self._closed = True
         self._abandoned = abandon
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            _switches.restore()
-        if self._formatting is not None:
-            self._formatting.close()
+        try:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._thread.join()
+        finally:
+            if self._thread is not None:
+                _switches.restore()
+            if self._formatting is not None:
+                self._formatting.close()
 
     def raise_error(self) -> None:
         """Raise the error of a COPY that failed, if one did."""

@@ -36,6 +36,7 @@ from app.imports.records import (
     MAX_ANSWER,
     MAX_STEPS,
     LabelIn,
+    LabelSteps,
     PrmRecord,
     ProblemIn,
     QuestionAsGiven,
@@ -56,8 +57,9 @@ MAX_LABELER = 100
 # that are the solution's own steps: the fields are in the order of their names, so the
 # encoding is the one orjson gives the same steps as dicts with sorted keys, which the content
 # hashes of earlier imports were taken from (msgspec and orjson write strings, integers, true,
-# false and null alike). Making a dict of every step and completion, encoding them and freeing
-# them took a fifth of an import's Python time.
+# false and null alike). Export writes these fields in PRM800K's order whatever their order
+# here. Making a dict of every step and completion, encoding them and freeing them took a
+# fifth of an import's Python time.
 class _Completion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     flagged: bool | None = None
     rating: Literal[-1, 0, 1] | None = None
@@ -150,7 +152,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
     finish_reason = _finish_reason(label.finish_reason)
     if not label.steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
         raise Invalid("label.steps", f"is empty, but finish_reason is {finish_reason.value}")
-    steps_json, trajectory = _label_steps(label.steps, pre_steps)
+    steps, trajectory = _label_steps(label.steps, pre_steps)
     if pre_steps is None:
         if not trajectory:
             raise Invalid("label.steps", "no chosen or human completion to make the solution's steps from")
@@ -184,7 +186,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
             is_initial_screening=bool(is_screening),
             finish_reason=finish_reason,
             total_time_ms=_bounded(label.total_time, "label.total_time", 0),
-            steps_json=steps_json,
+            steps=steps,
             extra=extra,
             question=QuestionAsGiven(
                 ground_truth_solution=problem.reference_solution,
@@ -229,7 +231,7 @@ def _finish_reason(value: str | None) -> FinishReason | None:
     return reason
 
 
-def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> tuple[str, list[str]]:
+def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> tuple[LabelSteps, list[str]]:
     """The steps as Label.steps stores them, encoded, and the trajectory the labeler chose
     through them.
 
@@ -240,12 +242,18 @@ def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> 
     n_solution = len(solution_steps) if solution_steps is not None else 0
     trajectory: list[str] = []
     open_end = False
+    # Human completion objects: each step with the object as stored and as hashed.
+    objects: list[tuple[_Step, msgspec.Raw, msgspec.Raw]] = []
     for i, step in enumerate(label_steps):
         completions = step.completions
         human = step.human_completion
         human_text = None
-        if human is not None:
-            human_text, step.human_completion = _human(human, i)
+        if type(human) is str:
+            human_text = human
+        elif human is not None:
+            human_text, stored, hashed = _human_object(human, i)  # type: ignore[arg-type]
+            objects.append((step, stored, hashed))
+            step.human_completion = stored
         chosen = step.chosen_completion
         if chosen is not None and not 0 <= chosen < len(completions):
             raise Invalid(
@@ -268,22 +276,26 @@ def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> 
             trajectory.append(human_text)
         else:
             open_end = True
-    return _STEPS_ENCODER.encode(label_steps).decode(), trajectory
+    stored = _STEPS_ENCODER.encode(label_steps).decode()
+    if not objects:
+        return LabelSteps(stored, stored), trajectory
+    for step, _, hashed in objects:
+        step.human_completion = hashed
+    return LabelSteps(stored, _STEPS_ENCODER.encode(label_steps).decode()), trajectory
 
 
-def _human(human: str | dict[str, Any], i: int) -> tuple[str, str | msgspec.Raw]:
-    """A human completion's text, and the completion as it is stored."""
-    if type(human) is str:
-        return human, human
+def _human_object(human: dict[str, Any], i: int) -> tuple[str, msgspec.Raw, msgspec.Raw]:
+    """A human completion object's text, and the object encoded as stored (keys as given, so
+    that an export gives it back as it came) and as hashed (keys sorted)."""
     field = f"label.steps[{i}].human_completion"
-    text = human.get("text")  # type: ignore[union-attr]
+    text = human.get("text")
     if type(text) is not str:
         raise Invalid(field, f"must be null, a string, or {_HUMAN_OBJECT}")
-    # Kept whole, encoded by orjson as the hashes of earlier imports were: msgspec writes some
-    # numbers otherwise (1e16 for 1e+16). orjson takes integers of 64 bits at most; msgspec
-    # reads any.
+    # Kept whole and encoded by orjson, as the hashes of earlier imports were: msgspec writes
+    # some numbers otherwise (1e16 for 1e+16). orjson takes integers of 64 bits at most;
+    # msgspec reads any.
     try:
-        return text, msgspec.Raw(orjson.dumps(human, option=orjson.OPT_SORT_KEYS))
+        return text, msgspec.Raw(orjson.dumps(human)), msgspec.Raw(orjson.dumps(human, option=orjson.OPT_SORT_KEYS))
     except orjson.JSONEncodeError:
         raise Invalid(field, "holds a number out of range") from None
 

@@ -28,10 +28,8 @@ def _digest(value: Any) -> str:
 
 
 def encode_document(value: Any) -> str:
-    """A JSON document as stored, and as hashed: keys sorted, so that a document hashed as
-    part of a row's content (a label's steps, say) is encoded once, for both, and its hash
-    is the one `_digest` gives the value itself."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    """A JSON document as stored: keys in the order given, which an export gives back."""
+    return orjson.dumps(value).decode()
 
 
 def problem_hash(statement: str, answer: str | None) -> str:
@@ -80,7 +78,8 @@ class SolutionIn:
         # The final answer, not the given one: a candidate imported with its answer left out
         # and the same solution coming back from a PRM800K export, which spells the answer out,
         # must be one row.
-        # solution_hash's, from the steps as encoded for storage.
+        # solution_hash's, from the steps as encoded for storage (a list of strings has no keys
+        # to sort).
         return _digest([problem, orjson.Fragment(self.steps_json), self.final_answer, self.verifier_score])
 
 
@@ -99,6 +98,15 @@ class QuestionAsGiven:
     pre_generated_verifier_score: Any
 
 
+@dataclass(slots=True, frozen=True)
+class LabelSteps:
+    """A label's steps encoded as stored and as hashed (keys sorted): the same text unless a
+    step holds a human completion object, whose keys are stored in the order given."""
+
+    stored: str
+    hashed: str
+
+
 @dataclass(slots=True)
 class LabelIn:
     foreign_labeler: str | None
@@ -109,8 +117,7 @@ class LabelIn:
     is_initial_screening: bool
     finish_reason: FinishReason | None
     total_time_ms: int | None
-    # Encoded as stored, with sorted keys (see encode_document).
-    steps_json: str
+    steps: LabelSteps
     # Sparse: only what the columns and `steps` cannot give back exactly (see exports.prm800k).
     extra: dict[str, Any]
     question: QuestionAsGiven
@@ -127,7 +134,7 @@ class LabelIn:
                 self.is_initial_screening,
                 self.finish_reason,
                 self.total_time_ms,
-                orjson.Fragment(self.steps_json),
+                orjson.Fragment(self.steps.hashed),
                 self.extra,
                 q.ground_truth_solution,
                 q.pre_generated_steps is None,

@@ -291,7 +291,7 @@ class BatchWriter:
                 label.is_initial_screening,
                 None if reason is None else reason.value,
                 label.total_time_ms,
-                label.steps_json,
+                label.steps.stored,
                 h,
                 self.batch_id,
                 encode_document(extra),

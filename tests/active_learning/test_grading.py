@@ -82,6 +82,12 @@ def test_a_number_on_a_line_of_its_own_is_still_read_as_a_solution():
     assert grade("The answer is 42\n", "42") == "right"
 
 
+def test_a_number_too_long_for_a_bare_answer_is_no_answer():
+    long = "7" * 201
+    assert grade(long, long) == grade(long, "7") == "no_answer"
+    assert grade("7" * 200, "7" * 200) == "right"
+
+
 def test_time_limit_in_main_thread(monkeypatch):
     monkeypatch.setattr(grading, "_compare", lambda a, b: time.sleep(30))
     assert is_equivalent("\\frac{1}{2}", "0.5", timeout_s=0.3) is False

@@ -189,18 +189,42 @@ def test_the_switch_interval_is_short_while_a_copy_thread_runs(session_factory, 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
 @pytest.mark.parametrize("raise_error", [True, False])
-def test_the_formatting_connection_goes_back_to_the_pool(session_factory, backend, raise_error) -> None:  # type: ignore[no-untyped-def]
+def test_the_formatter_has_a_connection_of_its_own_outside_the_pool(session_factory, backend, raise_error) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     pool = session_factory.kw["bind"].pool
     with session_factory() as session:
         rows = BulkRows(session)
         held = pool.checkedout()
         rows.insert(Problem, _COLUMNS, _problems(project.id, ["a"]), ids=False)
-        # The session's own, and one for the formatter, which no other thread uses.
-        assert pool.checkedout() == held + 1
-        rows.close(raise_error=raise_error)
+        copies = rows._copies
+        assert copies is not None and copies._formatting is not None
+        formatting = copies._formatting
+        assert formatting is not session.connection().connection.driver_connection
+        # An import holding its project's lock never waits on the pool for it.
         assert pool.checkedout() == held
+        rows.close(raise_error=raise_error)
+        assert formatting.closed
         session.rollback()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_copy_thread_that_cannot_start_leaves_nothing_behind(session_factory, backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    before = sys.getswitchinterval()
+    project = make_project(session_factory)
+
+    def refuse(self) -> None:  # type: ignore[no-untyped-def]
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(bulk.threading.Thread, "start", refuse)
+    with session_factory() as session:
+        rows = BulkRows(session)
+        with pytest.raises(RuntimeError, match="can't start"):
+            rows.insert(Problem, _COLUMNS, _problems(project.id, ["a"]), ids=False)
+        formatting = rows._copies._formatting  # type: ignore[union-attr]
+        rows.close(raise_error=False)
+        session.rollback()
+    assert sys.getswitchinterval() == before
+    assert formatting is not None and formatting.closed
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
