@@ -212,10 +212,10 @@ class _CopyThread:
     with the formatting moved. The formatter reads its connection's encoding, and libpq lets
     one thread at a time use a connection, so the formatting has a connection of its own, on
     which nothing runs. It is not taken from the pool: an import that holds its project's lock
-    could wait there for one that imports waiting on the lock hold. psycopg's connection
-    lock keeps each COPY whole; `wait` keeps
-    the caller's statements after them. After an error the thread sends nothing more (the
-    transaction is lost anyway) and `wait` raises it. The thread starts with the first COPY.
+    could wait there for one that imports waiting on the lock hold. psycopg's connection lock
+    keeps each COPY whole; `wait` keeps the caller's statements after them. After an error the
+    thread sends nothing more (the transaction is lost anyway) and `wait` raises it. The thread
+    starts with the first COPY.
     """
 
     def __init__(self, connection: psycopg.Connection[Any], engine: Engine) -> None:
