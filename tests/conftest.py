@@ -32,7 +32,6 @@ from app.users.service import create_user
 POSTGRES_ADMIN_URL = os.environ.get(
     "STEPWISE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 PASSWORD = "correct horse battery"
 
 # Every test, and the browser tests' server process, share one database per backend. A round

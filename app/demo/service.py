@@ -30,12 +30,16 @@ DEMO_USERS = (
 )
 
 
+# MATH-500 ships inside the package (MIT, see data/README.md) so that a clone needs nothing beside it.
+MATH500 = Path(__file__).resolve().parent / "data" / "math500.jsonl"
+
+
 def default_problems_file() -> Path:
-    """MATH-500 from STEPWISE_DEMO_PROBLEMS, else from the shared data beside the checkout."""
+    """MATH-500 from STEPWISE_DEMO_PROBLEMS, else the copy shipped with the package."""
     configured = os.environ.get("STEPWISE_DEMO_PROBLEMS")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[3] / "shared" / "data" / "math500.jsonl"
+    return MATH500
 
 
 @dataclass
@@ -75,7 +79,7 @@ def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport
     if not source.is_file():
         raise NotFound(
             f"demo problems file {source} is missing: set STEPWISE_DEMO_PROBLEMS to a MATH-style "
-            "JSONL file (for example shared/data/math500.jsonl)"
+            "JSONL file, or unset it to load the MATH-500 copy shipped with Stepwise"
         )
     problems = [orjson.loads(line) for line in source.read_bytes().splitlines() if line.strip()]
     made = import_file(

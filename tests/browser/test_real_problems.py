@@ -9,15 +9,16 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from app.demo.service import MATH500
 from tests.browser.conftest import add_solution, login, screenshot
-from tests.conftest import SHARED_DATA, make_project, make_user
+from tests.conftest import make_project, make_user
 
 # Sentences end with a period and two spaces in MATH's solutions; paragraphs with a blank line.
 STEP_BREAK = re.compile(r"(?<=\.)\s{2,}|\n\n")
 
 
 def _math500(starts_with: str) -> dict:
-    with (SHARED_DATA / "math500.jsonl").open() as lines:
+    with MATH500.open() as lines:
         for line in lines:
             record = json.loads(line)
             if record["problem"].startswith(starts_with):

@@ -8,10 +8,9 @@ from sqlalchemy import func, select
 
 from app.auth.security import verify_password
 from app.db import session_scope
-from app.demo.service import DEMO_PROJECT, load_demo
+from app.demo.service import DEMO_PROJECT, MATH500, load_demo
 from app.demo.solutions import demo_solutions, perturb_answer, split_steps
 from app.models import AnswerGrade, Assignment, Solution, User
-from tests.conftest import SHARED_DATA
 
 
 def test_split_steps_keeps_math_whole_and_drops_figures() -> None:
@@ -48,7 +47,7 @@ def test_variants_carry_the_documented_changes() -> None:
 
 
 def test_load_demo_marks_grades_and_is_idempotent(session_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    lines = (SHARED_DATA / "math500.jsonl").read_text().splitlines()[:25]
+    lines = MATH500.read_text().splitlines()[:25]
     problems = tmp_path / "math25.jsonl"
     problems.write_text("\n".join(lines) + "\n")
     with session_scope(session_factory) as session:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from tests.conftest import SHARED_DATA, api_headers, make_project, make_user
+from app.demo.service import MATH500
+from tests.conftest import api_headers, make_project, make_user
 from tests.imports.conftest import SAMPLE, row_counts
 
 
@@ -60,7 +61,7 @@ def test_candidates_with_a_separator_through_the_api(client, session_factory) ->
     project = make_project(session_factory)
     make_user(session_factory, "mia", "manager")
     headers = api_headers(client, "mia")
-    math = (SHARED_DATA / "math500.jsonl").read_bytes().splitlines()[:1]
+    math = MATH500.read_bytes().splitlines()[:1]
     assert _upload(client, headers, project.id, math[0], "math").status_code == 201
     problem = orjson.loads(math[0])["problem"]
     line = orjson.dumps({"problem": problem, "text": "First.|Second.|The answer is 3."})

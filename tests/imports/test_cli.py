@@ -15,7 +15,8 @@ import psycopg
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import POSTGRES_ADMIN_URL, SHARED_DATA
+from app.demo.service import MATH500
+from tests.conftest import POSTGRES_ADMIN_URL
 from tests.imports.conftest import SAMPLE, sample_records
 
 STEPWISE = Path(sys.executable).parent / "stepwise"
@@ -54,14 +55,14 @@ def test_upgrade_create_import_export_and_failures(fresh_database: str, tmp_path
     assert "database at head" in _ok(url, "db", "upgrade")
     assert "created project cli" in _ok(url, "projects", "create", "cli", "--overlap", "2")
 
-    problems = _ok(url, "import", "--project", "cli", "--format", "math", SHARED_DATA / "math500.jsonl")
+    problems = _ok(url, "import", "--project", "cli", "--format", "math", MATH500)
     assert "added 500 problems" in problems
     labels = _ok(url, "import", "--project", "cli", "--format", "prm800k", SAMPLE)
     assert "9 labels" in labels and "7 queue slots" in labels
     assert "already imported" in _ok(url, "import", "--project", "cli", "--format", "prm800k", SAMPLE)
 
     candidates = tmp_path / "candidates.jsonl"
-    first_problem = orjson.loads((SHARED_DATA / "math500.jsonl").read_bytes().splitlines()[0])["problem"]
+    first_problem = orjson.loads(MATH500.read_bytes().splitlines()[0])["problem"]
     candidates.write_bytes(orjson.dumps({"problem": first_problem, "text": "One.\nTwo.\nThe answer is 3."}))
     made = _ok(url, "import", "--project", "cli", "--format", "solutions", "--separator", "\\n", candidates)
     assert "1 solutions" in made and "2 queue slots" in made

@@ -7,12 +7,12 @@ import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
+from app.demo.service import MATH500
 from app.errors import BadInput
 from app.models import AnswerGrade, Assignment, Problem, Solution
-from tests.conftest import SHARED_DATA, make_project
+from tests.conftest import make_project
 from tests.imports.conftest import import_bytes, jsonl, row_counts
 
-MATH500 = SHARED_DATA / "math500.jsonl"
 
 
 def test_math500_imports_every_problem_with_its_fields(session_factory) -> None:  # type: ignore[no-untyped-def]
