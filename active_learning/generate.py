@@ -1,27 +1,16 @@
-"""Sample candidate solutions from a causal language model into a project's pool.
+"""Sample candidate solutions from a causal language model, and cut what it writes into steps.
 
-The model is asked for one step a line and PRM800K's closing `# Answer` step. What it writes is
-cut into steps and goes through the candidate import (app.imports), which grades each final
-answer against the problem's ground truth, records the grader's version, drops repeats and
-queues the new solutions; the model and the sampling parameters land in each solution's origin.
-vLLM samples when it is installed; transformers' `generate` otherwise.
+The model is asked for one step a line and PRM800K's closing `# Answer` step. vLLM samples when
+it is installed; transformers' `generate` otherwise. Putting the samples into a project's pool
+is the platform's part (app.rounds.generation).
 """
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-
-import orjson
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from app.imports.records import MAX_ANSWER, MAX_STEPS
-from app.imports.service import import_file
-from app.models import Problem, Project, utcnow
+from dataclasses import asdict, dataclass
 
 PROMPT = (
     "Solve the following math problem step by step. Write each step on its own line. "
@@ -31,7 +20,6 @@ PROMPT = (
 _ANSWER_LINE = re.compile(r"^\s*#\s*Answer\s*:?\s*(.*)$", re.IGNORECASE)
 # Control characters a sampler can emit; the import refuses NUL (PostgreSQL text cannot hold it).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-PROBLEMS_PER_IMPORT = 256
 
 
 @dataclass(frozen=True)
@@ -50,21 +38,6 @@ class GenerationConfig:
         return {"model": self.model, "backend": backend, **params}
 
 
-@dataclass
-class GenerationResult:
-    problems: int = 0
-    sampled: int = 0
-    empty: int = 0
-    added: int = 0
-    duplicates: int = 0
-    grades: dict[str, int] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        grades = ", ".join(f"{n} {g}" for g, n in sorted(self.grades.items())) or "none"
-        return (f"sampled {self.sampled} solutions for {self.problems} problems: {self.added} added, "
-                f"{self.duplicates} already there, {self.empty} empty; answers: {grades}")
-
-
 def parse_solution(text: str) -> tuple[list[str], str | None]:
     """(steps, final answer) from generated text: one step a line, PRM800K's `# Answer` step
     last. Text after the answer line is the model rambling on and is dropped."""
@@ -76,11 +49,11 @@ def parse_solution(text: str) -> tuple[list[str], str | None]:
             answer = marker.group(1).strip() or next((rest.strip() for rest in lines[i + 1:] if rest.strip()), "")
             if answer:
                 steps.append(f"# Answer\n\n{answer}")
-                return steps[:MAX_STEPS], answer[:MAX_ANSWER]
+                return steps, answer
             break
         if line.strip():
             steps.append(line.strip())
-    return steps[:MAX_STEPS], None
+    return steps, None
 
 
 def _sample_vllm(config: GenerationConfig, prompts: Sequence[str]) -> list[list[str]] | None:
@@ -131,51 +104,3 @@ def sample(config: GenerationConfig, problems: Sequence[str]) -> tuple[str, list
     if texts is not None:
         return "vllm", texts
     return "transformers", list(_sample_transformers(config, prompts))
-
-
-def generate_for_project(
-    session: Session, project: Project, config: GenerationConfig, *, limit: int | None = None
-) -> GenerationResult:
-    """Sample `config.samples` solutions for each problem of the project and import them."""
-    query = select(Problem.id, Problem.statement).where(Problem.project_id == project.id).order_by(Problem.id)
-    problems = session.execute(query.limit(limit) if limit else query).all()
-    result = GenerationResult(problems=len(problems))
-    stamp = utcnow().strftime("%Y%m%dT%H%M%S")
-    name = os.path.basename(config.model.rstrip("/")) or "model"
-    for start in range(0, len(problems), PROBLEMS_PER_IMPORT):
-        chunk = problems[start:start + PROBLEMS_PER_IMPORT]
-        backend, texts = sample(config, [statement for _, statement in chunk])
-        add_samples(session, project, config.origin(backend), [pid for pid, _ in chunk], texts,
-                    f"generated-{name}-{stamp}-{start // PROBLEMS_PER_IMPORT}.jsonl", result)
-    return result
-
-
-def add_samples(
-    session: Session,
-    project: Project,
-    origin: dict,
-    problem_ids: Sequence[int],
-    texts: Sequence[Sequence[str]],
-    filename: str,
-    result: GenerationResult,
-) -> None:
-    """Cut each problem's generated texts into steps and import them as candidates."""
-    lines = []
-    for problem_id, outputs in zip(problem_ids, texts, strict=True):
-        for text in outputs:
-            result.sampled += 1
-            steps, answer = parse_solution(text)
-            if not steps:
-                result.empty += 1
-                continue
-            lines.append({"problem_id": problem_id, "steps": steps, "answer": answer, "generator": origin})
-    if not lines:
-        return
-    imported = import_file(
-        session, project, io.BytesIO(b"".join(orjson.dumps(line) + b"\n" for line in lines)),
-        filename=filename, fmt="solutions", separator=None, user=None,
-    )
-    result.added += imported.added.get("solutions", 0)
-    result.duplicates += imported.duplicates
-    for grade, count in imported.grades.items():
-        result.grades[grade] = result.grades.get(grade, 0) + count

@@ -397,7 +397,8 @@ def simulate(output: Path, seed: int, n_rounds: int | None, seed_labels: int | N
 @pass_ctx
 def generate(ctx: _Context, project_name: str, model_name: str, samples: int, max_new_tokens: int, temperature: float, top_p: float, seed: int, limit: int | None) -> None:
     """Sample solutions to the project's problems, grade them and add them to the pool."""
-    from active_learning.generate import GenerationConfig, generate_for_project
+    from active_learning.generate import GenerationConfig
+    from app.rounds.generation import generate_for_project
     from app.projects.service import get_project_by_name
 
     config = GenerationConfig(model=model_name, samples=samples, max_new_tokens=max_new_tokens,

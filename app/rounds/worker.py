@@ -1,6 +1,6 @@
 """Round workers. `stepwise worker` on PostgreSQL runs procrastinate's worker; on SQLite, and in
 the embedded server's thread, a loop polls the rounds table. Both run the same job
-(`active_learning.rounds.run_round`) and the same sweep: start due triggers, and find rounds
+(`app.rounds.stages.run_round`) and the same sweep: start due triggers, and find rounds
 that are queued or whose worker died.
 """
 
@@ -34,7 +34,7 @@ def sweep(factory: sessionmaker[Session]) -> list[int]:
 def run_rounds(factory: sessionmaker[Session], round_ids: list[int], worker: WorkerSettings,
                owner: str, stop: threading.Event | None = None) -> None:
     # Imported here: torch and transformers cost seconds, and an idle server never needs them.
-    from active_learning.rounds import run_round
+    from app.rounds.stages import run_round
 
     for round_id in round_ids:
         if stop is not None and stop.is_set():

@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from active_learning.rounds import run_round
 from app.db import session_scope
 from app.models import Project, Round, RoundStage, RoundStatus, utcnow
 from app.rounds import lease
 from app.rounds.service import cancel_round, start_round
+from app.rounds.stages import run_round
 from tests.conftest import make_project
 
 

@@ -9,9 +9,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from active_learning.rounds import run_round
-from app.rounds.picking import selection_rule
-from active_learning.select import Candidate, select as rule_picks
+from active_learning.select import Candidate
+from active_learning.select import select as rule_picks
 from app.db import session_scope
 from app.labeling.service import next_task
 from app.models import (
@@ -28,8 +27,10 @@ from app.models import (
     SolutionScore,
 )
 from app.rounds import pool
+from app.rounds.picking import selection_rule
 from app.rounds.schemas import RoundSettingsUpdate
 from app.rounds.service import round_settings, served_version, start_round, update_round_settings
+from app.rounds.stages import run_round
 from tests.conftest import make_user
 from tests.rounds.conftest import synthetic_project
 

@@ -1,4 +1,4 @@
-"""Run one active-learning round: the only module that joins the PRM engine to the database.
+"""Run one active-learning round: the module that joins the PRM engine (active_learning) to the database.
 
 snapshot → train → evaluate → promote → score → select → enqueue, each stage ending in one
 transaction that records its result and the next stage (see app.rounds.lease). What a stage
