@@ -1,8 +1,9 @@
 """Label files (PRM800K or TRL stepwise supervision) to training examples, and examples to tokens.
 
 An Example is one problem, a sequence of steps, and a rating per step (-1/0/+1) or None where the
-step is context only. Both the trainer and the scorer go through `tokenize_example`, so the model
-is read at the same place it was trained at.
+step is context only. The trainer goes through `tokenize_example` and the scorer through
+`scoring_windows`, which lays out the same text, so the model is read at the place it was trained
+at.
 """
 
 import hashlib
@@ -198,3 +199,40 @@ def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
         markers.append(len(input_ids) - 1)
     return {"input_ids": input_ids, "labels": targets, "markers": markers,
             "prompt_length": prompt_length}
+
+
+def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], max_length: int) -> list[dict]:
+    """Sequences of at most `max_length` tokens that together read every step's marker.
+
+    The first window is `tokenize_example`'s layout. A step that does not fit after the steps
+    before it opens a new window: the question (cut from the left, as in training, and shorter
+    still when the step needs the room), then as many of the steps just before it as fit, so the
+    step is read with the longest context the limit allows; later steps follow while they fit.
+    A step is left unread only when it alone, with the BOS token, is longer than the limit.
+    Each window has `input_ids` and `reads`: (step index, marker position) pairs.
+    """
+    encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    question = encode(prompt + "\n\n")[-(max_length // 2):]
+    step_ids = [encode(step) + [marker_id] for step in steps]
+    windows: list[dict] = []
+    i = 0
+    while i < len(steps):
+        room = max_length - len(head) - len(step_ids[i])
+        if room < 0:
+            i += 1
+            continue
+        context = question[len(question) - min(room, len(question)):]
+        room -= len(context)
+        first = i
+        while first > 0 and len(step_ids[first - 1]) <= room:
+            first -= 1
+            room -= len(step_ids[first])
+        input_ids = head + context + [t for ids in step_ids[first:i] for t in ids]
+        reads = []
+        while i < len(steps) and len(input_ids) + len(step_ids[i]) <= max_length:
+            input_ids += step_ids[i]
+            reads.append((i, len(input_ids) - 1))
+            i += 1
+        windows.append({"input_ids": input_ids, "reads": reads})
+    return windows

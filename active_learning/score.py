@@ -3,6 +3,10 @@
 Built for pools of millions: solutions stream through in chunks; inside a chunk they are sorted
 by length and packed into batches under a token budget, so padding stays small and a batch of
 short solutions is as large as the budget allows. Results come back in input order.
+
+A solution longer than the model's limit is read in several windows (`scoring_windows`), each
+step with as much of what comes before it as fits, so every step gets a score unless it alone is
+longer than the limit.
 """
 
 import itertools
@@ -12,17 +16,17 @@ from dataclasses import dataclass
 
 import torch
 
-from active_learning.data import IGNORE_INDEX, Solution, tokenize_example
+from active_learning.data import IGNORE_INDEX, Solution, scoring_windows
 from active_learning.model import marker_id
 
 
 @dataclass
 class SolutionScore:
-    step_probs: list[list[float] | None]  # [p(-1), p(0), p(+1)] per step; None if cut off
+    step_probs: list[list[float] | None]  # [p(-1), p(0), p(+1)] per step; None if unscored
     step_scores: list[float | None]  # probability that the step is correct
     product: float  # the paper's solution score: every step correct
     minimum: float  # the weakest step
-    truncated: bool  # some steps did not fit in max_length and were not scored
+    truncated: bool  # some step alone is longer than max_length and was not scored
 
 
 def correct_probability(probs: list[float], neutral_as_correct: bool = True) -> float:
@@ -73,20 +77,22 @@ def pad_batch(features: list[dict], pad_id: int, device) -> dict:
 def _score_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch_tokens: int,
                  neutral_as_correct: bool) -> list[SolutionScore]:
     marker = marker_id(tokenizer)
-    features = [tokenize_example(tokenizer, marker, s.prompt, s.steps, None, max_length)
-                for s in chunk]
+    windows, owners = [], []
+    for index, s in enumerate(chunk):
+        for window in scoring_windows(tokenizer, marker, s.prompt, s.steps, max_length):
+            windows.append(window)
+            owners.append(index)
     device = next(model.parameters()).device
-    results: list = [None] * len(chunk)
-    for batch in _batches([len(f["input_ids"]) for f in features], batch_tokens):
-        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, device)
+    step_probs: list[list] = [[None] * len(s.steps) for s in chunk]
+    for batch in _batches([len(w["input_ids"]) for w in windows], batch_tokens):
+        inputs = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
         logits = model(input_ids=inputs["input_ids"],
                        attention_mask=inputs["attention_mask"]).logits  # [B, T, 3]
         probs = logits.float().softmax(-1).cpu()
         for row, i in enumerate(batch):
-            step_probs = [probs[row, m].tolist() if m >= 0 else None
-                          for m in features[i]["markers"]]
-            results[i] = _summarise(step_probs, neutral_as_correct)
-    return results
+            for step, position in windows[i]["reads"]:
+                step_probs[owners[i]][step] = probs[row, position].tolist()
+    return [_summarise(probs, neutral_as_correct) for probs in step_probs]
 
 
 def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: int = 2048,

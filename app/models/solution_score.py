@@ -21,7 +21,7 @@ class SolutionScore(Base):
     )
     # The solution score the project's settings ask for (product or minimum of the steps).
     score: Mapped[float] = mapped_column(Float)
-    # P(step is correct) per step; null for a step cut off by the model's length limit. Plain
+    # P(step is correct) per step; null for a step that alone is longer than the length limit. Plain
     # JSON: read whole for the picks inspector, never queried inside.
     step_scores: Mapped[list[float | None]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -64,7 +64,7 @@ class PickRead(BaseModel):
     final_answer: str | None
     steps: list[str]
     step_scores: list[float | None] | None = Field(
-        description="P(step is correct) per step from the model that scored it"
+        description="P(step is correct) per step from the model that scored it; null for a step that alone is longer than the model's token limit"
     )
 
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id,
-                                  split_by_problem, tokenize_example)
+                                  scoring_windows, split_by_problem, tokenize_example)
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 
@@ -110,3 +110,21 @@ def test_tokenize_truncates_whole_steps():
     out = tokenize_example(tokenizer, marker, "x" * 100, ["a" * 5, "b" * 30], [1, 1], max_length=40)
     assert len(out["input_ids"]) <= 40
     assert out["markers"][1] == -1 and out["markers"][0] >= 0
+
+
+def test_scoring_windows_read_every_step_with_the_longest_context():
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    steps = ["a" * 10, "b" * 10, "c" * 10, "d" * 10, "e" * 70]
+    windows = scoring_windows(tokenizer, marker, "x" * 100, steps, max_length=64)
+    # Steps 0-3 each read once; step 4 alone is longer than the limit and is read nowhere.
+    assert [step for w in windows for step, _ in w["reads"]] == [0, 1, 2, 3]
+    for window in windows:
+        assert len(window["input_ids"]) <= 64
+        assert all(window["input_ids"][position] == marker for _, position in window["reads"])
+    # A later window keeps the question's tail and the step just before the one it reads.
+    text = tokenizer.decode(windows[-1]["input_ids"])
+    assert text == "x" * 30 + "\n\n" + "c" * 10 + STEP_MARKER + "d" * 10 + STEP_MARKER
+    # Everything fits: the one window is the training layout.
+    [whole] = scoring_windows(tokenizer, marker, "Q?", ["ab", "c"], max_length=64)
+    assert whole["input_ids"] == tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], None, 64)["input_ids"]

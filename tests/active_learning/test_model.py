@@ -69,11 +69,18 @@ def test_bucketed_batches_match_one_at_a_time(checkpoint):
         assert a.minimum == pytest.approx(b.minimum, abs=1e-5)
 
 
-def test_score_shapes_and_truncation(checkpoint):
+def test_score_shapes_and_long_solutions(checkpoint):
     model, tokenizer, _ = load_checkpoint(checkpoint)
     short, _, long = score_solutions(model, tokenizer, SOLUTIONS, max_length=256)
     assert len(short.step_probs) == 2 and all(abs(sum(p) - 1) < 1e-5 for p in short.step_probs)
     assert short.minimum == min(short.step_scores) and not short.truncated
-    assert long.truncated and long.step_scores[-1] is None
+    # Longer than the limit: read in windows, every step scored.
+    assert not long.truncated and None not in long.step_scores
+    # Steps that fit in the first window score as if the solution ended there.
+    [prefix] = score_solutions(model, tokenizer, [Solution("p3", "x" * 300, ["y" * 50] * 2)], max_length=256)
+    assert long.step_scores[:2] == pytest.approx(prefix.step_scores, abs=1e-5)
+    [giant] = score_solutions(model, tokenizer, [Solution("p4", "Q", ["a", "z" * 400, "b"])], max_length=256)
+    assert giant.truncated and giant.step_scores[1] is None
+    assert giant.step_scores[0] is not None and giant.step_scores[2] is not None
     strict = score_solutions(model, tokenizer, SOLUTIONS[:1], neutral_as_correct=False)[0]
     assert strict.step_scores[0] == pytest.approx(short.step_probs[0][2], abs=1e-5)
