@@ -2,12 +2,18 @@
 
 A step counts as correct when rated 0 or +1 (a neutral step is not an error); the error class
 (-1) is the positive class for F1, since finding errors is the PRM's job.
+
+Held-out sets in a labeling project are small, so the platform asks for bootstrap intervals:
+solutions (or best-of-N problems) are resampled with replacement and the metric recomputed, and
+the 2.5th and 97.5th percentiles bound it. Steps of one solution are not independent, so the
+solution, not the step, is the unit that is resampled.
 """
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 from sklearn.metrics import f1_score, roc_auc_score
 
 from active_learning.data import Example, Solution, load_examples, load_solutions
@@ -39,6 +45,24 @@ def first_error_f1(gold: list[int | None], predicted: list[int | None]) -> dict:
             "first_error_acc_correct": acc_ok, "n_solutions": len(gold)}
 
 
+def bootstrap_ci(units: Sequence, statistic: Callable[[list], dict[str, float | None]],
+                 samples: int, seed: int = 0) -> dict[str, list[float] | None]:
+    """95% percentile interval of each value `statistic` returns, over resamples of `units`;
+    None for a value undefined on most resamples (or with fewer than two units)."""
+    keys = list(statistic(list(units)))
+    if samples <= 0 or len(units) < 2:
+        return dict.fromkeys(keys)
+    rng = np.random.default_rng(seed)
+    values: dict[str, list[float]] = {key: [] for key in keys}
+    for _ in range(samples):
+        resample = statistic([units[i] for i in rng.integers(0, len(units), len(units))])
+        for key in keys:
+            if resample[key] is not None:
+                values[key].append(resample[key])
+    return {key: [float(v) for v in np.percentile(found, [2.5, 97.5])] if len(found) >= samples / 2 else None
+            for key, found in values.items()}
+
+
 def _majority_answer(answers: list[str]) -> str:
     """The most frequent answer, counting mathematically equivalent answers as one."""
     clusters: list[list[str]] = []
@@ -48,7 +72,7 @@ def _majority_answer(answers: list[str]) -> str:
     return max(clusters, key=len)[0]
 
 
-def best_of_n(solutions: list[Solution], scores: list[SolutionScore]) -> dict | None:
+def best_of_n(solutions: list[Solution], scores: list[SolutionScore], *, bootstrap: int = 0) -> dict | None:
     """Per problem: is the PRM's top solution right, and is the majority answer right?"""
     groups = defaultdict(list)
     for solution, score in zip(solutions, scores):
@@ -57,34 +81,56 @@ def best_of_n(solutions: list[Solution], scores: list[SolutionScore]) -> dict | 
     groups = {pid: g for pid, g in groups.items() if len(g) >= 2}
     if not groups:
         return None
-    prm_right = majority_right = 0
+    outcomes = []  # (PRM's pick right, majority right) per problem
     for group in groups.values():
         truth = group[0][0].ground_truth_answer
         top = max(group, key=lambda pair: pair[1].product)[0]
-        prm_right += grade(top.answer, truth) == "right"
         majority = _majority_answer([s.answer for s, _ in group])
-        majority_right += grade(majority, truth) == "right"
+        outcomes.append((grade(top.answer, truth) == "right", grade(majority, truth) == "right"))
     n = Counter(len(g) for g in groups.values()).most_common(1)[0][0]
-    return {"problems": len(groups), "n": n, "prm_accuracy": prm_right / len(groups),
-            "majority_accuracy": majority_right / len(groups)}
+    result = {"problems": len(groups), "n": n,
+              "prm_accuracy": sum(prm for prm, _ in outcomes) / len(outcomes),
+              "majority_accuracy": sum(m for _, m in outcomes) / len(outcomes)}
+    if bootstrap:
+        share = lambda rows: {"prm_accuracy": sum(prm for prm, _ in rows) / len(rows)}  # noqa: E731
+        result["prm_accuracy_ci95"] = bootstrap_ci(outcomes, share, bootstrap)["prm_accuracy"]
+    return result
+
+
+def _solution_metrics(units: list[tuple], threshold: float) -> dict:
+    """Step and first-error metrics from per-solution (ratings, P(correct), gold first error,
+    predicted first error, whole trajectory) rows."""
+    ratings = [r for unit in units for r in unit[0]]
+    p_correct = [p for unit in units for p in unit[1]]
+    whole = [unit for unit in units if unit[4]]
+    return step_metrics(ratings, p_correct, threshold) | first_error_f1(
+        [unit[2] for unit in whole], [unit[3] for unit in whole])
 
 
 def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: float = 0.5,
-                      neutral_as_correct: bool = True, **score_options) -> dict:
-    """Step and first-error metrics on labeled examples."""
+                      neutral_as_correct: bool = True, bootstrap: int = 0, **score_options) -> dict:
+    """Step and first-error metrics on labeled examples; with `bootstrap` resamples, also their
+    95% intervals under `ci95`."""
     scored = score_solutions(model, tokenizer,
                              [Solution(e.problem_id, e.prompt, e.steps) for e in examples],
                              neutral_as_correct=neutral_as_correct, **score_options)
-    ratings, p_correct, gold_first, predicted_first = [], [], [], []
+    units = []
     for example, score in zip(examples, scored):
         labeled = [(i, r) for i, r in enumerate(example.labels)
                    if r is not None and score.step_scores[i] is not None]
-        ratings += [r for _, r in labeled]
-        p_correct += [score.step_scores[i] for i, _ in labeled]
-        if len(labeled) == len(example.labels):  # a whole trajectory, not an alternative step
-            gold_first.append(next((i for i, r in labeled if r == -1), None))
-            predicted_first.append(next((i for i, _ in labeled if score.step_scores[i] < threshold), None))
-    return step_metrics(ratings, p_correct, threshold) | first_error_f1(gold_first, predicted_first)
+        units.append((
+            [r for _, r in labeled],
+            [score.step_scores[i] for i, _ in labeled],
+            next((i for i, r in labeled if r == -1), None),
+            next((i for i, _ in labeled if score.step_scores[i] < threshold), None),
+            len(labeled) == len(example.labels),  # a whole trajectory, not an alternative step
+        ))
+    metrics = _solution_metrics(units, threshold) | {"n_labels": len(units)}
+    if bootstrap:
+        headline = lambda rows: {key: _solution_metrics(rows, threshold)[key]  # noqa: E731
+                                 for key in ("step_auroc", "first_error_f1")}
+        metrics["ci95"] = bootstrap_ci(units, headline, bootstrap)
+    return metrics
 
 
 def evaluate(model, tokenizer, source: str | Path | Iterable[dict], *, threshold: float = 0.5,

@@ -57,10 +57,13 @@ class RoundSettings(Base):
     promote_metric: Mapped[PromoteMetric] = mapped_column(
         Enum(PromoteMetric, native_enum=False, length=16), default=PromoteMetric.step_auroc
     )
-    # Promote when the metric reaches promote_min and is no more than promote_margin below
-    # the served model's on the same held-out data.
+    # Promote when the lower bound of the metric's 95% bootstrap interval reaches promote_min,
+    # the metric is no more than promote_margin below the served model's on the same held-out
+    # data, and it was judged on at least promote_min_heldout held-out labels (best-of-N:
+    # problems); small held-out sets let a chance-level model through.
     promote_min: Mapped[float] = mapped_column(Float, default=0.5)
     promote_margin: Mapped[float] = mapped_column(Float, default=0.0)
+    promote_min_heldout: Mapped[int] = mapped_column(Integer, default=50)
     every_new_labels: Mapped[int | None] = mapped_column(Integer)
     schedule_hours: Mapped[float | None] = mapped_column(Float)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -10,13 +10,19 @@ from app.models import Round
 
 WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 640, 200, 40, 16, 12, 28
 
-# (key, legend, how to read it from a round's metrics); every value lies in [0, 1].
+# (key, legend, how to read it from a round's metrics, how to read its 95% interval); every
+# value lies in [0, 1].
 QUALITY = [
-    ("step_auroc", "step AUROC", lambda m: _candidate(m).get("step_auroc")),
-    ("first_error_f1", "first-error F1", lambda m: _candidate(m).get("first_error_f1")),
-    ("best_of_n", "best-of-N (PRM)", lambda m: (_candidate(m).get("best_of_n") or {}).get("prm_accuracy")),
-    ("majority", "majority voting", lambda m: (_candidate(m).get("best_of_n") or {}).get("majority_accuracy")),
-    ("wrong_share", "wrong-answer picks", lambda m: (m.get("selection") or {}).get("wrong_answer_share")),
+    ("step_auroc", "step AUROC", lambda m: _candidate(m).get("step_auroc"),
+     lambda m: (_candidate(m).get("ci95") or {}).get("step_auroc")),
+    ("first_error_f1", "first-error F1", lambda m: _candidate(m).get("first_error_f1"),
+     lambda m: (_candidate(m).get("ci95") or {}).get("first_error_f1")),
+    ("best_of_n", "best-of-N (PRM)", lambda m: (_candidate(m).get("best_of_n") or {}).get("prm_accuracy"),
+     lambda m: (_candidate(m).get("best_of_n") or {}).get("prm_accuracy_ci95")),
+    ("majority", "majority voting", lambda m: (_candidate(m).get("best_of_n") or {}).get("majority_accuracy"),
+     lambda m: None),
+    ("wrong_share", "wrong-answer picks", lambda m: (m.get("selection") or {}).get("wrong_answer_share"),
+     lambda m: None),
 ]
 
 
@@ -60,13 +66,17 @@ def _y(value: float, top: float) -> float:
 
 def quality_chart(rounds: list[Round]) -> Chart:
     ordered = sorted(rounds, key=lambda r: r.number)
-    series = [Series(key, label) for key, label, _ in QUALITY]
+    series = [Series(key, label) for key, label, *_ in QUALITY]
     for i, round_ in enumerate(ordered):
-        for s, (_, _, read) in zip(series, QUALITY):
+        for s, (_, _, read, read_interval) in zip(series, QUALITY):
             value = read(round_.metrics or {})
-            if value is not None:
-                s.points.append({"x": _x(i, len(ordered)), "y": _y(value, 1.0), "value": value,
-                                 "round": round_.number})
+            if value is None:
+                continue
+            point = {"x": _x(i, len(ordered)), "y": _y(value, 1.0), "value": value,
+                     "round": round_.number, "interval": read_interval(round_.metrics or {})}
+            if point["interval"]:
+                point["low_y"], point["high_y"] = (_y(v, 1.0) for v in point["interval"])
+            s.points.append(point)
     return Chart(WIDTH, HEIGHT, _round_ticks(ordered), series,
                  [{"y": _y(v, 1.0), "label": f"{v:.2f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)])
 

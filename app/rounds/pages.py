@@ -45,6 +45,7 @@ class SettingsForm(BaseModel):
     promote_metric: str = Field(default="", max_length=50)
     promote_min: str = Field(default="", max_length=50)
     promote_margin: str = Field(default="", max_length=50)
+    promote_min_heldout: str = Field(default="", max_length=50)
     every_new_labels: str = Field(default="", max_length=50)
     schedule_hours: str = Field(default="", max_length=50)
 

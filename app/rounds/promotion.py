@@ -1,4 +1,10 @@
-"""The project's promotion rule: which held-out metric, how high, and against what."""
+"""The project's promotion rule: which held-out metric, how high, judged on how much, and
+against what.
+
+Held-out sets are small in a labeling project (a few dozen labels in early rounds), and a metric
+measured on them swings widely: the rule judges the lower end of the metric's 95% bootstrap
+interval, and refuses to judge on fewer held-out labels than the project asks for.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +20,40 @@ def metric_value(metrics: dict | None, metric: PromoteMetric) -> float | None:
     return metrics.get(metric.value)
 
 
+def metric_interval(metrics: dict | None, metric: PromoteMetric) -> list[float] | None:
+    if not metrics:
+        return None
+    if metric == PromoteMetric.best_of_n:
+        return (metrics.get("best_of_n") or {}).get("prm_accuracy_ci95")
+    return (metrics.get("ci95") or {}).get(metric.value)
+
+
+def heldout_size(metrics: dict, metric: PromoteMetric) -> tuple[int, str]:
+    """How much held-out data the metric was measured on, and its unit."""
+    if metric == PromoteMetric.best_of_n:
+        return (metrics.get("best_of_n") or {}).get("problems", 0), "problems"
+    return metrics.get("n_labels", 0), "labels"
+
+
 def passes(settings: RoundSettings, candidate: dict | None, served: dict | None) -> tuple[bool, str]:
     """The project's promotion rule, and a sentence saying why it passed or not."""
     metric = settings.promote_metric
     value, incumbent = metric_value(candidate, metric), metric_value(served, metric)
-    if value is None:
+    if candidate is None or value is None:
         return False, f"no held-out {metric.value} to judge by"
-    if value < settings.promote_min:
-        return False, f"{metric.value} {value:.3f} is below the minimum {settings.promote_min:.3f}"
+    size, unit = heldout_size(candidate, metric)
+    if size < settings.promote_min_heldout:
+        return False, (f"{metric.value} was measured on {size} held-out {unit}, fewer than the "
+                       f"{settings.promote_min_heldout} the rule needs")
+    interval = metric_interval(candidate, metric)
+    if interval is None:
+        return False, f"{metric.value} {value:.3f} has no 95% interval on this held-out set"
+    low, high = interval
+    measured = f"{metric.value} {value:.3f} (95% interval {low:.3f} to {high:.3f}, {size} {unit})"
+    if low < settings.promote_min:
+        return False, f"{measured}: its lower end is below the minimum {settings.promote_min:.3f}"
     if incumbent is not None and value < incumbent - settings.promote_margin:
-        return False, f"{metric.value} {value:.3f} is below the served model's {incumbent:.3f}"
-    return True, f"{metric.value} {value:.3f} passes" + (
+        return False, f"{measured} is below the served model's {incumbent:.3f}"
+    return True, f"{measured} passes" + (
         f" (served model: {incumbent:.3f})" if incumbent is not None else ""
     )

@@ -82,7 +82,10 @@ def frozen_settings(saved: dict[str, Any] | None) -> RoundSettings | None:
     or training settings of a resumed attempt."""
     if not saved:
         return None
-    values = {**saved, "score_kind": ScoreKind(saved["score_kind"]),
+    # A setting added after the round started takes its default.
+    defaults = {c.key: c.default.arg for c in RoundSettings.__table__.columns
+                if c.key in _SETTINGS_FIELDS and c.default is not None}
+    values = {**defaults, **saved, "score_kind": ScoreKind(saved["score_kind"]),
               "promote_metric": PromoteMetric(saved["promote_metric"])}
     return RoundSettings(**values)
 

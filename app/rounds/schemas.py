@@ -89,6 +89,7 @@ class RoundSettingsRead(BaseModel):
     promote_metric: PromoteMetric
     promote_min: float
     promote_margin: float
+    promote_min_heldout: int
     every_new_labels: int | None
     schedule_hours: float | None
     updated_at: datetime
@@ -135,6 +136,7 @@ class RoundSettingsUpdate(BaseModel):
     promote_metric: PromoteMetric | None = None
     promote_min: float | None = Field(default=None, ge=0, le=1)
     promote_margin: float | None = Field(default=None, ge=0, le=1)
+    promote_min_heldout: int | None = Field(default=None, ge=1, le=10_000_000)
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
 

@@ -1,7 +1,7 @@
 import pytest
 
 from active_learning.data import Solution
-from active_learning.evaluate import best_of_n, first_error_f1, step_metrics
+from active_learning.evaluate import best_of_n, bootstrap_ci, first_error_f1, step_metrics
 from active_learning.score import SolutionScore, correct_probability
 
 
@@ -39,3 +39,16 @@ def test_best_of_n_against_majority():
     result = best_of_n(solutions, scores)
     assert result == {"problems": 2, "n": 3, "prm_accuracy": 1.0, "majority_accuracy": 0.5}
     assert best_of_n(solutions[:1], scores[:1]) is None
+
+
+def test_bootstrap_interval_narrows_with_more_units():
+    share = lambda rows: {"share": sum(rows) / len(rows)}  # noqa: E731
+    small = bootstrap_ci([1, 0, 1, 1, 0, 1], share, samples=500)["share"]
+    large = bootstrap_ci([1, 0, 1, 1, 0, 1] * 50, share, samples=500)["share"]
+    assert small[0] < 4 / 6 < small[1] and large[0] < 4 / 6 < large[1]
+    assert large[1] - large[0] < (small[1] - small[0]) / 3
+    assert bootstrap_ci([1] * 20, share, samples=100) == {"share": [1.0, 1.0]}
+    assert bootstrap_ci([1], share, samples=100) == {"share": None}
+    # Undefined on most resamples (a rate of an empty class, say): no interval, not a guess.
+    rare = lambda rows: {"x": 1.0 if rows.count(1) > len(rows) * 0.9 else None}  # noqa: E731
+    assert bootstrap_ci([1, 0] * 10, rare, samples=100) == {"x": None}

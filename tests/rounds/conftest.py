@@ -30,6 +30,7 @@ FAST_SETTINGS = RoundSettingsUpdate(
     min_train_labels=10,
     heldout_share=0.25,
     promote_min=0.0,
+    promote_min_heldout=5,
 )
 
 
