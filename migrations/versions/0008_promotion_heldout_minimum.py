@@ -4,7 +4,7 @@ A model was promoted after its rule was judged on six held-out labels. Rounds no
 lower bound of a bootstrap interval, and refuse to judge below this many held-out labels (or
 best-of-N problems). Existing projects get the default.
 
-Revision ID: 0011
+Revision ID: 0008
 Revises: 0005
 Create Date: 2026-11-25
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0011'
+revision: str = '0008'
 down_revision: str | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
