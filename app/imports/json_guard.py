@@ -38,12 +38,13 @@ def check_depth(raw: bytes) -> None:
     if parens.count(b"(") <= MAX_DEPTH:
         return
     # Each pass takes away the innermost level of every nest: a line still holding a pair
-    # after MAX_DEPTH passes nests deeper. Bytes.replace runs in C, unlike a loop over bytes.
+    # after MAX_DEPTH passes nests deeper, and so does one left with more unclosed brackets
+    # (each inside the one before). bytes.replace runs in C, unlike a loop over bytes.
     for _ in range(MAX_DEPTH):
         if b"()" not in parens:
-            return
+            break
         parens = parens.replace(b"()", b"")
-    if b"()" in parens:
+    if b"()" in parens or parens.count(b"(") > MAX_DEPTH:
         raise Invalid(field_at(raw, depth=MAX_DEPTH + 1), f"nested more than {MAX_DEPTH} levels deep")
 
 
