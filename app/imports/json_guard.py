@@ -3,7 +3,7 @@
 Nesting is limited before parsing: msgspec and orjson recurse on the C stack, msgspec raises
 RecursionError near Python's recursion limit (a line nested 1,000 levels deep was a 500), and
 orjson encodes nothing deeper than 255 levels, which a stored document must be exported
-through. No record Stepwise reads nests deeper than 7.
+through. No record Stepwise reads nests deeper than 6 (PRM800K's completions).
 
 `field_at` names the field around a byte of the line (a bad UTF-8 byte, the point a parser
 stopped at), in the words of the other checks: label.steps[2].human_completion.
