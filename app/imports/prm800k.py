@@ -221,8 +221,13 @@ def _created_at(timestamp: str | None, now: datetime) -> tuple[datetime, str | N
     except ValueError:
         raise Invalid("timestamp", f"not an ISO 8601 date and time: {timestamp[:40]!r}") from None
     # PRM800K writes UTC without an offset.
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return moment, timestamp
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC), timestamp
+    try:
+        return moment.astimezone(UTC), timestamp
+    except OverflowError:
+        # 9999-12-31T23:59-01:00 is in year 10000 in UTC.
+        raise Invalid("timestamp", f"outside the years 1 to 9999 in UTC: {timestamp[:40]!r}") from None
 
 
 def _finish_reason(value: str | None) -> FinishReason | None:

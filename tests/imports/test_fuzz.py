@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import orjson
@@ -99,6 +99,15 @@ def test_hostile_text_spliced_into_a_good_line_never_crashes(index: int, data: s
     cut = data.draw(st.integers(0, 20))
     token = data.draw(hostile_tokens)
     _parse_all(raw[:at] + token + raw[at + cut :])
+
+
+@FUZZ
+@given(st.datetimes() | st.sampled_from([datetime.min, datetime.max]), st.none() | st.integers(-1439, 1439))
+def test_any_timestamp_is_taken_or_refused(moment: datetime, offset: int | None) -> None:
+    if offset is not None:
+        moment = moment.replace(tzinfo=timezone(timedelta(minutes=offset)))
+    record = {**GOOD[0], "timestamp": moment.isoformat()}
+    _parse_all(orjson.dumps(record))
 
 
 def _encodable(value: Any) -> bool:
