@@ -32,8 +32,8 @@ def _prm(path: str, value: bytes) -> bytes:
     return orjson.dumps(record).replace(b'"\\u001fHERE\\u001f"', value)
 
 
-def _nest(levels: int, inner: bytes = b'"x"') -> bytes:
-    return b"[" * levels + inner + b"]" * levels
+def _nest(levels: int) -> bytes:
+    return b"[" * levels + b'"x"' + b"]" * levels
 
 
 HUMAN = "label/steps/0/human_completion"
