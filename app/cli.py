@@ -13,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from active_learning.cli import prm
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
-from app.errors import BadInput, ServiceError, field_error
+from app.errors import BadInput, BadLines, ServiceError, field_error
 from app.models import Role
 
 
@@ -37,7 +37,8 @@ pass_ctx = click.make_pass_decorator(_Context)
 
 
 class _Group(click.Group):
-    """Service errors become a one-line message and exit status 1, not a traceback."""
+    """Service errors become a one-line message and exit status 1, not a traceback; a file with
+    bad lines exits 2, as bad arguments do, so that a script can tell bad data from a failure."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
         try:
@@ -49,7 +50,7 @@ class _Group(click.Group):
                 click.echo(f"  {_format_detail(detail)}", err=True)
             if len(details) > 50:
                 click.echo(f"  … and {len(details) - 50} more", err=True)
-            ctx.exit(1)
+            ctx.exit(2 if isinstance(exc, BadLines) else 1)
 
 
 def _format_detail(detail: object) -> str:

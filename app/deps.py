@@ -177,6 +177,8 @@ MANAGE = (Role.manager,)
 RESEARCH = (Role.researcher,)
 READ_DATA = (Role.manager, Role.researcher)
 
+# The caller's login itself, for a change that must leave it standing (app.users.service).
+ApiPrincipal = Annotated[Principal, Depends(api_principal)]
 ApiUser = Annotated[User, api_user()]
 ManagerApiUser = Annotated[User, api_user(*MANAGE)]
 DataApiUser = Annotated[User, api_user(*READ_DATA)]

@@ -21,6 +21,10 @@ class BadInput(ServiceError):
     status_code = 422
 
 
+class BadLines(BadInput):
+    """An import file with bad lines: `details` gives each one's file, line, field and message."""
+
+
 class NotFound(ServiceError):
     status_code = 404
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from app.auth.security import new_token, token_digest, verify_password
@@ -30,10 +30,12 @@ class Caller:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling, and through what: `session` is set for cookie logins, which need CSRF."""
+    """Who is calling, and through what: `session` is set for cookie logins, which need CSRF;
+    `token_id` for bearer tokens."""
 
     user: User
     session: AuthSession | None
+    token_id: int | None = None
 
 
 def authenticate(session: Session, username: str, password: str) -> User | None:
@@ -74,7 +76,7 @@ _SESSION_AND_USER = (
     .where(AuthSession.token_hash == bindparam("digest"))
 )
 _TOKEN_USER = (
-    select(User)
+    select(User, ApiToken.id)
     .join(ApiToken, ApiToken.user_id == User.id)
     .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None))
 )
@@ -101,10 +103,10 @@ def principal_from_cookie(session: Session, cookie_token: str) -> Principal | No
 
 
 def principal_from_bearer(session: Session, token: str) -> Principal | None:
-    user = session.scalar(_TOKEN_USER, {"digest": token_digest(token)})
-    if user is None or not user.is_active:
+    row = session.execute(_TOKEN_USER, {"digest": token_digest(token)}).first()
+    if row is None or not row.User.is_active:
         return None
-    return Principal(user=user, session=None)
+    return Principal(user=row.User, session=None, token_id=row.id)
 
 
 def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool = False) -> Caller | None:
@@ -123,6 +125,22 @@ def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False)
     if row is None or not row.is_active:
         return None
     return Caller(user_id=row.id, csrf_token=None)
+
+
+def end_logins(session: Session, user: User, *, keep: Principal | None = None) -> None:
+    """End every browser session of `user` and revoke every API token, for good (OWASP ASVS
+    3.3.3, 3.3.4): on deactivation, so that reactivation brings none back, and on a password
+    change, so that whoever knew the old password is out. The login `keep` made the change
+    with, if it is the user's own, stays."""
+    sessions = delete(AuthSession).where(AuthSession.user_id == user.id)
+    tokens = update(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+    if keep is not None and keep.user.id == user.id:
+        if keep.session is not None:
+            sessions = sessions.where(AuthSession.id != keep.session.id)
+        if keep.token_id is not None:
+            tokens = tokens.where(ApiToken.id != keep.token_id)
+    session.execute(sessions, execution_options={"synchronize_session": False})
+    session.execute(tokens.values(revoked_at=utcnow()), execution_options={"synchronize_session": False})
 
 
 def issue_api_token(session: Session, user: User, name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.errors import BadInput
+from app.errors import BadLines
 
 MAX_LISTED_ERRORS = 200
 
@@ -30,4 +30,4 @@ class LineErrors:
             more = self.count - len(details)
             details.append({"file": self.filename, "line": None, "field": None, "message": f"and {more} more bad lines"})
         noun = "bad line" if self.count == 1 else "bad lines"
-        raise BadInput(f"{self.count} {noun} in {self.filename}: nothing was imported", details)
+        raise BadLines(f"{self.count} {noun} in {self.filename}: nothing was imported", details)

@@ -31,6 +31,7 @@ from app.exports.prm800k import (
     render_timestamp,
 )
 from app.imports.fields import Invalid, where
+from app.imports.json_guard import check_depth
 from app.imports.reader import json_object
 from app.imports.records import (
     MAX_ANSWER,
@@ -105,11 +106,13 @@ _STEPS_ENCODER = msgspec.json.Encoder()
 
 def parse_prm800k(raw: bytes, origin: dict[str, Any], now: datetime) -> PrmRecord:
     """The record on one line (its bytes); Invalid names the first thing wrong with it."""
-    # The escaped NUL, which PostgreSQL text cannot hold, is refused by json_object.
+    check_depth(raw)
+    # The escaped NUL, which PostgreSQL text cannot hold, is refused by json_object. Any line
+    # msgspec refuses (bad UTF-8 too) is read again there, to be told what is wrong with it.
     if b"\\u0000" not in raw:
         try:
             return _prm_record(_DECODER.decode(raw), {}, origin, now)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
             pass
     obj = json_object(raw)
     extra = _unknown_keys(obj)
@@ -218,8 +221,13 @@ def _created_at(timestamp: str | None, now: datetime) -> tuple[datetime, str | N
     except ValueError:
         raise Invalid("timestamp", f"not an ISO 8601 date and time: {timestamp[:40]!r}") from None
     # PRM800K writes UTC without an offset.
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return moment, timestamp
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC), timestamp
+    try:
+        return moment.astimezone(UTC), timestamp
+    except OverflowError:
+        # 9999-12-31T23:59-01:00 is in year 10000 in UTC.
+        raise Invalid("timestamp", f"outside the years 1 to 9999 in UTC: {timestamp[:40]!r}") from None
 
 
 def _finish_reason(value: str | None) -> FinishReason | None:

@@ -14,7 +14,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from app.imports.fields import Invalid, type_name
+from app.imports.fields import Invalid, type_name, where
+from app.imports.json_guard import check_depth, field_at
 
 MAX_LINE_BYTES = 10 * 1024 * 1024
 _BLOCK = 1024 * 1024
@@ -76,28 +77,43 @@ def _skip_rest_of_line(stream: BinaryIO) -> None:
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
-    """One line's JSON object; Invalid, naming no field, when the line is not one."""
+    """One line's JSON object; Invalid, naming the field where it can, when the line is not one."""
+    check_depth(raw)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            raise Invalid(None, f"not valid UTF-8 (byte {bad.start + 1} of the line)") from None
-        raise Invalid(None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        raise _invalid_json(raw, exc) from None
     if not isinstance(value, dict):
         raise Invalid(None, f"expected a JSON object, got {type_name(value)}")
     # PostgreSQL text cannot hold NUL; the escaped form is the only way one gets this far.
-    if b"\\u0000" in raw and _has_nul(value):
-        raise Invalid(None, "text contains a NUL character (\\u0000)")
+    if b"\\u0000" in raw and (field := _nul_field(value, "")) is not None:
+        raise Invalid(field or None, "text contains a NUL character (\\u0000)")
     return value
 
 
-def _has_nul(value: Any) -> bool:
+def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> Invalid:
+    """What orjson found wrong with the line, and in which field."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return Invalid(field_at(raw, bad.start), f"not valid UTF-8 (byte {bad.start + 1} of the line)")
+    # orjson counts characters; the walk goes by bytes.
+    offset = len(text[: exc.pos].encode())
+    return Invalid(field_at(raw, offset), f"invalid JSON: {exc.msg} (column {exc.colno})")
+
+
+def _nul_field(value: Any, path: str) -> str | None:
+    """The path of the first string (or key) holding NUL; None if none does."""
     if isinstance(value, str):
-        return "\x00" in value
+        return path if "\x00" in value else None
     if isinstance(value, dict):
-        return any("\x00" in k or _has_nul(v) for k, v in value.items())
+        for key, item in value.items():
+            if "\x00" in key:
+                return where(path, key.replace("\x00", "\\u0000"))
+            if (found := _nul_field(item, where(path, key))) is not None:
+                return found
     if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
+        for i, item in enumerate(value):
+            if (found := _nul_field(item, where(path, i))) is not None:
+                return found
+    return None

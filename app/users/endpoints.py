@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from app.deps import AdminApiUser, ApiUser, RowId, SessionDep
+from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep
 from app.errors import error_responses
 from app.users import service
 from app.users.schemas import UserCreate, UserRead, UserUpdate
@@ -39,6 +39,10 @@ def create_user(body: UserCreate, _: AdminApiUser, session: SessionDep) -> UserR
         400, 404, 409, described={409: "an admin changing their own role or active flag"}
     ),
 )
-def update_user(user_id: RowId, body: UserUpdate, admin: AdminApiUser, session: SessionDep) -> UserRead:
+def update_user(
+    user_id: RowId, body: UserUpdate, admin: AdminApiUser, login: ApiPrincipal, session: SessionDep
+) -> UserRead:
+    """Change a user's role, active flag or password. Deactivation ends all their logins for
+    good; a new password ends all but the one making the change."""
     user = service.get_user(session, user_id)
-    return UserRead.model_validate(service.update_user(session, user, body, by=admin))
+    return UserRead.model_validate(service.update_user(session, user, body, by=admin, keep=login))

@@ -6,6 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.auth.security import hash_password
+from app.auth.service import Principal, end_logins
 from app.errors import Conflict, NotFound
 from app.models import User
 from app.users.schemas import UserCreate, UserUpdate
@@ -38,7 +39,11 @@ def get_user_by_name(session: Session, username: str) -> User:
     return user
 
 
-def update_user(session: Session, user: User, data: UserUpdate, *, by: User) -> User:
+def update_user(
+    session: Session, user: User, data: UserUpdate, *, by: User, keep: Principal | None = None
+) -> User:
+    """Change a user; deactivation or a new password ends their logins (see end_logins), all
+    but `keep`, the caller's own."""
     if user.id == by.id and (data.role is not None or data.is_active is not None):
         # An admin who demotes or deactivates themselves may leave nobody able to undo it.
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
@@ -48,4 +53,6 @@ def update_user(session: Session, user: User, data: UserUpdate, *, by: User) -> 
         user.is_active = data.is_active
     if data.password is not None:
         user.password_hash = hash_password(data.password)
+    if data.is_active is False or data.password is not None:
+        end_logins(session, user, keep=keep)
     return user

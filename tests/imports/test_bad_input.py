@@ -38,8 +38,8 @@ def _set(path: str, value: object):  # type: ignore[no-untyped-def]
 CASES = [
     ("malformed JSON", "prm800k", b'{"labeler": "x", ', None, "invalid JSON"),
     ("a JSON array", "prm800k", b"[1, 2]", None, "expected a JSON object"),
-    ("non-UTF-8 bytes", "math", b'{"problem": "caf\xe9", "answer": "1"}', None, "not valid UTF-8"),
-    ("a NUL character", "math", b'{"problem": "a\\u0000b", "answer": "1"}', None, "NUL"),
+    ("non-UTF-8 bytes", "math", b'{"problem": "caf\xe9", "answer": "1"}', "problem", "not valid UTF-8"),
+    ("a NUL character", "math", b'{"problem": "a\\u0000b", "answer": "1"}', "problem", "NUL"),
     ("generation as text", "prm800k", _record(_set("generation", "nine")), "generation", "must be an integer"),
     ("a boolean flag as text", "prm800k", _record(_set("is_quality_control_question", "yes")), "is_quality_control_question", "true, false or null"),
     ("a step that is a number", "prm800k", _record(_set("question/pre_generated_steps/2", 7)), "question.pre_generated_steps[2]", "must be a string"),

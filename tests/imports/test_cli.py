@@ -82,11 +82,11 @@ def test_upgrade_create_import_export_and_failures(fresh_database: str, tmp_path
     assert "exported 2 labels" in out
     assert pq.read_table(io.BytesIO(parquet.read_bytes())).num_rows == 2
 
-    # Failures are one clear message and exit status 1, and leave nothing behind.
+    # Failures are one clear message and exit status 1 (2 for bad lines), and leave nothing behind.
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"problem": "a", "answer": "1"}\n{"problem": "b", "level": "hard"}\n')
     done = _run(url, "import", "--project", "cli", "--format", "math", bad)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "error: 1 bad line in bad.jsonl: nothing was imported" in done.stderr
     assert "bad.jsonl:2 level: must be an integer or 'Level N'" in done.stderr
     assert "Traceback" not in done.stderr

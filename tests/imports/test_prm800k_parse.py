@@ -139,7 +139,7 @@ def test_integers_beyond_64_bits_are_refused(path: str, value: object, field: st
     assert caught.value.field == field and message in caught.value.message
 
 
-def test_a_line_that_is_no_object_or_no_json_is_named_as_a_whole() -> None:
+def test_a_line_that_is_no_object_or_no_json_is_refused() -> None:
     def error(raw: bytes) -> tuple[str | None, str]:
         with pytest.raises(Invalid) as caught:
             parse_prm800k(raw, ORIGIN, NOW)
@@ -147,7 +147,9 @@ def test_a_line_that_is_no_object_or_no_json_is_named_as_a_whole() -> None:
 
     assert error(b"[1, 2]") == (None, "expected a JSON object, got an array")
     assert error(b'{"question": ')[1].startswith("invalid JSON")
-    assert error(b'{"question": {"problem": "a\\u0000b"}}') == (None, "text contains a NUL character (\\u0000)")
+    # Where a field holds what is wrong, it is named.
+    assert error(b'{"question": {"problem": "a\\u0000b"}}') == ("question.problem", "text contains a NUL character (\\u0000)")
+    assert error(b'{"question": {"problem": "caf\xe9"}}') == ("question.problem", "not valid UTF-8 (byte 30 of the line)")
 
 
 def _steps_as_dicts(record: dict[str, Any]) -> list[dict[str, Any]]:
