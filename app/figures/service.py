@@ -9,6 +9,7 @@ too, so it is not retried on every page view.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,6 +30,11 @@ from app.models import Problem
 # Asymptote's default unit draws for print: 10pt labels. At 1.5 they match the page's text.
 SCREEN_SCALE = 1.5
 MAX_SVG_BYTES = 2_000_000
+# MATH's figures come from AoPS, whose renderer imports modules before each figure; graph (Circle,
+# Arc, axes) and math (extension, intersection helpers) are the ones Debian ships. Figures that
+# need AoPS's own olympiad or cse5 fail and show their source.
+PREAMBLE = "import graph;\nimport math;\n"
+ASY_MESSAGE = re.compile(r"figure\.asy: (\d+)\.\d+: (.*)")
 _drawing = threading.BoundedSemaphore(1)
 
 
@@ -108,7 +114,7 @@ def draw_all(settings: Settings, sources: list[str]) -> tuple[int, int]:
 
 def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
     with tempfile.TemporaryDirectory(prefix="stepwise-asy-") as work:
-        Path(work, "figure.asy").write_text(source)
+        Path(work, "figure.asy").write_text(PREAMBLE + source)
         # -safe forbids system(), and writes outside the working directory are off by default
         # (-globalwrite); -render 0 draws 3D scenes as vectors instead of through OpenGL. Its own
         # session, so that a timeout kills the latex and dvisvgm it started too.
@@ -125,14 +131,25 @@ def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
             return Figure(svg=None, error=f"Asymptote took longer than {timeout_s:g} s")
         drawing = Path(work, "figure.svg")
         if process.returncode != 0 or not drawing.exists():
-            last = output.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            return Figure(svg=None, error=f"Asymptote failed: {last[0][:300]}")
+            return Figure(svg=None, error=f"Asymptote failed: {_first_error(output.decode(errors='replace'))}")
         if drawing.stat().st_size > MAX_SVG_BYTES:
             return Figure(svg=None, error="the drawing is too large")
         try:
             return Figure(svg=sanitize_svg(drawing.read_bytes(), scale=SCREEN_SCALE), error=None)
         except UnsafeSvg as error:
             return Figure(svg=None, error=str(error))
+
+
+def _first_error(output: str) -> str:
+    """The line that says why: Asymptote echoes the failing code first and ends with "could not
+    load module"."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        located = ASY_MESSAGE.match(line)
+        if located:
+            return f"line {int(located.group(1)) - PREAMBLE.count(chr(10))}: {located.group(2)}"[:300]
+    reasons = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
+    return reasons[0][:300]
 
 
 def _store(settings: Settings, key: str, figure: Figure) -> None:

@@ -95,7 +95,7 @@ def test_asymptote_draws_a_clean_cached_svg(figure_client, figure_settings, sess
 def test_broken_code_fails_once_and_is_remembered(settings: Settings, tmp_path: Path) -> None:
     figure_settings = settings.model_copy(update={"figures_dir": tmp_path})
     figure = service.draw(figure_settings, "draw((0,0)--;")
-    assert figure.svg is None and figure.error and figure.error.startswith("Asymptote failed")
+    assert figure.svg is None and figure.error == "Asymptote failed: line 1: syntax error"
     assert (tmp_path / f"{figure_key('draw((0,0)--;')}.failed").read_text() == figure.error
 
 
