@@ -1,5 +1,6 @@
-"""What KaTeX and Asymptote cannot show still reads well: answers at the end of a last step,
-tables, LaTeX KaTeX cannot parse, [asy] figures, and a long problem above the first step."""
+"""What KaTeX and Asymptote cannot show still reads well, on the labeler page and in the picks
+inspector: answers at the end of a last step, tables, LaTeX KaTeX cannot parse, [asy] figures,
+and a long problem above the first step."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import shutil
 import pytest
 from playwright.sync_api import Page, expect
 
+from app.db import session_scope
 from app.demo.service import MATH500
+from app.models import PickReason, Round, RoundPick, RoundStage, RoundStatus, Solution
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import make_project, make_user
 
@@ -120,3 +123,33 @@ def test_first_step_is_on_screen_under_a_long_problem(page: Page, session_factor
     panel = page.locator("#problem-text")
     assert panel.evaluate("e => e.scrollHeight > e.clientHeight")
     page.screenshot(path=str(screenshot(page, "labeler_long_problem.png").with_name("labeler_long_problem_fold.png")))
+
+
+def test_picks_inspector_renders_answers_tables_and_figures(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    statement = "Read the table.\n\\begin{tabular}{|c|c|}\\hline\nA & $1$ \\\\ \\hline\n\\end{tabular}\n[asy]draw((0,0)--;[/asy]"
+    steps = ["$A$ is $1$.", "So the answer is $1$.\n\n# Answer\n\n\\frac{2}{2}"]
+    solution_id = add_solution(session_factory, project, steps, statement=statement, answer="1")
+    with session_scope(session_factory) as session:
+        session.get(Solution, solution_id).final_answer = "\\frac{2}{"
+        round_ = Round(project_id=project.id, number=1, status=RoundStatus.done, stage=RoundStage.done)
+        session.add(round_)
+        session.flush()
+        session.add(RoundPick(round_id=round_.id, solution_id=solution_id, rank=0, score=0.9,
+                              reason=PickReason.convincing_wrong, answer_grade="wrong", priority=1.0))
+        round_id = round_.id
+    page.set_viewport_size(LAPTOP)
+    login(page, "rita", f"/research/rounds/{round_id}")
+
+    pick = page.locator(".pick").first
+    pick.locator("summary.problem").click()
+    expect(pick.locator("summary.problem .katex-display")).to_have_count(1)
+    expect(pick.locator("summary.problem details.asy-source")).to_have_count(1)
+    last = pick.locator(".step-text").nth(1)
+    expect(last.locator(".answer-lead .katex")).to_have_count(1)
+    expect(last.locator(".answer-value .katex")).to_have_count(1)
+    # The model's unparsable final answer is quiet source, not a red error.
+    expect(pick.locator(".pick-head .math-source")).to_have_text("\\frac{2}{")
+    expect(page.locator(".katex-error")).to_have_count(0)
+    screenshot(page, "research_picks_rendering.png")
