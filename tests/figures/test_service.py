@@ -7,10 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
+from app.cli import cli
+from app.config import Settings, get_settings
 from app.db import session_scope
 from app.figures import service
 from app.figures.asy import asy_sources, figure_key
@@ -105,3 +107,32 @@ def test_a_figure_that_runs_forever_is_stopped(settings: Settings, tmp_path: Pat
     figure_settings = settings.model_copy(update={"figures_dir": tmp_path, "asymptote_timeout_s": 1.0})
     figure = service.draw(figure_settings, "while(true) {}")
     assert figure.svg is None and figure.error == "Asymptote took longer than 1 s"
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("STEPWISE_FIGURES_DIR", str(tmp_path / "figures"))
+    get_settings.cache_clear()
+    yield tmp_path / "figures"
+    get_settings.cache_clear()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_figures_command_says_when_asymptote_is_off(cli_env, session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    _problem(session_factory)
+    monkeypatch.setenv("STEPWISE_ASYMPTOTE", "off")
+    result = CliRunner().invoke(cli, ["figures"])
+    assert result.exit_code == 1
+    assert "Asymptote is off or not installed" in result.output
+    assert not cli_env.exists()
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_figures_command_fills_the_cache(cli_env, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _problem(session_factory)
+    result = CliRunner().invoke(cli, ["figures"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "2 figures drawn or already cached, 0 could not be drawn\n"
+    assert sorted(p.name for p in cli_env.iterdir()) == sorted(f"{figure_key(s)}.svg" for s in asy_sources(STATEMENT))
