@@ -1,7 +1,7 @@
 """Drawing [asy] figures to SVG with Asymptote, cached on disk by content hash.
 
-A figure is drawn once: at import time by `stepwise figures draw`, or else on its first request,
-under a time limit and with at most one drawing at a time per server process, so that a slow
+A figure is drawn once: ahead of time by `stepwise figures` (which `stepwise demo` runs in the
+background), or else on its first request, under a time limit and with at most one drawing at a time per server process, so that a slow
 or hostile figure cannot hold more than one request thread. A figure that failed is remembered
 too, so it is not retried on every page view.
 """
@@ -30,6 +30,8 @@ from app.models import Problem
 # Asymptote's default unit draws for print: 10pt labels. At 1.5 they match the page's text.
 SCREEN_SCALE = 1.5
 MAX_SVG_BYTES = 2_000_000
+MAX_FILE_BYTES = 64 * 2**20
+MAX_MEMORY_BYTES = 2 * 2**30
 # MATH's figures come from AoPS, whose renderer imports modules before each figure; graph (Circle,
 # Arc, axes) and math (extension, intersection helpers) are the ones Debian ships. Figures that
 # need AoPS's own olympiad or cse5 fail and show their source.
@@ -71,7 +73,7 @@ def draw(settings: Settings, source: str) -> Figure:
         return known
     asy = asymptote_path(settings)
     if asy is None:
-        return Figure(svg=None, error="Asymptote is not installed on this server")
+        return Figure(svg=None, error="Asymptote is off or not installed on this server")
     if not _drawing.acquire(timeout=settings.asymptote_timeout_s):
         return Figure(svg=None, error="the server is busy drawing other figures")
     try:
@@ -118,26 +120,38 @@ def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
         # -safe forbids system(), and writes outside the working directory are off by default
         # (-globalwrite); -render 0 draws 3D scenes as vectors instead of through OpenGL. Its own
         # session, so that a timeout kills the latex and dvisvgm it started too.
-        command = [asy, "-safe", "-noV", "-render", "0", "-f", "svg", "-o", "figure", "figure.asy"]
-        process = subprocess.Popen(
-            command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "HOME": work},
-        )
-        try:
-            output, _ = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return Figure(svg=None, error=f"Asymptote took longer than {timeout_s:g} s")
+        command = [*_limits(), asy, "-safe", "-noV", "-render", "0", "-f", "svg", "-o", "figure", "figure.asy"]
+        log_path = Path(work, "asy.log")
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                command, cwd=work, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, env={**os.environ, "HOME": work},
+            )
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return Figure(svg=None, error=f"Asymptote took longer than {timeout_s:g} s")
         drawing = Path(work, "figure.svg")
         if process.returncode != 0 or not drawing.exists():
-            return Figure(svg=None, error=f"Asymptote failed: {_first_error(output.decode(errors='replace'))}")
+            with log_path.open("rb") as log:
+                output = log.read(64_000).decode(errors="replace")
+            return Figure(svg=None, error=f"Asymptote failed: {_first_error(output)}")
         if drawing.stat().st_size > MAX_SVG_BYTES:
             return Figure(svg=None, error="the drawing is too large")
         try:
             return Figure(svg=sanitize_svg(drawing.read_bytes(), scale=SCREEN_SCALE), error=None)
         except UnsafeSvg as error:
             return Figure(svg=None, error=str(error))
+
+
+def _limits() -> list[str]:
+    """util-linux's prlimit, where there is one, caps what a figure may write (its log included)
+    and the memory it may take: a loop that writes or allocates stops there, not at the disk's
+    or the machine's end."""
+    prlimit = shutil.which("prlimit")
+    return [prlimit, f"--fsize={MAX_FILE_BYTES}", f"--as={MAX_MEMORY_BYTES}", "--"] if prlimit else []
 
 
 def _first_error(output: str) -> str:
@@ -147,7 +161,8 @@ def _first_error(output: str) -> str:
     for line in lines:
         located = ASY_MESSAGE.match(line)
         if located:
-            return f"line {int(located.group(1)) - PREAMBLE.count(chr(10))}: {located.group(2)}"[:300]
+            line_in_figure = int(located.group(1)) - PREAMBLE.count("\n")
+            return f"line {line_in_figure}: {located.group(2)}"[:300]
     reasons = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
     return reasons[0][:300]
 

@@ -90,7 +90,7 @@ def test_figure_that_cannot_be_drawn_is_a_collapsed_source_block(page: Page, ses
     expect(block.locator("summary")).to_have_text("figure not shown (Asymptote source)")
     expect(block).not_to_have_attribute("open", "")
     expect(block.locator("pre")).not_to_be_visible()
-    reason = "Asymptote is not installed" if shutil.which("asy") is None else "Asymptote failed: line 1: syntax error"
+    reason = "Asymptote is off or not installed" if shutil.which("asy") is None else "Asymptote failed: line 1: syntax error"
     expect(block).to_have_attribute("title", re.compile(f"^figure not drawn: {reason}"))
     expect(page.locator("#problem-text")).not_to_contain_text("[asy]")
     block.locator("summary").click()

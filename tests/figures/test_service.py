@@ -60,7 +60,7 @@ def test_without_asymptote_the_figure_is_a_clear_404(figure_client, figure_setti
 
     response = figure_client.get(f"/api/v1/problems/{problem_id}/figures/0", headers=headers)
     assert response.status_code == 404
-    assert "Asymptote is not installed" in response.json()["detail"]
+    assert "Asymptote is off or not installed" in response.json()["detail"]
     assert figure_client.get(f"/api/v1/problems/{problem_id}/figures/2", headers=headers).status_code == 404
     assert figure_client.get(f"/api/v1/problems/{problem_id + 1}/figures/0", headers=headers).status_code == 404
     assert figure_client.get(f"/api/v1/problems/{problem_id}/figures/-1", headers=headers).status_code == 422
@@ -136,3 +136,11 @@ def test_figures_command_fills_the_cache(cli_env, session_factory) -> None:  # t
     assert result.exit_code == 0, result.output
     assert result.output == "2 figures drawn or already cached, 0 could not be drawn\n"
     assert sorted(p.name for p in cli_env.iterdir()) == sorted(f"{figure_key(s)}.svg" for s in asy_sources(STATEMENT))
+
+
+@pytest.mark.skipif(not HAS_ASY or shutil.which("prlimit") is None, reason="needs Asymptote and util-linux's prlimit")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_figure_that_writes_without_end_is_stopped(settings: Settings, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(service, "MAX_FILE_BYTES", 100_000)
+    figure = service.draw(settings.model_copy(update={"figures_dir": tmp_path}), 'while(true) write("xxxxxxxx");')
+    assert figure.svg is None and figure.error is not None and figure.error.startswith("Asymptote failed")
