@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from app.db import session_scope
 from app.demo.service import MATH500
 from app.models import PickReason, Round, RoundPick, RoundStage, RoundStatus, Solution
-from tests.browser.conftest import add_solution, login, screenshot
+from tests.browser.conftest import SCREENSHOTS, add_solution, login, screenshot
 from tests.conftest import make_project, make_user
 
 LAPTOP = {"width": 1440, "height": 900}
@@ -95,6 +95,7 @@ def test_figure_that_cannot_be_drawn_is_a_collapsed_source_block(page: Page, ses
     expect(page.locator("#problem-text")).not_to_contain_text("[asy]")
     block.locator("summary").click()
     expect(block.locator("pre")).to_have_text("draw((0,0)--;")
+    screenshot(page, "labeler_asy_source.png")
 
 
 @pytest.mark.skipif(shutil.which("asy") is None, reason="Asymptote (Debian package asymptote) is not installed")
@@ -122,7 +123,9 @@ def test_first_step_is_on_screen_under_a_long_problem(page: Page, session_factor
     # The statement is all there, in its own scrolling panel.
     panel = page.locator("#problem-text")
     assert panel.evaluate("e => e.scrollHeight > e.clientHeight")
-    page.screenshot(path=str(screenshot(page, "labeler_long_problem.png").with_name("labeler_long_problem_fold.png")))
+    # The viewport only, as the labeler sees it on load: the fold is the point.
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "labeler_long_problem.png"))
 
 
 def test_picks_inspector_renders_answers_tables_and_figures(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -128,7 +128,10 @@ export function renderProblemText(element, text, figureUrl) {
     ...parts.map((part, i) => {
       if (i % 2) return figure(part, figureUrl((i - 1) / 2));
       const span = document.createElement("span");
-      renderMathText(span, part);
+      // A figure is a block of its own: the line breaks around its code would add blank lines.
+      let text = i > 0 ? part.replace(/^[ \t]*\n/, "") : part;
+      if (i < parts.length - 1) text = text.replace(/\n[ \t]*$/, "");
+      renderMathText(span, text);
       return span;
     }),
   );
