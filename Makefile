@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test test-heavy serve install assets chromium
+.PHONY: demo test test-heavy serve install assets chromium asymptote
 
 demo: install assets
 	$(VENV)/bin/stepwise demo --host $(HOST) --port $(PORT)
@@ -36,3 +36,8 @@ assets: install
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+
+# Optional: draws the [asy] figures of MATH problems (about 750 MB with the TeX it runs); without it
+# the pages show each figure's source, collapsed.
+asymptote:
+	@command -v asy >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq asymptote; }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -278,8 +279,31 @@ def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
         report = load_demo(session)
     click.echo(report.describe())
     if not no_serve:
+        # The first start would wait a minute for MATH-500's figures; they are drawn while the
+        # server already serves (a page that needs one first draws it itself).
+        threading.Thread(target=_draw_figures, args=(ctx,), daemon=True).start()
         ctx_click = click.get_current_context()
         ctx_click.invoke(serve, host=host, port=port, workers=1)
+
+
+@cli.command("figures")
+@pass_ctx
+def figures(ctx: _Context) -> None:
+    """Draw the [asy] figures of all problems into the figure cache (STEPWISE_FIGURES_DIR)."""
+    from app.figures.service import asymptote_path
+
+    if asymptote_path(ctx.settings) is None:
+        raise click.ClickException("Asymptote is off or not installed (STEPWISE_ASYMPTOTE): figures show as source")
+    drawn, failed = _draw_figures(ctx)
+    click.echo(f"{drawn} figures drawn or already cached, {failed} could not be drawn")
+
+
+def _draw_figures(ctx: _Context) -> tuple[int, int]:
+    from app.figures.service import draw_all, figure_sources
+
+    with ctx.session() as session:
+        sources = figure_sources(session)
+    return draw_all(ctx.settings, sources)
 
 
 def _read_password() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -48,6 +49,21 @@ class Settings(BaseSettings):
     # 8 served 361 / 377 / 394 with p99 311 / 201 / 224 ms; 4 served 333 / 351 / 358 with p99
     # 172 / 174 / 161 ms. With a database farther away than loopback, more may pay.
     labeling_concurrency: int = Field(default=8, ge=1, alias="STEPWISE_LABELING_CONCURRENCY")
+
+    asymptote: str = Field(
+        default="asy",
+        alias="STEPWISE_ASYMPTOTE",
+        description="Asymptote's asy (a path, or a name on PATH) to draw [asy] figures in "
+        "problems; 'off', or asy missing, shows the figure's source collapsed instead.",
+    )
+    # A MATH figure takes about a second (latex and dvisvgm included); ten leaves room on a busy
+    # machine and still bounds a request that has to draw one.
+    asymptote_timeout_s: float = Field(default=10.0, gt=0, le=120, alias="STEPWISE_ASYMPTOTE_TIMEOUT_S")
+    figures_dir: Path = Field(
+        default=Path("./figures"),
+        alias="STEPWISE_FIGURES_DIR",
+        description="Cache of drawn figures, by content hash; server processes may share it.",
+    )
 
     @field_validator("database_url")
     @classmethod

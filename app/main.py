@@ -27,6 +27,7 @@ from app.deps import SESSION_COOKIE, LoginRequired
 from app.errors import ServiceError, field_error
 from app.exports import endpoints as exports_api
 from app.exports import pages as exports_pages
+from app.figures import endpoints as figures_api
 from app.imports import endpoints as imports_api
 from app.imports import pages as imports_pages
 from app.labeling import endpoints as labeling_api
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         imports_api.router,
         exports_api.router,
         rounds_api.router,
+        figures_api.router,
         auth_pages.router,
         labeling_pages.router,
         projects_pages.router,

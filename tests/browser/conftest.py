@@ -65,7 +65,8 @@ def live_server(sqlite_url: str, migrated: dict[str, str], tmp_path_factory) -> 
         migrated["sqlite"] = sqlite_url
     port = _free_port()
     log_path = tmp_path_factory.mktemp("server") / "uvicorn.log"
-    env = {**os.environ, "DATABASE_URL": sqlite_url, "STEPWISE_ENV": "test"}
+    env = {**os.environ, "DATABASE_URL": sqlite_url, "STEPWISE_ENV": "test",
+           "STEPWISE_FIGURES_DIR": str(tmp_path_factory.mktemp("figures"))}
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory",

@@ -2,7 +2,7 @@
 // loads the next one. Data goes into the page only through textContent (see math.js).
 
 import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postWithRetry } from "./api.js";
-import { mathAvailable, renderAnswer, renderMathText, renderStepText } from "./math.js";
+import { mathAvailable, renderAnswer, renderProblemText, renderStepText } from "./math.js";
 import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
 import { Drafts } from "./drafts.js";
 import { ReasonDialog } from "./reason_dialog.js";
@@ -125,7 +125,7 @@ function showTask(next) {
     draft.restore(state);
     timer.activeMs = draft.activeMs;
   }
-  renderMathText($("problem-text"), next.problem.statement);
+  renderProblemText($("problem-text"), next.problem.statement, (n) => figureUrl(next.problem.id, n));
   renderAnswer($("answer"), next.problem.answer);
   $("task-ids").textContent = `Solution ${next.solution.id}`;
   stepNodes = next.solution.steps.map(buildStep);
@@ -135,6 +135,8 @@ function showTask(next) {
   updateLease();
   window.scrollTo({ top: 0 });
 }
+
+const figureUrl = (problemId, n) => `/api/v1/problems/${problemId}/figures/${n}`;
 
 function buildStep(text, i) {
   const node = stepTemplate.content.firstElementChild.cloneNode(true);

@@ -2,7 +2,11 @@
 // replaces the math it finds in the resulting text nodes. Nothing from the data is ever parsed
 // as HTML, and KaTeX runs with `trust` off, so \href, \url and friends render as plain text.
 
-const ENVIRONMENTS = ["equation", "align", "alignat", "gather", "CD"];
+import { getJson } from "./api.js";
+
+// Written bare in text, outside $…$: MATH puts tables and sign charts in `array` (and `tabular`,
+// turned into `array` below).
+const ENVIRONMENTS = ["equation", "align", "alignat", "gather", "CD", "array"];
 
 const DELIMITERS = [
   // $$ before $, so that display math is not read as two empty inline formulas.
@@ -16,8 +20,14 @@ const DELIMITERS = [
   { left: "$", right: "$", display: false },
 ];
 
+// KaTeX draws an undefined command inside an otherwise rendered formula in errorColor. This colour
+// is ours alone, so that finding it finds those commands and never a formula's own \color.
+const ERROR_COLOR = "#cc0001";
+const ERROR_RGB = "rgb(204, 0, 1)";
+
 const KATEX_OPTIONS = {
   throwOnError: false,
+  errorColor: ERROR_COLOR,
   strict: "ignore",
   trust: false,
   // Hostile input must not be able to draw a 10,000em rule over the page or expand forever.
@@ -30,7 +40,7 @@ export function mathAvailable() {
 }
 
 export function renderMathText(element, text) {
-  element.textContent = text;
+  element.textContent = mathAvailable() ? tabularsToArrays(text) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
     ...KATEX_OPTIONS,
@@ -38,11 +48,124 @@ export function renderMathText(element, text) {
     errorCallback: () => {},
   });
   renderBareBoxes(element);
+  quietErrors(element);
+}
+
+// LaTeX that KaTeX cannot render, as readable source in a quiet style with the reason on hover:
+// KaTeX's own error block is red, and a labeler reads red as "this step is wrong".
+export function showSource(element, source, reason) {
+  const code = document.createElement("code");
+  code.className = "math-source";
+  code.textContent = source;
+  code.title = `Shown as source: ${reason.replace(/^(ParseError: )?KaTeX parse error: /, "")}`;
+  element.replaceChildren(code);
+}
+
+function quietErrors(root) {
+  for (const error of root.querySelectorAll(".katex-error")) {
+    replaceWithSource(error, error.textContent, error.title || "KaTeX cannot render this");
+  }
+  for (const formula of root.querySelectorAll(".katex")) {
+    const unknown = [...formula.querySelectorAll(".katex-html [style]")].find((e) => e.style.color === ERROR_RGB);
+    if (!unknown) continue;
+    const source = formula.querySelector("annotation")?.textContent ?? formula.textContent;
+    replaceWithSource(formula.closest(".katex-display") ?? formula, source, `Undefined control sequence: ${unknown.textContent}`);
+  }
+}
+
+function replaceWithSource(node, source, reason) {
+  const holder = document.createElement("span");
+  showSource(holder, source, reason);
+  node.replaceWith(holder.firstChild);
+}
+
+// KaTeX has no `tabular`. Its cells are text, so each becomes \text{…} (which keeps $…$ inside
+// it as math) in an `array` with the same columns and rules. A \multicolumn spanning the whole
+// table (a caption) goes above it; other \multicolumn cells keep their text in the first column.
+// Paragraph columns (p{3cm}) have no KaTeX equivalent: the pattern leaves those tables alone.
+const TABULAR = /\\begin\{tabular\}(?:\[[a-z]\])?\{([^{}]*)\}([\s\S]*?)\\end\{tabular\}/g;
+const MULTICOLUMN = /^\\multicolumn\{(\d+)\}\{[^{}]*\}\{([\s\S]*)\}$/;
+
+function tabularsToArrays(text) {
+  return text.replace(TABULAR, (_, columns, body) => {
+    const count = (columns.match(/[lcr]/g) ?? []).length;
+    const captions = [];
+    const rows = [];
+    for (const row of body.split("\\\\")) {
+      const [, rules, rest] = /^\s*((?:\\hline\s*)*)([\s\S]*)$/.exec(row);
+      const cells = rest.trim() ? rest.split(/(?<!\\)&/).map((cell) => cell.trim()) : [];
+      const span = cells.length === 1 ? MULTICOLUMN.exec(cells[0]) : null;
+      if (span && Number(span[1]) === count && !rows.length && !rules.trim()) {
+        captions.push(`\\text{${span[2]}}`);
+        continue;
+      }
+      const converted = cells.flatMap((cell) => {
+        const wide = MULTICOLUMN.exec(cell);
+        if (wide) return [`\\text{${wide[2]}}`, ...Array(Number(wide[1]) - 1).fill("")];
+        return [cell ? `\\text{${cell}}` : ""];
+      });
+      rows.push(`${rules}${converted.join(" & ")}`);
+    }
+    const array = `\\begin{array}{${columns}}${rows.join(" \\\\ ")}\\end{array}`;
+    const table = captions.length ? `\\begin{gathered}${[...captions, array].join(" \\\\ ")}\\end{gathered}` : array;
+    return `\\[${table}\\]`;
+  });
+}
+
+// MATH draws figures in Asymptote, inline as [asy]…[/asy]. The server draws them to sanitised
+// SVG (GET …/figures/{n}); shown through <img>, an SVG cannot run scripts or fetch anything.
+// Without a drawing (Asymptote not installed, or the code failed) the page shows a collapsed
+// block with the source, the server's reason on hover, instead of a wall of code.
+const ASY_BLOCK = /\[asy\]([\s\S]*?)\[\/asy\]/;
+
+export function renderProblemText(element, text, figureUrl) {
+  const parts = text.split(new RegExp(ASY_BLOCK.source, "g"));
+  if (parts.length === 1) {
+    renderMathText(element, text);
+    return;
+  }
+  element.replaceChildren(
+    ...parts.map((part, i) => {
+      if (i % 2) return figure(part, figureUrl((i - 1) / 2));
+      const span = document.createElement("span");
+      // A figure is a block of its own: the line breaks around its code would add blank lines.
+      let text = i > 0 ? part.replace(/^[ \t]*\n/, "") : part;
+      if (i < parts.length - 1) text = text.replace(/\n[ \t]*$/, "");
+      renderMathText(span, text);
+      return span;
+    }),
+  );
+}
+
+function figure(source, url) {
+  const box = document.createElement("span");
+  box.className = "asy-figure";
+  const image = document.createElement("img");
+  image.alt = "Figure of the problem";
+  image.addEventListener("error", () => box.replaceWith(figureSource(source, url)), { once: true });
+  image.src = url;
+  box.append(image);
+  return box;
+}
+
+function figureSource(source, url) {
+  const block = document.createElement("details");
+  block.className = "asy-source";
+  const summary = document.createElement("summary");
+  summary.textContent = "figure not shown (Asymptote source)";
+  const code = document.createElement("pre");
+  code.textContent = source.trim();
+  block.append(summary, code);
+  getJson(url).catch((error) => {
+    block.title = error.message;
+  });
+  return block;
 }
 
 // PRM800K's last step: "# Answer", a blank line, then the answer as bare LaTeX ("106^\circ"),
-// which has no delimiters for renderMathText to find.
-const ANSWER_SECTION = /^# Answer[ \t]*\n\s*/;
+// which has no delimiters for renderMathText to find. Imported records often end their last
+// step with it ("So the answer is 5.\n\n# Answer\n\n5").
+const ANSWER_SECTION = /(?:^|\n)# Answer[ \t]*\n\s*/;
 // Words or lines in the answer ("5 apples each", a second paragraph) are shown as text: math mode
 // would run the words together in italics. Words inside commands (\text{apples}) do not count.
 function isProse(answer) {
@@ -51,25 +174,29 @@ function isProse(answer) {
   return /[a-zA-Z]{3,}|[a-zA-Z]{2,}\s+[a-zA-Z]{2,}/.test(bare);
 }
 
-// One step of a solution: text with math, or an answer section with its answer as math.
+// One step of a solution: text with math, and an answer section with its answer as math.
 export function renderStepText(element, text) {
   const heading = ANSWER_SECTION.exec(text);
-  const answer = heading ? text.slice(heading[0].length).trim() : "";
+  const answer = heading ? text.slice(heading.index + heading[0].length).trim() : "";
   if (!heading || !answer || answer.includes("$") || isProse(answer) || !mathAvailable()) {
     renderMathText(element, text);
     return;
+  }
+  const parts = [];
+  const before = text.slice(0, heading.index).trim();
+  if (before) {
+    const lead = document.createElement("span");
+    lead.className = "answer-lead";
+    renderMathText(lead, before);
+    parts.push(lead);
   }
   const title = document.createElement("span");
   title.className = "answer-heading";
   title.textContent = "# Answer";
   const value = document.createElement("span");
   value.className = "answer-value";
-  try {
-    window.katex.render(answer, value, { ...KATEX_OPTIONS, throwOnError: true });
-  } catch {
-    value.textContent = answer;
-  }
-  element.replaceChildren(title, value);
+  renderInlineAnswer(value, answer);
+  element.replaceChildren(...parts, title, value);
 }
 
 // The expected answer, boxed as PRM800K shows it. Answers are LaTeX without delimiters
@@ -94,14 +221,17 @@ export function renderAnswer(element, answer) {
   renderMathText(element, answer);
 }
 
-// A final answer inline, as in the picks inspector: the same LaTeX without a box, and as text
-// where KaTeX cannot parse it.
+// A final answer inline, as in the picks inspector: the same LaTeX without a box, and as quiet
+// source where KaTeX cannot parse it.
 export function renderInlineAnswer(element, answer) {
-  if (!mathAvailable() || answer.includes("$")) return;
+  if (!mathAvailable() || answer.includes("$")) {
+    renderMathText(element, answer);
+    return;
+  }
   try {
     window.katex.render(answer, element, { ...KATEX_OPTIONS, throwOnError: true });
-  } catch {
-    element.textContent = answer;
+  } catch (error) {
+    showSource(element, answer, String(error.message ?? error));
   }
 }
 

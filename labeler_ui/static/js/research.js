@@ -3,7 +3,7 @@
 // its metrics, model version and picks appear.
 
 import { getJson } from "./api.js";
-import { mathAvailable, renderInlineAnswer, renderMathText } from "./math.js";
+import { mathAvailable, renderInlineAnswer, renderProblemText, renderStepText } from "./math.js";
 
 const POLL_MS = 2000;
 const ENDED = new Set(["done", "failed", "cancelled"]);
@@ -62,8 +62,12 @@ function follow(container) {
 document.querySelectorAll("[data-live-round]").forEach(follow);
 
 if (mathAvailable()) {
-  document.querySelectorAll(".math-text").forEach((element) => {
-    renderMathText(element, element.textContent);
+  document.querySelectorAll(".math-text.problem").forEach((element) => {
+    const problemId = element.dataset.problemId;
+    renderProblemText(element, element.textContent, (n) => `/api/v1/problems/${problemId}/figures/${n}`);
+  });
+  document.querySelectorAll(".math-text.step-text").forEach((element) => {
+    renderStepText(element, element.textContent);
   });
   document.querySelectorAll(".answer-math").forEach((element) => {
     renderInlineAnswer(element, element.textContent);

@@ -1,0 +1,176 @@
+"""Drawing [asy] figures to SVG with Asymptote, cached on disk by content hash.
+
+A figure is drawn once: ahead of time by `stepwise figures` (which `stepwise demo` runs in the
+background), or else on its first request, under a time limit and with at most one drawing at a time per server process, so that a slow
+or hostile figure cannot hold more than one request thread. A figure that failed is remembered
+too, so it is not retried on every page view.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.errors import NotFound
+from app.figures.asy import asy_sources, figure_key
+from app.figures.svg import UnsafeSvg, sanitize_svg
+from app.models import Problem
+
+# Asymptote's default unit draws for print: 10pt labels. At 1.5 they match the page's text.
+SCREEN_SCALE = 1.5
+MAX_SVG_BYTES = 2_000_000
+MAX_FILE_BYTES = 64 * 2**20
+MAX_MEMORY_BYTES = 2 * 2**30
+# MATH's figures come from AoPS, whose renderer imports modules before each figure; graph (Circle,
+# Arc, axes) and math (extension, intersection helpers) are the ones Debian ships. Figures that
+# need AoPS's own olympiad or cse5 fail and show their source.
+PREAMBLE = "import graph;\nimport math;\n"
+ASY_MESSAGE = re.compile(r"figure\.asy: (\d+)\.\d+: (.*)")
+_drawing = threading.BoundedSemaphore(1)
+
+
+@dataclass(frozen=True)
+class Figure:
+    svg: str | None
+    error: str | None
+
+
+def asymptote_path(settings: Settings) -> str | None:
+    """The asy executable to run, or None when figures are off or Asymptote is not installed."""
+    if settings.asymptote.strip().lower() in ("", "off"):
+        return None
+    return shutil.which(settings.asymptote)
+
+
+def cached(settings: Settings, key: str) -> Figure | None:
+    base = settings.figures_dir / key
+    try:
+        return Figure(svg=base.with_suffix(".svg").read_text(), error=None)
+    except FileNotFoundError:
+        pass
+    try:
+        return Figure(svg=None, error=base.with_suffix(".failed").read_text())
+    except FileNotFoundError:
+        return None
+
+
+def draw(settings: Settings, source: str) -> Figure:
+    """The figure from the cache, or drawn now (bounded by the timeout) and cached."""
+    key = figure_key(source)
+    known = cached(settings, key)
+    if known is not None:
+        return known
+    asy = asymptote_path(settings)
+    if asy is None:
+        return Figure(svg=None, error="Asymptote is off or not installed on this server")
+    if not _drawing.acquire(timeout=settings.asymptote_timeout_s):
+        return Figure(svg=None, error="the server is busy drawing other figures")
+    try:
+        known = cached(settings, key)
+        if known is not None:
+            return known
+        figure = _run_asymptote(asy, source, settings.asymptote_timeout_s)
+    finally:
+        _drawing.release()
+    _store(settings, key, figure)
+    return figure
+
+
+def problem_figure(session: Session, settings: Settings, problem_id: int, index: int) -> str:
+    """The sanitised SVG of the problem's figure number `index` (from 0)."""
+    statement = session.scalar(select(Problem.statement).where(Problem.id == problem_id))
+    if statement is None:
+        raise NotFound(f"problem {problem_id} not found")
+    sources = asy_sources(statement)
+    if index >= len(sources):
+        raise NotFound(f"problem {problem_id} has {len(sources)} figure(s)")
+    figure = draw(settings, sources[index])
+    if figure.svg is None:
+        raise NotFound(f"figure not drawn: {figure.error}")
+    return figure.svg
+
+
+def figure_sources(session: Session) -> list[str]:
+    """The Asymptote code of every figure in every problem, each once."""
+    statements = session.scalars(select(Problem.statement).where(Problem.statement.contains("[asy]")))
+    return sorted({source for statement in statements for source in asy_sources(statement)})
+
+
+def draw_all(settings: Settings, sources: list[str]) -> tuple[int, int]:
+    """Draw figures into the cache; returns (drawn or cached, failed)."""
+    figures = [draw(settings, source) for source in sources]
+    failed = sum(figure.svg is None for figure in figures)
+    return len(figures) - failed, failed
+
+
+def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
+    with tempfile.TemporaryDirectory(prefix="stepwise-asy-") as work:
+        Path(work, "figure.asy").write_text(PREAMBLE + source)
+        # -safe forbids system(), and writes outside the working directory are off by default
+        # (-globalwrite); -render 0 draws 3D scenes as vectors instead of through OpenGL. Its own
+        # session, so that a timeout kills the latex and dvisvgm it started too.
+        command = [*_limits(), asy, "-safe", "-noV", "-render", "0", "-f", "svg", "-o", "figure", "figure.asy"]
+        log_path = Path(work, "asy.log")
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                command, cwd=work, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, env={**os.environ, "HOME": work},
+            )
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return Figure(svg=None, error=f"Asymptote took longer than {timeout_s:g} s")
+        drawing = Path(work, "figure.svg")
+        if process.returncode != 0 or not drawing.exists():
+            with log_path.open("rb") as log:
+                output = log.read(64_000).decode(errors="replace")
+            return Figure(svg=None, error=f"Asymptote failed: {_first_error(output)}")
+        if drawing.stat().st_size > MAX_SVG_BYTES:
+            return Figure(svg=None, error="the drawing is too large")
+        try:
+            return Figure(svg=sanitize_svg(drawing.read_bytes(), scale=SCREEN_SCALE), error=None)
+        except UnsafeSvg as error:
+            return Figure(svg=None, error=str(error))
+
+
+def _limits() -> list[str]:
+    """util-linux's prlimit, where there is one, caps what a figure may write (its log included)
+    and the memory it may take: a loop that writes or allocates stops there, not at the disk's
+    or the machine's end."""
+    prlimit = shutil.which("prlimit")
+    return [prlimit, f"--fsize={MAX_FILE_BYTES}", f"--as={MAX_MEMORY_BYTES}", "--"] if prlimit else []
+
+
+def _first_error(output: str) -> str:
+    """The line that says why: Asymptote echoes the failing code first and ends with "could not
+    load module"."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        located = ASY_MESSAGE.match(line)
+        if located:
+            line_in_figure = int(located.group(1)) - PREAMBLE.count("\n")
+            return f"line {line_in_figure}: {located.group(2)}"[:300]
+    reasons = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
+    return reasons[0][:300]
+
+
+def _store(settings: Settings, key: str, figure: Figure) -> None:
+    """Write through a temporary file and rename, so another process never reads half a file."""
+    settings.figures_dir.mkdir(parents=True, exist_ok=True)
+    suffix = ".svg" if figure.svg is not None else ".failed"
+    with tempfile.NamedTemporaryFile("w", dir=settings.figures_dir, delete=False, suffix=".tmp") as file:
+        file.write(figure.svg if figure.svg is not None else figure.error or "")
+    os.replace(file.name, (settings.figures_dir / key).with_suffix(suffix))

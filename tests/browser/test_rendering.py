@@ -1,0 +1,158 @@
+"""What KaTeX and Asymptote cannot show still reads well, on the labeler page and in the picks
+inspector: answers at the end of a last step, tables, LaTeX KaTeX cannot parse, [asy] figures,
+and a long problem above the first step."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.db import session_scope
+from app.demo.service import MATH500
+from app.models import PickReason, Round, RoundPick, RoundStage, RoundStatus, Solution
+from tests.browser.conftest import SCREENSHOTS, add_solution, login, screenshot
+from tests.conftest import make_project, make_user
+
+LAPTOP = {"width": 1440, "height": 900}
+
+
+def _math500(predicate) -> dict:  # type: ignore[no-untyped-def]
+    with MATH500.open() as lines:
+        records = [json.loads(line) for line in lines]
+    return max((r for r in records if predicate(r["problem"])), key=lambda r: len(r["problem"]))
+
+
+def _open(page: Page, session_factory, steps: list[str], statement: str, answer: str = "5") -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, steps, statement=statement, answer=answer)
+    page.set_viewport_size(LAPTOP)
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#steps > .step")).to_have_count(len(steps))
+
+
+def test_answer_at_the_end_of_the_last_step_renders_as_math(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    steps = ["Half of $5$ is what we want.", "So the answer is $\\frac{5}{2}$.\n\n# Answer\n\n\\frac{5}{2}"]
+    _open(page, session_factory, steps, "What is half of $5$?", "\\frac{5}{2}")
+
+    last = page.locator("#steps > .step").nth(1).locator(".step-text")
+    expect(last.locator(".answer-lead .katex")).to_have_count(1)
+    expect(last.locator(".answer-heading")).to_have_text("# Answer")
+    expect(last.locator(".answer-value .katex")).to_have_count(1)
+    assert "\\frac" not in last.inner_text()
+    screenshot(page, "labeler_answer_in_last_step.png")
+
+
+def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    table = _math500(lambda p: "\\multicolumn" in p)["problem"]
+    steps = [
+        "The signs:\n\\begin{array}{c|c} x & f(x) \\\\ \\hline 1 & 2 \\end{array}",
+        "A table:\n\\begin{tabular}{|l|c|}\\hline\nGrade & $x$ \\\\ \\hline\n$9^{\\mathrm{th}}$ & $41.1\\%$ \\\\ \\hline\n\\end{tabular}",
+    ]
+    _open(page, session_factory, steps, table)
+
+    for text in page.locator("#steps .step-text, #problem-text").all():
+        expect(text.locator(".katex-display")).to_have_count(1)
+        visible = text.evaluate("e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('')")
+        assert "\\begin" not in visible and "tabular" not in visible, visible
+    expect(page.locator(".katex-error, .math-source")).to_have_count(0)
+    # The caption of MATH's table sits above it; its rules are drawn.
+    expect(page.locator("#problem-text .katex-display")).to_contain_text("Number of Students per County")
+    assert page.locator("#problem-text .katex-display .hline").count() >= 3
+    screenshot(page, "labeler_tables.png")
+
+
+def test_latex_katex_cannot_render_is_quiet_source(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    steps = ["Then $\\notacommand{x} + 1$ follows.", "So the answer is 5.\n\n# Answer\n\n\\frac{5}{"]
+    _open(page, session_factory, steps, "Find $x$.")
+
+    expect(page.locator(".katex-error")).to_have_count(0)
+    source = page.locator("#steps > .step").nth(0).locator(".math-source")
+    expect(source).to_have_text("\\notacommand{x} + 1")
+    expect(source).to_have_attribute("title", "Shown as source: Undefined control sequence: \\notacommand")
+    style = source.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).fontFamily]")
+    assert style[0] == "rgb(107, 114, 128)" and "monospace" in style[1], style
+    answer = page.locator("#steps > .step").nth(1).locator(".answer-value .math-source")
+    expect(answer).to_have_text("\\frac{5}{")
+    expect(answer).to_have_attribute("title", re.compile(r"^Shown as source: .*expected '\}'"))
+    screenshot(page, "labeler_quiet_source.png")
+
+
+def test_figure_that_cannot_be_drawn_is_a_collapsed_source_block(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    statement = "In the figure below,\n[asy]draw((0,0)--;[/asy]\nwhat is $x$?"
+    _open(page, session_factory, ["$x = 5$."], statement)
+
+    block = page.locator("#problem-text details.asy-source")
+    expect(block.locator("summary")).to_have_text("figure not shown (Asymptote source)")
+    expect(block).not_to_have_attribute("open", "")
+    expect(block.locator("pre")).not_to_be_visible()
+    reason = "Asymptote is off or not installed" if shutil.which("asy") is None else "Asymptote failed: line 1: syntax error"
+    expect(block).to_have_attribute("title", re.compile(f"^figure not drawn: {reason}"))
+    expect(page.locator("#problem-text")).not_to_contain_text("[asy]")
+    block.locator("summary").click()
+    expect(block.locator("pre")).to_have_text("draw((0,0)--;")
+    screenshot(page, "labeler_asy_source.png")
+
+
+@pytest.mark.skipif(shutil.which("asy") is None, reason="Asymptote (Debian package asymptote) is not installed")
+def test_math500_figure_is_drawn(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    record = _math500(lambda p: "[asy]" in p and "unitsize" in p)
+    _open(page, session_factory, ["Look at the figure."], record["problem"], record["answer"])
+
+    image = page.locator("#problem-text .asy-figure img")
+    expect(image).to_have_count(record["problem"].count("[asy]"))
+    image.first.scroll_into_view_if_needed()
+    page.wait_for_function("() => [...document.querySelectorAll('.asy-figure img')].every(i => i.complete && i.naturalWidth > 0)")
+    expect(page.locator(".asy-source")).to_have_count(0)
+    screenshot(page, "labeler_asy_figure.png")
+
+
+def test_first_step_is_on_screen_under_a_long_problem(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # MATH-500's longest statements without a figure, one after another: taller than the screen.
+    with MATH500.open() as lines:
+        problems = sorted((p for p in (json.loads(line)["problem"] for line in lines) if "[asy]" not in p), key=len)
+    statement = "\n\n".join(problems[-4:])
+    _open(page, session_factory, ["First, count the stamps.", "Then add."], statement)
+
+    box = page.locator("#steps > .step").first.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= LAPTOP["height"], box
+    # The statement is all there, in its own scrolling panel.
+    panel = page.locator("#problem-text")
+    assert panel.evaluate("e => e.scrollHeight > e.clientHeight")
+    # The viewport only, as the labeler sees it on load: the fold is the point.
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "labeler_long_problem.png"))
+
+
+def test_picks_inspector_renders_answers_tables_and_figures(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    statement = "Read the table.\n\\begin{tabular}{|c|c|}\\hline\nA & $1$ \\\\ \\hline\n\\end{tabular}\n[asy]draw((0,0)--;[/asy]"
+    steps = ["$A$ is $1$.", "So the answer is $1$.\n\n# Answer\n\n\\frac{2}{2}"]
+    solution_id = add_solution(session_factory, project, steps, statement=statement, answer="1")
+    with session_scope(session_factory) as session:
+        session.get(Solution, solution_id).final_answer = "\\frac{2}{"
+        round_ = Round(project_id=project.id, number=1, status=RoundStatus.done, stage=RoundStage.done)
+        session.add(round_)
+        session.flush()
+        session.add(RoundPick(round_id=round_.id, solution_id=solution_id, rank=0, score=0.9,
+                              reason=PickReason.convincing_wrong, answer_grade="wrong", priority=1.0))
+        round_id = round_.id
+    page.set_viewport_size(LAPTOP)
+    login(page, "rita", f"/research/rounds/{round_id}")
+
+    pick = page.locator(".pick").first
+    pick.locator("summary.problem").click()
+    expect(pick.locator("summary.problem .katex-display")).to_have_count(1)
+    expect(pick.locator("summary.problem details.asy-source")).to_have_count(1)
+    last = pick.locator(".step-text").nth(1)
+    expect(last.locator(".answer-lead .katex")).to_have_count(1)
+    expect(last.locator(".answer-value .katex")).to_have_count(1)
+    # The model's unparsable final answer is quiet source, not a red error.
+    expect(pick.locator(".pick-head .math-source")).to_have_text("\\frac{2}{")
+    expect(page.locator(".katex-error")).to_have_count(0)
+    screenshot(page, "research_picks_rendering.png")

@@ -1,0 +1,146 @@
+"""Figures from [asy] code: found in statements, drawn by Asymptote when it is installed (cached
+by content), and a clear 404 otherwise, so that the page shows the source instead."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.cli import cli
+from app.config import Settings, get_settings
+from app.db import session_scope
+from app.figures import service
+from app.figures.asy import asy_sources, figure_key
+from app.models import Problem
+from tests.conftest import api_headers, make_project, make_user
+
+ASY = "draw((0,0)--(1,0)--(0,1)--cycle);\nlabel(\"$A$\", (0,0), SW);"
+STATEMENT = f"In the triangle\n[asy]{ASY}[/asy]\nwhat is $x$?\n[asy]\ndraw(unitcircle);\n[/asy]"
+HAS_ASY = shutil.which("asy") is not None
+
+
+def test_sources_are_found_in_order() -> None:
+    assert asy_sources(STATEMENT) == [ASY, "\ndraw(unitcircle);\n"]
+    assert asy_sources("no figure, [asy] unclosed") == []
+    assert figure_key(ASY) == figure_key(ASY) != figure_key(ASY + " ")
+
+
+def _problem(factory: sessionmaker[Session], statement: str = STATEMENT) -> int:
+    project = make_project(factory)
+    with session_scope(factory) as session:
+        problem = Problem(project_id=project.id, statement=statement, answer="1", content_hash="h")
+        session.add(problem)
+        session.flush()
+        return problem.id
+
+
+@pytest.fixture
+def figure_settings(settings: Settings, tmp_path: Path) -> Settings:
+    return settings.model_copy(update={"figures_dir": tmp_path / "figures"})
+
+
+@pytest.fixture
+def figure_client(app, figure_settings: Settings):  # type: ignore[no-untyped-def]
+    app.state.settings = figure_settings
+    with TestClient(app) as client:
+        yield client
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_without_asymptote_the_figure_is_a_clear_404(figure_client, figure_settings, session_factory) -> None:  # type: ignore[no-untyped-def]
+    figure_client.app.state.settings = figure_settings.model_copy(update={"asymptote": "off"})
+    make_user(session_factory, "lena", "labeler")
+    problem_id = _problem(session_factory)
+    headers = api_headers(figure_client, "lena")
+
+    response = figure_client.get(f"/api/v1/problems/{problem_id}/figures/0", headers=headers)
+    assert response.status_code == 404
+    assert "Asymptote is off or not installed" in response.json()["detail"]
+    assert figure_client.get(f"/api/v1/problems/{problem_id}/figures/2", headers=headers).status_code == 404
+    assert figure_client.get(f"/api/v1/problems/{problem_id + 1}/figures/0", headers=headers).status_code == 404
+    assert figure_client.get(f"/api/v1/problems/{problem_id}/figures/-1", headers=headers).status_code == 422
+    assert figure_client.get(f"/api/v1/problems/{problem_id}/figures/0").status_code == 401
+    # Nothing is remembered: installing Asymptote later draws the figure.
+    assert not figure_settings.figures_dir.exists()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_missing_executable_counts_as_not_installed(settings: Settings) -> None:
+    assert service.asymptote_path(settings.model_copy(update={"asymptote": "/nonexistent/asy"})) is None
+    assert service.asymptote_path(settings.model_copy(update={"asymptote": "OFF"})) is None
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_asymptote_draws_a_clean_cached_svg(figure_client, figure_settings, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "lena", "labeler")
+    problem_id = _problem(session_factory)
+    headers = api_headers(figure_client, "lena")
+
+    response = figure_client.get(f"/api/v1/problems/{problem_id}/figures/0", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/svg+xml"
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    assert response.text.startswith("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+    assert "<path" in response.text and "<script" not in response.text
+    cached = figure_settings.figures_dir / f"{figure_key(ASY)}.svg"
+    assert cached.read_text() == response.text
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_broken_code_fails_once_and_is_remembered(settings: Settings, tmp_path: Path) -> None:
+    figure_settings = settings.model_copy(update={"figures_dir": tmp_path})
+    figure = service.draw(figure_settings, "draw((0,0)--;")
+    assert figure.svg is None and figure.error == "Asymptote failed: line 1: syntax error"
+    assert (tmp_path / f"{figure_key('draw((0,0)--;')}.failed").read_text() == figure.error
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_figure_that_runs_forever_is_stopped(settings: Settings, tmp_path: Path) -> None:
+    figure_settings = settings.model_copy(update={"figures_dir": tmp_path, "asymptote_timeout_s": 1.0})
+    figure = service.draw(figure_settings, "while(true) {}")
+    assert figure.svg is None and figure.error == "Asymptote took longer than 1 s"
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("STEPWISE_FIGURES_DIR", str(tmp_path / "figures"))
+    get_settings.cache_clear()
+    yield tmp_path / "figures"
+    get_settings.cache_clear()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_figures_command_says_when_asymptote_is_off(cli_env, session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    _problem(session_factory)
+    monkeypatch.setenv("STEPWISE_ASYMPTOTE", "off")
+    result = CliRunner().invoke(cli, ["figures"])
+    assert result.exit_code == 1
+    assert "Asymptote is off or not installed" in result.output
+    assert not cli_env.exists()
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_figures_command_fills_the_cache(cli_env, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _problem(session_factory)
+    result = CliRunner().invoke(cli, ["figures"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "2 figures drawn or already cached, 0 could not be drawn\n"
+    assert sorted(p.name for p in cli_env.iterdir()) == sorted(f"{figure_key(s)}.svg" for s in asy_sources(STATEMENT))
+
+
+@pytest.mark.skipif(not HAS_ASY or shutil.which("prlimit") is None, reason="needs Asymptote and util-linux's prlimit")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_figure_that_writes_without_end_is_stopped(settings: Settings, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(service, "MAX_FILE_BYTES", 100_000)
+    figure = service.draw(settings.model_copy(update={"figures_dir": tmp_path}), 'while(true) write("xxxxxxxx");')
+    assert figure.svg is None and figure.error is not None and figure.error.startswith("Asymptote failed")
