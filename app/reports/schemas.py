@@ -27,6 +27,7 @@ class ReportRead(BaseModel):
     label_id: int
     solution_id: int
     problem_id: int
+    problem_statement: str
     problem_retired: bool
     step: int | None = Field(description="the flagged step, counted from 1; null for a whole solution")
     reason: str | None = Field(description="the labeler's reason; a flagged step has none")

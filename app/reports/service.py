@@ -80,6 +80,7 @@ def _report_rows() -> Select[Any]:
             Label.finish_note,
             User.username,
             _dismisser.username.label("dismissed_by"),
+            Problem.statement,
             Problem.retired_at,
         )
         .join(Label, Label.id == Report.label_id)
@@ -114,6 +115,7 @@ def _read(row: Row[Any]) -> ReportRead:
         label_id=report.label_id,
         solution_id=report.solution_id,
         problem_id=report.problem_id,
+        problem_statement=row.statement,
         problem_retired=row.retired_at is not None,
         step=None if report.step is None else report.step + 1,
         # A flag carries no reason of its own; the label's note explains the whole label.

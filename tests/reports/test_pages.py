@@ -119,7 +119,7 @@ def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  
     assert page.status_code == 200
     assert "Broken $x$" in page.text and "-2 is not an answer" in page.text
     assert page.text.count('<li id="step-') == 3 and "not rated" in page.text and "⚑ flagged" in page.text
-    assert '/static/js/label_view.js' in page.text
+    assert '/static/js/math_view.js' in page.text
     retired = client.post(
         f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/retire",
         data={"csrf_token": csrf, "label_id": rows[0]["label_id"]},

@@ -1,5 +1,6 @@
-// The read-only label view: the server writes problem and steps as escaped text; this turns
-// the math in that text into KaTeX, through the same functions as the labeling page.
+// Manager pages that show problems and steps (the Reports tab, the read-only label view): the
+// server writes them as escaped text marked `data-math`; this turns the math in that text into
+// KaTeX, through the same functions as the labeling page.
 import { renderAnswer, renderMathText, renderStepText } from "./math.js";
 
 const RENDER = { text: renderMathText, step: renderStepText, answer: renderAnswer };
