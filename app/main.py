@@ -34,6 +34,8 @@ from app.labeling import endpoints as labeling_api
 from app.labeling import pages as labeling_pages
 from app.projects import endpoints as projects_api
 from app.projects import pages as projects_pages
+from app.reports import endpoints as reports_api
+from app.reports import pages as reports_pages
 from app.rounds import endpoints as rounds_api
 from app.rounds import pages as rounds_pages
 from app.rounds.worker import start_local_worker
@@ -91,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         exports_api.router,
         rounds_api.router,
         figures_api.router,
+        reports_api.router,
         auth_pages.router,
         labeling_pages.router,
         projects_pages.router,
@@ -98,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         exports_pages.router,
         users_pages.router,
         rounds_pages.router,
+        reports_pages.router,
     ):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -41,6 +41,8 @@ from app.models import (
     LabelingMode,
     Problem,
     Project,
+    Report,
+    ReportKind,
     Solution,
     User,
     utcnow,
@@ -67,6 +69,7 @@ WAITING_COUNT_LIMIT = 1000
 # planning cost more than running it (0.84 against 0.73 ms at 64 labelers).
 WAITING = literal_column(f"'{AssignmentStatus.waiting.value}'")
 LEASED = literal_column(f"'{AssignmentStatus.leased.value}'")
+BAD_PROBLEM = literal_column(f"'{ReportKind.bad_problem.value}'")
 ONE = literal_column("1")
 
 
@@ -317,7 +320,8 @@ _HOLDS_SOLUTION = select(
 
 
 def _take_best_slot_statement() -> Update:
-    """Lease the highest-priority waiting slot of a solution the labeler has not touched.
+    """Lease the highest-priority waiting slot of a solution the labeler has not touched, of a
+    problem still served to them.
 
     One statement: the pick is a locked subquery of the UPDATE that leases it, so the row
     travels neither to Python and back nor through the ORM's unit of work.
@@ -336,6 +340,22 @@ def _take_best_slot_statement() -> Update:
     labeled_by_user = exists().where(
         Label.solution_id == slot.solution_id, Label.user_id == bindparam("user")
     )
+    # A retired problem is served to nobody, and one a labeler reported as bad is not served to
+    # them again (its other solutions would meet the same fault). Two primary-key look-ups and
+    # ix_reports_bad_problems, for the slot the pick settles on and any it passes over.
+    solution = Solution.__table__.alias("slot_solution")
+    problem = Problem.__table__.alias("slot_problem")
+    reported_by_user = exists().where(
+        Report.user_id == bindparam("user"),
+        Report.kind == BAD_PROBLEM,
+        Report.problem_id == problem.c.id,
+    )
+    servable_problem = exists().where(
+        solution.c.id == slot.solution_id,
+        problem.c.id == solution.c.problem_id,
+        problem.c.retired_at.is_(None),
+        ~reported_by_user,
+    )
     best = (
         select(slot.id)
         .where(
@@ -343,6 +363,7 @@ def _take_best_slot_statement() -> Update:
             slot.status == WAITING,
             ~leased_by_user,
             ~labeled_by_user,
+            servable_problem,
         )
         # Among equal priorities, every solution's first slot before any later one, newest
         # first: that is ix_assignments_queue read backwards, with nothing to sort (an order

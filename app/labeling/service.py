@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import BadInput, Conflict, NotFound
 from app.labeling import queue
+from app.reports.service import record_reports
 from app.labeling.schemas import (
     LabelerStats,
     LabelReceipt,
@@ -59,6 +60,7 @@ _HELD_ASSIGNMENT = (
         Assignment.leased_at,
         Project.labeling_mode,
         Solution.steps,
+        Solution.problem_id,
         *_EARLIER_LABEL,
     )
     .join(Project, Project.id == Assignment.project_id)
@@ -202,6 +204,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         # labeler's key, sent at this moment for another assignment.
         raise Conflict("this idempotency key was already used for another assignment") from exc
     assert label_id is not None
+    record_reports(session, {**columns, "id": label_id}, held.problem_id, data.ratings)
     return LabelReceipt(
         label_id=label_id,
         assignment_id=assignment_id,

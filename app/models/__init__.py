@@ -9,6 +9,7 @@ from app.models.label import FinishReason, Label
 from app.models.model_version import ModelVersion
 from app.models.problem import Problem
 from app.models.project import LabelingMode, Project
+from app.models.report import Report, ReportKind, ReportStatus
 from app.models.round import ACTIVE_ROUND_STATUSES, Round, RoundStage, RoundStatus, RoundTrigger
 from app.models.round_pick import PickReason, RoundPick
 from app.models.round_settings import PromoteMetric, RoundSettings, ScoreKind
@@ -35,6 +36,9 @@ __all__ = [
     "Problem",
     "Project",
     "PromoteMetric",
+    "Report",
+    "ReportKind",
+    "ReportStatus",
     "Role",
     "Round",
     "RoundPick",

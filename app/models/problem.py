@@ -25,4 +25,7 @@ class Problem(Base):
     # Hash of statement and answer: the same problem imported twice is one row.
     content_hash: Mapped[str] = mapped_column(String(64))
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Set when a manager retires the problem: its solutions are not served again, and the
+    # labels it already has stay and export as before.
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -27,6 +27,20 @@ LABELER_API = {
     ("POST", "/api/v1/projects/{project_id}/tasks/next"),
 }
 LABELER_API_PREFIXES = ("/api/v1/assignments/",)
+# Routes that act on what labelers reported: managers (and admins) only, researchers may read.
+REPORT_ACTIONS = {
+    ("POST", "/api/v1/projects/{project_id}/reports/{report_id}/dismiss"),
+    ("POST", "/api/v1/projects/{project_id}/problems/{problem_id}/retire"),
+    ("POST", "/manage/projects/{project_id}/reports/{report_id}/dismiss"),
+    ("POST", "/manage/projects/{project_id}/problems/{problem_id}/retire"),
+}
+REPORT_READS = {
+    ("GET", "/api/v1/projects/{project_id}/reports"),
+    ("GET", "/api/v1/projects/{project_id}/labels/{label_id}"),
+    ("GET", "/manage/projects/{project_id}/reports"),
+    ("GET", "/manage/projects/{project_id}/reports/download"),
+    ("GET", "/manage/projects/{project_id}/labels/{label_id}"),
+}
 ADMIN_PAGE_PREFIXES = ("/admin",)
 ADMIN_API_PREFIXES = ("/api/v1/users",)
 
@@ -79,6 +93,7 @@ def test_every_page_for_other_roles_refuses_a_labeler(client, app, session_facto
         assert CSRF_REFUSAL not in response.text, f"{endpoint}: refused for the form, not the role"
         checked.append(endpoint.path)
     assert {"/manage/projects", "/admin/users"} <= set(checked)
+    assert {path for _, path in REPORT_ACTIONS | REPORT_READS if not path.startswith("/api/")} <= set(checked)
 
 
 def test_every_api_route_for_other_roles_refuses_a_labeler_token(client, app, session_factory, ids) -> None:  # type: ignore[no-untyped-def]
@@ -92,6 +107,7 @@ def test_every_api_route_for_other_roles_refuses_a_labeler_token(client, app, se
         assert response.status_code == 403, f"{endpoint} gave a labeler {response.status_code}"
         checked.append((endpoint.method, endpoint.path))
     assert {("POST", "/api/v1/projects"), ("GET", "/api/v1/users")} <= set(checked)
+    assert {e for e in REPORT_ACTIONS | REPORT_READS if e[1].startswith("/api/")} <= set(checked)
 
 
 def test_every_api_route_for_other_roles_refuses_a_labelers_browser_session(client, app, session_factory, ids) -> None:  # type: ignore[no-untyped-def]
@@ -101,6 +117,26 @@ def test_every_api_route_for_other_roles_refuses_a_labelers_browser_session(clie
         if endpoint.is_api and not _open_to_labelers(endpoint):
             response = _call(client, endpoint, ids, csrf=csrf)
             assert response.status_code == 403, f"{endpoint} gave a labeler {response.status_code}"
+
+
+def test_a_researcher_reads_reports_but_does_not_act_on_them(client, app, session_factory, ids) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "rae", "researcher")
+    csrf = browser_login(client, "rae")
+    headers = api_headers(client, "rae")
+    served = {(e.method, e.path): e for e in endpoints(app)}
+    assert REPORT_ACTIONS | REPORT_READS <= set(served)
+    for key in REPORT_ACTIONS | REPORT_READS:
+        endpoint = served[key]
+        if endpoint.is_api:
+            response = _call(client, endpoint, ids, headers=headers)
+        else:
+            response = _call(client, endpoint, ids, csrf=csrf)
+        if key in REPORT_ACTIONS:
+            assert response.status_code == 403, f"{endpoint} gave a researcher {response.status_code}"
+            assert CSRF_REFUSAL not in response.text
+        else:
+            # No report or label 1 exists: a 404 says the role check let the researcher in.
+            assert response.status_code in (200, 404), f"{endpoint} gave a researcher {response.status_code}"
 
 
 def test_every_admin_route_refuses_a_manager(client, app, session_factory, ids) -> None:  # type: ignore[no-untyped-def]

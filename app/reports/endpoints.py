@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
+from app.errors import error_responses
+from app.models import INT32_MAX
+from app.projects.service import get_project
+from app.reports import service
+from app.reports.schemas import (
+    MAX_REPORTS_PER_PAGE,
+    LabelView,
+    ProblemRetirement,
+    ReportFilters,
+    ReportPage,
+    ReportRead,
+)
+
+router = APIRouter(
+    prefix="/api/v1/projects/{project_id}",
+    tags=["reports"],
+    responses=error_responses(401, 403, 422),
+)
+
+
+@router.get("/reports", response_model=ReportPage, responses=error_responses(404))
+def list_reports(
+    project_id: RowId,
+    _: DataApiUser,
+    session: SessionDep,
+    filters: Annotated[ReportFilters, Query()],
+    limit: Annotated[int, Query(ge=1, le=MAX_REPORTS_PER_PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=INT32_MAX)] = 0,
+) -> ReportPage:
+    """Give-ups, bad-problem reports and flagged steps, newest first."""
+    project = get_project(session, project_id)
+    return service.list_reports(session, project.id, filters, limit=limit, offset=offset)
+
+
+@router.post(
+    "/reports/{report_id}/dismiss", response_model=ReportRead, responses=error_responses(404)
+)
+def dismiss_report(
+    project_id: RowId, report_id: RowId, user: ManagerApiUser, session: SessionDep
+) -> ReportRead:
+    """Mark a report dismissed; dismissing it again changes nothing."""
+    return service.dismiss_report(session, project_id, report_id, user)
+
+
+@router.post(
+    "/problems/{problem_id}/retire",
+    response_model=ProblemRetirement,
+    responses=error_responses(404),
+)
+def retire_problem(
+    project_id: RowId, problem_id: RowId, _: ManagerApiUser, session: SessionDep
+) -> ProblemRetirement:
+    """Stop serving the problem's solutions; its labels stay and export. Idempotent."""
+    return service.retire_problem(session, project_id, problem_id)
+
+
+@router.get("/labels/{label_id}", response_model=LabelView, responses=error_responses(404))
+def get_label(
+    project_id: RowId, label_id: RowId, _: DataApiUser, session: SessionDep
+) -> LabelView:
+    """One label as submitted, with the problem and steps its labeler saw."""
+    return service.label_view(session, project_id, label_id)

@@ -1,0 +1,178 @@
+"""The Reports tab: what labelers raised, filtered, dismissed, downloaded; one label as seen."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import BaseModel, Field
+
+from app.deps import DataPageUser, ManagerPageUser, SessionDep
+from app.forms import FormInvalid, PageId, validate_form
+from app.models import INT32_MAX, Project, Role, User
+from app.projects.service import get_project
+from app.reports import service
+from app.reports.csv_export import reports_csv
+from app.reports.schemas import MAX_REPORTS_PER_PAGE, ReportFilters, ReportPage
+from app.templating import render
+
+router = APIRouter(prefix="/manage/projects/{project_id}", include_in_schema=False)
+
+
+class FilterForm(BaseModel):
+    """The filters as typed; ReportFilters judges them."""
+
+    kind: str = Field(default="", max_length=50)
+    status: str = Field(default="", max_length=50)
+    labeler: str = Field(default="", max_length=200)
+
+
+class RetireForm(FilterForm):
+    # Set when the button was on a label's page, which is where the manager goes back to.
+    label_id: int | None = Field(default=None, ge=1, le=INT32_MAX)
+
+
+def _filters(form: FilterForm) -> ReportFilters:
+    return validate_form(ReportFilters, form.model_dump())
+
+
+def _back_to_reports(project_id: int, form: FilterForm, **extra: object) -> RedirectResponse:
+    """The Reports tab with the filters it was showing; values that do not validate are left
+    out rather than echoed into the address."""
+    try:
+        filters = _filters(form).model_dump(exclude_none=True, mode="json")
+    except FormInvalid:
+        filters = {}
+    query = urlencode({**filters, **extra})
+    return RedirectResponse(
+        f"/manage/projects/{project_id}/reports{'?' + query if query else ''}", status_code=303
+    )
+
+
+@router.get("/reports")
+def reports_page(
+    request: Request,
+    project_id: PageId,
+    user: DataPageUser,
+    session: SessionDep,
+    form: Annotated[FilterForm, Query()],
+) -> Response:
+    project = get_project(session, project_id)
+    messages = []
+    retired = request.query_params.get("retired", "")
+    if retired.isdigit():
+        messages.append(
+            {"kind": "success", "text": f"Problem {int(retired)} is retired: it is not served again."}
+        )
+    try:
+        filters = _filters(form)
+    except FormInvalid as exc:
+        page = ReportPage(total=0, reports=[])
+        return _render(request, session, user, project, form, page, exc.errors, messages, 422)
+    page = service.list_reports(session, project.id, filters, limit=MAX_REPORTS_PER_PAGE)
+    return _render(request, session, user, project, form, page, {}, messages, 200)
+
+
+def _render(
+    request: Request,
+    session: SessionDep,
+    user: User,
+    project: Project,
+    form: FilterForm,
+    page: ReportPage,
+    errors: dict[str, str],
+    messages: list[dict[str, str]],
+    status_code: int,
+) -> Response:
+    values = form.model_dump()
+    return render(
+        request,
+        "manage/reports.html",
+        {
+            "project": project,
+            "tab": "reports",
+            "page": page,
+            "values": values,
+            "query": urlencode({k: v for k, v in values.items() if v}),
+            "labelers": service.reporting_labelers(session, project.id),
+            "can_manage": user.role in (Role.manager, Role.admin),
+            "errors": errors,
+            "messages": messages,
+        },
+        status_code=status_code,
+    )
+
+
+@router.get("/reports/download")
+def download_reports(
+    project_id: PageId,
+    user: DataPageUser,
+    session: SessionDep,
+    form: Annotated[FilterForm, Query()],
+) -> Response:
+    """Every report the filters keep (not only the page's first rows), as CSV."""
+    project = get_project(session, project_id)
+    try:
+        filters = _filters(form)
+    except FormInvalid as exc:
+        return Response(
+            "; ".join(f"{k}: {v}" for k, v in exc.errors.items()),
+            status_code=422,
+            media_type="text/plain",
+        )
+    page = service.list_reports(session, project.id, filters)
+    return Response(
+        reports_csv(page.reports),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="project-{project.id}-reports.csv"'
+        },
+    )
+
+
+@router.post("/reports/{report_id}/dismiss")
+def dismiss_report(
+    project_id: PageId,
+    report_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[FilterForm, Form()],
+) -> Response:
+    service.dismiss_report(session, project_id, report_id, user)
+    return _back_to_reports(project_id, form)
+
+
+@router.post("/problems/{problem_id}/retire")
+def retire_problem(
+    project_id: PageId,
+    problem_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[RetireForm, Form()],
+) -> Response:
+    if form.label_id is not None:
+        # Looked up first: a label that is not there retires nothing.
+        label = service.label_view(session, project_id, form.label_id)
+        service.retire_problem(session, project_id, problem_id)
+        return RedirectResponse(
+            f"/manage/projects/{project_id}/labels/{label.label_id}", status_code=303
+        )
+    service.retire_problem(session, project_id, problem_id)
+    return _back_to_reports(project_id, form, retired=problem_id)
+
+
+@router.get("/labels/{label_id}")
+def label_page(
+    request: Request, project_id: PageId, label_id: PageId, user: DataPageUser, session: SessionDep
+) -> Response:
+    project = get_project(session, project_id)
+    view = service.label_view(session, project.id, label_id)
+    context: dict[str, Any] = {
+        "project": project,
+        "tab": "reports",
+        "view": view,
+        "can_manage": user.role in (Role.manager, Role.admin),
+    }
+    return render(request, "manage/label.html", context)

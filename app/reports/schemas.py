@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from app.models import FinishReason, ReportKind, ReportStatus
+
+# A page of reports in the API: the Reports page shows at most this many too.
+MAX_REPORTS_PER_PAGE = 500
+
+
+class ReportFilters(BaseModel):
+    kind: ReportKind | None = None
+    status: ReportStatus | None = None
+    labeler: str | None = Field(default=None, min_length=1, max_length=100, description="username")
+
+
+class ReportRead(BaseModel):
+    id: int
+    project_id: int
+    kind: ReportKind
+    status: ReportStatus
+    created_at: datetime
+    user_id: int | None
+    labeler: str | None = Field(description="username; null once the user is deleted")
+    label_id: int
+    solution_id: int
+    problem_id: int
+    problem_statement: str
+    problem_retired: bool
+    step: int | None = Field(description="the flagged step, counted from 1; null for a whole solution")
+    reason: str | None = Field(description="the labeler's reason; a flagged step has none")
+    dismissed_at: datetime | None
+    dismissed_by: str | None
+
+
+class ReportPage(BaseModel):
+    total: int = Field(description="reports matching the filters, on every page")
+    reports: list[ReportRead] = Field(description="newest first")
+
+
+class ProblemRetirement(BaseModel):
+    problem_id: int
+    retired_at: datetime
+    slots_removed: int = Field(description="waiting queue slots taken out by this call")
+
+
+class ViewedStep(BaseModel):
+    text: str
+    rating: int | None = Field(description="null where the labeler stopped before this step")
+    flagged: bool
+
+
+class LabelView(BaseModel):
+    """One label as its labeler submitted it, with the problem and solution they saw."""
+
+    label_id: int
+    project_id: int
+    labeler: str | None
+    created_at: datetime
+    finish_reason: FinishReason | None
+    finish_note: str | None
+    total_time_ms: int | None
+    problem_id: int
+    statement: str
+    answer: str | None
+    problem_retired_at: datetime | None
+    solution_id: int
+    steps: list[ViewedStep]
+    reports: list[ReportRead]

@@ -1,0 +1,257 @@
+"""Reports: what labelers raise for managers, dismissing them, and retiring a bad problem."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, Select, delete, func, insert, select
+from sqlalchemy.orm import Session, aliased
+
+from app.errors import NotFound
+from app.labeling.schemas import StepRating
+from app.models import (
+    Assignment,
+    AssignmentStatus,
+    FinishReason,
+    Label,
+    Problem,
+    Report,
+    ReportKind,
+    ReportStatus,
+    Solution,
+    User,
+    utcnow,
+)
+from app.reports.schemas import (
+    LabelView,
+    ProblemRetirement,
+    ReportFilters,
+    ReportPage,
+    ReportRead,
+    ViewedStep,
+)
+
+_WHOLE_SOLUTION_KINDS = {
+    FinishReason.give_up: ReportKind.give_up,
+    FinishReason.bad_problem: ReportKind.bad_problem,
+}
+
+
+def record_reports(
+    session: Session,
+    label: dict[str, Any],
+    problem_id: int,
+    ratings: Sequence[StepRating],
+) -> None:
+    """The reports a new label raises; `label` holds its columns and id, as submit wrote them.
+
+    Nothing is written for a label that raises none, which is nearly every one: submit's hot
+    path stays one statement.
+    """
+    kind = _WHOLE_SOLUTION_KINDS.get(label["finish_reason"])
+    steps: list[int | None] = [None] if kind is not None else []
+    flagged = [i for i, rating in enumerate(ratings) if rating.flagged]
+    rows = [
+        {
+            "project_id": label["project_id"],
+            "label_id": label["id"],
+            "solution_id": label["solution_id"],
+            "problem_id": problem_id,
+            "user_id": label["user_id"],
+            "kind": kind if step is None else ReportKind.flagged_step,
+            "step": step,
+            "status": ReportStatus.open,
+            "created_at": label["created_at"],
+        }
+        for step in [*steps, *flagged]
+    ]
+    if rows:
+        session.connection().execute(insert(Report.__table__), rows)
+
+
+_dismisser = aliased(User, name="dismisser")
+
+
+def _report_rows() -> Select[Any]:
+    return (
+        select(
+            Report,
+            Label.finish_note,
+            User.username,
+            _dismisser.username.label("dismissed_by"),
+            Problem.statement,
+            Problem.retired_at,
+        )
+        .join(Label, Label.id == Report.label_id)
+        .join(Problem, Problem.id == Report.problem_id)
+        .outerjoin(User, User.id == Report.user_id)
+        .outerjoin(_dismisser, _dismisser.id == Report.dismissed_by_id)
+    )
+
+
+def _filtered(statement: Select[Any], project_id: int, filters: ReportFilters) -> Select[Any]:
+    statement = statement.where(Report.project_id == project_id)
+    if filters.kind is not None:
+        statement = statement.where(Report.kind == filters.kind)
+    if filters.status is not None:
+        statement = statement.where(Report.status == filters.status)
+    if filters.labeler is not None:
+        named = select(User.id).where(User.username == filters.labeler).scalar_subquery()
+        statement = statement.where(Report.user_id == named)
+    return statement
+
+
+def _read(row: Row[Any]) -> ReportRead:
+    report: Report = row.Report
+    return ReportRead(
+        id=report.id,
+        project_id=report.project_id,
+        kind=report.kind,
+        status=report.status,
+        created_at=report.created_at,
+        user_id=report.user_id,
+        labeler=row.username,
+        label_id=report.label_id,
+        solution_id=report.solution_id,
+        problem_id=report.problem_id,
+        problem_statement=row.statement,
+        problem_retired=row.retired_at is not None,
+        step=None if report.step is None else report.step + 1,
+        # A flag carries no reason of its own; the label's note explains the whole label.
+        reason=row.finish_note if report.kind != ReportKind.flagged_step else None,
+        dismissed_at=report.dismissed_at,
+        dismissed_by=row.dismissed_by,
+    )
+
+
+def list_reports(
+    session: Session,
+    project_id: int,
+    filters: ReportFilters,
+    *,
+    limit: int | None = None,
+    offset: int = 0,
+) -> ReportPage:
+    """Newest first; every matching report when `limit` is None."""
+    total = session.scalar(
+        _filtered(select(func.count()).select_from(Report), project_id, filters)
+    )
+    statement = _filtered(_report_rows(), project_id, filters).order_by(Report.id.desc())
+    if limit is not None:
+        statement = statement.limit(limit).offset(offset)
+    rows = session.execute(statement).all()
+    return ReportPage(total=total or 0, reports=[_read(row) for row in rows])
+
+
+def reporting_labelers(session: Session, project_id: int) -> list[str]:
+    """Usernames of the labelers with a report in the project, for the page's filter."""
+    return list(
+        session.scalars(
+            select(User.username)
+            .where(User.id.in_(select(Report.user_id).where(Report.project_id == project_id)))
+            .order_by(User.username)
+        )
+    )
+
+
+def get_report(session: Session, project_id: int, report_id: int) -> ReportRead:
+    row = session.execute(
+        _report_rows().where(Report.id == report_id, Report.project_id == project_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"no report {report_id} in project {project_id}")
+    return _read(row)
+
+
+def dismiss_report(session: Session, project_id: int, report_id: int, user: User) -> ReportRead:
+    """Dismiss a report; one already dismissed keeps who dismissed it and when."""
+    report = session.scalar(
+        select(Report)
+        .where(Report.id == report_id, Report.project_id == project_id)
+        .with_for_update()
+    )
+    if report is None:
+        raise NotFound(f"no report {report_id} in project {project_id}")
+    if report.status != ReportStatus.dismissed:
+        report.status = ReportStatus.dismissed
+        report.dismissed_at = utcnow()
+        report.dismissed_by_id = user.id
+        session.flush()
+    return get_report(session, project_id, report_id)
+
+
+def retire_problem(session: Session, project_id: int, problem_id: int) -> ProblemRetirement:
+    """Take a problem out of labeling: its waiting slots leave the queue and the queue serves
+    none of its solutions again (see queue._take_best_slot_statement); labels it has stay.
+
+    Leases in hand are left alone, so that a labeler at work on one can still submit. Calling
+    it again keeps the first retirement's time and removes nothing more.
+    """
+    problem = session.scalar(
+        select(Problem)
+        .where(Problem.id == problem_id, Problem.project_id == project_id)
+        .with_for_update()
+    )
+    if problem is None:
+        raise NotFound(f"no problem {problem_id} in project {project_id}")
+    if problem.retired_at is None:
+        problem.retired_at = utcnow()
+    removed = session.execute(
+        delete(Assignment)
+        .where(
+            Assignment.solution_id.in_(select(Solution.id).where(Solution.problem_id == problem.id)),
+            Assignment.status == AssignmentStatus.waiting,
+        )
+        .execution_options(synchronize_session=False, preserve_rowcount=True)
+    ).rowcount
+    session.flush()
+    return ProblemRetirement(
+        problem_id=problem.id, retired_at=problem.retired_at, slots_removed=removed or 0
+    )
+
+
+def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
+    row = session.execute(
+        select(Label, Solution.steps, Problem, User.username)
+        .join(Solution, Solution.id == Label.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .outerjoin(User, User.id == Label.user_id)
+        .where(Label.id == label_id, Label.project_id == project_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"no label {label_id} in project {project_id}")
+    label: Label = row.Label
+    problem: Problem = row.Problem
+    reports = session.execute(_report_rows().where(Report.label_id == label.id).order_by(Report.id)).all()
+    return LabelView(
+        label_id=label.id,
+        project_id=label.project_id,
+        labeler=row.username or label.foreign_labeler,
+        created_at=label.created_at,
+        finish_reason=label.finish_reason,
+        finish_note=label.finish_note,
+        total_time_ms=label.total_time_ms,
+        problem_id=problem.id,
+        statement=problem.statement,
+        answer=problem.answer,
+        problem_retired_at=problem.retired_at,
+        solution_id=label.solution_id,
+        steps=_viewed_steps(row.steps, label.steps),
+        reports=[_read(r) for r in reports],
+    )
+
+
+def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[ViewedStep]:
+    """The solution's steps with the label's first completion of each: its rating and flag,
+    and its own text where the label chose one (PRM800K's phase 1 keeps steps there)."""
+    viewed = []
+    for i in range(max(len(solution_steps), len(label_steps))):
+        completions = (label_steps[i].get("completions") or []) if i < len(label_steps) else []
+        first = completions[0] if completions else {}
+        text = first.get("text") or (solution_steps[i] if i < len(solution_steps) else "")
+        viewed.append(
+            ViewedStep(text=text, rating=first.get("rating"), flagged=bool(first.get("flagged")))
+        )
+    return viewed
+

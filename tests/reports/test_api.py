@@ -1,0 +1,97 @@
+"""The reports API: list with filters, dismiss, retire, one label; roles and bad input."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.models import Assignment, FinishReason, Problem
+from tests.conftest import api_headers, make_project, make_user
+from tests.reports.builders import add_problem, label_next
+
+
+def _setup(session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    bad, _ = add_problem(session_factory, project, "Broken", n_solutions=3, priority=5.0)
+    add_problem(session_factory, project, "Fine", n_solutions=1, priority=1.0)
+    ann = make_user(session_factory, "ann", "labeler")
+    bob = make_user(session_factory, "bob", "labeler")
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "rae", "researcher")
+    label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note="=1+1 is not the question")
+    label_next(session_factory, project.id, bob.id, FinishReason.solution, ratings=[(1, True), (1, False), (1, False)])
+    return project, bad
+
+
+def test_list_filters_and_pages(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, bad = _setup(session_factory)
+    headers = api_headers(client, "rae")
+    url = f"/api/v1/projects/{project.id}/reports"
+
+    everything = client.get(url, headers=headers).json()
+    assert everything["total"] == 2
+    assert [(r["kind"], r["labeler"], r["step"]) for r in everything["reports"]] == [
+        ("flagged_step", "bob", 1),
+        ("bad_problem", "ann", None),
+    ]
+    assert everything["reports"][1]["reason"] == "=1+1 is not the question"
+    assert everything["reports"][1]["problem_id"] == bad
+    assert [r["labeler"] for r in client.get(url, headers=headers, params={"labeler": "ann"}).json()["reports"]] == ["ann"]
+    assert client.get(url, headers=headers, params={"kind": "give_up"}).json() == {"total": 0, "reports": []}
+    page = client.get(url, headers=headers, params={"limit": 1, "offset": 1}).json()
+    assert page["total"] == 2 and [r["kind"] for r in page["reports"]] == ["bad_problem"]
+
+    assert client.get(url, headers=headers, params={"kind": "rude"}).status_code == 422
+    assert client.get(url, headers=headers, params={"limit": 0}).status_code == 422
+    assert client.get("/api/v1/projects/999/reports", headers=headers).status_code == 404
+
+
+def test_dismiss_and_retire_need_a_manager(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, bad = _setup(session_factory)
+    manager, researcher, labeler = (api_headers(client, u) for u in ("max", "rae", "ann"))
+    report_id = client.get(f"/api/v1/projects/{project.id}/reports", headers=manager).json()["reports"][1]["id"]
+    dismiss = f"/api/v1/projects/{project.id}/reports/{report_id}/dismiss"
+    retire = f"/api/v1/projects/{project.id}/problems/{bad}/retire"
+
+    for headers in (researcher, labeler):
+        assert client.post(dismiss, headers=headers).status_code == 403
+        assert client.post(retire, headers=headers).status_code == 403
+    assert client.get(f"/api/v1/projects/{project.id}/reports", headers=labeler).status_code == 403
+
+    dismissed = client.post(dismiss, headers=manager)
+    assert dismissed.status_code == 200
+    assert dismissed.json()["status"] == "dismissed" and dismissed.json()["dismissed_by"] == "max"
+    assert client.post(dismiss, headers=manager).json() == dismissed.json()
+    assert client.post(f"/api/v1/projects/{project.id}/reports/99999/dismiss", headers=manager).status_code == 404
+
+    retired = client.post(retire, headers=manager)
+    assert retired.status_code == 200 and retired.json()["slots_removed"] == 1
+    again = client.post(retire, headers=manager).json()
+    assert again["slots_removed"] == 0 and again["retired_at"] == retired.json()["retired_at"]
+    listed = client.get(f"/api/v1/projects/{project.id}/reports", headers=manager).json()["reports"]
+    assert [r["problem_retired"] for r in listed] == [True, True]
+
+
+def test_retiring_an_unknown_problem_changes_nothing(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _setup(session_factory)
+    other = make_project(session_factory, "other")
+    headers = api_headers(client, "max")
+    fine = add_problem(session_factory, other, "Elsewhere", n_solutions=1)[0]
+    assert client.post(f"/api/v1/projects/{project.id}/problems/{fine}/retire", headers=headers).status_code == 404
+    assert client.post(f"/api/v1/projects/{project.id}/problems/{2**40}/retire", headers=headers).status_code == 422
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Problem).where(Problem.retired_at.is_not(None))) == 0
+        assert session.scalar(select(func.count()).select_from(Assignment).where(Assignment.project_id == project.id, Assignment.status == "waiting")) == 2
+
+
+def test_one_label_as_submitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _setup(session_factory)
+    headers = api_headers(client, "max")
+    report = client.get(f"/api/v1/projects/{project.id}/reports", headers=headers).json()["reports"][0]
+    view = client.get(f"/api/v1/projects/{project.id}/labels/{report['label_id']}", headers=headers)
+    assert view.status_code == 200
+    body = view.json()
+    assert body["labeler"] == "bob" and body["statement"] == "Broken"
+    assert [(s["rating"], s["flagged"]) for s in body["steps"]] == [(1, True), (1, False), (1, False)]
+    other = make_project(session_factory, "other")
+    assert client.get(f"/api/v1/projects/{other.id}/labels/{report['label_id']}", headers=headers).status_code == 404

@@ -1,0 +1,141 @@
+"""The Reports tab over HTTP: rows, filters, CSV, dismiss and retire forms, the label view."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from app.models import FinishReason
+from app.reports.csv_export import safe_cell
+from tests.conftest import browser_login, make_project, make_user
+from tests.reports.builders import add_problem, label_next
+
+HOSTILE = '=HYPERLINK("http://evil.example","click") <b>bold</b>'
+
+
+@pytest.fixture
+def project(session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "Broken $x$", n_solutions=3, priority=5.0)
+    ann = make_user(session_factory, "ann", "labeler")
+    bob = make_user(session_factory, "bob", "labeler")
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "rae", "researcher")
+    label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note=HOSTILE)
+    label_next(session_factory, project.id, bob.id, FinishReason.give_up, ratings=[(1, True)], note="-2 is not an answer")
+    return project
+
+
+def _csv(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_the_tab_lists_every_report_with_text_shown_as_text(client, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/reports")
+    assert page.status_code == 200
+    assert 'aria-current="page">Reports</a>' in page.text
+    assert "=HYPERLINK(" in page.text and "&lt;b&gt;bold&lt;/b&gt;" in page.text and "<b>bold</b>" not in page.text
+    assert page.text.count('<tr id="report-') == 3
+    assert "Retire problem" in page.text and "Dismiss" in page.text
+    filtered = client.get(f"/manage/projects/{project.id}/reports", params={"kind": "flagged_step", "labeler": "bob"})
+    assert filtered.text.count('<tr id="report-') == 1
+    assert "kind=flagged_step&amp;labeler=bob" in filtered.text
+
+
+def test_a_researcher_sees_the_tab_without_the_buttons(client, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "rae")
+    page = client.get(f"/manage/projects/{project.id}/reports")
+    assert page.status_code == 200 and page.text.count('<tr id="report-') == 3
+    assert "Retire problem" not in page.text and "Dismiss</button>" not in page.text
+
+
+def test_bad_filters_are_shown_not_crashed(client, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/reports", params={"kind": "rude", "status": "x" * 60})
+    assert page.status_code == 422
+    download = client.get(f"/manage/projects/{project.id}/reports/download", params={"status": "closed"})
+    assert download.status_code == 422 and "status" in download.text
+
+
+def test_the_csv_holds_the_filtered_rows_with_formulas_made_text(client, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "max")
+    response = client.get(f"/manage/projects/{project.id}/reports/download")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    assert response.headers["content-disposition"] == f'attachment; filename="project-{project.id}-reports.csv"'
+    rows = _csv(response.text)
+    assert [(r["kind"], r["labeler"], r["step"]) for r in rows] == [
+        ("flagged_step", "bob", "1"),
+        ("give_up", "bob", ""),
+        ("bad_problem", "ann", ""),
+    ]
+    assert rows[2]["reason"] == "'" + HOSTILE
+    assert rows[1]["reason"] == "'-2 is not an answer"
+    assert rows[0]["label_url"] == f"/manage/projects/{project.id}/labels/{rows[0]['label_id']}"
+    only_ann = _csv(client.get(f"/manage/projects/{project.id}/reports/download", params={"labeler": "ann"}).text)
+    assert [r["labeler"] for r in only_ann] == ["ann"]
+
+
+def test_cells_that_a_spreadsheet_would_run_are_made_text() -> None:
+    assert [safe_cell(v) for v in ("=1", "+1", "-1", "@A1", "\tx", "a=1", None, 3)] == [
+        "'=1", "'+1", "'-1", "'@A1", "'\tx", "a=1", "", "3"
+    ]
+
+
+def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "max")
+    rows = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)
+    bad = rows[2]
+    dismissed = client.post(
+        f"/manage/projects/{project.id}/reports/{rows[0]['report_id']}/dismiss",
+        data={"csrf_token": csrf, "kind": "flagged_step", "status": "bogus"},
+        follow_redirects=False,
+    )
+    assert dismissed.status_code == 303
+    assert dismissed.headers["location"] == f"/manage/projects/{project.id}/reports"
+    retired = client.post(
+        f"/manage/projects/{project.id}/problems/{bad['problem_id']}/retire",
+        data={"csrf_token": csrf, "status": "open"},
+        follow_redirects=False,
+    )
+    assert retired.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&retired={bad['problem_id']}"
+    page = client.get(retired.headers["location"])
+    assert f"Problem {bad['problem_id']} is retired" in page.text
+    assert page.text.count('<tr id="report-') == 2
+    assert '<span class="badge">retired</span>' in page.text and "Retire problem" not in page.text
+    after = {r["report_id"]: r for r in _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)}
+    assert after[rows[0]["report_id"]]["status"] == "dismissed" and after[rows[0]["report_id"]]["dismissed_by"] == "max"
+    assert after[bad["report_id"]]["problem_retired"] == "yes"
+
+
+def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "max")
+    rows = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)
+    page = client.get(rows[0]["label_url"])
+    assert page.status_code == 200
+    assert "Broken $x$" in page.text and "-2 is not an answer" in page.text
+    assert page.text.count('<li id="step-') == 3 and "not rated" in page.text and "⚑ flagged" in page.text
+    assert '/static/js/math_view.js' in page.text
+    retired = client.post(
+        f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/retire",
+        data={"csrf_token": csrf, "label_id": rows[0]["label_id"]},
+        follow_redirects=False,
+    )
+    assert retired.headers["location"] == rows[0]["label_url"]
+    assert "retired " in client.get(rows[0]["label_url"]).text
+    assert client.get(f"/manage/projects/{project.id}/labels/99999").status_code == 404
+
+
+def test_retiring_from_a_label_that_is_not_there_changes_nothing(client, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "max")
+    rows = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)
+    response = client.post(
+        f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/retire",
+        data={"csrf_token": csrf, "label_id": "99999"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 404
+    assert all(r["problem_retired"] == "no" for r in _csv(client.get(f"/manage/projects/{project.id}/reports/download").text))

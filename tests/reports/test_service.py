@@ -1,0 +1,166 @@
+"""Reports raised by labels, dismissing them, retiring problems, and what the queue then serves."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.errors import NotFound
+from app.exports.schemas import ExportFilters
+from app.exports.service import write_export
+from app.labeling import service as labeling
+from app.labeling.schemas import LabelSubmit
+from app.models import Assignment, AssignmentStatus, FinishReason, ReportKind, ReportStatus
+from app.reports import service
+from app.reports.schemas import ReportFilters
+from tests.conftest import make_project, make_user
+from tests.reports.builders import add_problem, label_next, next_task, submit
+
+
+def _reports(factory, project_id: int, **filters: object):  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return service.list_reports(session, project_id, ReportFilters(**filters)).reports
+
+
+def test_each_give_up_bad_problem_and_flagged_step_is_one_report(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    for n in range(3):
+        add_problem(session_factory, project, f"Problem {n}", n_solutions=1)
+    ann = make_user(session_factory, "ann", "labeler")
+    label_next(session_factory, project.id, ann.id, FinishReason.solution, ratings=[(1, False), (1, True), (0, True)])
+    label_next(session_factory, project.id, ann.id, FinishReason.give_up, ratings=[(1, False)], note="Too hard for me.")
+    _, bad_label = label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note="The figure is missing.")
+
+    reports = _reports(session_factory, project.id)
+    assert [(r.kind, r.step, r.reason) for r in reports] == [
+        (ReportKind.bad_problem, None, "The figure is missing."),
+        (ReportKind.give_up, None, "Too hard for me."),
+        (ReportKind.flagged_step, 3, None),
+        (ReportKind.flagged_step, 2, None),
+    ]
+    assert {r.labeler for r in reports} == {"ann"}
+    assert all(r.status == ReportStatus.open for r in reports)
+    assert reports[0].label_id == bad_label
+    assert [r.kind for r in _reports(session_factory, project.id, kind=ReportKind.flagged_step)] == [ReportKind.flagged_step] * 2
+    assert _reports(session_factory, project.id, labeler="nobody") == []
+
+
+def test_a_retried_submit_raises_no_second_report(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "Problem", n_solutions=1)
+    ann = make_user(session_factory, "ann", "labeler")
+    task = next_task(session_factory, project.id, ann.id)
+    assert task is not None
+    data = LabelSubmit(idempotency_key="retry-key-1", ratings=[], finish_reason=FinishReason.give_up,
+                       finish_note="No idea.", total_time_ms=5)
+    for _ in range(2):
+        with session_scope(session_factory) as session:
+            labeling.submit_label(session, ann.id, task.assignment_id, data)
+    assert len(_reports(session_factory, project.id)) == 1
+
+
+def test_dismiss_is_kept_once_and_filters_by_status(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "Problem", n_solutions=2)
+    ann = make_user(session_factory, "ann", "labeler")
+    max_ = make_user(session_factory, "max", "manager")
+    boss = make_user(session_factory, "boss", "admin")
+    label_next(session_factory, project.id, ann.id, FinishReason.give_up, ratings=[], note="Hmm.")
+    (report,) = _reports(session_factory, project.id)
+
+    with session_scope(session_factory) as session:
+        first = service.dismiss_report(session, project.id, report.id, max_)
+    with session_scope(session_factory) as session:
+        again = service.dismiss_report(session, project.id, report.id, boss)
+    assert first.status == ReportStatus.dismissed and first.dismissed_by == "max"
+    assert again == first
+    assert _reports(session_factory, project.id, status=ReportStatus.open) == []
+    assert [r.id for r in _reports(session_factory, project.id, status=ReportStatus.dismissed)] == [report.id]
+
+    other = make_project(session_factory, "other")
+    with session_scope(session_factory) as session, pytest.raises(NotFound):
+        service.dismiss_report(session, other.id, report.id, max_)
+
+
+def test_after_a_bad_problem_report_the_labeler_gets_no_other_solution_of_it(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    # The reported problem's two solutions outrank the other problem's, so only the filter
+    # keeps the second one from being served next.
+    bad, bad_solutions = add_problem(session_factory, project, "Broken", n_solutions=2, priority=5.0)
+    fine, fine_solutions = add_problem(session_factory, project, "Fine", n_solutions=1, priority=1.0)
+    ann = make_user(session_factory, "ann", "labeler")
+    bob = make_user(session_factory, "bob", "labeler")
+
+    task, _ = label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note="Ambiguous.")
+    assert task.problem.id == bad
+    following = next_task(session_factory, project.id, ann.id)
+    assert following is not None and following.solution.id == fine_solutions[0]
+    submit(session_factory, ann.id, following, FinishReason.solution)
+    assert next_task(session_factory, project.id, ann.id) is None
+
+    # Another labeler still gets the problem's other solution.
+    bobs = next_task(session_factory, project.id, bob.id)
+    assert bobs is not None and bobs.problem.id == bad
+    assert {task.solution.id, bobs.solution.id} == set(bad_solutions)
+
+
+def test_retiring_takes_waiting_slots_out_keeps_labels_and_is_idempotent(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=2)
+    bad, bad_solutions = add_problem(session_factory, project, "Broken", n_solutions=2, priority=5.0)
+    add_problem(session_factory, project, "Fine", n_solutions=1, priority=1.0)
+    ann = make_user(session_factory, "ann", "labeler")
+    bob = make_user(session_factory, "bob", "labeler")
+    cid = make_user(session_factory, "cid", "labeler")
+    label_next(session_factory, project.id, ann.id, FinishReason.solution)
+    held = next_task(session_factory, project.id, bob.id)
+    assert held is not None and held.problem.id == bad
+
+    with session_scope(session_factory) as session:
+        first = service.retire_problem(session, project.id, bad)
+    # 4 slots: ann's is done, bob's is leased, the other two waited.
+    assert first.slots_removed == 2
+    with session_scope(session_factory) as session:
+        again = service.retire_problem(session, project.id, bad)
+    assert again.retired_at == first.retired_at and again.slots_removed == 0
+
+    with session_scope(session_factory) as session:
+        statuses = session.scalars(select(Assignment.status).where(Assignment.solution_id.in_(bad_solutions)))
+        assert sorted(statuses) == [AssignmentStatus.done, AssignmentStatus.leased]
+    # The lease in hand can still be submitted; nobody is served the problem again.
+    submit(session_factory, bob.id, held, FinishReason.solution)
+    cids = next_task(session_factory, project.id, cid.id)
+    assert cids is not None and cids.problem.id != bad
+    with session_scope(session_factory) as session:
+        written = write_export(session, project, "prm800k", ExportFilters(), io.BytesIO())
+    assert written == 2
+
+
+def test_retiring_a_problem_of_another_project_changes_nothing(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    other = make_project(session_factory, "other")
+    problem, _ = add_problem(session_factory, project, "Problem", n_solutions=2)
+    with session_scope(session_factory) as session, pytest.raises(NotFound):
+        service.retire_problem(session, other.id, problem)
+    with session_scope(session_factory) as session:
+        waiting = session.scalar(select(func.count()).select_from(Assignment))
+    assert waiting == 2
+    assert next_task(session_factory, project.id, make_user(session_factory, "ann", "labeler").id) is not None
+
+
+def test_the_label_view_shows_the_steps_with_the_ratings_given(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
+    ann = make_user(session_factory, "ann", "labeler")
+    task, label_id = label_next(session_factory, project.id, ann.id, FinishReason.give_up, ratings=[(1, False), (0, True)], note="Unsure.")
+    with session_scope(session_factory) as session:
+        view = service.label_view(session, project.id, label_id)
+    assert view.statement == "What is $1+1$?" and view.labeler == "ann" and view.finish_note == "Unsure."
+    assert [(s.text, s.rating, s.flagged) for s in view.steps] == [
+        (task.solution.steps[0], 1, False),
+        (task.solution.steps[1], 0, True),
+        (task.solution.steps[2], None, False),
+    ]
+    assert [r.kind for r in view.reports] == [ReportKind.give_up, ReportKind.flagged_step]
