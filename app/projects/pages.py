@@ -32,6 +32,7 @@ class SettingsForm(BaseModel):
     labeling_mode: str = Field(default="", max_length=50)
     overlap: str = Field(default="", max_length=50)
     lease_minutes: str = Field(default="", max_length=50)
+    correction_window_hours: str = Field(default="", max_length=50)
 
 
 class NewProjectForm(SettingsForm):
@@ -150,6 +151,7 @@ def _settings_of(project: Project) -> dict[str, Any]:
         "labeling_mode": project.labeling_mode.value,
         "overlap": project.overlap,
         "lease_minutes": project.lease_minutes,
+        "correction_window_hours": project.correction_window_hours,
     }
 
 
