@@ -15,6 +15,7 @@ from app.forms import FormInvalid, PageId, validate_form
 from app.imports.service import list_batches
 from app.models import Project, Role, User, utcnow
 from app.projects import service
+from app.projects.activity import project_activity
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
 from app.quality.service import labeler_accuracy
 from app.templating import render
@@ -140,6 +141,7 @@ def _project_overview(
             "tab": "overview",
             "batches": list_batches(session, project),
             "accuracy": labeler_accuracy(session, project.id),
+            "activity": project_activity(session, project.id),
         },
         status_code=status_code,
     )
