@@ -1,5 +1,5 @@
-// The read-only view of a label: the server put each text in as text; this renders its math
-// the way the labeling page does, from the element's own textContent.
+// Pages that show labels read-only (My stats, one label): the server put each text in as
+// text; this renders its math as the labeling page does, from the element's own textContent.
 
 import { renderAnswer, renderMathText, renderStepText } from "./math.js";
 
