@@ -81,19 +81,18 @@ def correct_label(
     session: Session, user_id: int, label_id: int, data: LabelSubmit
 ) -> CorrectionReceipt:
     """Store `data` as the label that replaces `label_id`; a retried key gets its first receipt."""
-    earlier = session.execute(
-        select(Label.id, Label.supersedes_id).where(
-            Label.user_id == user_id, Label.idempotency_key == data.idempotency_key
-        )
-    ).first()
-    if earlier is not None:
-        if earlier.supersedes_id != label_id:
-            raise Conflict("this idempotency key was already used for another label")
-        return CorrectionReceipt(label_id=earlier.id, supersedes_id=label_id, duplicate=True)
+    retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
+    if retried is not None:
+        return retried
     label, project, solution, _ = _own(session, user_id, label_id, lock=True)
     now = utcnow()
     window = correction_window(session, label, project, now)
     if not window.open:
+        # The lock may have waited for a twin of this request, which has corrected the label
+        # under the same key in the meantime: that is a retry, not a conflict.
+        retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
+        if retried is not None:
+            return retried
         raise Conflict(f"label {label_id} cannot be corrected: {window.reason}")
     check_ratings(project.labeling_mode, len(solution.steps), data)
     correction = Label(
@@ -154,6 +153,21 @@ def rating_counts(steps: list[dict[str, Any]]) -> RatingCounts:
     return RatingCounts(
         positive=ratings.count(1), neutral=ratings.count(0), negative=ratings.count(-1)
     )
+
+
+def _receipt_for_retry(
+    session: Session, user_id: int, label_id: int, key: str
+) -> CorrectionReceipt | None:
+    earlier = session.execute(
+        select(Label.id, Label.supersedes_id).where(
+            Label.user_id == user_id, Label.idempotency_key == key
+        )
+    ).first()
+    if earlier is None:
+        return None
+    if earlier.supersedes_id != label_id:
+        raise Conflict("this idempotency key was already used for another label")
+    return CorrectionReceipt(label_id=earlier.id, supersedes_id=label_id, duplicate=True)
 
 
 def _closed(reason: str) -> CorrectionWindow:
