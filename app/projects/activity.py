@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
 from app.models import FinishReason, Label, User
-from app.quality.service import labeler_accuracy
+from app.quality.service import LabelerAccuracy, labeler_accuracy
 
 FAST_FRACTION = 0.25
 # Fewer timed labels than this say too little about a pace to flag anyone.
@@ -59,8 +59,11 @@ class _Tally:
     paces: list[float] | None = None
 
 
-def project_activity(session: Session, project_id: int) -> ProjectActivity:
-    """Every labeler of the platform with a current label in the project, most labels first."""
+def project_activity(
+    session: Session, project_id: int, accuracy: list[LabelerAccuracy] | None = None
+) -> ProjectActivity:
+    """Every labeler of the platform with a current label in the project, most labels first;
+    `accuracy` is labeler_accuracy's answer, when the caller has it already."""
     rows = session.execute(
         select(Label.user_id, User.username, Label.steps, Label.total_time_ms, Label.finish_reason)
         .join(User, User.id == Label.user_id)
@@ -82,11 +85,13 @@ def project_activity(session: Session, project_id: int) -> ProjectActivity:
     }
     timed = [m for user_id, m in medians.items() if m is not None]
     project_median = statistics.median(timed) if timed else None
-    accuracy = {a.user_id: a for a in labeler_accuracy(session, project_id) if a.user_id is not None}
+    if accuracy is None:
+        accuracy = labeler_accuracy(session, project_id)
+    qc_of = {a.user_id: a for a in accuracy if a.user_id is not None}
     labelers = []
     for user_id, tally in tallies.items():
         median = medians[user_id]
-        qc = accuracy.get(user_id)
+        qc = qc_of.get(user_id)
         fast = (
             project_median is not None
             and median is not None

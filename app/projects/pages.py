@@ -124,6 +124,7 @@ def _project_overview(
     status_code: int,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
+    accuracy = labeler_accuracy(session, project.id)
     return render(
         request,
         "manage/project.html",
@@ -140,8 +141,8 @@ def _project_overview(
             else [],
             "tab": "overview",
             "batches": list_batches(session, project),
-            "accuracy": labeler_accuracy(session, project.id),
-            "activity": project_activity(session, project.id),
+            "accuracy": accuracy,
+            "activity": project_activity(session, project.id, accuracy),
         },
         status_code=status_code,
     )
