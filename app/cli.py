@@ -160,9 +160,18 @@ def projects() -> None:
 @click.option("--mode", "labeling_mode", type=click.Choice(["first_error", "full"]), default="first_error", show_default=True)
 @click.option("--overlap", type=int, default=1, show_default=True)
 @click.option("--lease-minutes", type=int, default=30, show_default=True)
+@click.option("--correction-window-hours", type=int, default=24, show_default=True, help="how long labelers may correct a label; 0 closes corrections")
 @click.option("--description", default="")
 @pass_ctx
-def projects_create(ctx: _Context, name: str, labeling_mode: str, overlap: int, lease_minutes: int, description: str) -> None:
+def projects_create(
+    ctx: _Context,
+    name: str,
+    labeling_mode: str,
+    overlap: int,
+    lease_minutes: int,
+    correction_window_hours: int,
+    description: str,
+) -> None:
     """Create a project."""
     from app.projects.schemas import ProjectCreate
     from app.projects.service import create_project
@@ -173,6 +182,7 @@ def projects_create(ctx: _Context, name: str, labeling_mode: str, overlap: int, 
         labeling_mode=labeling_mode,
         overlap=overlap,
         lease_minutes=lease_minutes,
+        correction_window_hours=correction_window_hours,
         description=description,
     )
     with ctx.session() as session:

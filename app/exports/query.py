@@ -82,7 +82,8 @@ def label_query(
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
         .outerjoin(User, User.id == Label.user_id)
-        .where(Label.project_id == project_id)
+        # A corrected label gives way to its correction: only the latest of a chain is exported.
+        .where(Label.project_id == project_id, Label.superseded_at.is_(None))
         .order_by(Label.id)
     )
     if filters.since is not None:

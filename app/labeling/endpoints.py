@@ -1,13 +1,23 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, status
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, status
 from sqlalchemy.orm import Session
 
 from app.db import in_transaction
 from app.deps import ApiCredentials, ApiUser, RowId, SessionDep, api_caller
 from app.errors import error_responses
-from app.labeling import service
-from app.labeling.schemas import LabelerStats, LabelReceipt, LabelSubmit, NextTask
+from app.labeling import review, service
+from app.labeling.schemas import (
+    CorrectionReceipt,
+    LabelerStats,
+    LabelReceipt,
+    LabelSubmit,
+    NextTask,
+    OwnLabelDetail,
+    OwnLabelPage,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_responses(401, 403, 422))
 
@@ -63,3 +73,39 @@ def release(assignment_id: RowId, user: ApiUser, session: SessionDep) -> None:
 @router.get("/me/stats", response_model=LabelerStats)
 def my_stats(user: ApiUser, session: SessionDep) -> LabelerStats:
     return service.labeler_stats(session, user)
+
+
+@router.get("/me/labels", response_model=OwnLabelPage)
+def my_labels(
+    user: ApiUser,
+    session: SessionDep,
+    page: Annotated[int, Query(ge=1, le=100_000, description="20 labels a page, newest first")] = 1,
+) -> OwnLabelPage:
+    return review.list_own_labels(session, user.id, page)
+
+
+@router.get("/me/labels/{label_id}", response_model=OwnLabelDetail, responses=error_responses(404))
+def my_label(label_id: RowId, user: ApiUser, session: SessionDep) -> OwnLabelDetail:
+    """One of the caller's labels, with the solution and the ratings as submitted."""
+    return review.get_own_label(session, user.id, label_id)
+
+
+@router.post(
+    "/me/labels/{label_id}/corrections",
+    response_model=CorrectionReceipt,
+    responses=error_responses(
+        400,
+        404,
+        409,
+        described={
+            409: "the correction window has closed, the label was already corrected, or the "
+            "idempotency key was used for another label"
+        },
+    ),
+)
+def correct_label(
+    label_id: RowId, body: LabelSubmit, user: ApiUser, session: SessionDep
+) -> CorrectionReceipt:
+    """Replace one of the caller's labels with a corrected one, within the project's
+    correction window; the replaced label is kept, marked superseded."""
+    return review.correct_label(session, user.id, label_id, body)

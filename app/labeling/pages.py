@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from app.deps import PageUser, SessionDep
 from app.forms import PageId
-from app.labeling import service
+from app.labeling import review, service
 from app.labeling.queue import waiting_count
 from app.projects.service import get_project, list_projects
 from app.templating import render
@@ -22,8 +24,61 @@ def choose_project(request: Request, user: PageUser, session: SessionDep) -> Res
 
 
 @router.get("/label/stats")
-def my_stats(request: Request, user: PageUser, session: SessionDep) -> Response:
-    return render(request, "labeling/stats.html", {"stats": service.labeler_stats(session, user)})
+def my_stats(
+    request: Request,
+    user: PageUser,
+    session: SessionDep,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+) -> Response:
+    return render(
+        request,
+        "labeling/stats.html",
+        {
+            "stats": service.labeler_stats(session, user),
+            "labels": review.list_own_labels(session, user.id, page),
+        },
+    )
+
+
+@router.get("/label/labels/{label_id}")
+def my_label(label_id: PageId, request: Request, user: PageUser, session: SessionDep) -> Response:
+    """One of the labeler's labels, read-only, as submitted."""
+    label = review.get_own_label(session, user.id, label_id)
+    corrected = request.query_params.get("corrected") == "1"
+    return render(request, "labeling/label.html", {"label": label, "corrected": corrected})
+
+
+@router.get("/label/labels/{label_id}/correct")
+def correct_label(label_id: PageId, request: Request, user: PageUser, session: SessionDep) -> Response:
+    """The labeling page, started on one of the labeler's own labels with its ratings filled
+    in; it submits a correction instead of a new label. A closed window shows the read-only
+    view, which says why."""
+    label = review.get_own_label(session, user.id, label_id)
+    if not label.correction.open:
+        return render(request, "labeling/label.html", {"label": label, "corrected": False}, status_code=409)
+    project = get_project(session, label.project_id)
+    config = {
+        "project": {
+            "id": project.id,
+            "name": project.name,
+            "labeling_mode": project.labeling_mode.value,
+            "lease_minutes": project.lease_minutes,
+        },
+        "username": user.username,
+        "correction": {
+            "label_id": label.label_id,
+            "closes_at": label.correction.closes_at.isoformat() if label.correction.closes_at else None,
+            "task": {
+                "labeling_mode": project.labeling_mode.value,
+                "problem": {"statement": label.problem, "answer": label.answer},
+                "solution": {"id": label.solution_id, "steps": [s.text for s in label.steps]},
+            },
+            "ratings": [{"rating": s.rating, "flagged": s.flagged} for s in label.steps],
+        },
+    }
+    return render(
+        request, "labeling/task.html", {"project": project, "config": config, "correcting": label}
+    )
 
 
 @router.get("/label/{project_id}")

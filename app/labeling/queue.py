@@ -92,11 +92,17 @@ def add_slots(
                 .group_by(Assignment.solution_id)
             ).all()
         )
-        # Labels that arrived with an import (no slot) count towards the overlap too.
+        # Labels that arrived with an import (no slot) count towards the overlap too; a
+        # correction has no slot either, but its slot is the corrected label's.
         labeled.update(
             session.execute(
                 select(Label.solution_id, func.count())
-                .where(Label.solution_id.in_(chunk), Label.assignment_id.is_(None))
+                .where(
+                    Label.solution_id.in_(chunk),
+                    Label.assignment_id.is_(None),
+                    Label.supersedes_id.is_(None),
+                    Label.superseded_at.is_(None),
+                )
                 .group_by(Label.solution_id)
             ).all()
         )

@@ -100,3 +100,59 @@ class LabelerStats(BaseModel):
     median_time_ms: int | None
     active_leases: int
     recent: list[LabelSummary] = Field(description="the newest labels, newest first")
+
+
+class RatingCounts(BaseModel):
+    positive: int
+    neutral: int
+    negative: int
+
+
+class OwnLabel(BaseModel):
+    """A row of a labeler's own label list."""
+
+    label_id: int
+    project_id: int
+    project_name: str
+    solution_id: int
+    problem_snippet: str = Field(description="the problem's first characters")
+    ratings: RatingCounts
+    finish_reason: FinishReason | None
+    supersedes_id: int | None = Field(description="the label this one corrected, if any")
+    created_at: datetime
+
+
+class OwnLabelPage(BaseModel):
+    items: list[OwnLabel] = Field(description="current labels (corrections replace what they correct), newest first")
+    page: int
+    pages: int
+    total: int
+
+
+class RatedStep(BaseModel):
+    text: str
+    rating: int | None = Field(description="+1, 0 or -1; null where the label stopped before this step")
+    flagged: bool
+
+
+class CorrectionWindow(BaseModel):
+    open: bool
+    closes_at: datetime | None = Field(description="when correcting closes; null when it is not open")
+    reason: str | None = Field(description="why correcting is closed; null while it is open")
+
+
+class OwnLabelDetail(OwnLabel):
+    labeling_mode: LabelingMode
+    problem: str
+    answer: str | None
+    steps: list[RatedStep] = Field(description="every step of the solution, with the rating as submitted")
+    finish_note: str | None
+    total_time_ms: int | None
+    superseded_by_id: int | None = Field(description="the correction that replaced this label, if any")
+    correction: CorrectionWindow
+
+
+class CorrectionReceipt(BaseModel):
+    label_id: int = Field(description="the new label")
+    supersedes_id: int
+    duplicate: bool = Field(description="true when this key was already submitted")

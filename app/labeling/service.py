@@ -181,7 +181,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         "finish_reason": data.finish_reason,
         "finish_note": (data.finish_note or "").strip() or None,
         "total_time_ms": data.total_time_ms,
-        "steps": [_prm800k_step(r) for r in data.ratings],
+        "steps": [prm800k_step(r) for r in data.ratings],
         "idempotency_key": data.idempotency_key,
         "extra": {},
         "started_at": data.started_at or held.leased_at,
@@ -238,7 +238,7 @@ def _receipt_for_retry(earlier: Row[Any], assignment_id: int) -> LabelReceipt:
     )
 
 
-def _prm800k_step(rating: StepRating) -> dict[str, object]:
+def prm800k_step(rating: StepRating) -> dict[str, object]:
     # `text` is left out: the completion is the solution's own step (see models.label).
     return {
         "completions": [{"rating": rating.rating, "flagged": rating.flagged}],
@@ -272,11 +272,15 @@ def labeler_stats(session: Session, user: User) -> LabelerStats:
     midnight = datetime.combine(utcnow().date(), time.min, tzinfo=UTC)
     labels = session.execute(
         select(Label.finish_reason, Label.total_time_ms, Label.steps, Label.created_at)
-        .where(Label.user_id == user.id)
+        .where(Label.user_id == user.id, Label.superseded_at.is_(None))
         .order_by(Label.id.desc())
         .limit(5000)
     ).all()
-    total = session.scalar(select(func.count()).select_from(Label).where(Label.user_id == user.id))
+    total = session.scalar(
+        select(func.count())
+        .select_from(Label)
+        .where(Label.user_id == user.id, Label.superseded_at.is_(None))
+    )
     by_reason: dict[str, int] = {}
     for row in labels:
         key = row.finish_reason.value if row.finish_reason else "none"
@@ -312,7 +316,7 @@ def _recent_labels(session: Session, user: User, limit: int) -> list[LabelSummar
     rows = session.execute(
         select(Label, Project.name)
         .join(Project, Project.id == Label.project_id)
-        .where(Label.user_id == user.id)
+        .where(Label.user_id == user.id, Label.superseded_at.is_(None))
         .order_by(Label.id.desc())
         .limit(limit)
     ).all()

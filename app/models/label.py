@@ -40,6 +40,8 @@ class Label(Base):
         UniqueConstraint("project_id", "content_hash"),
         UniqueConstraint("user_id", "idempotency_key"),
         UniqueConstraint("assignment_id"),
+        # One correction per label: two racing corrections of the same label cannot both land.
+        UniqueConstraint("supersedes_id"),
         Index("ix_labels_solution_id", "solution_id"),
         Index("ix_labels_project_created", "project_id", "created_at"),
     )
@@ -71,4 +73,9 @@ class Label(Base):
     # rendering would differ, so that export gives the file back as it came.
     extra: Mapped[dict[str, Any]] = mapped_column(JSONDocument, default=dict)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A labeler's correction is a new row naming the label it replaces; the replaced row stays,
+    # marked superseded, so that nothing a labeler sent is lost. Current labels are those with
+    # no superseded_at: they are what exports, counts and training read.
+    supersedes_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id", ondelete="SET NULL"))
+    superseded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

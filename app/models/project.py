@@ -20,6 +20,10 @@ class Project(Base):
     __table_args__ = (
         CheckConstraint("overlap >= 1 AND overlap <= 20", name="overlap_range"),
         CheckConstraint("lease_minutes >= 1 AND lease_minutes <= 1440", name="lease_range"),
+        CheckConstraint(
+            "correction_window_hours >= 0 AND correction_window_hours <= 720",
+            name="correction_window_range",
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -31,5 +35,8 @@ class Project(Base):
     # How many different labelers must label each solution.
     overlap: Mapped[int] = mapped_column(Integer, default=1)
     lease_minutes: Mapped[int] = mapped_column(Integer, default=30)
+    # How long after labeling a solution a labeler may still correct that label; 0 closes
+    # corrections.
+    correction_window_hours: Mapped[int] = mapped_column(Integer, default=24)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -15,6 +15,7 @@ from app.forms import FormInvalid, PageId, validate_form
 from app.imports.service import list_batches
 from app.models import Project, Role, User, utcnow
 from app.projects import service
+from app.projects.activity import project_activity
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
 from app.quality.service import labeler_accuracy
 from app.templating import render
@@ -32,6 +33,7 @@ class SettingsForm(BaseModel):
     labeling_mode: str = Field(default="", max_length=50)
     overlap: str = Field(default="", max_length=50)
     lease_minutes: str = Field(default="", max_length=50)
+    correction_window_hours: str = Field(default="", max_length=50)
 
 
 class NewProjectForm(SettingsForm):
@@ -122,6 +124,7 @@ def _project_overview(
     status_code: int,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
+    accuracy = labeler_accuracy(session, project.id)
     return render(
         request,
         "manage/project.html",
@@ -138,7 +141,8 @@ def _project_overview(
             else [],
             "tab": "overview",
             "batches": list_batches(session, project),
-            "accuracy": labeler_accuracy(session, project.id),
+            "accuracy": accuracy,
+            "activity": project_activity(session, project.id, accuracy),
         },
         status_code=status_code,
     )
@@ -150,6 +154,7 @@ def _settings_of(project: Project) -> dict[str, Any]:
         "labeling_mode": project.labeling_mode.value,
         "overlap": project.overlap,
         "lease_minutes": project.lease_minutes,
+        "correction_window_hours": project.correction_window_hours,
     }
 
 

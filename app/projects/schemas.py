@@ -15,6 +15,9 @@ class ProjectCreate(BaseModel):
     labeling_mode: LabelingMode = LabelingMode.first_error
     overlap: int = Field(default=1, ge=1, le=20, description="labelers per solution")
     lease_minutes: int = Field(default=30, ge=1, le=1440, description="how long a task is held")
+    correction_window_hours: int = Field(
+        default=24, ge=0, le=720, description="how long a labeler may correct a label; 0 closes corrections"
+    )
 
 
 class ProjectUpdate(BaseModel):
@@ -22,6 +25,7 @@ class ProjectUpdate(BaseModel):
     labeling_mode: LabelingMode | None = None
     overlap: int | None = Field(default=None, ge=1, le=20)
     lease_minutes: int | None = Field(default=None, ge=1, le=1440)
+    correction_window_hours: int | None = Field(default=None, ge=0, le=720)
 
 
 class ProjectRead(BaseModel):
@@ -33,6 +37,7 @@ class ProjectRead(BaseModel):
     labeling_mode: LabelingMode
     overlap: int
     lease_minutes: int
+    correction_window_hours: int
     is_demo: bool
     created_at: datetime
 

@@ -118,7 +118,11 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
     day = func.date(Label.created_at)
     per_day = session.execute(
         select(day, func.count())
-        .where(Label.project_id == project.id, Label.created_at >= since)
+        .where(
+            Label.project_id == project.id,
+            Label.superseded_at.is_(None),
+            Label.created_at >= since,
+        )
         .group_by(day)
         .order_by(day)
     ).all()
@@ -132,7 +136,9 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
         solutions_in_progress=in_progress,
         solutions_waiting=solutions - done_count - in_progress,
         labels=session.scalar(
-            select(func.count()).select_from(Label).where(Label.project_id == project.id)
+            select(func.count())
+            .select_from(Label)
+            .where(Label.project_id == project.id, Label.superseded_at.is_(None))
         )
         or 0,
         labels_per_day=[DailyCount(day=_as_date(d), labels=n) for d, n in per_day],

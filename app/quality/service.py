@@ -72,7 +72,10 @@ def _about_steps():  # type: ignore[no-untyped-def]
 def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]:
     """Every labeler with at least one label compared against gold, most compared first."""
     qc_solutions = select(Label.solution_id).where(
-        Label.project_id == project_id, Label.is_quality_control.is_(True), _about_steps()
+        Label.project_id == project_id,
+        Label.is_quality_control.is_(True),
+        Label.superseded_at.is_(None),
+        _about_steps(),
     )
     rows = session.execute(
         select(
@@ -84,7 +87,12 @@ def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]
             Label.steps,
         )
         .outerjoin(User, User.id == Label.user_id)
-        .where(Label.project_id == project_id, Label.solution_id.in_(qc_solutions), _about_steps())
+        .where(
+            Label.project_id == project_id,
+            Label.solution_id.in_(qc_solutions),
+            Label.superseded_at.is_(None),
+            _about_steps(),
+        )
         .order_by(Label.id)
     ).all()
     # The QC labels' verdicts per item, in the order they were stored.

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, bindparam, case, exists, func, insert, select, update
+from sqlalchemy.orm import Session, aliased
 
 from app.labeling.queue import add_slots
 from app.models import (
@@ -27,20 +27,30 @@ from app.models import (
 
 
 def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
-    """(highest label id, number of labels) of the project now."""
+    """(highest label id, number of current labels) of the project now."""
     max_id, count = session.execute(
-        select(func.max(Label.id), func.count()).where(Label.project_id == project_id)
+        select(func.max(Label.id), func.count(case((Label.superseded_at.is_(None), 1)))).where(
+            Label.project_id == project_id
+        )
     ).one()
     return max_id or 0, count
 
 
 def label_records(session: Session, project_id: int, max_label_id: int) -> list[dict[str, Any]]:
-    """The snapshot's labels as PRM800K records, the format the PRM engine trains on."""
+    """The snapshot's labels as PRM800K records, the format the PRM engine trains on.
+
+    A label corrected after the snapshot was taken is still the snapshot's: only corrections
+    the snapshot holds replace what they correct, so a round reads what it counted.
+    """
+    correction = aliased(Label)
+    corrected = exists().where(
+        correction.supersedes_id == Label.id, correction.id <= max_label_id
+    )
     rows = session.execute(
         select(Label, Solution.steps, Solution.final_answer, Problem.statement, Problem.answer)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(Label.project_id == project_id, Label.id <= max_label_id)
+        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected)
         .order_by(Label.id)
     )
     return [

@@ -19,7 +19,9 @@ def due_trigger(
     project_id = settings.project_id
     if settings.every_new_labels:
         labels = session.scalar(
-            select(func.count()).select_from(Label).where(Label.project_id == project_id)
+            select(func.count())
+            .select_from(Label)
+            .where(Label.project_id == project_id, Label.superseded_at.is_(None))
         ) or 0
         trained_on = session.scalar(
             select(func.max(Round.snapshot_labels)).where(Round.project_id == project_id)

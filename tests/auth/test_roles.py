@@ -16,12 +16,16 @@ from tests.imports.conftest import import_bytes, jsonl
 # Pages any logged-in user (or nobody) may open: the labeler's area (and below) and the door.
 LABELER_PAGES = ("/label",)
 PUBLIC_PAGES = {"/", "/login", "/logout"}
-# API routes a labeler needs: their token, their tasks, their own stats, the project list.
+# API routes a labeler needs: their token, their tasks, their own stats and labels, the project
+# list.
 LABELER_API = {
     ("POST", "/api/v1/auth/tokens"),
     ("DELETE", "/api/v1/auth/tokens/current"),
     ("GET", "/api/v1/users/me"),
     ("GET", "/api/v1/me/stats"),
+    ("GET", "/api/v1/me/labels"),
+    ("GET", "/api/v1/me/labels/{label_id}"),
+    ("POST", "/api/v1/me/labels/{label_id}/corrections"),
     ("GET", "/api/v1/projects"),
     ("GET", "/api/v1/projects/{project_id}"),
     ("POST", "/api/v1/projects/{project_id}/tasks/next"),

@@ -15,6 +15,7 @@ const stepTemplate = $("step-template");
 
 const RATING_KEYS = { 1: GOOD, 2: OKAY, 3: BAD, "+": GOOD, "=": GOOD, 0: OKAY, "-": BAD };
 const RATING_CLASS = { [GOOD]: "good", [OKAY]: "okay", [BAD]: "bad" };
+const RATING_TEXT = { [GOOD]: "+1", [OKAY]: "0", [BAD]: "−1" };
 const LEASE_WARN_MS = 5 * 60 * 1000;
 const EMPTY_RECHECK_MS = 30000;
 
@@ -25,6 +26,8 @@ const timer = new ActiveTimer((ms) => {
 const pending = new PendingSubmits(config.username);
 const drafts = new Drafts(config.username);
 const reasons = new ReasonDialog((kind, note) => submit(kind, note));
+// Set when the page corrects one of the labeler's own labels instead of leasing tasks.
+const correction = config.correction ?? null;
 
 let task = null;
 let state = null;
@@ -35,6 +38,8 @@ let stepNodes = [];
 let leaseWarned = false;
 let recheck = null;
 let labeledToday = null;
+// A key that would change a -1, waiting for the same key again: { index, value }.
+let pendingChange = null;
 
 // ---- views and notices ----------------------------------------------------------------------
 
@@ -44,6 +49,7 @@ function setView(view) {
   $("task-view").hidden = view !== "task";
   $("empty-view").hidden = view !== "empty";
   for (const id of ["lease", "task-ids"]) $(id).hidden = view !== "task";
+  if (correction) $("lease").hidden = true;
 }
 
 function showToday() {
@@ -117,7 +123,8 @@ function showTask(next) {
   task = next;
   leaseWarned = false;
   state = new RatingState(next.labeling_mode, next.solution.steps.length);
-  const draft = drafts.load(next.assignment_id);
+  if (correction) state.prefill(correction.ratings);
+  const draft = correction ? null : drafts.load(next.assignment_id);
   idempotencyKey = draft?.key ?? newIdempotencyKey();
   startedAt = draft?.startedAt ?? new Date(serverClock.now()).toISOString();
   timer.reset();
@@ -216,7 +223,7 @@ function statusText(complete, errorAt) {
 
 function updateLease() {
   const lease = $("lease");
-  if (!task) return;
+  if (!task || correction) return;
   const left = Date.parse(task.expires_at) - serverClock.now();
   lease.querySelector("b").textContent = left > 0 ? `${formatDuration(left)} left` : "expired";
   lease.classList.toggle("warn", left > 0 && left < LEASE_WARN_MS);
@@ -240,18 +247,48 @@ function focusCurrent() {
 function act(change) {
   if (!change()) return;
   if ($("notice").classList.contains("info")) clearNotice();
-  drafts.save(task.assignment_id, state, idempotencyKey, startedAt, timer.activeMs);
+  if (!correction) drafts.save(task.assignment_id, state, idempotencyKey, startedAt, timer.activeMs);
   render();
   focusCurrent();
 }
 
 const rate = (i, value) => act(() => state.rate(i, value));
 
+function rateByKey(key) {
+  const i = state.cursor;
+  const value = RATING_KEYS[key];
+  const confirmed = pendingChange?.index === i && pendingChange.value === value;
+  if (state.needsConfirmation(i, value) && !confirmed) {
+    pendingChange = { index: i, value };
+    notify(
+      "warning",
+      `Step ${i + 1} is rated −1. Press ${key} again to change it to ${RATING_TEXT[value]}, or any other key to keep the −1 (U undoes a change).`,
+    );
+    return;
+  }
+  if (confirmed) clearNotice();
+  pendingChange = null;
+  rate(i, value);
+}
+
+function moveDown() {
+  if (state.atEndingError()) {
+    notify(
+      "info",
+      `Steps after the first error are not rated: step ${state.cursor + 1} is −1 and ends the solution. Press Enter to submit, or change this rating to go on.`,
+    );
+    return;
+  }
+  act(() => state.moveCursor(1));
+}
+
 async function submit(reason, note) {
   if (busy || !task) return;
   const finishReason = reason ?? state.finishReason();
   if (!reason && !state.isComplete()) return;
-  const url = `/api/v1/assignments/${task.assignment_id}/submit`;
+  const url = correction
+    ? `/api/v1/me/labels/${correction.label_id}/corrections`
+    : `/api/v1/assignments/${task.assignment_id}/submit`;
   const body = {
     idempotency_key: idempotencyKey,
     ratings: state.submittedRatings(),
@@ -266,6 +303,10 @@ async function submit(reason, note) {
   try {
     const { data: receipt } = await postWithRetry(url, body, retryNotice("Your label is kept and not yet saved."));
     pending.remove(body.idempotency_key);
+    if (correction) {
+      window.location.assign(`/label/labels/${receipt.label_id}?corrected=1`);
+      return;
+    }
     if (labeledToday !== null && !receipt.duplicate) labeledToday += 1;
     showToday();
     drafts.clear();
@@ -274,7 +315,9 @@ async function submit(reason, note) {
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 401)) pending.remove(body.idempotency_key);
     setBusy(false);
-    if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
+    if (correction && error instanceof ApiError && error.status !== 401) {
+      notify("error", `Not saved: ${error.message}.`);
+    } else if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
       notify("warning", `Not saved: ${error.message}. Loading the next solution.`);
       drafts.clear();
       await loadNext();
@@ -321,9 +364,21 @@ function onKey(event) {
 }
 
 function handleKey(key) {
-  if (Object.hasOwn(RATING_KEYS, key)) rate(state.cursor, RATING_KEYS[key]);
-  else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
-  else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1));
+  if (Object.hasOwn(RATING_KEYS, key)) {
+    rateByKey(key);
+    return true;
+  }
+  if (!otherKey(key)) return false;
+  if (pendingChange) {
+    pendingChange = null;
+    if ($("notice").classList.contains("warning")) clearNotice();
+  }
+  return true;
+}
+
+function otherKey(key) {
+  if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
+  else if (key === "ArrowDown" || key === "j") moveDown();
   else if (key === "Enter") {
     if (state.isComplete()) submit();
     else notify("info", statusText(false, -1));
@@ -369,5 +424,5 @@ if (!mathAvailable()) {
   notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");
 }
 setView("loading");
-flushPending().then(loadNext, failed);
+flushPending().then(correction ? () => showTask(correction.task) : loadNext, failed);
 loadToday();

@@ -82,6 +82,27 @@ export class RatingState {
     return this.submittedRatings().filter((r) => r.flagged).length;
   }
 
+  // A submitted label's ratings ({rating, flagged} from the top), which a correction starts from.
+  prefill(ratings) {
+    ratings.slice(0, this.n).forEach((r, i) => {
+      this.ratings[i] = r.rating;
+      this.flags[i] = Boolean(r.flagged);
+    });
+    this.cursor = this.firstError ? Math.min(this.reach(), this.n - 1) : 0;
+  }
+
+  // A -1 is a finding: a key that would change it is asked to be confirmed, so that a stray
+  // press cannot wipe it out (and, in first_error mode, re-open the steps after it).
+  needsConfirmation(i, value) {
+    return this.ratings[i] === BAD && value !== BAD && this.stepState(i) === "open";
+  }
+
+  // first_error: the cursor is on the -1 that ends the solution, and steps follow it unrated.
+  atEndingError() {
+    const errorAt = this.errorIndex();
+    return this.firstError && errorAt >= 0 && this.cursor === errorAt && errorAt < this.n - 1;
+  }
+
   rate(i, value) {
     if (i < 0 || i >= this.n || this.stepState(i) !== "open") return false;
     this.remember();

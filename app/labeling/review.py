@@ -1,0 +1,219 @@
+"""A labeler's own labels: the list, one label as submitted, and corrections.
+
+A correction is a new label row that names the label it replaces (`supersedes_id`); the
+replaced row is kept and marked `superseded_at`, so that nothing a labeler sent is lost while
+exports, counts and training read only the latest. The project's correction window runs from the
+moment the solution was first labeled, not from the last correction: correcting again does not
+keep a label open forever.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, NotFound
+from app.labeling.schemas import (
+    CorrectionReceipt,
+    CorrectionWindow,
+    LabelSubmit,
+    OwnLabel,
+    OwnLabelDetail,
+    OwnLabelPage,
+    RatedStep,
+    RatingCounts,
+)
+from app.labeling.service import check_ratings, prm800k_step
+from app.models import Label, Problem, Project, Solution, utcnow
+
+PAGE_SIZE = 20
+SNIPPET_CHARS = 120
+
+
+def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPage:
+    current = (Label.user_id == user_id) & Label.superseded_at.is_(None)
+    total = session.scalar(select(func.count()).select_from(Label).where(current)) or 0
+    pages = max(1, -(-total // PAGE_SIZE))
+    rows = session.execute(
+        select(Label, Project.name, Problem.statement)
+        .join(Project, Project.id == Label.project_id)
+        .join(Solution, Solution.id == Label.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(current)
+        .order_by(Label.id.desc())
+        .offset((page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE)
+    ).all()
+    items = [_own_label(label, name, statement) for label, name, statement in rows]
+    return OwnLabelPage(items=items, page=page, pages=pages, total=total)
+
+
+def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDetail:
+    label, project, solution, problem = _own(session, user_id, label_id)
+    superseded_by = session.scalar(select(Label.id).where(Label.supersedes_id == label.id))
+    ratings = step_ratings(label.steps)
+    steps = [
+        RatedStep(
+            text=text,
+            rating=ratings[i][0] if i < len(ratings) else None,
+            flagged=ratings[i][1] if i < len(ratings) else False,
+        )
+        for i, text in enumerate(solution.steps)
+    ]
+    return OwnLabelDetail(
+        **_own_label(label, project.name, problem.statement).model_dump(),
+        labeling_mode=project.labeling_mode,
+        problem=problem.statement,
+        answer=problem.answer,
+        steps=steps,
+        finish_note=label.finish_note,
+        total_time_ms=label.total_time_ms,
+        superseded_by_id=superseded_by,
+        correction=correction_window(session, label, project, utcnow()),
+    )
+
+
+def correct_label(
+    session: Session, user_id: int, label_id: int, data: LabelSubmit
+) -> CorrectionReceipt:
+    """Store `data` as the label that replaces `label_id`; a retried key gets its first receipt."""
+    retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
+    if retried is not None:
+        return retried
+    label, project, solution, _ = _own(session, user_id, label_id, lock=True)
+    now = utcnow()
+    window = correction_window(session, label, project, now)
+    if not window.open:
+        # The lock may have waited for a twin of this request, which has corrected the label
+        # under the same key in the meantime: that is a retry, not a conflict.
+        retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
+        if retried is not None:
+            return retried
+        raise Conflict(f"label {label_id} cannot be corrected: {window.reason}")
+    check_ratings(project.labeling_mode, len(solution.steps), data)
+    correction = Label(
+        project_id=label.project_id,
+        solution_id=label.solution_id,
+        user_id=user_id,
+        generation=label.generation,
+        is_quality_control=False,
+        is_initial_screening=False,
+        finish_reason=data.finish_reason,
+        finish_note=(data.finish_note or "").strip() or None,
+        total_time_ms=data.total_time_ms,
+        steps=[prm800k_step(r) for r in data.ratings],
+        idempotency_key=data.idempotency_key,
+        extra={},
+        started_at=data.started_at,
+        supersedes_id=label.id,
+        created_at=now,
+    )
+    session.add(correction)
+    label.superseded_at = now
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        # The row lock keeps PostgreSQL's twins apart; on SQLite the unique supersedes_id does.
+        raise Conflict(f"label {label_id} was corrected at the same moment by another request") from exc
+    return CorrectionReceipt(label_id=correction.id, supersedes_id=label.id, duplicate=False)
+
+
+def correction_window(session: Session, label: Label, project: Project, now: datetime) -> CorrectionWindow:
+    if label.superseded_at is not None:
+        return _closed("it was corrected since; correct the newer label instead")
+    hours = project.correction_window_hours
+    if hours == 0:
+        return _closed("this project does not allow corrections")
+    closes_at = _first_labeled_at(session, label) + timedelta(hours=hours)
+    if now >= closes_at:
+        return _closed(
+            f"the project's {hours}-hour correction window closed at "
+            f"{closes_at:%Y-%m-%d %H:%M} UTC"
+        )
+    return CorrectionWindow(open=True, closes_at=closes_at, reason=None)
+
+
+def step_ratings(steps: list[dict[str, Any]]) -> list[tuple[int | None, bool]]:
+    """(rating, flagged) of each labeled step, from PRM800K's step shape."""
+    found = []
+    for step in steps:
+        completions = step.get("completions") or [{}]
+        chosen = step.get("chosen_completion")
+        picked = completions[chosen] if chosen is not None and 0 <= chosen < len(completions) else completions[0]
+        found.append((picked.get("rating"), bool(picked.get("flagged"))))
+    return found
+
+
+def rating_counts(steps: list[dict[str, Any]]) -> RatingCounts:
+    ratings = [rating for rating, _ in step_ratings(steps)]
+    return RatingCounts(
+        positive=ratings.count(1), neutral=ratings.count(0), negative=ratings.count(-1)
+    )
+
+
+def _receipt_for_retry(
+    session: Session, user_id: int, label_id: int, key: str
+) -> CorrectionReceipt | None:
+    earlier = session.execute(
+        select(Label.id, Label.supersedes_id).where(
+            Label.user_id == user_id, Label.idempotency_key == key
+        )
+    ).first()
+    if earlier is None:
+        return None
+    if earlier.supersedes_id != label_id:
+        raise Conflict("this idempotency key was already used for another label")
+    return CorrectionReceipt(label_id=earlier.id, supersedes_id=label_id, duplicate=True)
+
+
+def _closed(reason: str) -> CorrectionWindow:
+    return CorrectionWindow(open=False, closes_at=None, reason=reason)
+
+
+def _first_labeled_at(session: Session, label: Label) -> datetime:
+    created_at, earlier = label.created_at, label.supersedes_id
+    while earlier is not None:
+        created_at, earlier = session.execute(
+            select(Label.created_at, Label.supersedes_id).where(Label.id == earlier)
+        ).one()
+    return created_at
+
+
+def _own(
+    session: Session, user_id: int, label_id: int, *, lock: bool = False
+) -> tuple[Label, Project, Solution, Problem]:
+    query = (
+        select(Label, Project, Solution, Problem)
+        .join(Project, Project.id == Label.project_id)
+        .join(Solution, Solution.id == Label.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(Label.id == label_id)
+    )
+    if lock:
+        query = query.with_for_update(of=Label)
+    row = session.execute(query).first()
+    if row is None or row[0].user_id != user_id:
+        # Another labeler's label reads as missing: ids must not reveal other labelers' work.
+        raise NotFound(f"you have no label {label_id}")
+    return row[0], row[1], row[2], row[3]
+
+
+def _own_label(label: Label, project_name: str, statement: str) -> OwnLabel:
+    snippet = " ".join(statement.split())
+    if len(snippet) > SNIPPET_CHARS:
+        snippet = snippet[: SNIPPET_CHARS - 1].rstrip() + "…"
+    return OwnLabel(
+        label_id=label.id,
+        project_id=label.project_id,
+        project_name=project_name,
+        solution_id=label.solution_id,
+        problem_snippet=snippet,
+        ratings=rating_counts(label.steps),
+        finish_reason=label.finish_reason,
+        supersedes_id=label.supersedes_id,
+        created_at=label.created_at,
+    )

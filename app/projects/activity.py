@@ -1,0 +1,115 @@
+"""Per-labeler activity on a project, for its manager: how much, how fast, how harsh, how good.
+
+Pace is seconds of active time per rated step, a label's total time over its rated steps, so
+that long and short solutions compare. A labeler whose median pace is under a quarter of the
+project's (the median of its labelers' medians, which one prolific labeler cannot drag along)
+is flagged for review: that fast, the steps were hardly read.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.labeling.review import step_ratings
+from app.models import FinishReason, Label, User
+from app.quality.service import LabelerAccuracy, labeler_accuracy
+
+FAST_FRACTION = 0.25
+# Fewer timed labels than this say too little about a pace to flag anyone.
+MIN_TIMED_LABELS = 3
+
+
+@dataclass(frozen=True)
+class LabelerActivity:
+    user_id: int
+    username: str
+    labels: int
+    median_seconds_per_step: float | None
+    negative_share: float | None
+    give_ups: int
+    qc_compared: int
+    qc_accuracy: float | None
+    fast: bool
+
+
+@dataclass(frozen=True)
+class ProjectActivity:
+    labelers: list[LabelerActivity]
+    median_seconds_per_step: float | None
+
+    @property
+    def fast_below(self) -> float | None:
+        """The pace under which a labeler is flagged."""
+        if self.median_seconds_per_step is None:
+            return None
+        return self.median_seconds_per_step * FAST_FRACTION
+
+
+@dataclass
+class _Tally:
+    username: str
+    labels: int = 0
+    rated: int = 0
+    negative: int = 0
+    give_ups: int = 0
+    paces: list[float] | None = None
+
+
+def project_activity(
+    session: Session, project_id: int, accuracy: list[LabelerAccuracy] | None = None
+) -> ProjectActivity:
+    """Every labeler of the platform with a current label in the project, most labels first;
+    `accuracy` is labeler_accuracy's answer, when the caller has it already."""
+    rows = session.execute(
+        select(Label.user_id, User.username, Label.steps, Label.total_time_ms, Label.finish_reason)
+        .join(User, User.id == Label.user_id)
+        .where(Label.project_id == project_id, Label.superseded_at.is_(None))
+    )
+    tallies: dict[int, _Tally] = {}
+    for user_id, username, steps, time_ms, reason in rows:
+        tally = tallies.setdefault(user_id, _Tally(username, paces=[]))
+        ratings = [rating for rating, _ in step_ratings(steps)]
+        tally.labels += 1
+        tally.rated += len(ratings)
+        tally.negative += ratings.count(-1)
+        tally.give_ups += reason == FinishReason.give_up
+        if time_ms is not None and ratings:
+            assert tally.paces is not None
+            tally.paces.append(time_ms / 1000 / len(ratings))
+    medians = {
+        user_id: statistics.median(t.paces) if t.paces else None for user_id, t in tallies.items()
+    }
+    timed = [m for user_id, m in medians.items() if m is not None]
+    project_median = statistics.median(timed) if timed else None
+    if accuracy is None:
+        accuracy = labeler_accuracy(session, project_id)
+    qc_of = {a.user_id: a for a in accuracy if a.user_id is not None}
+    labelers = []
+    for user_id, tally in tallies.items():
+        median = medians[user_id]
+        qc = qc_of.get(user_id)
+        fast = (
+            project_median is not None
+            and median is not None
+            and len(tally.paces or ()) >= MIN_TIMED_LABELS
+            and median < project_median * FAST_FRACTION
+        )
+        labelers.append(
+            LabelerActivity(
+                user_id=user_id,
+                username=tally.username,
+                labels=tally.labels,
+                median_seconds_per_step=median,
+                negative_share=tally.negative / tally.rated if tally.rated else None,
+                give_ups=tally.give_ups,
+                qc_compared=qc.compared if qc else 0,
+                qc_accuracy=qc.accuracy if qc else None,
+                fast=fast,
+            )
+        )
+    labelers.sort(key=lambda a: (-a.labels, a.username))
+    return ProjectActivity(labelers=labelers, median_seconds_per_step=project_median)

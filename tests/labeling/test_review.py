@@ -1,0 +1,211 @@
+"""A labeler's own labels through the API: the list, one label, corrections and their window."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import timedelta
+
+import pyarrow.parquet as pq
+from sqlalchemy import func, select, update
+
+from app.db import session_scope
+from app.labeling.queue import add_slots
+from app.models import Assignment, Label, Project
+from app.projects.schemas import ProjectUpdate
+from app.projects.service import project_progress, update_project
+from app.rounds.pool import label_records, label_snapshot
+from tests.conftest import add_solutions, api_headers, make_project, make_user
+from tests.exports.conftest import export
+
+
+def _label(client, headers, project, key: str, ratings, reason: str = "solution") -> int:  # type: ignore[no-untyped-def]
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    response = client.post(
+        f"/api/v1/assignments/{task['assignment_id']}/submit",
+        headers=headers,
+        json={"idempotency_key": key, "ratings": [{"rating": r} for r in ratings],
+              "finish_reason": reason, "total_time_ms": 30000},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["label_id"]
+
+
+def _correction(key: str, ratings, reason: str) -> dict:  # type: ignore[no-untyped-def]
+    return {"idempotency_key": key, "ratings": [{"rating": r} for r in ratings],
+            "finish_reason": reason, "total_time_ms": 12000}
+
+
+def _setup(client, session_factory, **settings):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, **settings)
+    add_solutions(session_factory, project, 2, steps=3)
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    return project, headers
+
+
+def _labels(session_factory) -> list[tuple[int, int | None, bool]]:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        rows = session.execute(select(Label.id, Label.supersedes_id, Label.superseded_at).order_by(Label.id))
+        return [(i, s, at is not None) for i, s, at in rows]
+
+
+def test_a_correction_within_the_window_supersedes_and_exports_keep_only_it(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    first = _label(client, headers, project, "lena-key-0001", [1, 1, 1])
+
+    response = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                           json=_correction("lena-fix-0001", [1, -1], "found_error"))
+    assert response.status_code == 200, response.text
+    receipt = response.json()
+    assert receipt["supersedes_id"] == first and not receipt["duplicate"]
+    fixed = receipt["label_id"]
+    assert _labels(session_factory) == [(first, None, True), (fixed, first, False)]
+
+    again = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                        json=_correction("lena-fix-0001", [1, -1], "found_error"))
+    assert again.json() == {**receipt, "duplicate": True}
+
+    listed = client.get("/api/v1/me/labels", headers=headers).json()
+    assert [item["label_id"] for item in listed["items"]] == [fixed]
+    assert listed["items"][0]["supersedes_id"] == first
+    assert listed["items"][0]["ratings"] == {"positive": 1, "neutral": 0, "negative": 1}
+    old = client.get(f"/api/v1/me/labels/{first}", headers=headers).json()
+    assert old["superseded_by_id"] == fixed
+    assert old["correction"]["open"] is False and "corrected since" in old["correction"]["reason"]
+    assert [s["rating"] for s in old["steps"]] == [1, 1, 1], "the old label reads as it was submitted"
+
+    records = [json.loads(line) for line in export(session_factory, project).splitlines()]
+    assert len(records) == 1
+    assert [s["completions"][0]["rating"] for s in records[0]["label"]["steps"]] == [1, -1]
+    assert records[0]["label"]["finish_reason"] == "found_error"
+    trl = [json.loads(line) for line in export(session_factory, project, "trl").splitlines()]
+    assert [r["labels"] for r in trl] == [[True, False]]
+    table = pq.read_table(io.BytesIO(export(session_factory, project, "parquet")))
+    assert table.num_rows == 1 and table.column("ratings").to_pylist() == [[1, -1]]
+
+    with session_scope(session_factory) as session:
+        assert project_progress(session, session.get(Project, project.id)).labels == 1
+        assert label_snapshot(session, project.id)[1] == 1
+        (record,) = label_records(session, project.id, fixed)
+        assert record["label"]["finish_reason"] == "found_error"
+        # A snapshot taken before the correction still reads the label it counted.
+        (before,) = label_records(session, project.id, first)
+        assert before["label"]["finish_reason"] == "solution"
+    assert client.get("/api/v1/me/stats", headers=headers).json()["labels"] == 1
+
+
+def test_a_correction_takes_no_slot_and_raising_the_overlap_counts_the_label_once(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    first = _label(client, headers, project, "lena-key-0002", [1, 1, 1])
+    assert client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                       json=_correction("lena-fix-0002", [0, 1, 1], "solution")).status_code == 200
+    with session_scope(session_factory) as session:
+        update_project(session, session.get(Project, project.id), ProjectUpdate(overlap=2))
+        slots = dict(session.execute(
+            select(Assignment.solution_id, func.count()).group_by(Assignment.solution_id)).all())
+        # Adding slots again finds nothing missing: the correction is not an extra label.
+        assert add_slots(session, session.get(Project, project.id),
+                         [(s, 0.0, None) for s in slots]) == 0
+    assert sorted(slots.values()) == [2, 2]
+
+
+def test_after_the_window_a_correction_is_refused_and_nothing_changes(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory, correction_window_hours=2)
+    first = _label(client, headers, project, "lena-key-0003", [1, 1, 1])
+    with session_scope(session_factory) as session:
+        created = session.scalar(select(Label.created_at).where(Label.id == first))
+        session.execute(update(Label).where(Label.id == first).values(created_at=created - timedelta(hours=3)))
+
+    view = client.get(f"/api/v1/me/labels/{first}", headers=headers).json()
+    assert view["correction"]["open"] is False
+    assert "2-hour correction window closed" in view["correction"]["reason"]
+    refused = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                          json=_correction("lena-fix-0003", [1, -1], "found_error"))
+    assert refused.status_code == 409
+    assert "correction window closed" in refused.json()["detail"]
+    assert _labels(session_factory) == [(first, None, False)]
+
+
+def test_the_window_runs_from_the_first_label_not_the_last_correction(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory, correction_window_hours=2)
+    first = _label(client, headers, project, "lena-key-0004", [1, 1, 1])
+    fixed = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                        json=_correction("lena-fix-0004", [1, -1], "found_error")).json()["label_id"]
+    with session_scope(session_factory) as session:
+        created = session.scalar(select(Label.created_at).where(Label.id == first))
+        session.execute(update(Label).where(Label.id == first).values(created_at=created - timedelta(hours=3)))
+    refused = client.post(f"/api/v1/me/labels/{fixed}/corrections", headers=headers,
+                          json=_correction("lena-fix-0005", [1, 1, 1], "solution"))
+    assert refused.status_code == 409
+
+
+def test_a_project_with_no_window_refuses_corrections(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory, correction_window_hours=0)
+    first = _label(client, headers, project, "lena-key-0006", [1, 1, 1])
+    refused = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                          json=_correction("lena-fix-0006", [1, -1], "found_error"))
+    assert refused.status_code == 409 and "does not allow corrections" in refused.json()["detail"]
+    assert _labels(session_factory) == [(first, None, False)]
+
+
+def test_a_correction_of_a_corrected_label_or_with_bad_ratings_is_refused(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    first = _label(client, headers, project, "lena-key-0007", [1, 1, 1])
+    bad = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                      json=_correction("lena-fix-0007", [1, -1, 1], "found_error"))
+    assert bad.status_code == 422 and "first -1" in bad.json()["detail"]
+    assert _labels(session_factory) == [(first, None, False)]
+    assert client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                       json=_correction("lena-fix-0008", [1, -1], "found_error")).status_code == 200
+    twice = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                        json=_correction("lena-fix-0009", [-1], "found_error"))
+    assert twice.status_code == 409 and "correct the newer label" in twice.json()["detail"]
+    reused = client.post(f"/api/v1/me/labels/{first + 1}/corrections", headers=headers,
+                         json=_correction("lena-fix-0008", [-1], "found_error"))
+    assert reused.status_code == 409 and "another label" in reused.json()["detail"]
+
+
+def test_another_labelers_label_is_not_found(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    first = _label(client, headers, project, "lena-key-0010", [1, 1, 1])
+    make_user(session_factory, "omar", "labeler")
+    omar = api_headers(client, "omar")
+    assert client.get(f"/api/v1/me/labels/{first}", headers=omar).status_code == 404
+    stolen = client.post(f"/api/v1/me/labels/{first}/corrections", headers=omar,
+                         json=_correction("omar-fix-0001", [-1], "found_error"))
+    assert stolen.status_code == 404
+    assert client.get("/api/v1/me/labels", headers=omar).json() == {"items": [], "page": 1, "pages": 1, "total": 0}
+    assert client.get(f"/api/v1/me/labels/{first + 99}", headers=headers).status_code == 404
+    assert _labels(session_factory) == [(first, None, False)]
+
+
+def test_the_list_pages_newest_first(client, session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("app.labeling.review.PAGE_SIZE", 1)
+    project, headers = _setup(client, session_factory)
+    older = _label(client, headers, project, "lena-key-0011", [1, 1, 1])
+    newer = _label(client, headers, project, "lena-key-0012", [-1], "found_error")
+    first_page = client.get("/api/v1/me/labels", headers=headers).json()
+    assert [i["label_id"] for i in first_page["items"]] == [newer]
+    assert (first_page["pages"], first_page["total"]) == (2, 2)
+    second = client.get("/api/v1/me/labels", params={"page": 2}, headers=headers).json()
+    assert [i["label_id"] for i in second["items"]] == [older]
+    assert second["items"][0]["problem_snippet"] == "What is 1+1?"
+    assert client.get("/api/v1/me/labels", params={"page": 0}, headers=headers).status_code == 422
+
+
+def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import browser_login
+
+    project, headers = _setup(client, session_factory, correction_window_hours=0)
+    first = _label(client, headers, project, "lena-key-0013", [1, -1], "found_error")
+    browser_login(client, "lena")
+    stats = client.get("/label/stats")
+    assert f'href="/label/labels/{first}"' in stats.text and "What is 1+1?" in stats.text
+    view = client.get(f"/label/labels/{first}")
+    assert view.status_code == 200
+    assert "Correcting is closed" in view.text and "does not allow corrections" in view.text
+    assert "step 0 of" in view.text
+    closed = client.get(f"/label/labels/{first}/correct")
+    assert closed.status_code == 409 and "does not allow corrections" in closed.text
+    assert client.get(f"/label/labels/{first + 5}").status_code == 404

@@ -1,0 +1,91 @@
+"""Per-labeler activity on a small hand-built project, and its table on the project page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from app.db import session_scope
+from app.models import FinishReason, Label, utcnow
+from app.projects.activity import project_activity
+from tests.conftest import add_solutions, browser_login, make_project, make_user
+
+
+def _steps(*ratings: int) -> list[dict]:  # type: ignore[type-arg]
+    return [{"completions": [{"rating": r, "flagged": False}], "human_completion": None,
+             "chosen_completion": None if r == -1 else 0} for r in ratings]
+
+
+@pytest.fixture
+def project(session_factory):  # type: ignore[no-untyped-def]
+    """ann, bob and cat take 10, 12 and 8 s a step; dan takes 1 s (under a quarter of the
+    median labeler's 10 s) and is flagged; eve is as fast but with too few labels to judge."""
+    project = make_project(session_factory, "activity")
+    solutions = add_solutions(session_factory, project, 4, steps=4)
+    users = {name: make_user(session_factory, name, "labeler").id for name in ("ann", "bob", "cat", "dan", "eve")}
+    make_user(session_factory, "max", "manager")
+    now = utcnow()
+
+    def label(user: str, solution: int, ratings: tuple[int, ...], seconds_per_step: float,
+              reason: FinishReason = FinishReason.solution, **extra: object) -> Label:
+        return Label(project_id=project.id, solution_id=solution, user_id=users[user], steps=_steps(*ratings),
+                     finish_reason=reason, total_time_ms=int(seconds_per_step * 1000 * len(ratings)),
+                     **{"created_at": now, **extra})
+
+    with session_scope(session_factory) as session:
+        gold = label("cat", solutions[3], (1, -1), 8, FinishReason.found_error, is_quality_control=True)
+        session.add_all([
+            label("ann", solutions[0], (1, 1, 1, 1), 10),
+            label("ann", solutions[1], (1, -1), 10, FinishReason.found_error),
+            label("ann", solutions[2], (1, 1, 1, 1), 10),
+            label("ann", solutions[3], (1, -1), 10, FinishReason.found_error),  # agrees with the gold
+            label("bob", solutions[0], (1, 1), 12, FinishReason.give_up, finish_note="unsure"),
+            label("bob", solutions[1], (1, 1, 1, 1), 12),
+            label("bob", solutions[3], (1, 1, 1, 1), 12),  # disagrees with the gold
+            label("cat", solutions[0], (1, 1, 1, 1), 8),
+            gold,
+            label("dan", solutions[0], (1, 1, 1, 1), 1),
+            label("dan", solutions[1], (1, 1, 1, 1), 1),
+            label("dan", solutions[2], (1, 1, 1, 1), 1.5),
+            label("eve", solutions[0], (1, 1, 1, 1), 1),
+            label("eve", solutions[1], (1, 1, 1, 1), 1),
+        ])
+        session.flush()
+        # A correction replaces what it corrects: cat's first label is counted once, as fixed.
+        old = label("cat", solutions[1], (1, 1, 1, 1), 80, superseded_at=now)
+        session.add(old)
+        session.flush()
+        session.add(label("cat", solutions[1], (0, -1), 8, FinishReason.found_error, supersedes_id=old.id,
+                          created_at=now + timedelta(minutes=1)))
+    return project
+
+
+def test_activity_numbers_and_the_fast_flag(session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        activity = project_activity(session, project.id)
+    rows = {a.username: a for a in activity.labelers}
+    assert [a.username for a in activity.labelers] == ["ann", "bob", "cat", "dan", "eve"]
+    assert activity.median_seconds_per_step == 8
+    assert activity.fast_below == 2
+
+    ann, bob, cat, dan, eve = (rows[n] for n in ("ann", "bob", "cat", "dan", "eve"))
+    assert (ann.labels, ann.median_seconds_per_step, ann.negative_share, ann.give_ups) == (4, 10, 2 / 12, 0)
+    assert (ann.qc_compared, ann.qc_accuracy) == (1, 1.0)
+    assert (bob.labels, bob.give_ups, bob.negative_share) == (3, 1, 0.0)
+    assert (bob.qc_compared, bob.qc_accuracy) == (1, 0.0)
+    assert (cat.labels, cat.median_seconds_per_step, cat.negative_share) == (3, 8, 2 / 8)
+    assert (cat.qc_compared, cat.qc_accuracy) == (0, None), "a lone gold is not measured against itself"
+    assert dan.median_seconds_per_step == 1 and dan.fast
+    assert eve.median_seconds_per_step == 1 and not eve.fast, "two labels are too few to flag"
+    assert not any(a.fast for a in (ann, bob, cat))
+
+
+def test_the_project_page_shows_the_table_and_the_flag(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}")
+    assert page.status_code == 200
+    table = page.text.split('id="activity"', 1)[1]
+    assert table.count("too fast: review") == 1
+    dan_row = table.split("<td>dan</td>", 1)[1].split("</tr>", 1)[0]
+    assert "too fast: review" in dan_row and "under a quarter of the project's 8.0 s" in dan_row
