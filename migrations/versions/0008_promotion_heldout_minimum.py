@@ -5,7 +5,7 @@ lower bound of a bootstrap interval, and refuse to judge below this many held-ou
 best-of-N problems). Existing projects get the default.
 
 Revision ID: 0008
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-25
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0008'
-down_revision: str | None = '0005'
+down_revision: str | None = '0007'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
