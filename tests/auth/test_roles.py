@@ -17,7 +17,7 @@ from tests.imports.conftest import import_bytes, jsonl
 LABELER_PAGES = ("/label",)
 PUBLIC_PAGES = {"/", "/login", "/logout"}
 # API routes a labeler needs: their token, their tasks, their own stats and labels, the project
-# list.
+# list, and the figures of the problems they label.
 LABELER_API = {
     ("POST", "/api/v1/auth/tokens"),
     ("DELETE", "/api/v1/auth/tokens/current"),
@@ -29,6 +29,7 @@ LABELER_API = {
     ("GET", "/api/v1/projects"),
     ("GET", "/api/v1/projects/{project_id}"),
     ("POST", "/api/v1/projects/{project_id}/tasks/next"),
+    ("GET", "/api/v1/problems/{problem_id}/figures/{index}"),
 }
 LABELER_API_PREFIXES = ("/api/v1/assignments/",)
 # Routes that act on what labelers reported: managers (and admins) only, researchers may read.
