@@ -17,6 +17,7 @@ from app.projects.service import get_project, list_projects
 from app.rounds import service
 from app.rounds.charts import labels_chart, quality_chart
 from app.rounds.jobs import wake_after_commit
+from app.rounds.payoff import selection_payoff
 from app.rounds.schemas import NULLABLE_SETTINGS, RoundSettingsUpdate
 from app.templating import render
 
@@ -133,6 +134,7 @@ def _overview(
             "active": service.active_round(session, project.id),
             "versions": service.list_model_versions(session, project.id),
             "quality": quality_chart(rounds),
+            "payoff": selection_payoff(session, project.id, settings.promote_metric),
             "labels": labels_chart(rounds),
             "settings": settings,
             "values": values or {k: ("" if v is None else v) for k, v in _settings_values(settings).items()},
