@@ -12,12 +12,12 @@ from app.auth.security import new_token, token_digest, verify_password
 from app.errors import Forbidden
 from app.models import ApiToken, AuthSession, User, utcnow
 
-DEACTIVATED = "this account is deactivated: ask an administrator to reactivate it"
-
 
 class AccountDeactivated(Forbidden):
+    """The right password for an account an administrator has deactivated."""
+
     def __init__(self) -> None:
-        super().__init__(DEACTIVATED)
+        super().__init__("this account is deactivated: ask an administrator to reactivate it")
 
 
 @dataclass(frozen=True)
