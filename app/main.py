@@ -18,6 +18,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app import api_docs
 from app.auth import endpoints as auth_api
 from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
@@ -75,8 +76,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Step-level human feedback on math solutions, and the PRM trained on it.",
         lifespan=lifespan,
-        openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        openapi_url=api_docs.OPENAPI_PATH,
+        # Served by app.api_docs instead: FastAPI's page needs a CDN and an inline script.
+        docs_url=None,
         redoc_url=None,
     )
     app.state.settings = settings
@@ -104,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reports_pages.router,
     ):
         app.include_router(router)
+    api_docs.install(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 

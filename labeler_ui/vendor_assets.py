@@ -1,7 +1,7 @@
 """Fetch the browser assets Stepwise serves itself: `python -m labeler_ui.vendor_assets`.
 
-The labeler page renders math with KaTeX from our own /static, never from a CDN, so the
-platform works offline and its CSP can stay at 'self'. The files come from the npm registry
+The labeler page renders math with KaTeX and the API docs page runs Swagger UI, both from our
+own /static, never from a CDN, so the platform works offline and its CSP can stay at 'self'. The files come from the npm registry
 through `npm pack` (which checks each package's integrity hash) and land in the git-ignored
 labeler_ui/static/vendor/. Running it again when the pinned versions are there does nothing.
 """
@@ -68,6 +68,13 @@ PACKAGES = (
         ),
         strip="files/",
     ),
+    # The API docs page (/api/v1/docs): Swagger UI's self-contained bundle and its stylesheet.
+    Package(
+        name="swagger-ui-dist",
+        version="5.35.0",
+        folder="swagger-ui",
+        patterns=("swagger-ui-bundle.js", "swagger-ui.css", "LICENSE", "NOTICE"),
+    ),
 )
 
 
@@ -82,8 +89,8 @@ def fetch(package: Package) -> bool:
     npm = shutil.which("npm")
     if npm is None:
         raise VendorError(
-            "npm is not installed: it is needed once to fetch KaTeX and the UI font for the "
-            "browser pages (Debian: apt-get install npm)"
+            "npm is not installed: it is needed once to fetch KaTeX, the UI font and Swagger UI "
+            "for the browser pages (Debian: apt-get install npm)"
         )
     spec = f"{package.name}@{package.version}"
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,10 @@ router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
     "/tokens",
     response_model=TokenRead,
     status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 422, described={401: "wrong username or password"}),
+    responses=error_responses(
+        400, 401, 403, 422,
+        described={401: "wrong username or password", 403: "the right password, but the account is deactivated"},
+    ),
 )
 def create_token(body: TokenRequest, session: SessionDep) -> TokenRead:
     """Trade a username and password for a bearer token (shown once, stored hashed)."""

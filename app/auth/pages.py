@@ -32,14 +32,16 @@ def _safe_next(next_path: str | None) -> str | None:
     return None
 
 
-def _login_form(request: Request, next_path: str | None, error: str | None, status_code: int) -> Response:
+def _login_form(
+    request: Request, next_path: str | None, error: str | None, status_code: int, username: str = ""
+) -> Response:
     # Before login there is no session to hold a CSRF token: a cookie and a form field that
     # must match (double submit) stop other sites from logging a browser into our site.
     token = new_token()
     response = render(
         request,
         "auth/login.html",
-        {"login_csrf": token, "next": _safe_next(next_path) or "", "error": error},
+        {"login_csrf": token, "next": _safe_next(next_path) or "", "error": error, "username": username},
         status_code=status_code,
     )
     response.set_cookie(
@@ -69,10 +71,14 @@ def login(
 ) -> Response:
     cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not cookie or not same_token(cookie, login_csrf):
-        return _login_form(request, next, "The form expired. Please try again.", 403)
-    user = service.authenticate(session, username, password)
+        return _login_form(request, next, "The form expired. Please try again.", 403, username)
+    try:
+        user = service.authenticate(session, username, password)
+    except service.AccountDeactivated:
+        deactivated = "This account is deactivated: ask an administrator to reactivate it."
+        return _login_form(request, next, deactivated, 403, username)
     if user is None:
-        return _login_form(request, next, "Wrong username or password.", 401)
+        return _login_form(request, next, "Wrong username or password.", 401, username)
     settings = request.app.state.settings
     login_ = service.start_browser_session(session, user, settings.session_hours)
     response = RedirectResponse(_safe_next(next) or HOME_BY_ROLE[user.role], status_code=303)

@@ -9,7 +9,15 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from app.auth.security import new_token, token_digest, verify_password
+from app.errors import Forbidden
 from app.models import ApiToken, AuthSession, User, utcnow
+
+
+class AccountDeactivated(Forbidden):
+    """The right password for an account an administrator has deactivated."""
+
+    def __init__(self) -> None:
+        super().__init__("this account is deactivated: ask an administrator to reactivate it")
 
 
 @dataclass(frozen=True)
@@ -39,10 +47,14 @@ class Principal:
 
 
 def authenticate(session: Session, username: str, password: str) -> User | None:
+    """The user with this password, or None. Raises AccountDeactivated only for the right
+    password: a wrong one says nothing about whether the account exists or is active."""
     user = session.scalar(select(User).where(User.username == username))
     ok = verify_password(user.password_hash if user else None, password)
-    if user is None or not ok or not user.is_active:
+    if user is None or not ok:
         return None
+    if not user.is_active:
+        raise AccountDeactivated
     return user
 
 

@@ -96,3 +96,12 @@ class Round(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def status_text(self) -> str:
+        """The status as people read it: a round that ended without training a model (too few
+        labels) says so, where "done" would suggest a new model. Evaluation records the
+        candidate's metrics for every model a round trains, so their absence tells."""
+        if self.status == RoundStatus.done and "candidate" not in self.metrics:
+            return "done, no model trained"
+        return self.status.value

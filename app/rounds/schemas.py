@@ -15,6 +15,9 @@ class RoundRead(BaseModel):
     project_id: int
     number: int = Field(description="the generation its picks are labeled with")
     status: RoundStatus
+    status_text: str = Field(
+        description='the status in words: "done, no model trained" for a round that had too few labels to train'
+    )
     stage: RoundStage = Field(description="the next stage to run, or done")
     percent: float
     eta_at: datetime | None

@@ -63,12 +63,32 @@ def test_a_failed_login_does_not_say_whether_the_user_exists(client, session_fac
     assert api.json() == {"detail": "wrong username or password"}
 
 
-def test_a_deactivated_user_cannot_log_in(client, session_factory, db) -> None:  # type: ignore[no-untyped-def]
+def test_a_deactivated_user_is_told_so_only_with_the_right_password(client, session_factory, db) -> None:  # type: ignore[no-untyped-def]
     make_user(session_factory, "ann", "labeler")
     db.execute(update(User).values(is_active=False))
     db.commit()
-    assert _login_form(client, "ann", PASSWORD).status_code == 401
-    assert client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD}).status_code == 401
+    page = _login_form(client, "ann", PASSWORD)
+    assert page.status_code == 403
+    assert "This account is deactivated" in page.text
+    assert SESSION_COOKIE not in page.headers.get("set-cookie", "")
+    api = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD})
+    assert api.status_code == 403
+    assert api.json() == {"detail": "this account is deactivated: ask an administrator to reactivate it"}
+
+    # A wrong password gets the answer any wrong password gets: nothing about the account.
+    wrong = _login_form(client, "ann", "wrong password")
+    assert wrong.status_code == 401 and "Wrong username or password." in wrong.text
+    assert "deactivated" not in wrong.text
+    api = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": "wrong password"})
+    assert api.status_code == 401 and api.json() == {"detail": "wrong username or password"}
+
+
+def test_a_failed_login_keeps_the_username(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    page = _login_form(client, "ann", "wrong password")
+    assert page.status_code == 401
+    assert 'name="username" autocomplete="username" required maxlength="64" value="ann"' in page.text
+    assert PASSWORD not in page.text and "wrong password" not in page.text
 
 
 def test_the_login_form_needs_its_own_csrf_token(client, session_factory, db) -> None:  # type: ignore[no-untyped-def]

@@ -12,9 +12,11 @@ from app.main import CONTENT_SECURITY_POLICY
     [
         ("/login", 200),  # a page
         ("/api/v1/openapi.json", 200),  # JSON
+        ("/api/v1/docs", 200),  # the API docs, a plain route
         ("/api/v1/projects", 401),  # an error from a dependency
         ("/no/such/page", 404),  # an error from the router
         ("/static/vendor/katex/katex.min.css", 200),  # a static file
+        ("/static/vendor/swagger-ui/swagger-ui-bundle.js", 200),  # vendored at set-up
     ],
 )
 def test_security_headers_on_every_kind_of_response(client, path: str, status: int) -> None:  # type: ignore[no-untyped-def]

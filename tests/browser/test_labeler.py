@@ -6,12 +6,12 @@ import json
 import re
 
 from playwright.sync_api import Page, expect
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.db import session_scope
-from app.models import FinishReason, Label
+from app.models import FinishReason, Label, User
 from tests.browser.conftest import add_solution, login, screenshot
-from tests.conftest import make_project, make_user
+from tests.conftest import PASSWORD, make_project, make_user
 
 PRM800K_PROBLEM = (
     "The denominator of a fraction is 7 less than 3 times the numerator. If the fraction is "
@@ -356,9 +356,27 @@ def test_login_errors_and_missing_project_pages(page: Page, session_factory) -> 
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("alert")).to_have_text("Wrong username or password.")
+    expect(page.get_by_label("Username")).to_have_value("lena")
+    expect(page.get_by_label("Password")).to_have_value("")
+    expect(page.get_by_label("Password")).to_be_focused()
     screenshot(page, "login_wrong_password.png")
 
     login(page, "lena", "/label/9999")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     expect(page.get_by_role("alert")).to_contain_text("no project with id 9999")
     screenshot(page, "error_not_found.png")
+
+
+def test_a_deactivated_labeler_is_told_why_they_cannot_log_in(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "lena", "labeler")
+    with session_scope(session_factory) as session:
+        session.execute(update(User).where(User.username == "lena").values(is_active=False))
+    page.goto("/login")
+    page.get_by_label("Username").fill("lena")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_have_text(
+        "This account is deactivated: ask an administrator to reactivate it."
+    )
+    expect(page.get_by_label("Username")).to_have_value("lena")
+    screenshot(page, "login_deactivated.png")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import func, select, text
 
 from app.db import session_scope
-from app.models import Round, RoundSettings
+from app.models import Round, RoundSettings, RoundStage, RoundStatus
 from tests.conftest import api_headers, browser_login, make_project, make_user
 
 
@@ -139,3 +141,23 @@ def test_starting_a_round_wakes_a_postgresql_worker_through_the_job_queue(client
     assert [tuple(j) for j in jobs] == [
         ("stepwise.run_round", {"round_id": body["id"]}, "todo", f"round-{body['id']}")
     ]
+
+
+def test_a_round_that_trained_no_model_says_so(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    skipped = "3 training labels, fewer than the 10 needed: no model this round"
+    with session_scope(session_factory) as session:
+        for number, metrics in [(1, {"candidate": {"step_auroc": 0.7}, "rule": "passed"}), (2, {"rule": skipped})]:
+            session.add(Round(project_id=project.id, number=number, status=RoundStatus.done,
+                              stage=RoundStage.done, percent=100.0, metrics=metrics, promoted=False))
+    headers = api_headers(client, "rita")
+    listed = client.get(f"/api/v1/projects/{project.id}/rounds", headers=headers).json()
+    assert {r["number"]: (r["status"], r["status_text"]) for r in listed} == {
+        1: ("done", "done"), 2: ("done", "done, no model trained"),
+    }
+
+    browser_login(client, "rita")
+    badges = re.findall(r'data-field="status">([^<]*)<', client.get(f"/research/projects/{project.id}").text)
+    assert sorted(badges) == ["done", "done, no model trained"]
+    latest = next(r["id"] for r in listed if r["number"] == 2)
+    assert re.findall(r'data-field="status">([^<]*)<', client.get(f"/research/rounds/{latest}").text) == ["done, no model trained"]
+    assert 'data-field="status">done, no model trained<' in client.get("/research").text

@@ -134,6 +134,7 @@ def test_without_enough_labels_a_round_picks_uniformly(
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert "fewer than the 10 needed" in round_.message and round_.promoted is False
+        assert round_.status_text == "done, no model trained"
         assert served_version(session, project.id) is None
         picks = session.scalars(select(RoundPick).where(RoundPick.round_id == round_id)).all()
         assert len(picks) == 12 and {p.reason.value for p in picks} == {"no_model"}

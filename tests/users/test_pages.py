@@ -102,7 +102,8 @@ def test_deactivation_locks_a_user_out_and_reactivation_lets_them_back(client, a
         assert "deactivated" in client.get("/admin/users").text
         assert ann_browser.get("/label", follow_redirects=False).status_code == 303
         assert ann_browser.get("/api/v1/users/me", headers=token).status_code == 401
-        assert ann_browser.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD}).status_code == 401
+        refused = ann_browser.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD})
+        assert refused.status_code == 403 and "deactivated" in refused.json()["detail"]
 
         client.post(f"/admin/users/{ann.id}/active", data={"csrf_token": admin, "is_active": "true"})
         assert _user(session_factory, "ann").is_active  # type: ignore[union-attr]

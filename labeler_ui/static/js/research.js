@@ -28,8 +28,9 @@ function show(container, round) {
   const row = container.closest("[data-round]") ?? document;
   const badge = row.querySelector('[data-field="status"]');
   if (badge) {
-    badge.textContent = round.status;
-    badge.className = `badge ${BADGE[round.status] ?? ""}`;
+    badge.textContent = round.status_text;
+    const kind = round.status_text === round.status ? BADGE[round.status] : "warn";
+    badge.className = `badge ${kind ?? ""}`;
   }
 }
 

@@ -1,0 +1,70 @@
+// The import page guesses a file's format from its first line and picks that radio button,
+// saying what it saw. Only a guess for convenience: the server validates every line anyway.
+
+const SNIFF_BYTES = 1 << 20;
+const NAMES = { prm800k: "PRM800K", math: "MATH problems", solutions: "Candidate solutions" };
+const MATH_KEYS = ["solution", "subject", "type", "level", "unique_id"];
+
+/** {format, why} for the first line of a JSONL file; format is null when there is no telling. */
+export function guessFormat(line) {
+  let record;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return { format: null, why: "its first line is not JSON" };
+  }
+  if (record === null || typeof record !== "object" || Array.isArray(record)) {
+    return { format: null, why: "its first line is not a JSON object" };
+  }
+  const has = (key) => Object.hasOwn(record, key);
+  if (has("question") || has("label")) {
+    const keys = ["question", "label"].filter(has).map((key) => `"${key}"`);
+    return { format: "prm800k", why: `the first line has ${keys.join(" and ")}` };
+  }
+  for (const key of ["steps", "text", "problem_id"]) {
+    if (has(key)) return { format: "solutions", why: `the first line has "${key}"` };
+  }
+  if (has("problem")) {
+    const extra = MATH_KEYS.find(has);
+    const why = extra ? `the first line has "problem" and "${extra}"` : 'the first line has "problem" and no steps';
+    return { format: "math", why };
+  }
+  return { format: null, why: "its first line has none of the keys of a known format" };
+}
+
+function firstLine(text) {
+  return text.replace(/^\uFEFF/, "").split(/\r?\n/).find((line) => line.trim() !== "") ?? "";
+}
+
+const form = document.querySelector("form[data-import]");
+const input = form?.querySelector('input[type="file"]');
+const note = document.getElementById("format-guess");
+
+async function sniff() {
+  const file = input.files[0];
+  if (!file) {
+    note.hidden = true;
+    return;
+  }
+  const line = firstLine(await file.slice(0, SNIFF_BYTES).text());
+  const { format, why } = guessFormat(line);
+  if (format) {
+    form.querySelector(`input[name="format"][value="${format}"]`).checked = true;
+    note.textContent = `Looks like ${NAMES[format]}: ${why}. Change it below if that is wrong.`;
+  } else {
+    note.textContent = `Could not tell the format: ${why}. Choose it below.`;
+  }
+  note.hidden = false;
+}
+
+if (form && input && note) {
+  input.addEventListener("change", sniff);
+  // A file dropped anywhere on the form is taken as if chosen with the button.
+  form.addEventListener("dragover", (event) => event.preventDefault());
+  form.addEventListener("drop", (event) => {
+    event.preventDefault();
+    if (!event.dataTransfer?.files.length) return;
+    input.files = event.dataTransfer.files;
+    input.dispatchEvent(new Event("change"));
+  });
+}

@@ -1,0 +1,107 @@
+"""Every page on a phone (390×844): nothing scrolls sideways, and the labeler works by thumb."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import add_solution, login, screenshot
+from tests.conftest import make_project, make_user
+from tests.imports.conftest import import_bytes, jsonl, sample_records
+
+PHONE = {"width": 390, "height": 844}
+# Display math far wider than a phone, and inline math with few places to break.
+LONG_DISPLAY = (
+    "$$\\sum_{k=1}^{100} \\left(\\frac{k^2 + 3k + 2}{k^3 + 6k^2 + 11k + 6}\\right) = "
+    "\\frac{1}{2} + \\frac{1}{3} + \\frac{1}{4} + \\frac{1}{5} + \\frac{1}{6} + \\frac{1}{7} + "
+    "\\frac{1}{8} + \\cdots + \\frac{1}{101} = H_{101} - 1$$"
+)
+LONG_STEPS = [
+    "Write each term with partial fractions:",
+    LONG_DISPLAY,
+    "So $x_{1}x_{2}x_{3}x_{4}x_{5}x_{6}x_{7}x_{8}x_{9}x_{10}x_{11}x_{12}x_{13}x_{14}x_{15}x_{16}$ "
+    "and https://example.org/a/very/long/address/without/any/spaces/in/it/at/all are both long.",
+    "# Answer\n\n$H_{101} - 1$",
+]
+
+
+def _phone(browser: Browser, live_server: str) -> Page:
+    context = browser.new_context(base_url=live_server, viewport=PHONE, device_scale_factor=2,
+                                  is_mobile=True, has_touch=True)
+    return context.new_page()
+
+
+def _assert_fits(page: Page, name: str) -> None:
+    page.evaluate("document.fonts.ready.then(() => true)")
+    widths = page.evaluate(
+        "({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})"
+    )
+    screenshot(page, f"narrow_{name}.png")
+    assert widths["scroll"] <= widths["client"], f"{name} scrolls sideways: {widths}"
+
+
+def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "A project with a rather long name for a phone")
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, LONG_STEPS, statement="Find " + LONG_DISPLAY, answer="H_{101} - 1")
+    page = _phone(browser, live_server)
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    expect(page.locator("#steps .katex-display").first).to_be_visible()
+    _assert_fits(page, "labeler")
+
+    # The long display math scrolls in its own box, not the page.
+    display = page.locator("#steps .katex-display").first
+    box = display.evaluate("e => ({scroll: e.scrollWidth, client: e.clientWidth, overflow: getComputedStyle(e).overflowX})")
+    assert box["scroll"] > box["client"] and box["overflow"] == "auto"
+
+    steps = page.locator("#steps > .step")
+    viewport = PHONE["width"]
+    for i in range(steps.count()):
+        step = steps.nth(i).bounding_box()
+        assert step is not None and step["width"] >= viewport - 40, "steps take the full width"
+    first = steps.first
+    body, controls = first.locator(".step-body").bounding_box(), first.locator(".step-controls").bounding_box()
+    assert body and controls and controls["y"] >= body["y"] + body["height"], "buttons sit under the step"
+    for rate in first.locator(".rate").all():
+        size = rate.bounding_box()
+        assert size is not None and size["height"] >= 44 and size["width"] >= 44
+
+    # The main menu folds behind a button, and opens on a tap.
+    nav = page.get_by_role("navigation", name="Main")
+    expect(nav).to_be_hidden()
+    page.get_by_role("button", name="Menu").tap()
+    expect(nav.get_by_role("link", name="My stats")).to_be_visible()
+    _assert_fits(page, "labeler_menu")
+    page.get_by_role("button", name="Menu").tap()
+    expect(nav).to_be_hidden()
+
+    first.locator(".rate.good").tap()
+    expect(first).to_have_class(re.compile(r"\brated-good\b"))
+
+    page.goto("/label/stats")
+    expect(page.get_by_role("heading", name="My stats")).to_be_visible()
+    _assert_fits(page, "stats")
+    page.context.close()
+
+
+def test_manager_and_admin_pages_fit_a_phone(browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Pilot with a long project name to wrap somewhere")
+    import_bytes(session_factory, project, jsonl(sample_records()),
+                 filename="prm800k-phase2-train-sample-with-a-long-file-name.jsonl")
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "a-labeler-with-a-rather-long-username", "labeler")
+    page = _phone(browser, live_server)
+    login(page, "boss", "/manage/projects")
+    _assert_fits(page, "manage_projects")
+    for path, name in [
+        (f"/manage/projects/{project.id}", "manage_project"),
+        (f"/manage/projects/{project.id}/import", "manage_import"),
+        (f"/manage/projects/{project.id}/export", "manage_export"),
+        ("/admin/users", "admin_users"),
+    ]:
+        page.goto(path)
+        expect(page.locator("h1, h2").first).to_be_visible()
+        _assert_fits(page, name)
+    page.context.close()
