@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 
 from playwright.sync_api import Browser, Page, expect
+from sqlalchemy import func, select
 
+from app.db import session_scope
+from app.models import Label
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl, sample_records
@@ -92,6 +95,8 @@ def test_manager_and_admin_pages_fit_a_phone(browser: Browser, live_server: str,
                  filename="prm800k-phase2-train-sample-with-a-long-file-name.jsonl")
     make_user(session_factory, "boss", "admin")
     make_user(session_factory, "a-labeler-with-a-rather-long-username", "labeler")
+    with session_scope(session_factory) as session:
+        label_id = session.scalar(select(func.min(Label.id)))
     page = _phone(browser, live_server)
     login(page, "boss", "/manage/projects")
     _assert_fits(page, "manage_projects")
@@ -99,6 +104,9 @@ def test_manager_and_admin_pages_fit_a_phone(browser: Browser, live_server: str,
         (f"/manage/projects/{project.id}", "manage_project"),
         (f"/manage/projects/{project.id}/import", "manage_import"),
         (f"/manage/projects/{project.id}/export", "manage_export"),
+        (f"/manage/projects/{project.id}/reports", "manage_reports"),
+        (f"/manage/projects/{project.id}/labels/{label_id}", "manage_label"),
+        (f"/research/projects/{project.id}", "research_project"),
         ("/admin/users", "admin_users"),
     ]:
         page.goto(path)
