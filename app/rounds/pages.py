@@ -12,12 +12,13 @@ from pydantic import BaseModel, Field
 from app.deps import DataPageUser, SessionDep, page_user
 from app.errors import Conflict
 from app.forms import FormInvalid, PageId, validate_form
-from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, User
+from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
 from app.rounds import service
 from app.rounds.charts import labels_chart, quality_chart
 from app.rounds.jobs import wake_after_commit
 from app.rounds.payoff import selection_payoff
+from app.rounds.pool import pool_shape
 from app.rounds.schemas import NULLABLE_SETTINGS, RoundSettingsUpdate
 from app.templating import render
 
@@ -47,6 +48,8 @@ class SettingsForm(BaseModel):
     promote_min: str = Field(default="", max_length=50)
     promote_margin: str = Field(default="", max_length=50)
     promote_min_heldout: str = Field(default="", max_length=50)
+    selector_mode: str = Field(default="", max_length=50)
+    selector_version_id: str = Field(default="", max_length=50)
     every_new_labels: str = Field(default="", max_length=50)
     schedule_hours: str = Field(default="", max_length=50)
 
@@ -143,6 +146,8 @@ def _overview(
             "can_research": can_research(user),
             "score_kinds": list(ScoreKind),
             "promote_metrics": list(PromoteMetric),
+            "selector_modes": list(SelectorMode),
+            "pool": pool_shape(session, project.id),
         },
         status_code=status_code,
     )

@@ -31,8 +31,13 @@ def selection_rule(settings: RoundSettings, seed: int) -> SelectionRule:
 
 def select_stage(run: RoundRun) -> None:
     with run.session() as session:
-        served = served_version(session, run.project_id)
-        version_id = served.id if served else None
+        round_ = session.get(Round, run.round_id)
+        assert round_ is not None
+        # The model the score stage ranked the pool with (a round from before selector modes
+        # ranked with the served one); none when no model was served.
+        selector = round_.metrics.get("selector")
+        served = served_version(session, run.project_id) if selector is None else None
+        version_id = selector["version_id"] if selector else served.id if served else None
         rows = pool.pool_candidates(session, run.project_id, version_id)
         rule = selection_rule(run.settings, seed=run.round_id)
         if version_id is None:
@@ -58,8 +63,6 @@ def select_stage(run: RoundRun) -> None:
             for p in picks
         ])
         failpoint("select.written")
-        round_ = session.get(Round, run.round_id)
-        assert round_ is not None
         by_reason: dict[str, int] = defaultdict(int)
         for p in picks:
             by_reason[p.reason] += 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, select, update
+from sqlalchemy import and_, bindparam, case, distinct, exists, func, insert, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.labeling.queue import add_slots
@@ -148,6 +148,15 @@ def pool_candidates(
         .order_by(Solution.id)
     )
     return [(sid, pid, grade.value, score) for sid, pid, grade, score in rows]
+
+
+def pool_shape(session: Session, project_id: int) -> dict[str, float]:
+    """How much room the rule has to choose: pool solutions, their problems, and the ratio."""
+    solutions, problems = session.execute(
+        select(func.count(), func.count(distinct(Solution.problem_id))).where(_in_pool(project_id))
+    ).one()
+    return {"solutions": solutions, "problems": problems,
+            "per_problem": solutions / problems if problems else 0.0}
 
 
 def qc_candidates(session: Session, project_id: int, limit: int = 1000) -> list[tuple[int, int, str]]:

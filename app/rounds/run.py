@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
-from app.models import PromoteMetric, Round, RoundSettings, RoundStage, ScoreKind, utcnow
+from app.models import PromoteMetric, Round, RoundSettings, RoundStage, ScoreKind, SelectorMode, utcnow
 from app.rounds import lease
 from app.rounds.config import WorkerSettings
 
@@ -85,8 +85,10 @@ def frozen_settings(saved: dict[str, Any] | None) -> RoundSettings | None:
     # A setting added after the round started takes its default.
     defaults = {c.key: c.default.arg for c in RoundSettings.__table__.columns
                 if c.key in _SETTINGS_FIELDS and c.default is not None}
-    values = {**defaults, **saved, "score_kind": ScoreKind(saved["score_kind"]),
-              "promote_metric": PromoteMetric(saved["promote_metric"])}
+    values = {**defaults, **saved}
+    values |= {"score_kind": ScoreKind(values["score_kind"]),
+               "promote_metric": PromoteMetric(values["promote_metric"]),
+               "selector_mode": SelectorMode(values["selector_mode"])}
     return RoundSettings(**values)
 
 

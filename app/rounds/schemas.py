@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind
+from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
 
 
 class RoundRead(BaseModel):
@@ -93,13 +93,15 @@ class RoundSettingsRead(BaseModel):
     promote_min: float
     promote_margin: float
     promote_min_heldout: int
+    selector_mode: SelectorMode
+    selector_version_id: int | None
     every_new_labels: int | None
     schedule_hours: float | None
     updated_at: datetime
 
 
 # The settings a null turns off; every other one must have a value.
-NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours")
+NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours", "selector_version_id")
 
 
 def _null_only_where_allowed(schema: dict[str, Any]) -> None:
@@ -118,7 +120,8 @@ def _null_only_where_allowed(schema: dict[str, Any]) -> None:
 
 class RoundSettingsUpdate(BaseModel):
     """Fields left out stay as they are; send null for `every_new_labels` or `schedule_hours`
-    to turn that trigger off."""
+    to turn that trigger off, and for `selector_version_id` to let the next round pin the served
+    model as the fixed selector."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_null_only_where_allowed)
 
@@ -140,6 +143,8 @@ class RoundSettingsUpdate(BaseModel):
     promote_min: float | None = Field(default=None, ge=0, le=1)
     promote_margin: float | None = Field(default=None, ge=0, le=1)
     promote_min_heldout: int | None = Field(default=None, ge=1, le=10_000_000)
+    selector_mode: SelectorMode | None = None
+    selector_version_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
 

@@ -17,6 +17,7 @@ from app.models import (
     RoundSettings,
     RoundStatus,
     RoundTrigger,
+    SelectorMode,
     Solution,
     SolutionScore,
     User,
@@ -130,6 +131,11 @@ def update_round_settings(
     merged = {**{k: getattr(settings, k) for k in ("control_share", "qc_share")}, **changes}
     if merged["control_share"] + merged["qc_share"] > 1:
         raise BadInput("control_share + qc_share must not exceed 1")
+    version_id = changes.get("selector_version_id")
+    if version_id is not None:
+        version = session.get(ModelVersion, version_id)
+        if version is None or version.project_id != project_id:
+            raise BadInput(f"selector_version_id {version_id} is not a model version of this project")
     for field, value in changes.items():
         setattr(settings, field, value)
     settings.updated_at = utcnow()
@@ -145,6 +151,16 @@ def list_model_versions(session: Session, project_id: int) -> list[ModelVersion]
             .order_by(ModelVersion.id.desc())
         )
     )
+
+
+def selector_version(session: Session, settings: RoundSettings) -> ModelVersion | None:
+    """The model that ranks the pool: the pinned one in fixed mode (the served one until a
+    round pins it), the served one in retrain mode."""
+    if settings.selector_mode == SelectorMode.fixed and settings.selector_version_id is not None:
+        pinned = session.get(ModelVersion, settings.selector_version_id)
+        if pinned is not None:
+            return pinned
+    return served_version(session, settings.project_id)
 
 
 def served_version(session: Session, project_id: int) -> ModelVersion | None:

@@ -31,14 +31,14 @@ from active_learning.model import META_FILE, load_checkpoint
 from active_learning.score import iter_scores
 from active_learning.train import PROGRESS_FILE, train
 from app.db import session_scope
-from app.models import ModelVersion, Round, RoundStage, RoundStatus, ScoreKind, utcnow
+from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
 from app.rounds import lease, pool
 from app.rounds.config import WorkerSettings
 from app.rounds.failpoints import failpoint
 from app.rounds.picking import enqueue_stage, select_stage
 from app.rounds.promotion import passes
 from app.rounds.run import STAGE_START, RoundRun, frozen_settings, jsonable, settings_dict
-from app.rounds.service import round_settings, served_version
+from app.rounds.service import round_settings, selector_version, served_version
 
 log = logging.getLogger("stepwise.rounds")
 
@@ -291,13 +291,21 @@ def _round_version(session: Session, run: RoundRun) -> ModelVersion:
 
 def _score(run: RoundRun) -> None:
     with run.session() as session:
-        served = served_version(session, run.project_id)
-        if served is None:
+        selector = selector_version(session, run.settings)
+        if selector is None:
             lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
                           message="no model served yet: picking uniformly",
                           percent=STAGE_START[RoundStage.select])
             return
-        version_id, path = served.id, served.path
+        if run.settings.selector_mode == SelectorMode.fixed and run.settings.selector_version_id is None:
+            # The first served model becomes the fixed selector, for this round and the next.
+            session.execute(update(RoundSettings).where(
+                RoundSettings.project_id == run.project_id, RoundSettings.selector_version_id.is_(None)
+            ).values(selector_version_id=selector.id))
+        metrics = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+        session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(metrics={
+            **metrics, "selector": {"mode": run.settings.selector_mode.value, "version_id": selector.id}}))
+        version_id, path = selector.id, selector.path
         total = pool.count_unscored(session, run.project_id, version_id)
         run.progress(session, RoundStage.score, 0, f"scoring {total} solutions")
     model, tokenizer, _ = load_checkpoint(path, _device())

@@ -73,13 +73,15 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
     headers = api_headers(client, "rita")
     defaults = client.get(url, headers=headers).json()
     assert (defaults["picks_per_round"], defaults["wrong_share"], defaults["control_share"]) == (100, 0.8, 0.1)
+    assert (defaults["selector_mode"], defaults["selector_version_id"], defaults["promote_min_heldout"]) == ("fixed", None, 50)
 
     changed = client.patch(url, headers=headers, json={"picks_per_round": 40, "every_new_labels": 25})
     assert changed.status_code == 200, changed.text
     assert (changed.json()["picks_per_round"], changed.json()["every_new_labels"]) == (40, 25)
 
     for bad in [{"wrong_share": 1.5}, {"picks_per_round": 0}, {"qc_share": 0.95}, {"bogus": 1},
-                {"picks_per_round": None}, {"promote_metric": "vibes"}]:
+                {"picks_per_round": None}, {"promote_metric": "vibes"}, {"selector_mode": "sometimes"},
+                {"selector_version_id": 999}, {"promote_min_heldout": 0}]:
         response = client.patch(url, headers=headers, json=bad)
         assert response.status_code == 422, (bad, response.text)
     assert client.get(url, headers=headers).json() == changed.json()

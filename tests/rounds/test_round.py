@@ -139,3 +139,32 @@ def test_without_enough_labels_a_round_picks_uniformly(
         picks = session.scalars(select(RoundPick).where(RoundPick.round_id == round_id)).all()
         assert len(picks) == 12 and {p.reason.value for p in picks} == {"no_model"}
         assert all(p.score is None and p.model_version_id is None for p in picks)
+
+
+@pytest.mark.parametrize(("mode", "backend"), [("fixed", "postgresql"), ("retrain", "sqlite")], indirect=["backend"])
+def test_a_fixed_selector_keeps_ranking_while_new_models_are_served(
+    session_factory: sessionmaker[Session], worker_settings, backend: str, mode: str
+) -> None:
+    project = synthetic_project(session_factory)
+    with session_scope(session_factory) as session:
+        # Every trained model is promoted, so the served model changes between the rounds.
+        update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode=mode, promote_margin=1.0))
+    first = start(session_factory, project.id)
+    assert run_round(session_factory, first, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        v1 = served_version(session, project.id).id
+        pinned = round_settings(session, project.id).selector_version_id
+        assert pinned == (v1 if mode == "fixed" else None)
+    second = start(session_factory, project.id)
+    assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        v2 = served_version(session, project.id).id
+        assert v2 != v1
+        ranked_by = v1 if mode == "fixed" else v2
+        round_ = session.get(Round, second)
+        assert round_.metrics["selector"] == {"mode": mode, "version_id": ranked_by}
+        picks = session.scalars(select(RoundPick).where(RoundPick.round_id == second)).all()
+        assert picks and {p.model_version_id for p in picks} == {ranked_by}
+        # The fixed selector scored only what was new to it; nothing is scored twice.
+        scored = session.scalars(select(SolutionScore.solution_id).where(SolutionScore.model_version_id == ranked_by)).all()
+        assert len(scored) == len(set(scored))
