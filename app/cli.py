@@ -261,13 +261,19 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
 @click.option("--port", default=8000, type=int, show_default=True)
 @click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
 @click.option("--access-log", is_flag=True, help="log a line for every request")
-def serve(host: str, port: int, workers: int, access_log: bool) -> None:
+@pass_ctx
+def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -> None:
     """Run the web server (several worker processes with --workers)."""
     from app.server import CannotListen, serve as run_server
 
     try:
         status = run_server(
-            host, port, workers, announce=lambda url: click.echo(f"Stepwise at {url}"), access_log=access_log
+            host,
+            port,
+            workers,
+            announce=lambda url: click.echo(f"Stepwise at {url}"),
+            access_log=access_log,
+            log_format=ctx.settings.log_format,
         )
     except CannotListen as exc:
         raise click.ClickException(str(exc)) from None
@@ -384,11 +390,21 @@ def rounds_list(ctx: _Context, project_name: str) -> None:
 
 @cli.command("worker")
 @click.option("--once", is_flag=True, help="run the rounds waiting now, then exit")
+@click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, help="serve this worker's round metrics for Prometheus on this port")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="address the metrics port listens on")
 @pass_ctx
-def worker(ctx: _Context, once: bool) -> None:
+def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: str) -> None:
     """Run rounds: procrastinate's worker on PostgreSQL, a polling loop on SQLite."""
+    import logging.config
+
+    from app.ops.logs import logging_config
     from app.rounds.worker import run_worker
 
+    logging.config.dictConfig(logging_config(ctx.settings.log_format, access_log=False))
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, metrics_host)
     run_worker(ctx.settings, once=once)
 
 
