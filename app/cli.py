@@ -100,6 +100,28 @@ def db_downgrade(ctx: _Context, revision: str) -> None:
     click.echo(f"database at {revision}")
 
 
+@db.command("backup")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@pass_ctx
+def db_backup(ctx: _Context, file: Path) -> None:
+    """Write the whole database to FILE while the server runs (SQLite's backup API, or pg_dump)."""
+    from app.ops.backup import backup
+
+    backup(ctx.settings.database_url, file)
+    click.echo(f"backed up to {file}")
+
+
+@db.command("restore")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@pass_ctx
+def db_restore(ctx: _Context, file: Path) -> None:
+    """Replace the database's contents with a backup made by `db backup` (stop the server first)."""
+    from app.ops.backup import restore
+
+    restore(ctx.settings.database_url, file)
+    click.echo(f"restored from {file}")
+
+
 @cli.group(cls=_Group)
 def users() -> None:
     """User accounts."""
