@@ -100,6 +100,28 @@ def db_downgrade(ctx: _Context, revision: str) -> None:
     click.echo(f"database at {revision}")
 
 
+@db.command("backup")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@pass_ctx
+def db_backup(ctx: _Context, file: Path) -> None:
+    """Write the whole database to FILE while the server runs (SQLite's backup API, or pg_dump)."""
+    from app.ops.backup import backup
+
+    backup(ctx.settings.database_url, file)
+    click.echo(f"backed up to {file}")
+
+
+@db.command("restore")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@pass_ctx
+def db_restore(ctx: _Context, file: Path) -> None:
+    """Replace the database's contents with a backup made by `db backup` (stop the server first)."""
+    from app.ops.backup import restore
+
+    restore(ctx.settings.database_url, file)
+    click.echo(f"restored from {file}")
+
+
 @cli.group(cls=_Group)
 def users() -> None:
     """User accounts."""
@@ -261,13 +283,19 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
 @click.option("--port", default=8000, type=int, show_default=True)
 @click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
 @click.option("--access-log", is_flag=True, help="log a line for every request")
-def serve(host: str, port: int, workers: int, access_log: bool) -> None:
+@pass_ctx
+def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -> None:
     """Run the web server (several worker processes with --workers)."""
     from app.server import CannotListen, serve as run_server
 
     try:
         status = run_server(
-            host, port, workers, announce=lambda url: click.echo(f"Stepwise at {url}"), access_log=access_log
+            host,
+            port,
+            workers,
+            announce=lambda url: click.echo(f"Stepwise at {url}"),
+            access_log=access_log,
+            log_format=ctx.settings.log_format,
         )
     except CannotListen as exc:
         raise click.ClickException(str(exc)) from None
@@ -384,11 +412,21 @@ def rounds_list(ctx: _Context, project_name: str) -> None:
 
 @cli.command("worker")
 @click.option("--once", is_flag=True, help="run the rounds waiting now, then exit")
+@click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, help="serve this worker's round metrics for Prometheus on this port")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="address the metrics port listens on")
 @pass_ctx
-def worker(ctx: _Context, once: bool) -> None:
+def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: str) -> None:
     """Run rounds: procrastinate's worker on PostgreSQL, a polling loop on SQLite."""
+    import logging.config
+
+    from app.ops.logs import logging_config
     from app.rounds.worker import run_worker
 
+    logging.config.dictConfig(logging_config(ctx.settings.log_format, access_log=False))
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, metrics_host)
     run_worker(ctx.settings, once=once)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -64,6 +65,38 @@ class Settings(BaseSettings):
         alias="STEPWISE_FIGURES_DIR",
         description="Cache of drawn figures, by content hash; server processes may share it.",
     )
+
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        alias="STEPWISE_LOG_FORMAT",
+        description="'json' writes one JSON object a line, for a log collector.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        alias="STEPWISE_METRICS_TOKEN",
+        description="Bearer token that lets a scraper read /metrics from any address.",
+    )
+    # Loopback only by default: a Prometheus beside the server, or one given the token.
+    metrics_allow: str = Field(
+        default="127.0.0.1/32,::1/128",
+        alias="STEPWISE_METRICS_ALLOW",
+        description="Comma-separated networks (CIDR) that may read /metrics without the token.",
+    )
+
+    @field_validator("metrics_allow")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        for part in value.split(","):
+            if part.strip():
+                try:
+                    ipaddress.ip_network(part.strip(), strict=False)
+                except ValueError:
+                    raise ValueError(f"{part.strip()!r} is not a network such as 10.0.0.0/8") from None
+        return value
+
+    @property
+    def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(p.strip(), strict=False) for p in self.metrics_allow.split(",") if p.strip())
 
     @field_validator("database_url")
     @classmethod

@@ -33,6 +33,8 @@ from app.imports import endpoints as imports_api
 from app.imports import pages as imports_pages
 from app.labeling import endpoints as labeling_api
 from app.labeling import pages as labeling_pages
+from app.ops import endpoints as ops_endpoints
+from app.ops.middleware import RequestObserver
 from app.projects import endpoints as projects_api
 from app.projects import pages as projects_pages
 from app.reports import endpoints as reports_api
@@ -104,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         users_pages.router,
         rounds_pages.router,
         reports_pages.router,
+        ops_endpoints.router,
     ):
         app.include_router(router)
     api_docs.install(app)
@@ -111,6 +114,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_error_handlers(app)
 
     app.add_middleware(SecurityHeaders)
+    # Outermost, so that its timing and status include every other layer.
+    app.add_middleware(RequestObserver)
     return app
 
 

@@ -18,6 +18,7 @@ from app.labeling.schemas import (
     OwnLabelDetail,
     OwnLabelPage,
 )
+from app.ops.metrics import LABELS_SUBMITTED
 
 router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_responses(401, 403, 422))
 
@@ -32,6 +33,7 @@ async def next_task(project_id: RowId, request: Request, caller: ApiCredentials)
 
     def lease(session: Session) -> NextTask:
         user_id = api_caller(session, caller, lock_user=True).user_id
+        request.state.user_id = user_id
         return service.next_task(session, project_id, user_id, user_locked=True)
 
     return await in_transaction(request, lease)
@@ -56,9 +58,14 @@ async def submit(
     """Store a label. Sending the same idempotency key again returns the first receipt."""
 
     def store(session: Session) -> LabelReceipt:
-        return service.submit_label(session, api_caller(session, caller).user_id, assignment_id, body)
+        request.state.user_id = api_caller(session, caller).user_id
+        return service.submit_label(session, request.state.user_id, assignment_id, body)
 
-    return await in_transaction(request, store)
+    receipt = await in_transaction(request, store)
+    if not receipt.duplicate:
+        # Counted once committed: a label rolled back is no label.
+        LABELS_SUBMITTED.labels(receipt.finish_reason.value).inc()
+    return receipt
 
 
 @router.post(

@@ -15,6 +15,7 @@ import json
 import math
 import logging
 import shutil
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from active_learning.score import iter_scores
 from active_learning.train import PROGRESS_FILE, train
 from app.db import session_scope
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
+from app.ops.metrics import ROUND_STAGE_FAILURES, ROUND_STAGE_SECONDS
 from app.rounds import lease, pool
 from app.rounds.config import WorkerSettings
 from app.rounds.failpoints import failpoint
@@ -77,7 +79,7 @@ def run_round(
         with lease.LeaseKeeper(factory, round_id, owner, worker.round_lease_s, beat):
             while (stage := _stage(run)) is not None:
                 log.info("round %s: %s", round_id, stage.value)
-                STAGES[stage](run)
+                _run_stage(run, stage)
         return RoundStatus.done
     except lease.LeaseLost as lost:
         log.info("round %s: %s", round_id, lost)
@@ -87,6 +89,19 @@ def run_round(
         return lease.give_up_or_retry(
             factory, round_id, owner, traceback.format_exc(), worker.round_max_attempts
         )
+
+
+def _run_stage(run: RoundRun, stage: RoundStage) -> None:
+    started = time.perf_counter()
+    try:
+        STAGES[stage](run)
+    except lease.LeaseLost:
+        # Another worker holds the round now: no failure of the stage.
+        raise
+    except Exception:
+        ROUND_STAGE_FAILURES.labels(stage.value).inc()
+        raise
+    ROUND_STAGE_SECONDS.labels(stage.value).observe(time.perf_counter() - started)
 
 
 def _stage(run: RoundRun) -> RoundStage | None:

@@ -16,6 +16,8 @@ from tests.imports.conftest import import_bytes, jsonl
 # Pages any logged-in user (or nobody) may open: the labeler's area (and below) and the door.
 LABELER_PAGES = ("/label",)
 PUBLIC_PAGES = {"/", "/login", "/logout"}
+# For probes and Prometheus, outside the login: /metrics has its own guard (tests/ops).
+OPERATIONS = {"/healthz", "/readyz", "/metrics"}
 # API routes a labeler needs: their token, their tasks, their own stats and labels, the project
 # list, and the figures of the problems they label.
 LABELER_API = {
@@ -56,7 +58,7 @@ def _open_to_labelers(endpoint: Endpoint) -> bool:
     method, path = endpoint.method, endpoint.path
     if endpoint.is_api:
         return (method, path) in LABELER_API or path.startswith(LABELER_API_PREFIXES)
-    return path in PUBLIC_PAGES or any(path == p or path.startswith(p + "/") for p in LABELER_PAGES)
+    return path in PUBLIC_PAGES | OPERATIONS or any(path == p or path.startswith(p + "/") for p in LABELER_PAGES)
 
 
 def _call(client, endpoint: Endpoint, ids: dict[str, int], *, headers=None, csrf=None):  # type: ignore[no-untyped-def]

@@ -91,9 +91,10 @@ def test_api_starts_only_after_migrations_succeeded_with_several_workers(service
 
 def test_app_services_reach_the_compose_database(services):  # type: ignore[no-untyped-def]
     database = services["postgres"]["environment"]
-    for name in ("migrate", "api"):
+    for name in ("migrate", "api", "worker", "worker-gpu"):
         service = services[name]
-        assert service["image"] == services["api"]["image"], "one image for every app service"
+        if name != "worker-gpu":
+            assert service["image"] == services["api"]["image"], "one image for every CPU app service"
         url = make_url(service["environment"]["DATABASE_URL"])
         assert url.get_backend_name() == "postgresql"
         assert (url.host, url.port) == ("postgres", 5432)
@@ -101,6 +102,55 @@ def test_app_services_reach_the_compose_database(services):  # type: ignore[no-u
         assert url.password == database["POSTGRES_PASSWORD"] == PASSWORD
         assert url.database == database["POSTGRES_DB"]
         assert service["environment"]["STEPWISE_ENV"] == "production"
+
+
+def test_api_reports_its_liveness_through_healthz(services):  # type: ignore[no-untyped-def]
+    api = services["api"]
+    health = api["healthcheck"]
+    probe = " ".join(health["test"])
+    port = _option(_command(api), "--port")
+    assert f"127.0.0.1:{port}/healthz" in probe
+    # The image is python:3.11-slim, without curl or wget: the probe is Python's urlopen,
+    # which raises (a failed check) on any status past 399.
+    assert health["test"][:2] == ["CMD", "python"]
+    assert "urlopen" in probe
+    assert health["retries"] >= 2
+    assert "start_period" in health
+
+
+@pytest.mark.parametrize("name", ["worker", "worker-gpu"])
+def test_workers_run_rounds_after_migrations_and_come_back(services, name):  # type: ignore[no-untyped-def]
+    worker = services[name]
+    assert _command(worker) == ["stepwise", "worker"]
+    assert worker["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert worker["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert worker["restart"] in ("on-failure", "unless-stopped")
+    assert "ports" not in worker, "the worker serves nothing"
+
+
+def test_the_cpu_worker_starts_by_default_and_the_gpu_one_only_with_its_profile(services):  # type: ignore[no-untyped-def]
+    assert not services["worker"].get("profiles")
+    assert services["worker-gpu"]["profiles"] == ["gpu"]
+    for name, service in services.items():
+        if name != "worker-gpu":
+            assert not service.get("profiles"), f"{name} must start without a profile"
+
+
+def test_the_gpu_worker_reserves_one_nvidia_gpu_and_builds_cuda_torch(services, dockerfile):  # type: ignore[no-untyped-def]
+    gpu = services["worker-gpu"]
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
+    index = gpu["build"]["args"]["TORCH_INDEX_URL"]
+    assert "/whl/cu" in index, "the GPU image needs PyTorch's CUDA build"
+    declared = {line.split()[1].split("=")[0] for line in dockerfile if line.startswith("ARG ")}
+    assert set(gpu["build"]["args"]) <= declared, "a build arg the Dockerfile does not declare is ignored"
+    assert gpu["image"] != services["worker"]["image"], "the CUDA image must not replace the CPU one"
+
+
+def test_readme_documents_the_workers_and_the_gpu_profile():
+    deployment = (ROOT / "README.md").read_text().split("## Deployment", 1)[1].split("\n## ", 1)[0]
+    for needle in ("`worker`", "`worker-gpu`", "--profile gpu", "--scale worker=0", "/healthz"):
+        assert needle in deployment, f"README's Deployment section does not mention {needle}"
 
 
 def test_every_service_runs_something_real(services):  # type: ignore[no-untyped-def]

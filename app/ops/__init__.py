@@ -1,0 +1,1 @@
+"""What an operator needs: health and readiness, metrics, structured logs, backups."""

@@ -1,0 +1,42 @@
+"""/healthz, /readyz and /metrics: for load balancers, orchestrators and Prometheus, not people.
+
+Outside the login (a probe has no account) and outside the OpenAPI schema (not the JSON API).
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from app.ops import service
+from app.ops.metrics import CONTENT_TYPE, exposition
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/healthz")
+async def healthz() -> JSONResponse:
+    """The process answers; says nothing of the database, so that a database outage does not
+    get every server restarted."""
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    reason = await anyio.to_thread.run_sync(service.not_ready_reason, request.app.state.engine)
+    if reason is not None:
+        return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+    return JSONResponse({"status": "ready"})
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    client = request.client.host if request.client else None
+    if not service.may_read_metrics(request.app.state.settings, client, request.headers.get("authorization")):
+        return JSONResponse(
+            {"detail": "metrics are for the addresses in STEPWISE_METRICS_ALLOW or holders of STEPWISE_METRICS_TOKEN"},
+            status_code=403,
+        )
+    body = await anyio.to_thread.run_sync(exposition, request.app.state.session_factory)
+    return Response(body, media_type=CONTENT_TYPE)

@@ -1,0 +1,74 @@
+"""`stepwise db backup` then `stepwise db restore`: the labels come back exactly as they were."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import delete
+
+from app.exports.schemas import ExportFilters
+from app.exports.service import write_export
+from app.models import Label, Project
+from tests.conftest import add_solutions, api_headers, make_project, make_user
+
+STEPWISE = str(Path(sys.executable).parent / "stepwise")
+
+
+def _export(session_factory, project_id: int) -> bytes:  # type: ignore[no-untyped-def]
+    with session_factory() as session:
+        sink = io.BytesIO()
+        write_export(session, session.get(Project, project_id), "prm800k", ExportFilters(), sink)
+        return sink.getvalue()
+
+
+def _stepwise(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([STEPWISE, *args], env={**os.environ, "DATABASE_URL": database_url},
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_backup_restores_the_labels_as_they_were(backend, database_url, client, session_factory, db, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    if backend == "postgresql" and shutil.which("pg_dump") is None:
+        pytest.skip("pg_dump is not installed here: PostgreSQL backups cannot be tested")
+    project = make_project(session_factory, "algebra")
+    add_solutions(session_factory, project, 3, steps=2)
+    make_user(session_factory, "ann", "labeler")
+    headers = api_headers(client, "ann")
+    for key in ("a", "b"):
+        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+        label = {"idempotency_key": f"backup-{key}", "ratings": [{"rating": 1}, {"rating": -1}], "finish_reason": "found_error", "total_time_ms": 5}
+        assert client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json=label).status_code == 200
+    before = _export(session_factory, project.id)
+    assert before.count(b"\n") == 2
+
+    backup = tmp_path / "stepwise.backup"
+    made = _stepwise(database_url, "db", "backup", str(backup))
+    assert made.returncode == 0, made.stderr
+    assert backup.stat().st_size > 0 and not backup.with_name(backup.name + ".partial").exists()
+
+    db.execute(delete(Label))
+    db.commit()
+    assert _export(session_factory, project.id) == b""
+
+    client.app.state.engine.dispose()  # no pooled connection holds the tables being replaced
+    restored = _stepwise(database_url, "db", "restore", str(backup))
+    assert restored.returncode == 0, restored.stderr
+    assert _export(session_factory, project.id) == before
+
+
+def test_restoring_a_missing_file_is_refused(sqlite_url) -> None:  # type: ignore[no-untyped-def]
+    result = _stepwise(sqlite_url, "db", "restore", "/nonexistent/backup")
+    assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_a_failed_pg_dump_is_named_without_a_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    if shutil.which("pg_dump") is None:
+        pytest.skip("pg_dump is not installed here")
+    result = _stepwise("postgresql://nobody@127.0.0.1:1/none", "db", "backup", str(tmp_path / "x"))
+    assert result.returncode == 1 and "pg_dump failed" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,173 @@
+"""/healthz, /readyz and /metrics, in the app: answers, the 503s, what a scrape shows, who may scrape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.config import Settings
+from app.main import create_app
+from app.migrate import upgrade
+from tests.conftest import add_solutions, api_headers, make_project, make_user
+
+TOKEN = "scrape-me-0123456789"
+LOOPBACK = ("127.0.0.1", 40000)
+
+
+def _client(settings: Settings, client: tuple[str, int] = LOOPBACK) -> TestClient:
+    return TestClient(create_app(settings), client=client)
+
+
+@pytest.fixture
+def scraper(database_url: str, engine) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    settings = Settings(database_url=database_url, STEPWISE_ENV="test", STEPWISE_METRICS_TOKEN=TOKEN)
+    with _client(settings) as client:
+        yield client
+
+
+def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _value(text: str, name: str, **labels: str) -> float:
+    return _samples(text).get((name, frozenset(labels.items())), 0.0)
+
+
+def test_healthz_answers_with_a_request_id(client) -> None:  # type: ignore[no-untyped-def]
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert len(response.headers["x-request-id"]) == 32
+    assert client.get("/healthz").headers["x-request-id"] != response.headers["x-request-id"]
+
+
+def test_a_sane_incoming_request_id_is_kept_and_anything_else_replaced(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/healthz", headers={"X-Request-ID": "lb-1234.abc"}).headers["x-request-id"] == "lb-1234.abc"
+    for forged in ("a b", "x" * 200, "line\\nbreak", "<script>"):
+        echoed = client.get("/healthz", headers={"X-Request-ID": forged}).headers["x-request-id"]
+        assert echoed != forged and len(echoed) == 32
+
+
+def test_readyz_is_ready_on_a_migrated_database(client) -> None:  # type: ignore[no-untyped-def]
+    response = client.get("/readyz")
+    assert response.status_code == 200 and response.json() == {"status": "ready"}
+
+
+def test_readyz_refuses_a_database_behind_on_migrations(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0007")
+    with _client(Settings(database_url=url, STEPWISE_ENV="test")) as client:
+        response = client.get("/readyz")
+        assert response.status_code == 503
+        body = response.json()
+        assert body["status"] == "unavailable"
+        assert "not at head" in body["reason"] and "0007" in body["reason"] and "stepwise db upgrade" in body["reason"]
+        assert client.get("/healthz").status_code == 200, "liveness does not depend on the database"
+
+
+def test_readyz_refuses_a_database_that_does_not_answer() -> None:
+    # Port 1 on loopback: refused at once, and the password never shows in the reason.
+    url = "postgresql://stepwise:hunter2secret@127.0.0.1:1/none"
+    with _client(Settings(database_url=url, STEPWISE_ENV="test")) as client:
+        response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["reason"].startswith("the database does not answer")
+    assert "hunter2secret" not in response.text
+
+
+def test_metrics_count_requests_by_route_template_labels_and_the_queue(scraper, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "secret-project-name")
+    add_solutions(session_factory, project, 3)
+    make_user(session_factory, "annabelle", "labeler")
+    headers = api_headers(scraper, "annabelle")
+    before = scraper.get("/metrics").text
+    task = scraper.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    label = {"idempotency_key": "metrics-1", "ratings": [{"rating": 1}] * 3, "finish_reason": "solution", "total_time_ms": 10}
+    for _ in range(2):  # the second is the same key again: stored once, counted once
+        assert scraper.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json=label).status_code == 200
+    scraper.get("/api/v1/projects/987654", headers=headers)
+    after = scraper.get("/metrics")
+    assert after.status_code == 200 and after.headers["content-type"].startswith("text/plain")
+    text = after.text
+
+    def grew(name: str, **labels: str) -> float:
+        return _value(text, name, **labels) - _value(before, name, **labels)
+
+    assert grew("stepwise_labels_submitted_total", finish_reason="solution") == 1
+    route = "/api/v1/assignments/{assignment_id}/submit"
+    assert grew("stepwise_http_requests_total", method="POST", route=route, status="200") == 2
+    assert grew("stepwise_http_request_duration_seconds_count", method="POST", route=route) == 2
+    assert grew("stepwise_http_requests_total", method="GET", route="/api/v1/projects/{project_id}", status="404") == 1
+    # Three solutions, overlap 1: one leased and labeled, two waiting.
+    assert _value(text, "stepwise_queue_waiting_slots", project_id=str(project.id)) == 2
+    assert _value(text, "stepwise_leases", state="active") == 0
+    assert _value(text, "stepwise_rounds", status="failed") == 0
+    for private in ("annabelle", "secret-project-name", "987654", headers["Authorization"].split()[1]):
+        assert private not in text
+
+
+def test_leases_held_and_run_out_are_counted(scraper, session_factory, db) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import text as sql
+
+    project = make_project(session_factory, "algebra")
+    add_solutions(session_factory, project, 2)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "bob", "labeler")
+    for name in ("ann", "bob"):
+        scraper.post(f"/api/v1/projects/{project.id}/tasks/next", headers=api_headers(scraper, name))
+    db.execute(sql("UPDATE assignments SET expires_at = :past WHERE user_id = (SELECT id FROM users WHERE username = 'bob')"),
+               {"past": "2000-01-01 00:00:00"})
+    db.commit()
+    text = scraper.get("/metrics").text
+    assert _value(text, "stepwise_leases", state="active") == 1
+    assert _value(text, "stepwise_leases", state="expired") == 1
+
+
+@pytest.mark.parametrize(
+    ("client_host", "headers", "allowed"),
+    [
+        ("127.0.0.1", {}, True),
+        ("::1", {}, True),
+        ("203.0.113.9", {}, False),
+        ("203.0.113.9", {"Authorization": f"Bearer {TOKEN}"}, True),
+        ("203.0.113.9", {"Authorization": "Bearer wrong"}, False),
+        ("203.0.113.9", {"Authorization": f"Basic {TOKEN}"}, False),
+        ("10.1.2.3", {}, True),
+    ],
+)
+def test_metrics_are_for_allowed_networks_or_the_token(database_url, engine, client_host, headers, allowed) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(
+        database_url=database_url, STEPWISE_ENV="test", STEPWISE_METRICS_TOKEN=TOKEN,
+        STEPWISE_METRICS_ALLOW="127.0.0.1/32, ::1/128, 10.0.0.0/8",
+    )
+    with _client(settings, (client_host, 40000)) as client:
+        response = client.get("/metrics", headers=headers)
+    assert response.status_code == (200 if allowed else 403)
+    if not allowed:
+        assert "STEPWISE_METRICS_TOKEN" in response.json()["detail"]
+
+
+def test_by_default_only_loopback_may_scrape(database_url, engine) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(database_url=database_url, STEPWISE_ENV="test")
+    with _client(settings, ("192.168.1.5", 40000)) as client:
+        assert client.get("/metrics").status_code == 403
+        # No token is set: an empty bearer must not match it.
+        assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 403
+    with _client(settings) as client:
+        assert client.get("/metrics").status_code == 200
+
+
+def test_a_bad_network_in_the_allow_list_is_named() -> None:
+    with pytest.raises(ValueError, match="'10.0.0.0/33' is not a network"):
+        Settings(STEPWISE_METRICS_ALLOW="127.0.0.1/32,10.0.0.0/33")
+
+
+def test_the_operations_routes_stay_out_of_the_api_schema(client) -> None:  # type: ignore[no-untyped-def]
+    paths = client.get("/api/v1/openapi.json").json()["paths"]
+    assert not {"/healthz", "/readyz", "/metrics"} & set(paths)
