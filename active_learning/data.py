@@ -90,7 +90,7 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
             steps.append(completions[chosen]["text"])
             labels.append(completions[chosen].get("rating"))
         elif human is not None:
-            steps.append(human["text"])
+            steps.append(human_text(human))
             labels.append(None)  # human-written, not a model step anyone rated
         if labels and labels[-1] == -1 or chosen is None and human is None:
             break
@@ -118,10 +118,15 @@ def load_examples(source: str | Path | Iterable[dict]) -> list[Example]:
     return examples
 
 
+def human_text(human: str | dict) -> str:
+    """The text of a human completion: PRM800K writes an object, some files a bare string."""
+    return human if isinstance(human, str) else human["text"]
+
+
 def _trajectory(label_steps: list[dict]) -> list[str]:
     """The solution as PRM800K's README rebuilds it, for phase-1 records without
     pre-generated steps."""
-    return [s["human_completion"]["text"] if s.get("chosen_completion") is None and s.get("human_completion")
+    return [human_text(s["human_completion"]) if s.get("chosen_completion") is None and s.get("human_completion")
             else s["completions"][s.get("chosen_completion") or 0]["text"] for s in label_steps]
 
 
