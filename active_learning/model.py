@@ -70,13 +70,39 @@ def is_preset(base: str) -> bool:
     return base in PRESETS and not os.path.isdir(base)
 
 
+# Files one of which a tokenizer needs: the fast tokenizer's, or a slow one's vocabulary.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+                   "sentencepiece.bpe.model")
+PROBE_TEXT = "1 + 1 = 2"
+
+
+def check_tokenizer(tokenizer, base: str) -> None:
+    """Refuse a tokenizer that cannot read a step. Without its files, transformers may still
+    build one from the model's config alone, with an empty vocabulary: every text encodes to
+    nothing, and a PRM trained over it would see only the markers."""
+    ids = tokenizer.encode(PROBE_TEXT, add_special_tokens=False)
+    unknown = tokenizer.unk_token_id
+    if not ids or all(i == unknown for i in ids):
+        raise ValueError(f"the tokenizer of {base} encodes {PROBE_TEXT!r} to "
+                         f"{'no tokens' if not ids else 'unknown tokens only'}: it cannot read a "
+                         "solution; give a base with a working tokenizer")
+
+
 def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa"):
     """(model, tokenizer) for a preset name, a local directory or a hub id, head freshly made
-    unless `base` is already a Stepwise checkpoint."""
+    unless `base` is already a Stepwise checkpoint. A base whose tokenizer is missing or reads
+    nothing is refused (ValueError) before its weights are loaded."""
     if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)
     local = os.path.isdir(base)  # a local path never triggers a download attempt
-    tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
+    if local and not any(os.path.exists(os.path.join(base, name)) for name in TOKENIZER_FILES):
+        raise ValueError(f"{base} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
+                         "save the tokenizer beside the model (tokenizer.save_pretrained)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
+    except OSError as e:
+        raise ValueError(f"cannot load the tokenizer of {base}: {e}") from None
+    check_tokenizer(tokenizer, base)
     model = AutoModelForTokenClassification.from_pretrained(
         base, local_files_only=local, dtype=dtype, attn_implementation=attn,
         num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID)

@@ -164,7 +164,6 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     if output.exists():
         raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
     work = output.with_name(output.name + ".partial")
-    work.mkdir(parents=True, exist_ok=True)
 
     examples = load_examples(train_source)
     held_out, eval_records = [], None
@@ -172,7 +171,9 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
     else:
         eval_records = list(read_records(eval_source))
+    # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
+    work.mkdir(parents=True, exist_ok=True)
     lm_weight = language_loss_weight(config)
     features = _features(examples, tokenizer, config, lm_weight > 0)
     lengths = [len(f["input_ids"]) for f in features]

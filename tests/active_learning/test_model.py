@@ -2,7 +2,11 @@ import json
 
 import pytest
 import torch
-from transformers import AutoModelForTokenClassification, AutoTokenizer
+from click.testing import CliRunner
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import AutoModelForTokenClassification, AutoTokenizer, PreTrainedTokenizerFast
+
+from active_learning.cli import prm
 
 from active_learning.data import Solution
 from active_learning.model import ID2LABEL, load_base, load_checkpoint, marker_id, save_checkpoint
@@ -84,3 +88,38 @@ def test_score_shapes_and_long_solutions(checkpoint):
     assert giant.step_scores[0] is not None and giant.step_scores[2] is not None
     strict = score_solutions(model, tokenizer, SOLUTIONS[:1], neutral_as_correct=False)[0]
     assert strict.step_scores[0] == pytest.approx(short.step_probs[0][2], abs=1e-5)
+
+
+def _base_without_tokenizer(directory):
+    torch.manual_seed(0)
+    model, _ = load_base("tiny")
+    model.save_pretrained(directory)
+    return directory
+
+
+def test_base_without_tokenizer_files_is_refused(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    with pytest.raises(ValueError, match="has no tokenizer files"):
+        load_base(str(base))
+
+
+def test_base_whose_tokenizer_reads_nothing_is_refused(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    # Only special tokens: the probe text has no token of its own.
+    core = Tokenizer(models.BPE(vocab={"<|endoftext|>": 0}, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    empty = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|endoftext|>")
+    assert empty.encode("1 + 1 = 2", add_special_tokens=False) == []
+    empty.save_pretrained(base)
+    with pytest.raises(ValueError, match="encodes '1 \\+ 1 = 2' to no tokens"):
+        load_base(str(base))
+
+
+def test_training_refuses_such_a_base_before_it_starts(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1?", "completions": ["1 + 1 = 2"], "labels": [True]}) + "\n")
+    output = tmp_path / "prm"
+    result = CliRunner().invoke(prm, ["train", "--train", str(data), "--base", str(base), "--output", str(output)])
+    assert result.exit_code == 1 and "has no tokenizer files" in result.output
+    assert not output.exists() and not output.with_name("prm.partial").exists()
