@@ -7,6 +7,7 @@ commands of the group do not pay for them at start-up.
 import dataclasses
 import json
 import sys
+import typing
 
 import click
 
@@ -43,7 +44,8 @@ def _add_options(command, config_class):
             command = click.option(f"{flag}/--no-{flag[2:]}", f.name, default=default,
                                    show_default=True, help=f.metadata["help"])(command)
             continue
-        kind = f.type if f.type in (int, float, str) else float  # `float | None` fields
+        # `float | None` and `str | None` fields take their type's values, None when left out.
+        kind = next(t for t in (int, float, str) if t in typing.get_args(f.type) or t is f.type)
         command = click.option(flag, f.name, type=kind, default=default, show_default=True,
                                help=f.metadata["help"])(command)
     return command

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 IGNORE_INDEX = -100  # positions without a label; cross-entropy skips them
+PROMPT_END = "\n\n"  # between the problem and the first step (the checkpoint's prompt format)
 SKIPPED_FINISH_REASONS = {"give_up", "bad_problem"}
 
 
@@ -187,7 +188,7 @@ def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
     """
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    prompt_ids = encode(prompt + "\n\n")[-(max_length // 2):]
+    prompt_ids = encode(prompt + PROMPT_END)[-(max_length // 2):]
     input_ids = head + prompt_ids
     prompt_length = len(input_ids)
     targets = [IGNORE_INDEX] * len(input_ids)
@@ -218,7 +219,7 @@ def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], ma
     """
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    question = encode(prompt + "\n\n")[-(max_length // 2):]
+    question = encode(prompt + PROMPT_END)[-(max_length // 2):]
     step_ids = [encode(step) + [marker_id] for step in steps]
     windows: list[dict] = []
     i = 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
 
+from active_learning.card import model_card, prompt_format
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 ID2LABEL = {0: "-1", 1: "0", 2: "+1"}  # class index = rating + 1
@@ -121,11 +122,36 @@ def marker_id(tokenizer) -> int:
     return tokenizer.convert_tokens_to_ids(STEP_MARKER)
 
 
-def save_checkpoint(model, tokenizer, directory: str | Path, meta: dict) -> None:
+def save_tokenizer(tokenizer, directory: str | Path) -> None:
+    """`save_pretrained`, with the tokenizer's class named so that transformers 4.45 (the
+    oldest we support) loads it too.
+
+    transformers 5 names a tokenizer built from a `tokenizers` object (our byte tokenizer)
+    `TokenizersBackend`, a class older versions lack; `PreTrainedTokenizerFast` reads the same
+    tokenizer.json in every version. Older versions read the marker from
+    `additional_special_tokens`, newer ones from `extra_special_tokens`.
+    """
+    directory = Path(directory)
+    tokenizer.save_pretrained(directory)
+    path = directory / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    if config.get("tokenizer_class") == "TokenizersBackend" and (directory / "tokenizer.json").exists():
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    extra = config.get("extra_special_tokens")
+    if isinstance(extra, list) and "additional_special_tokens" not in config:
+        config["additional_special_tokens"] = extra
+    path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+
+
+def save_checkpoint(model, tokenizer, directory: str | Path, meta: dict, name: str | None = None) -> None:
+    """A `save_pretrained` directory with `stepwise.json` (meta and the prompt format) and a
+    model card; `name` (default: the directory's) is what the card's snippet loads."""
     directory = Path(directory)
     model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+    save_tokenizer(tokenizer, directory)
+    meta = {**meta, "prompt_format": prompt_format(tokenizer)}
     (directory / META_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    (directory / "README.md").write_text(model_card(meta, name or directory.name))
 
 
 def load_checkpoint(directory: str | Path, device: str = "cpu"):

@@ -249,8 +249,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             else:
                 metrics = evaluate_examples(model, tokenizer, held_out, max_length=config.max_length)
         meta = {
-            "format": 1, "base": config.base, "step_marker": STEP_MARKER,
-            "data_hash": fingerprint["data_hash"], "config": config.to_dict(), "metrics": metrics,
+            "format": 1, "base": config.base_label(), "step_marker": STEP_MARKER,
+            "data_hash": fingerprint["data_hash"], "config": config.published(), "metrics": metrics,
             "train_examples": len(examples), "steps": step, "resumed_from_step": start_step,
             "stopped_by_time_budget": step < total_steps, "world_size": world,
             "lm_loss_weight": lm_weight,
@@ -258,7 +258,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         }
         final = work / "model"
         shutil.rmtree(final, ignore_errors=True)
-        save_checkpoint(model, tokenizer, final, meta)
+        save_checkpoint(model, tokenizer, final, meta, name=output.name)
         os.rename(final, output)
         shutil.rmtree(work)
         log(json.dumps({"output": str(output), "metrics": metrics}), flush=True)

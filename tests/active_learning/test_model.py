@@ -1,4 +1,8 @@
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -7,11 +11,13 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForTokenClassification, AutoTokenizer, PreTrainedTokenizerFast
 
 from active_learning.cli import prm
+from active_learning.config import TrainConfig
 
 from active_learning.data import Solution
 from active_learning.model import ID2LABEL, load_base, load_checkpoint, marker_id, save_checkpoint
 from active_learning.score import score_solutions
 from active_learning.tokenizer import STEP_MARKER
+from active_learning.train import train
 
 SOLUTIONS = [
     Solution("p1", "Start with 3. Add 4. What number do you get?", ["$3 + 4 = 7$.", "# Answer\n\n7"]),
@@ -123,3 +129,58 @@ def test_training_refuses_such_a_base_before_it_starts(tmp_path):
     result = CliRunner().invoke(prm, ["train", "--train", str(data), "--base", str(base), "--output", str(output)])
     assert result.exit_code == 1 and "has no tokenizer files" in result.output
     assert not output.exists() and not output.with_name("prm.partial").exists()
+
+
+def _card_snippet(checkpoint) -> str:
+    card = (checkpoint / "README.md").read_text()
+    return card.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_model_card_snippet_scores_as_stepwise_does_without_stepwise(checkpoint):
+    """The card's own snippet, run where Stepwise is never imported, gives score_solutions'
+    numbers: BOS, prompt format, marker and P(correct) are what the scorer uses."""
+    harness = textwrap.dedent("""
+        import json, sys
+        rows = [step_scores(problem, steps) for problem, steps in json.loads(sys.stdin.read())]
+        assert not {"active_learning", "app"} & {name.split(".")[0] for name in sys.modules}
+        print(json.dumps(rows))
+    """)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", _card_snippet(checkpoint) + harness], cwd=checkpoint.parent,
+                          input=json.dumps([[s.prompt, s.steps] for s in SOLUTIONS]), env=env,
+                          capture_output=True, text=True, check=True)
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    ours, tokenizer, _ = load_checkpoint(checkpoint)
+    for row, score in zip(theirs, score_solutions(ours, tokenizer, SOLUTIONS), strict=True):
+        assert len(row) == len(score.step_scores)
+        assert max(abs(a - b) for a, b in zip(row, score.step_scores)) < 1e-5
+
+
+def test_checkpoint_tokenizer_reads_text_as_training_did(checkpoint):
+    _, trained_with = load_base("tiny")
+    reloaded = AutoTokenizer.from_pretrained(checkpoint)
+    text = "e\u0301 漢 😀\t\r\n  don't 1 + 1 = 2 <|step|> x\u00a0y"
+    assert reloaded.encode(text, add_special_tokens=False) == trained_with.encode(text, add_special_tokens=False)
+    # transformers 4.45 (the oldest pyproject allows) has no TokenizersBackend class.
+    assert json.loads((checkpoint / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+
+
+def test_checkpoint_names_its_base_and_prompt_format_without_local_paths(tmp_path):
+    model, tokenizer = load_base("tiny")
+    base = tmp_path / "my-base"
+    model.save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    records = [{"prompt": f"{a} + 1?", "completions": [f"{a} + 1 = {a + 1}"], "labels": [a % 2 == 0]}
+               for a in range(8)]
+    for name, base_name, expected in (("named-by-dir", None, "my-base"), ("named", "org/math-base", "org/math-base")):
+        output = train(TrainConfig(output=str(tmp_path / name), base=str(base), base_name=base_name, steps=1,
+                                   batch_size=4), records, records)
+        meta = json.loads((output / "stepwise.json").read_text())
+        assert meta["base"] == meta["config"]["base"] == expected
+        assert str(tmp_path) not in (output / "stepwise.json").read_text()
+        assert meta["prompt_format"]["marker"] == STEP_MARKER and meta["prompt_format"]["prompt_end"] == "\n\n"
+        assert meta["prompt_format"]["bos"] is None
+        card = (output / "README.md").read_text()
+        assert f"`{expected}`" in card and meta["data_hash"] in card and "step AUROC" in card
+        assert f'path = "{name}"' in card
+    assert "base_model: org/math-base" in card
