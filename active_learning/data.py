@@ -155,6 +155,26 @@ def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
     return solutions
 
 
+def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solution], list[int | None]]:
+    """ProcessBench records (`problem`, `steps`, `label`: the index of the first wrong step, or
+    -1 when every step is right; optional `id`, `generator`): the solutions, and each one's first
+    wrong step (None for none)."""
+    solutions, first_errors = [], []
+    for n, record in enumerate(read_records(source), 1):
+        problem, steps, label = record.get("problem"), record.get("steps"), record.get("label")
+        where = f"record {n}" + (f" (id {record['id']})" if "id" in record else "")
+        if not isinstance(problem, str) or not isinstance(steps, list) or not steps \
+                or not all(isinstance(step, str) for step in steps):
+            raise ValueError(f"{where}: a ProcessBench record needs `problem` (text) and `steps` "
+                             "(a non-empty list of texts)")
+        if type(label) is not int or not -1 <= label < len(steps):
+            raise ValueError(f"{where}: `label` must be -1 or the index of one of its "
+                             f"{len(steps)} steps, not {label!r}")
+        solutions.append(Solution(str(record.get("id") or problem_id(problem)), problem, steps))
+        first_errors.append(None if label == -1 else label)
+    return solutions, first_errors
+
+
 def split_by_problem(examples: list[Example], eval_fraction: float,
                      seed: int = 0) -> tuple[list[Example], list[Example]]:
     """Train/validation split that keeps all steps of a problem on one side, so validation
