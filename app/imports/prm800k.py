@@ -265,7 +265,7 @@ def _label_steps(
         if type(human) is str:
             human_text = human
             human_texts[str(i)] = human
-            objects.append((step, msgspec.Raw(orjson.dumps(human_object(human))), human))
+            objects.append((step, msgspec.Raw(orjson.dumps(_string_as_object(human))), human))
             step.human_completion = objects[-1][1]
         elif human is not None:
             human_text, stored, hashed = _human_object(human, i)  # type: ignore[arg-type]
@@ -301,7 +301,7 @@ def _label_steps(
     return LabelSteps(stored, _STEPS_ENCODER.encode(label_steps).decode()), trajectory, human_texts
 
 
-def human_object(text: str) -> dict[str, Any]:
+def _string_as_object(text: str) -> dict[str, Any]:
     """A human completion given as a bare string, in the object form PRM800K writes: what the
     string does not say is null."""
     return {"text": text, "rating": None, "source": "human", "flagged": None, "corrected_rating": None}
