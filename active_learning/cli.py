@@ -7,6 +7,7 @@ commands of the group do not pay for them at start-up.
 import dataclasses
 import json
 import sys
+import typing
 
 import click
 
@@ -43,7 +44,8 @@ def _add_options(command, config_class):
             command = click.option(f"{flag}/--no-{flag[2:]}", f.name, default=default,
                                    show_default=True, help=f.metadata["help"])(command)
             continue
-        kind = f.type if f.type in (int, float, str) else float  # `float | None` fields
+        # `float | None` and `str | None` fields take their type's values, None when left out.
+        kind = next(t for t in (int, float, str) if t in typing.get_args(f.type) or t is f.type)
         command = click.option(flag, f.name, type=kind, default=default, show_default=True,
                                help=f.metadata["help"])(command)
     return command
@@ -136,24 +138,33 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 
 
 @prm.command(name="eval")
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--model", "model_dir", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="PRM800K or TRL JSONL with step labels.")
+@click.option("--data", type=click.Path(exists=True, dir_okay=False),
+              help="The file to evaluate on (or give it as the argument).")
+@click.option("--format", "data_format", type=click.Choice(["labels", "processbench"]), default="labels",
+              show_default=True, help="labels: PRM800K or TRL JSONL with step labels; processbench: "
+              "JSONL of {problem, steps, label: first wrong step or -1}.")
 @click.option("--threshold", default=0.5, show_default=True,
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True)
 @click.option("--max-length", default=2048, show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
-def evaluate(model_dir, data, threshold, neutral_as_correct, max_length, device):
-    """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting."""
+def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, max_length, device):
+    """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting; with
+    --format processbench, ProcessBench's accuracies on erroneous and correct solutions and F1."""
+    if (file is None) == (data is None):
+        raise click.UsageError("give the file to evaluate on once: as the argument or as --data")
     _quiet_transformers()
     from active_learning.evaluate import evaluate as run_evaluation
+    from active_learning.evaluate import evaluate_processbench
     from active_learning.model import load_checkpoint
 
     model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
+    run = evaluate_processbench if data_format == "processbench" else run_evaluation
     try:
-        metrics = run_evaluation(model, tokenizer, data, threshold=threshold,
-                                 neutral_as_correct=neutral_as_correct, max_length=max_length)
+        metrics = run(model, tokenizer, file or data, threshold=threshold,
+                      neutral_as_correct=neutral_as_correct, max_length=max_length)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     json.dump(metrics, sys.stdout)

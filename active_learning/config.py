@@ -1,6 +1,8 @@
 """Training configuration: one dataclass, every field explained, shared by the CLI and Python."""
 
+import os
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 
 @dataclass
@@ -9,6 +11,10 @@ class TrainConfig:
     base: str = field(default="tiny", metadata={
         "help": "Backbone: a preset (tiny, 100m, 500m: built from a config, no download), a local "
                 "directory, or a Hugging Face hub id."})
+    base_name: str | None = field(default=None, metadata={
+        "help": "How the checkpoint names its base (model card, stepwise.json), such as the hub id "
+                "a local directory was downloaded from; default: the preset or hub id, or the "
+                "local directory's name."})
     epochs: float = field(default=3.0, metadata={"help": "Passes over the training examples."})
     steps: int = field(default=0, metadata={
         "help": "Optimizer steps, whatever the number of examples (replaces epochs); 0 uses epochs."})
@@ -46,6 +52,16 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def base_label(self) -> str:
+        if self.base_name:
+            return self.base_name
+        return Path(self.base).name if os.path.isdir(self.base) else self.base
+
+    def published(self) -> dict:
+        """The settings as a checkpoint records them: base and output by name, never by a path
+        of the machine that trained it, so that a checkpoint can be shared as it is."""
+        return self.to_dict() | {"base": self.base_label(), "output": Path(self.output).name}
 
 
 @dataclass

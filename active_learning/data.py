@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 IGNORE_INDEX = -100  # positions without a label; cross-entropy skips them
+PROMPT_END = "\n\n"  # between the problem and the first step (the checkpoint's prompt format)
 SKIPPED_FINISH_REASONS = {"give_up", "bad_problem"}
 
 
@@ -90,7 +91,7 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
             steps.append(completions[chosen]["text"])
             labels.append(completions[chosen].get("rating"))
         elif human is not None:
-            steps.append(human["text"])
+            steps.append(human_text(human))
             labels.append(None)  # human-written, not a model step anyone rated
         if labels and labels[-1] == -1 or chosen is None and human is None:
             break
@@ -118,10 +119,15 @@ def load_examples(source: str | Path | Iterable[dict]) -> list[Example]:
     return examples
 
 
+def human_text(human: str | dict) -> str:
+    """The text of a human completion: PRM800K writes an object, some files a bare string."""
+    return human if isinstance(human, str) else human["text"]
+
+
 def _trajectory(label_steps: list[dict]) -> list[str]:
     """The solution as PRM800K's README rebuilds it, for phase-1 records without
     pre-generated steps."""
-    return [s["human_completion"]["text"] if s.get("chosen_completion") is None and s.get("human_completion")
+    return [human_text(s["human_completion"]) if s.get("chosen_completion") is None and s.get("human_completion")
             else s["completions"][s.get("chosen_completion") or 0]["text"] for s in label_steps]
 
 
@@ -147,6 +153,26 @@ def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
         else:
             raise ValueError(f"not a solution record: keys {sorted(record)}")
     return solutions
+
+
+def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solution], list[int | None]]:
+    """ProcessBench records (`problem`, `steps`, `label`: the index of the first wrong step, or
+    -1 when every step is right; optional `id`, `generator`): the solutions, and each one's first
+    wrong step (None for none)."""
+    solutions, first_errors = [], []
+    for n, record in enumerate(read_records(source), 1):
+        problem, steps, label = record.get("problem"), record.get("steps"), record.get("label")
+        where = f"record {n}" + (f" (id {record['id']})" if "id" in record else "")
+        if not isinstance(problem, str) or not isinstance(steps, list) or not steps \
+                or not all(isinstance(step, str) for step in steps):
+            raise ValueError(f"{where}: a ProcessBench record needs `problem` (text) and `steps` "
+                             "(a non-empty list of texts)")
+        if type(label) is not int or not -1 <= label < len(steps):
+            raise ValueError(f"{where}: `label` must be -1 or the index of one of its "
+                             f"{len(steps)} steps, not {label!r}")
+        solutions.append(Solution(str(record.get("id") or problem_id(problem)), problem, steps))
+        first_errors.append(None if label == -1 else label)
+    return solutions, first_errors
 
 
 def split_by_problem(examples: list[Example], eval_fraction: float,
@@ -182,7 +208,7 @@ def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
     """
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    prompt_ids = encode(prompt + "\n\n")[-(max_length // 2):]
+    prompt_ids = encode(prompt + PROMPT_END)[-(max_length // 2):]
     input_ids = head + prompt_ids
     prompt_length = len(input_ids)
     targets = [IGNORE_INDEX] * len(input_ids)
@@ -213,7 +239,7 @@ def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], ma
     """
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    question = encode(prompt + "\n\n")[-(max_length // 2):]
+    question = encode(prompt + PROMPT_END)[-(max_length // 2):]
     step_ids = [encode(step) + [marker_id] for step in steps]
     windows: list[dict] = []
     i = 0

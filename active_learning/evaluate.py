@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import f1_score, roc_auc_score
 
-from active_learning.data import Example, Solution, load_examples, load_solutions
+from active_learning.data import Example, Solution, load_examples, load_processbench, load_solutions
 from active_learning.grading import grade, is_equivalent
 from active_learning.score import SolutionScore, score_solutions
 
@@ -131,6 +131,23 @@ def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: f
                                  for key in ("step_auroc", "first_error_f1")}
         metrics["ci95"] = bootstrap_ci(units, headline, bootstrap)
     return metrics
+
+
+def evaluate_processbench(model, tokenizer, source: str | Path | Iterable[dict], *, threshold: float = 0.5,
+                          neutral_as_correct: bool = True, **score_options) -> dict:
+    """ProcessBench's metric on its records: the predicted first error is the first step whose
+    P(correct) is below `threshold` (none: the solution is called correct); accuracy on the
+    erroneous solutions, on the correct ones, and their harmonic mean (F1)."""
+    solutions, gold = load_processbench(source)
+    scores = score_solutions(model, tokenizer, solutions, neutral_as_correct=neutral_as_correct,
+                             **score_options)
+    # A step past max_length has no score and is not called wrong.
+    predicted = [next((i for i, p in enumerate(score.step_scores) if p is not None and p < threshold), None)
+                 for score in scores]
+    return {"format": "processbench", "threshold": threshold,
+            **first_error_f1(gold, predicted),
+            "n_erroneous": sum(g is not None for g in gold), "n_correct": sum(g is None for g in gold),
+            "n_truncated": sum(score.truncated for score in scores)}
 
 
 def evaluate(model, tokenizer, source: str | Path | Iterable[dict], *, threshold: float = 0.5,

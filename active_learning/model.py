@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
 
+from active_learning.card import model_card, prompt_format
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 ID2LABEL = {0: "-1", 1: "0", 2: "+1"}  # class index = rating + 1
@@ -70,13 +71,39 @@ def is_preset(base: str) -> bool:
     return base in PRESETS and not os.path.isdir(base)
 
 
+# Files one of which a tokenizer needs: the fast tokenizer's, or a slow one's vocabulary.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+                   "sentencepiece.bpe.model")
+PROBE_TEXT = "1 + 1 = 2"
+
+
+def check_tokenizer(tokenizer, base: str) -> None:
+    """Refuse a tokenizer that cannot read a step. Without its files, transformers may still
+    build one from the model's config alone, with an empty vocabulary: every text encodes to
+    nothing, and a PRM trained over it would see only the markers."""
+    ids = tokenizer.encode(PROBE_TEXT, add_special_tokens=False)
+    unknown = tokenizer.unk_token_id
+    if not ids or all(i == unknown for i in ids):
+        raise ValueError(f"the tokenizer of {base} encodes {PROBE_TEXT!r} to "
+                         f"{'no tokens' if not ids else 'unknown tokens only'}: it cannot read a "
+                         "solution; give a base with a working tokenizer")
+
+
 def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa"):
     """(model, tokenizer) for a preset name, a local directory or a hub id, head freshly made
-    unless `base` is already a Stepwise checkpoint."""
+    unless `base` is already a Stepwise checkpoint. A base whose tokenizer is missing or reads
+    nothing is refused (ValueError) before its weights are loaded."""
     if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)
     local = os.path.isdir(base)  # a local path never triggers a download attempt
-    tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
+    if local and not any(os.path.exists(os.path.join(base, name)) for name in TOKENIZER_FILES):
+        raise ValueError(f"{base} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
+                         "save the tokenizer beside the model (tokenizer.save_pretrained)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
+    except OSError as e:
+        raise ValueError(f"cannot load the tokenizer of {base}: {e}") from None
+    check_tokenizer(tokenizer, base)
     model = AutoModelForTokenClassification.from_pretrained(
         base, local_files_only=local, dtype=dtype, attn_implementation=attn,
         num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID)
@@ -95,11 +122,36 @@ def marker_id(tokenizer) -> int:
     return tokenizer.convert_tokens_to_ids(STEP_MARKER)
 
 
-def save_checkpoint(model, tokenizer, directory: str | Path, meta: dict) -> None:
+def save_tokenizer(tokenizer, directory: str | Path) -> None:
+    """`save_pretrained`, with the tokenizer's class named so that transformers 4.45 (the
+    oldest we support) loads it too.
+
+    transformers 5 names a tokenizer built from a `tokenizers` object (our byte tokenizer)
+    `TokenizersBackend`, a class older versions lack; `PreTrainedTokenizerFast` reads the same
+    tokenizer.json in every version. Older versions read the marker from
+    `additional_special_tokens`, newer ones from `extra_special_tokens`.
+    """
+    directory = Path(directory)
+    tokenizer.save_pretrained(directory)
+    path = directory / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    if config.get("tokenizer_class") == "TokenizersBackend" and (directory / "tokenizer.json").exists():
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    extra = config.get("extra_special_tokens")
+    if isinstance(extra, list) and "additional_special_tokens" not in config:
+        config["additional_special_tokens"] = extra
+    path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+
+
+def save_checkpoint(model, tokenizer, directory: str | Path, meta: dict, name: str | None = None) -> None:
+    """A `save_pretrained` directory with `stepwise.json` (meta and the prompt format) and a
+    model card; `name` (default: the directory's) is what the card's snippet loads."""
     directory = Path(directory)
     model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+    save_tokenizer(tokenizer, directory)
+    meta = {**meta, "prompt_format": prompt_format(tokenizer)}
     (directory / META_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    (directory / "README.md").write_text(model_card(meta, name or directory.name))
 
 
 def load_checkpoint(directory: str | Path, device: str = "cpu"):

@@ -28,7 +28,7 @@ from transformers import AutoModelForCausalLM
 
 from active_learning.config import PretrainConfig
 from active_learning.data import load_solutions, tokenize_example
-from active_learning.model import META_FILE, PRESETS, marker_id, preset_config
+from active_learning.model import META_FILE, PRESETS, marker_id, preset_config, save_tokenizer
 from active_learning.score import pad_batch
 from active_learning.tokenizer import build_byte_tokenizer
 from active_learning.train import scheduled_learning_rate
@@ -89,7 +89,7 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
     work = output.with_name(output.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     model.save_pretrained(work)
-    tokenizer.save_pretrained(work)
+    save_tokenizer(tokenizer, work)
     meta = {"format": 1, "kind": "pretrained base", "config": config.to_dict(),
             "solutions": len(solutions), "steps": step, "last_loss": round(loss_value, 4),
             "train_seconds": round(time.monotonic() - started, 1)}

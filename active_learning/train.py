@@ -164,7 +164,6 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     if output.exists():
         raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
     work = output.with_name(output.name + ".partial")
-    work.mkdir(parents=True, exist_ok=True)
 
     examples = load_examples(train_source)
     held_out, eval_records = [], None
@@ -172,7 +171,9 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
     else:
         eval_records = list(read_records(eval_source))
+    # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
+    work.mkdir(parents=True, exist_ok=True)
     lm_weight = language_loss_weight(config)
     features = _features(examples, tokenizer, config, lm_weight > 0)
     lengths = [len(f["input_ids"]) for f in features]
@@ -248,8 +249,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             else:
                 metrics = evaluate_examples(model, tokenizer, held_out, max_length=config.max_length)
         meta = {
-            "format": 1, "base": config.base, "step_marker": STEP_MARKER,
-            "data_hash": fingerprint["data_hash"], "config": config.to_dict(), "metrics": metrics,
+            "format": 1, "base": config.base_label(), "step_marker": STEP_MARKER,
+            "data_hash": fingerprint["data_hash"], "config": config.published(), "metrics": metrics,
             "train_examples": len(examples), "steps": step, "resumed_from_step": start_step,
             "stopped_by_time_budget": step < total_steps, "world_size": world,
             "lm_loss_weight": lm_weight,
@@ -257,7 +258,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         }
         final = work / "model"
         shutil.rmtree(final, ignore_errors=True)
-        save_checkpoint(model, tokenizer, final, meta)
+        save_checkpoint(model, tokenizer, final, meta, name=output.name)
         os.rename(final, output)
         shutil.rmtree(work)
         log(json.dumps({"output": str(output), "metrics": metrics}), flush=True)

@@ -155,7 +155,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
     finish_reason = _finish_reason(label.finish_reason)
     if not label.steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
         raise Invalid("label.steps", f"is empty, but finish_reason is {finish_reason.value}")
-    steps, trajectory = _label_steps(label.steps, pre_steps)
+    steps, trajectory, human_texts = _label_steps(label.steps, pre_steps)
     if pre_steps is None:
         if not trajectory:
             raise Invalid("label.steps", "no chosen or human completion to make the solution's steps from")
@@ -191,6 +191,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
             total_time_ms=_bounded(label.total_time, "label.total_time", 0),
             steps=steps,
             extra=extra,
+            human_texts=human_texts,
             question=QuestionAsGiven(
                 ground_truth_solution=problem.reference_solution,
                 pre_generated_steps=pre_steps,
@@ -239,25 +240,33 @@ def _finish_reason(value: str | None) -> FinishReason | None:
     return reason
 
 
-def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> tuple[LabelSteps, list[str]]:
-    """The steps as Label.steps stores them, encoded, and the trajectory the labeler chose
-    through them.
+def _label_steps(
+    label_steps: list[_Step], solution_steps: list[str] | None
+) -> tuple[LabelSteps, list[str], dict[str, str]]:
+    """The steps as Label.steps stores them, encoded, the trajectory the labeler chose through
+    them, and the human completions given as plain strings (by step index).
 
     A completion's `text` is left out where it is the solution's own step. Without
     pre-generated steps the solution is the trajectory, so there it is the chosen completions'
-    texts that are left out. The decoded steps are changed in place to be encoded.
+    texts that are left out. A human completion given as a string is stored as the object
+    PRM800K writes, so that every reader of stored steps sees one shape; it is hashed as given,
+    as earlier imports hashed it. The decoded steps are changed in place to be encoded.
     """
     n_solution = len(solution_steps) if solution_steps is not None else 0
     trajectory: list[str] = []
     open_end = False
-    # Human completion objects: each step with the object as stored and as hashed.
-    objects: list[tuple[_Step, msgspec.Raw, msgspec.Raw]] = []
+    # Human completions: each step with the completion as stored and as hashed.
+    objects: list[tuple[_Step, msgspec.Raw, msgspec.Raw | str]] = []
+    human_texts: dict[str, str] = {}
     for i, step in enumerate(label_steps):
         completions = step.completions
         human = step.human_completion
         human_text = None
         if type(human) is str:
             human_text = human
+            human_texts[str(i)] = human
+            objects.append((step, msgspec.Raw(orjson.dumps(_string_as_object(human))), human))
+            step.human_completion = objects[-1][1]
         elif human is not None:
             human_text, stored, hashed = _human_object(human, i)  # type: ignore[arg-type]
             objects.append((step, stored, hashed))
@@ -286,10 +295,16 @@ def _label_steps(label_steps: list[_Step], solution_steps: list[str] | None) -> 
             open_end = True
     stored = _STEPS_ENCODER.encode(label_steps).decode()
     if not objects:
-        return LabelSteps(stored, stored), trajectory
+        return LabelSteps(stored, stored), trajectory, human_texts
     for step, _, hashed in objects:
         step.human_completion = hashed
-    return LabelSteps(stored, _STEPS_ENCODER.encode(label_steps).decode()), trajectory
+    return LabelSteps(stored, _STEPS_ENCODER.encode(label_steps).decode()), trajectory, human_texts
+
+
+def _string_as_object(text: str) -> dict[str, Any]:
+    """A human completion given as a bare string, in the object form PRM800K writes: what the
+    string does not say is null."""
+    return {"text": text, "rating": None, "source": "human", "flagged": None, "corrected_rating": None}
 
 
 def _human_object(human: dict[str, Any], i: int) -> tuple[str, msgspec.Raw, msgspec.Raw]:
@@ -418,6 +433,13 @@ def label_extra(record: PrmRecord, problem: StoredProblem, solution: StoredSolut
         solution.verifier_score,
     )
     given = record.label.question
+    extra = record.label.extra
+    if record.label.human_texts:
+        # Stored as objects (see _label_steps), exported as the strings they came as.
+        steps = {key: dict(value) for key, value in extra.get("steps", {}).items()}
+        for key, text in record.label.human_texts.items():
+            steps.setdefault(key, {})["human_completion"] = text
+        extra = {**extra, "steps": steps}
     overrides = {
         key: original
         for key, original in (
@@ -430,7 +452,5 @@ def label_extra(record: PrmRecord, problem: StoredProblem, solution: StoredSolut
         if type(original) is not type(rendered[key]) or original != rendered[key]
     }
     if not overrides:
-        return record.label.extra
-    extra = dict(record.label.extra)
-    extra["question"] = {**extra.get("question", {}), **overrides}
-    return extra
+        return extra
+    return {**extra, "question": {**extra.get("question", {}), **overrides}}

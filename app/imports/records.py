@@ -101,7 +101,8 @@ class QuestionAsGiven:
 @dataclass(slots=True, frozen=True)
 class LabelSteps:
     """A label's steps encoded as stored and as hashed (keys sorted): the same text unless a
-    step holds a human completion object, whose keys are stored in the order given."""
+    step holds a human completion object, whose keys are stored in the order given, or a
+    string, stored as an object and hashed as given."""
 
     stored: str
     hashed: str
@@ -121,6 +122,9 @@ class LabelIn:
     # Sparse: only what the columns and `steps` cannot give back exactly (see exports.prm800k).
     extra: dict[str, Any]
     question: QuestionAsGiven
+    # Human completions given as strings, by step index: stored as objects, exported as given.
+    # Hashed through `steps.hashed`, which holds them as given, so they are not in `extra` yet.
+    human_texts: dict[str, str] = field(default_factory=dict)
 
     def hash_for(self, solution: str) -> str:
         q = self.question

@@ -225,7 +225,7 @@ def _reusable(output: Path, config: TrainConfig, examples: list[Example]) -> boo
         meta = json.loads((output / META_FILE).read_text())
     except (OSError, ValueError):
         return False
-    return meta.get("data_hash") == snapshot_hash(examples) and meta.get("config") == config.to_dict()
+    return meta.get("data_hash") == snapshot_hash(examples) and meta.get("config") == config.published()
 
 
 # -- evaluate and promote ---------------------------------------------------------------------

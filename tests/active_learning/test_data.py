@@ -39,12 +39,17 @@ def test_alternatives_become_extra_examples_with_unlabeled_context():
         (["a", "b1"], [None, -1]), (["a", "b3"], [None, 0])]
 
 
-def test_human_completion_continues_unlabeled():
-    record = _record([_step(("a", 1)), _step(("b", -1), chosen=None, human={"text": "h"}),
+@pytest.mark.parametrize("human", [{"text": "h", "rating": None, "source": "human"}, "h"])
+def test_human_completion_continues_unlabeled(human):
+    # PRM800K writes an object; some files give the bare string.
+    record = _record([_step(("a", 1)), _step(("b", -1), chosen=None, human=human),
                       _step(("c", -1), chosen=None)])
     examples = load_examples([record])
     assert (["a", "h", "c"], [1, None, -1]) in [(e.steps, e.labels) for e in examples]
     assert (["a", "b"], [None, -1]) in [(e.steps, e.labels) for e in examples]
+    del record["question"]["pre_generated_steps"]
+    [solution] = load_solutions([record])
+    assert solution.steps == ["a", "h", "c"]
 
 
 @pytest.mark.parametrize("flags, finish", [({"qc": True}, "solution"), ({"screening": True}, "solution"),

@@ -1,8 +1,16 @@
-import pytest
+import json
+import re
+from types import SimpleNamespace
 
-from active_learning.data import Solution
+import pytest
+import torch
+from click.testing import CliRunner
+
+from active_learning.cli import prm
+from active_learning.data import Solution, load_processbench
 from active_learning.evaluate import best_of_n, bootstrap_ci, first_error_f1, step_metrics
 from active_learning.score import SolutionScore, correct_probability
+from active_learning.tokenizer import build_byte_tokenizer
 
 
 def test_step_metrics():
@@ -52,3 +60,61 @@ def test_bootstrap_interval_narrows_with_more_units():
     # Undefined on most resamples (a rate of an empty class, say): no interval, not a guess.
     rare = lambda rows: {"x": 1.0 if rows.count(1) > len(rows) * 0.9 else None}  # noqa: E731
     assert bootstrap_ci([1, 0] * 10, rare, samples=100) == {"x": None}
+
+
+class _ExclaimedStepsAreWrong(torch.nn.Module):
+    """A stand-in PRM that calls a step wrong exactly when it ends with "!": the class logits
+    at each position depend on the token before it."""
+
+    def __init__(self, tokenizer):
+        super().__init__()
+        self.bang = tokenizer.convert_tokens_to_ids("!")
+        self.anchor = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, input_ids, attention_mask=None):
+        before = torch.nn.functional.pad(input_ids, (1, 0))[:, :-1]
+        wrong = (before == self.bang).float()[..., None]
+        logits = wrong * torch.tensor([10.0, 0.0, 0.0]) + (1 - wrong) * torch.tensor([0.0, 0.0, 10.0])
+        return SimpleNamespace(logits=logits + self.anchor)
+
+
+PROCESSBENCH = [
+    {"id": "a", "generator": "m", "problem": "1 + 1?", "steps": ["1 + 1 = 2.", "So 2."], "label": -1},
+    {"id": "b", "problem": "2 + 2?", "steps": ["2 + 2 = 4.", "So 5!", "Done."], "label": 1},  # found
+    {"id": "c", "problem": "3 + 3?", "steps": ["3 + 3 = 7.", "So 7."], "label": 0},  # missed
+    {"id": "d", "problem": "4 + 4?", "steps": ["4 + 4 = 8.", "So 8!"], "label": -1},  # false alarm
+    {"id": "e", "problem": "5 + 5?", "steps": ["Hm!", "5 + 5 = 11.", "So 11."], "label": 1},  # too early
+]
+
+
+def test_processbench_eval_prints_accuracies_and_f1(tmp_path, monkeypatch):
+    tokenizer = build_byte_tokenizer()
+    model = _ExclaimedStepsAreWrong(tokenizer)
+    monkeypatch.setattr("active_learning.model.load_checkpoint", lambda *_: (model, tokenizer, {}))
+    data = tmp_path / "processbench.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in PROCESSBENCH))
+    result = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path), "--format", "processbench", str(data),
+                                      "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)
+    assert metrics["first_error_acc_erroneous"] == pytest.approx(1 / 3)  # b of b, c, e
+    assert metrics["first_error_acc_correct"] == pytest.approx(1 / 2)  # a of a, d
+    assert metrics["first_error_f1"] == pytest.approx(2 * (1 / 3) * (1 / 2) / (1 / 3 + 1 / 2))
+    assert (metrics["n_erroneous"], metrics["n_correct"], metrics["n_solutions"]) == (3, 2, 5)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"label": 3}, "`label` must be -1 or the index of one of its 2 steps, not 3"),
+    ({"label": "1"}, "`label` must be"),
+    ({"steps": []}, "`steps` (a non-empty list of texts)"),
+    ({"problem": None}, "needs `problem`"),
+])
+def test_processbench_records_are_checked(change, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        load_processbench([PROCESSBENCH[0], {**PROCESSBENCH[2], **change}])
+    assert str(caught.value).startswith("record 2 (id c)")
+
+
+def test_eval_wants_the_file_once(tmp_path):
+    result = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path)])
+    assert result.exit_code == 2 and "give the file to evaluate on once" in result.output

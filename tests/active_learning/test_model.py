@@ -1,13 +1,23 @@
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
-from transformers import AutoModelForTokenClassification, AutoTokenizer
+from click.testing import CliRunner
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import AutoModelForTokenClassification, AutoTokenizer, PreTrainedTokenizerFast
+
+from active_learning.cli import prm
+from active_learning.config import TrainConfig
 
 from active_learning.data import Solution
 from active_learning.model import ID2LABEL, load_base, load_checkpoint, marker_id, save_checkpoint
 from active_learning.score import score_solutions
 from active_learning.tokenizer import STEP_MARKER
+from active_learning.train import train
 
 SOLUTIONS = [
     Solution("p1", "Start with 3. Add 4. What number do you get?", ["$3 + 4 = 7$.", "# Answer\n\n7"]),
@@ -84,3 +94,93 @@ def test_score_shapes_and_long_solutions(checkpoint):
     assert giant.step_scores[0] is not None and giant.step_scores[2] is not None
     strict = score_solutions(model, tokenizer, SOLUTIONS[:1], neutral_as_correct=False)[0]
     assert strict.step_scores[0] == pytest.approx(short.step_probs[0][2], abs=1e-5)
+
+
+def _base_without_tokenizer(directory):
+    torch.manual_seed(0)
+    model, _ = load_base("tiny")
+    model.save_pretrained(directory)
+    return directory
+
+
+def test_base_without_tokenizer_files_is_refused(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    with pytest.raises(ValueError, match="has no tokenizer files"):
+        load_base(str(base))
+
+
+def test_base_whose_tokenizer_reads_nothing_is_refused(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    # Only special tokens: the probe text has no token of its own.
+    core = Tokenizer(models.BPE(vocab={"<|endoftext|>": 0}, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    empty = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|endoftext|>")
+    assert empty.encode("1 + 1 = 2", add_special_tokens=False) == []
+    empty.save_pretrained(base)
+    with pytest.raises(ValueError, match="encodes '1 \\+ 1 = 2' to no tokens"):
+        load_base(str(base))
+
+
+def test_training_refuses_such_a_base_before_it_starts(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1?", "completions": ["1 + 1 = 2"], "labels": [True]}) + "\n")
+    output = tmp_path / "prm"
+    result = CliRunner().invoke(prm, ["train", "--train", str(data), "--base", str(base), "--output", str(output)])
+    assert result.exit_code == 1 and "has no tokenizer files" in result.output
+    assert not output.exists() and not output.with_name("prm.partial").exists()
+
+
+def _card_snippet(checkpoint) -> str:
+    card = (checkpoint / "README.md").read_text()
+    return card.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_model_card_snippet_scores_as_stepwise_does_without_stepwise(checkpoint):
+    """The card's own snippet, run where Stepwise is never imported, gives score_solutions'
+    numbers: BOS, prompt format, marker and P(correct) are what the scorer uses."""
+    harness = textwrap.dedent("""
+        import json, sys
+        rows = [step_scores(problem, steps) for problem, steps in json.loads(sys.stdin.read())]
+        assert not {"active_learning", "app"} & {name.split(".")[0] for name in sys.modules}
+        print(json.dumps(rows))
+    """)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", _card_snippet(checkpoint) + harness], cwd=checkpoint.parent,
+                          input=json.dumps([[s.prompt, s.steps] for s in SOLUTIONS]), env=env,
+                          capture_output=True, text=True, check=True)
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    ours, tokenizer, _ = load_checkpoint(checkpoint)
+    for row, score in zip(theirs, score_solutions(ours, tokenizer, SOLUTIONS), strict=True):
+        assert len(row) == len(score.step_scores)
+        assert max(abs(a - b) for a, b in zip(row, score.step_scores)) < 1e-5
+
+
+def test_checkpoint_tokenizer_reads_text_as_training_did(checkpoint):
+    _, trained_with = load_base("tiny")
+    reloaded = AutoTokenizer.from_pretrained(checkpoint)
+    text = "e\u0301 漢 😀\t\r\n  don't 1 + 1 = 2 <|step|> x\u00a0y"
+    assert reloaded.encode(text, add_special_tokens=False) == trained_with.encode(text, add_special_tokens=False)
+    # transformers 4.45 (the oldest pyproject allows) has no TokenizersBackend class.
+    assert json.loads((checkpoint / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+
+
+def test_checkpoint_names_its_base_and_prompt_format_without_local_paths(tmp_path):
+    model, tokenizer = load_base("tiny")
+    base = tmp_path / "my-base"
+    model.save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    records = [{"prompt": f"{a} + 1?", "completions": [f"{a} + 1 = {a + 1}"], "labels": [a % 2 == 0]}
+               for a in range(8)]
+    for name, base_name, expected in (("named-by-dir", None, "my-base"), ("named", "org/math-base", "org/math-base")):
+        output = train(TrainConfig(output=str(tmp_path / name), base=str(base), base_name=base_name, steps=1,
+                                   batch_size=4), records, records)
+        meta = json.loads((output / "stepwise.json").read_text())
+        assert meta["base"] == meta["config"]["base"] == expected
+        assert str(tmp_path) not in (output / "stepwise.json").read_text()
+        assert meta["prompt_format"]["marker"] == STEP_MARKER and meta["prompt_format"]["prompt_end"] == "\n\n"
+        assert meta["prompt_format"]["bos"] is None
+        card = (output / "README.md").read_text()
+        assert f"`{expected}`" in card and meta["data_hash"] in card and "step AUROC" in card
+        assert f'path = "{name}"' in card
+    assert "base_model: org/math-base" in card

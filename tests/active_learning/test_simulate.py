@@ -89,7 +89,7 @@ def test_a_pretrained_base_serves_both_arms_for_a_fixed_number_of_steps(tmp_path
     assert base["kind"] == "pretrained base" and base["steps"] == 2
     for arm in ("active", "uniform"):
         meta = json.loads((tmp_path / arm / "round-1" / "stepwise.json").read_text())
-        assert meta["base"] == str(tmp_path / "base")
+        assert meta["base"] == "base"  # named, not located
         assert meta["config"]["step_token_labels"] and meta["lm_loss_weight"] == 1.0
         # Twice the labels of round 0, and still the same number of steps.
         assert meta["steps"] == 3 and meta["train_examples"] == config.seed_labels + config.labels_per_round

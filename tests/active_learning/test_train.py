@@ -222,7 +222,7 @@ def test_pretrained_base_reads_like_the_prm_and_trains_one(files, tmp_path):
     _cli("train", "--train", files / "train.jsonl", "--eval", files / "eval.jsonl", "--output", prm_dir,
          "--base", base, "--step-token-labels", "--lm-loss-weight", 1, *FAST)
     prm_meta = json.loads((prm_dir / "stepwise.json").read_text())
-    assert prm_meta["base"] == str(base) and prm_meta["config"]["step_token_labels"] is True
+    assert prm_meta["base"] == base.name and prm_meta["config"]["step_token_labels"] is True
     assert prm_meta["lm_loss_weight"] == 1.0
     # The PRM's backbone starts from the pretrained one: same shapes, weights carried over.
     prm_model = AutoModelForTokenClassification.from_pretrained(prm_dir)
