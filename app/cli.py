@@ -184,6 +184,7 @@ def projects() -> None:
 @click.option("--lease-minutes", type=int, default=30, show_default=True)
 @click.option("--correction-window-hours", type=int, default=24, show_default=True, help="how long labelers may correct a label; 0 closes corrections")
 @click.option("--description", default="")
+@click.option("--members-only", is_flag=True, help="only the project's members may label (default: every labeler)")
 @pass_ctx
 def projects_create(
     ctx: _Context,
@@ -193,6 +194,7 @@ def projects_create(
     lease_minutes: int,
     correction_window_hours: int,
     description: str,
+    members_only: bool,
 ) -> None:
     """Create a project."""
     from app.projects.schemas import ProjectCreate
@@ -206,6 +208,7 @@ def projects_create(
         lease_minutes=lease_minutes,
         correction_window_hours=correction_window_hours,
         description=description,
+        open_to_all=not members_only,
     )
     with ctx.session() as session:
         project = create_project(session, data)
@@ -219,7 +222,59 @@ def projects_list(ctx: _Context) -> None:
 
     with ctx.session() as session:
         for project in list_projects(session):
-            click.echo(f"{project.id}\t{project.name}\t{project.labeling_mode.value}\toverlap {project.overlap}")
+            access = "open" if project.open_to_all else "members only"
+            click.echo(f"{project.id}\t{project.name}\t{project.labeling_mode.value}\toverlap {project.overlap}\t{access}")
+
+
+@cli.group(cls=_Group)
+def members() -> None:
+    """Who may label in a members-only project."""
+
+
+@members.command("add")
+@click.option("--project", "project_name", required=True)
+@click.option("--username", required=True)
+@pass_ctx
+def members_add(ctx: _Context, project_name: str, username: str) -> None:
+    """Let a labeler into a project."""
+    from app.projects.members import add_member
+    from app.projects.service import get_project_by_name
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, project_name)
+        add_member(session, project, username)
+        click.echo(f"added {username} to {project.name}")
+
+
+@members.command("remove")
+@click.option("--project", "project_name", required=True)
+@click.option("--username", required=True)
+@pass_ctx
+def members_remove(ctx: _Context, project_name: str, username: str) -> None:
+    """Take a labeler out of a project; their leases there go back to the queue."""
+    from app.projects.members import remove_member_by_name
+    from app.projects.service import get_project_by_name
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, project_name)
+        remove_member_by_name(session, project, username)
+        click.echo(f"removed {username} from {project.name}")
+
+
+@members.command("list")
+@click.option("--project", "project_name", required=True)
+@pass_ctx
+def members_list(ctx: _Context, project_name: str) -> None:
+    from app.projects.members import list_members
+    from app.projects.service import get_project_by_name
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, project_name)
+        access = "open to every labeler" if project.open_to_all else "members only"
+        click.echo(f"{project.name}: {access}", err=True)
+        for member in list_members(session, project):
+            state = "" if member.is_active else " (disabled)"
+            click.echo(f"{member.user_id}\t{member.username}{state}")
 
 
 @cli.command("import")

@@ -51,6 +51,17 @@ class Settings(BaseSettings):
     # 172 / 174 / 161 ms. With a database farther away than loopback, more may pay.
     labeling_concurrency: int = Field(default=8, ge=1, alias="STEPWISE_LABELING_CONCURRENCY")
 
+    # Failed logins (see app.auth.throttle): this many for one username, or from one client
+    # address, within the window lock that username or address out for the lockout time.
+    login_max_failures: int = Field(default=10, ge=1, le=1000, alias="STEPWISE_LOGIN_MAX_FAILURES")
+    login_max_failures_per_address: int = Field(
+        default=50, ge=1, le=100_000, alias="STEPWISE_LOGIN_MAX_FAILURES_PER_ADDRESS"
+    )
+    login_failure_window_minutes: int = Field(
+        default=15, ge=1, le=24 * 60, alias="STEPWISE_LOGIN_FAILURE_WINDOW_MINUTES"
+    )
+    login_lockout_minutes: int = Field(default=15, ge=1, le=24 * 60, alias="STEPWISE_LOGIN_LOCKOUT_MINUTES")
+
     asymptote: str = Field(
         default="asy",
         alias="STEPWISE_ASYMPTOTE",

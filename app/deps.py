@@ -61,6 +61,12 @@ class Credentials:
     unsafe: bool
 
 
+def client_address(request: Request) -> str | None:
+    """The caller's address: the proxy's X-Forwarded-For where `stepwise serve` trusts it
+    (uvicorn's proxy headers), else the connection's."""
+    return request.client.host if request.client else None
+
+
 def credentials(request: Request) -> Credentials:
     header = request.headers.get("authorization")
     bearer = None

@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field
 
 class ServiceError(Exception):
     status_code = 400
+    # Extra response headers (Retry-After, say).
+    headers: dict[str, str] | None = None
 
     def __init__(self, message: str, details: Any = None) -> None:
         super().__init__(message)
@@ -70,6 +72,11 @@ ERROR_MEANINGS = {
     409: "conflicts with what is stored, or with a write made at the same moment",
     413: "the upload is larger than STEPWISE_MAX_UPLOAD_MB",
     422: "invalid request: `errors` names each bad field",
+    429: "too many failed logins for this username or from this address: retry after "
+    "`Retry-After` seconds",
+}
+RESPONSE_HEADERS = {
+    429: {"Retry-After": {"description": "seconds until the lockout ends", "schema": {"type": "integer"}}},
 }
 
 
@@ -78,6 +85,10 @@ def error_responses(*codes: int, described: dict[int, str] | None = None) -> dic
     FastAPI's own 422 entry describes its validation error, which app.main answers as ErrorBody."""
     described = described or {}
     return {
-        code: {"model": ErrorBody, "description": described.get(code, ERROR_MEANINGS[code])}
+        code: {
+            "model": ErrorBody,
+            "description": described.get(code, ERROR_MEANINGS[code]),
+            **({"headers": RESPONSE_HEADERS[code]} if code in RESPONSE_HEADERS else {}),
+        }
         for code in codes
     }

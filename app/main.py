@@ -177,8 +177,10 @@ def _error_response(  # type: ignore[no-untyped-def]
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> Response:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        return _error_response(request, exc.status_code, exc.message, exc.details, headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        return _error_response(request, exc.status_code, exc.message, exc.details, headers or None)
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:

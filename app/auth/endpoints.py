@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, status
+from fastapi.responses import JSONResponse
 
 from app.auth import service
 from app.auth.schemas import TokenRead, TokenRequest
-from app.deps import ApiUser, NotAuthenticated, SessionDep
+from app.auth.throttle import Limits
+from app.deps import ApiUser, NotAuthenticated, SessionDep, client_address
 from app.errors import error_responses
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
@@ -15,15 +17,22 @@ router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
     response_model=TokenRead,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(
-        400, 401, 403, 422,
+        400, 401, 403, 422, 429,
         described={401: "wrong username or password", 403: "the right password, but the account is deactivated"},
     ),
 )
-def create_token(body: TokenRequest, session: SessionDep) -> TokenRead:
-    """Trade a username and password for a bearer token (shown once, stored hashed)."""
-    user = service.authenticate(session, body.username, body.password)
+def create_token(body: TokenRequest, request: Request, session: SessionDep) -> TokenRead | JSONResponse:
+    """Trade a username and password for a bearer token (shown once, stored hashed). Repeated
+    failures for one username or from one address are refused for a while (429)."""
+    limits = Limits.from_settings(request.app.state.settings)
+    user = service.log_in(session, body.username, body.password, client_address(request), limits)
     if user is None:
-        raise NotAuthenticated("wrong username or password")
+        # Answered, not raised: raising would roll back the failure just counted.
+        return JSONResponse(
+            {"detail": "wrong username or password"},
+            status_code=status.HTTP_401_UNAUTHORIZED,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     return TokenRead(token=service.issue_api_token(session, user, body.name))
 
 

@@ -9,7 +9,8 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.auth import service
 from app.auth.security import new_token, same_token
-from app.deps import SESSION_COOKIE, PageUser, SessionDep
+from app.auth.throttle import Limits, TooManyFailures
+from app.deps import SESSION_COOKIE, PageUser, SessionDep, client_address
 from app.models import Role
 from app.templating import render
 
@@ -72,14 +73,19 @@ def login(
     cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not cookie or not same_token(cookie, login_csrf):
         return _login_form(request, next, "The form expired. Please try again.", 403, username)
+    settings = request.app.state.settings
     try:
-        user = service.authenticate(session, username, password)
+        user = service.log_in(session, username, password, client_address(request), Limits.from_settings(settings))
+    except TooManyFailures as exc:
+        refused = _login_form(request, next, f"{exc.message[:1].upper()}{exc.message[1:]}.", 429, username)
+        refused.headers.update(exc.headers)
+        return refused
     except service.AccountDeactivated:
         deactivated = "This account is deactivated: ask an administrator to reactivate it."
         return _login_form(request, next, deactivated, 403, username)
     if user is None:
+        # The failure just counted is committed with this answer, which is returned, not raised.
         return _login_form(request, next, "Wrong username or password.", 401, username)
-    settings = request.app.state.settings
     login_ = service.start_browser_session(session, user, settings.session_hours)
     response = RedirectResponse(_safe_next(next) or HOME_BY_ROLE[user.role], status_code=303)
     response.set_cookie(

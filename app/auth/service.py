@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
+from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
 from app.errors import Forbidden
 from app.models import ApiToken, AuthSession, User, utcnow
@@ -55,6 +56,28 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
         return None
     if not user.is_active:
         raise AccountDeactivated
+    return user
+
+
+def log_in(
+    session: Session,
+    username: str,
+    password: str,
+    address: str | None,
+    limits: throttle.Limits,
+    now: datetime | None = None,
+) -> User | None:
+    """authenticate, throttled (see app.auth.throttle): TooManyFailures while the username or
+    the address is locked, whether or not the password is right. A failure is counted in the
+    caller's transaction, which must be committed although the login failed."""
+    now = now or utcnow()
+    keys = throttle.keys_for(username, address, limits)
+    throttle.refuse_if_locked(session, keys, now)
+    user = authenticate(session, username, password)
+    if user is None:
+        throttle.record_failure(session, keys, limits, now)
+        return None
+    throttle.forget_username(session, username)
     return user
 
 

@@ -72,6 +72,8 @@ def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport
                     "into steps, plus a wrong-final-answer variant and a one-step-slip variant "
                     "(see app/demo/solutions.py). Demo data, not model output."
                 ),
+                # Every demo labeler, and any labeler created later, can try it at once.
+                open_to_all=True,
             ),
             is_demo=True,
         )

@@ -29,7 +29,7 @@ def problem_figure(
     session: SessionDep,
 ) -> Response:
     """A figure of the problem's statement ([asy] code), drawn to SVG by Asymptote."""
-    svg = service.problem_figure(session, request.app.state.settings, problem_id, index)
+    svg = service.problem_figure(session, request.app.state.settings, problem_id, index, user.id)
     return Response(
         svg,
         media_type="image/svg+xml",

@@ -26,6 +26,7 @@ from app.errors import NotFound
 from app.figures.asy import asy_sources, figure_key
 from app.figures.svg import UnsafeSvg, sanitize_svg
 from app.models import Problem
+from app.projects.access import may_label
 
 # Asymptote's default unit draws for print: 10pt labels. At 1.5 they match the page's text.
 SCREEN_SCALE = 1.5
@@ -87,9 +88,13 @@ def draw(settings: Settings, source: str) -> Figure:
     return figure
 
 
-def problem_figure(session: Session, settings: Settings, problem_id: int, index: int) -> str:
-    """The sanitised SVG of the problem's figure number `index` (from 0)."""
-    statement = session.scalar(select(Problem.statement).where(Problem.id == problem_id))
+def problem_figure(session: Session, settings: Settings, problem_id: int, index: int, user_id: int) -> str:
+    """The sanitised SVG of the problem's figure number `index` (from 0), if `user_id` may
+    label in its project."""
+    statement = session.scalar(
+        select(Problem.statement).where(Problem.id == problem_id, may_label(Problem.project_id)),
+        {"user": user_id},
+    )
     if statement is None:
         raise NotFound(f"problem {problem_id} not found")
     sources = asy_sources(statement)

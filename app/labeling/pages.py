@@ -11,6 +11,7 @@ from app.deps import PageUser, SessionDep
 from app.forms import PageId
 from app.labeling import review, service
 from app.labeling.queue import waiting_count
+from app.projects.access import get_visible_project
 from app.projects.service import get_project, list_projects
 from app.templating import render
 
@@ -19,7 +20,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/label")
 def choose_project(request: Request, user: PageUser, session: SessionDep) -> Response:
-    projects = [(p, waiting_count(session, p.id)) for p in list_projects(session)]
+    projects = [(p, waiting_count(session, p.id)) for p in list_projects(session, seen_by=user)]
     return render(request, "labeling/projects.html", {"projects": projects})
 
 
@@ -86,7 +87,7 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
     """The labeling page. It leases and submits through the JSON API, so that the page and
     API clients share one path; what it needs to start is handed over as JSON, never as
     markup."""
-    project = get_project(session, project_id)
+    project = get_visible_project(session, user, project_id)
     config = {
         "project": {
             "id": project.id,

@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
+from app.projects.access import may_label
 from app.models import (
     Assignment,
     AssignmentStatus,
@@ -282,7 +283,8 @@ _LEASED_TASK = select(*_LEASE_COLUMNS)
 
 
 def _project_and_lease_statement() -> Select[tuple[object, ...]]:
-    """The project, and the labeler's current lease in it with its task (NULLs if none)."""
+    """The project, if the labeler may label there, and their current lease in it with its
+    task (NULLs if none)."""
     held = _SLOTS.alias("held_slot")
     current_lease = (
         select(held.c.id)
@@ -306,7 +308,7 @@ def _project_and_lease_statement() -> Select[tuple[object, ...]]:
             *_LEASE_COLUMNS,
         )
         .select_from(projects.outerjoin(_SLOTS, _SLOTS.c.id == current_lease))
-        .where(projects.c.id == bindparam("project"))
+        .where(projects.c.id == bindparam("project"), may_label(projects.c.id))
     )
 
 
@@ -422,7 +424,8 @@ def lease_next(
     session: Session, project_id: int, user_id: int, *, user_locked: bool = False
 ) -> tuple[LabelingProject, LeasedTask | None]:
     """The project, with the labeler's current lease, or a new one on the best slot they may
-    take, or None. NotFound if there is no such project.
+    take, or None. NotFound if there is no such project, or the labeler may not label there
+    (see app.projects.access).
 
     `user_locked` says the caller already holds the labeler's row lock (see lock_labeler),
     taken in the same statement that found the user.

@@ -29,14 +29,17 @@ from app.labeling.schemas import (
 )
 from app.labeling.service import check_ratings, prm800k_step
 from app.models import Label, Problem, Project, Solution, utcnow
+from app.projects.access import may_label
 
 PAGE_SIZE = 20
 SNIPPET_CHARS = 120
 
 
 def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPage:
-    current = (Label.user_id == user_id) & Label.superseded_at.is_(None)
-    total = session.scalar(select(func.count()).select_from(Label).where(current)) or 0
+    # Labels of projects the labeler was taken out of are not theirs to see any more.
+    current = (Label.user_id == user_id) & Label.superseded_at.is_(None) & may_label(Label.project_id)
+    mine = {"user": user_id}
+    total = session.scalar(select(func.count()).select_from(Label).where(current), mine) or 0
     pages = max(1, -(-total // PAGE_SIZE))
     rows = session.execute(
         select(Label, Project.name, Problem.statement)
@@ -46,7 +49,8 @@ def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPa
         .where(current)
         .order_by(Label.id.desc())
         .offset((page - 1) * PAGE_SIZE)
-        .limit(PAGE_SIZE)
+        .limit(PAGE_SIZE),
+        mine,
     ).all()
     items = [_own_label(label, name, statement) for label, name, statement in rows]
     return OwnLabelPage(items=items, page=page, pages=pages, total=total)
@@ -191,11 +195,11 @@ def _own(
         .join(Project, Project.id == Label.project_id)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(Label.id == label_id)
+        .where(Label.id == label_id, may_label(Label.project_id))
     )
     if lock:
         query = query.with_for_update(of=Label)
-    row = session.execute(query).first()
+    row = session.execute(query, {"user": user_id}).first()
     if row is None or row[0].user_id != user_id:
         # Another labeler's label reads as missing: ids must not reveal other labelers' work.
         raise NotFound(f"you have no label {label_id}")

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import BadInput, Conflict, NotFound
 from app.labeling import queue
+from app.projects.access import may_label, user_may_label
 from app.reports.service import record_reports
 from app.labeling.schemas import (
     LabelerStats,
@@ -61,6 +62,7 @@ _HELD_ASSIGNMENT = (
         Project.labeling_mode,
         Solution.steps,
         Solution.problem_id,
+        may_label(Assignment.project_id).label("may_label"),
         *_EARLIER_LABEL,
     )
     .join(Project, Project.id == Assignment.project_id)
@@ -146,6 +148,10 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         if earlier is not None:
             return _receipt_for_retry(earlier, assignment_id)
         raise NotFound(f"you hold no assignment {assignment_id}")
+    if not held.may_label:
+        # Taken out of the project (or the project closed to them): nothing of it is theirs
+        # to send any more, a retry of a label already stored included.
+        raise NotFound(f"you hold no assignment {assignment_id}")
     if held.earlier_id is not None:
         return _receipt_for_retry(held, assignment_id)
     if held.user_id != user_id:
@@ -216,7 +222,11 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
 def release_task(session: Session, user: User, assignment_id: int) -> None:
     """Hand a lease back unlabeled, so that the next labeler can take it now."""
     assignment = queue.lock_assignment(session, assignment_id)
-    if assignment is None or assignment.user_id != user.id:
+    if (
+        assignment is None
+        or assignment.user_id != user.id
+        or not user_may_label(session, user, assignment.project_id)
+    ):
         raise NotFound(f"you hold no assignment {assignment_id}")
     if assignment.status != AssignmentStatus.leased:
         raise Conflict(f"assignment {assignment_id} is not leased")
@@ -316,9 +326,10 @@ def _recent_labels(session: Session, user: User, limit: int) -> list[LabelSummar
     rows = session.execute(
         select(Label, Project.name)
         .join(Project, Project.id == Label.project_id)
-        .where(Label.user_id == user.id, Label.superseded_at.is_(None))
+        .where(Label.user_id == user.id, Label.superseded_at.is_(None), may_label(Label.project_id))
         .order_by(Label.id.desc())
-        .limit(limit)
+        .limit(limit),
+        {"user": user.id},
     ).all()
     return [
         LabelSummary(

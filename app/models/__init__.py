@@ -6,9 +6,11 @@ from app.models.auth_session import AuthSession
 from app.models.base import INT32_MAX, Base, utcnow
 from app.models.import_batch import ImportBatch, ImportFormat
 from app.models.label import FinishReason, Label
+from app.models.login_failure import LoginFailure, LoginKeyKind
 from app.models.model_version import ModelVersion
 from app.models.problem import Problem
 from app.models.project import LabelingMode, Project
+from app.models.project_member import ProjectMember
 from app.models.report import Report, ReportKind, ReportStatus
 from app.models.round import ACTIVE_ROUND_STATUSES, Round, RoundStage, RoundStatus, RoundTrigger
 from app.models.round_pick import PickReason, RoundPick
@@ -31,10 +33,13 @@ __all__ = [
     "ImportFormat",
     "Label",
     "LabelingMode",
+    "LoginFailure",
+    "LoginKeyKind",
     "ModelVersion",
     "PickReason",
     "Problem",
     "Project",
+    "ProjectMember",
     "PromoteMetric",
     "Report",
     "ReportKind",

@@ -38,5 +38,7 @@ class Project(Base):
     # How long after labeling a solution a labeler may still correct that label; 0 closes
     # corrections.
     correction_window_hours: Mapped[int] = mapped_column(Integer, default=24)
+    # Every labeler may label here; when False, only the labelers in project_members may.
+    open_to_all: Mapped[bool] = mapped_column(Boolean, default=True)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -4,8 +4,16 @@ from fastapi import APIRouter, status
 
 from app.deps import ApiUser, DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
-from app.projects import service
-from app.projects.schemas import ProjectCreate, ProjectProgress, ProjectRead, ProjectUpdate
+from app.projects import members, service
+from app.projects.access import get_visible_project
+from app.projects.schemas import (
+    MemberCreate,
+    MemberRead,
+    ProjectCreate,
+    ProjectProgress,
+    ProjectRead,
+    ProjectUpdate,
+)
 
 router = APIRouter(
     prefix="/api/v1/projects", tags=["projects"], responses=error_responses(401, 403, 422)
@@ -13,8 +21,9 @@ router = APIRouter(
 
 
 @router.get("", response_model=list[ProjectRead])
-def list_projects(_: ApiUser, session: SessionDep) -> list[ProjectRead]:
-    return [ProjectRead.model_validate(p) for p in service.list_projects(session)]
+def list_projects(user: ApiUser, session: SessionDep) -> list[ProjectRead]:
+    """Every project; for a labeler, those open to all and those they are a member of."""
+    return [ProjectRead.model_validate(p) for p in service.list_projects(session, seen_by=user)]
 
 
 @router.post(
@@ -28,8 +37,8 @@ def create_project(body: ProjectCreate, _: ManagerApiUser, session: SessionDep) 
 
 
 @router.get("/{project_id}", response_model=ProjectRead, responses=error_responses(404))
-def get_project(project_id: RowId, _: ApiUser, session: SessionDep) -> ProjectRead:
-    return ProjectRead.model_validate(service.get_project(session, project_id))
+def get_project(project_id: RowId, user: ApiUser, session: SessionDep) -> ProjectRead:
+    return ProjectRead.model_validate(get_visible_project(session, user, project_id))
 
 
 @router.patch("/{project_id}", response_model=ProjectRead, responses=error_responses(400, 404, 409))
@@ -45,3 +54,33 @@ def update_project(
 )
 def progress(project_id: RowId, _: DataApiUser, session: SessionDep) -> ProjectProgress:
     return service.project_progress(session, service.get_project(session, project_id))
+
+
+@router.get("/{project_id}/members", response_model=list[MemberRead], responses=error_responses(404))
+def list_members(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> list[MemberRead]:
+    """The labelers who may label in the project when it is not open to all."""
+    return members.list_members(session, service.get_project(session, project_id))
+
+
+@router.post(
+    "/{project_id}/members",
+    response_model=MemberRead,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(
+        400, 404, 409, described={404: "no such project or user", 409: "already a member"}
+    ),
+)
+def add_member(project_id: RowId, body: MemberCreate, _: ManagerApiUser, session: SessionDep) -> MemberRead:
+    """Let a labeler into the project. Only labelers are members: 422 for other roles."""
+    return members.add_member(session, service.get_project(session, project_id), body.username)
+
+
+@router.delete(
+    "/{project_id}/members/{user_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, described={404: "no such project, or the user is not a member"}),
+)
+def remove_member(project_id: RowId, user_id: RowId, _: ManagerApiUser, session: SessionDep) -> None:
+    """Take a labeler out: in a project not open to all, their leases go back to the queue and
+    their submits are refused."""
+    members.remove_member(session, service.get_project(session, project_id), user_id)

@@ -10,11 +10,11 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.deps import DataPageUser, ManagerPageUser, SessionDep
-from app.errors import Conflict
+from app.errors import Conflict, ServiceError
 from app.forms import FormInvalid, PageId, validate_form
 from app.imports.service import list_batches
 from app.models import Project, Role, User, utcnow
-from app.projects import service
+from app.projects import members, service
 from app.projects.activity import project_activity
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
 from app.quality.service import labeler_accuracy
@@ -38,6 +38,14 @@ class SettingsForm(BaseModel):
 
 class NewProjectForm(SettingsForm):
     name: str = Field(default="", max_length=200)
+
+
+class MemberForm(BaseModel):
+    username: str = Field(default="", max_length=200)
+
+
+class AccessForm(BaseModel):
+    open_to_all: bool
 
 
 def _can_manage(user: User) -> bool:
@@ -114,6 +122,51 @@ def update_settings(
     return RedirectResponse(f"/manage/projects/{project.id}?saved=1", status_code=303)
 
 
+@router.post("/{project_id}/members")
+def add_member(
+    request: Request,
+    project_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[MemberForm, Form()],
+) -> Response:
+    project = service.get_project(session, project_id)
+    username = form.username.strip()
+    if not username:
+        return _project_overview(
+            request, session, user, project, {}, {}, 422,
+            member=username, member_error="type a labeler's username",
+        )
+    try:
+        members.add_member(session, project, username)
+    except ServiceError as exc:
+        return _project_overview(
+            request, session, user, project, {}, {}, exc.status_code,
+            member=username, member_error=exc.message,
+        )
+    return RedirectResponse(f"/manage/projects/{project.id}?member_added=1#members", status_code=303)
+
+
+@router.post("/{project_id}/members/{user_id}/remove")
+def remove_member(
+    project_id: PageId, user_id: PageId, _: ManagerPageUser, session: SessionDep
+) -> Response:
+    members.remove_member(session, service.get_project(session, project_id), user_id)
+    return RedirectResponse(f"/manage/projects/{project_id}#members", status_code=303)
+
+
+@router.post("/{project_id}/access")
+def set_access(
+    project_id: PageId,
+    _: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[AccessForm, Form()],
+) -> Response:
+    project = service.get_project(session, project_id)
+    service.update_project(session, project, ProjectUpdate(open_to_all=form.open_to_all))
+    return RedirectResponse(f"/manage/projects/{project.id}#members", status_code=303)
+
+
 def _project_overview(
     request: Request,
     session: SessionDep,
@@ -122,6 +175,9 @@ def _project_overview(
     values: dict[str, str],
     errors: dict[str, str],
     status_code: int,
+    *,
+    member: str = "",
+    member_error: str | None = None,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
@@ -143,6 +199,10 @@ def _project_overview(
             "batches": list_batches(session, project),
             "accuracy": accuracy,
             "activity": project_activity(session, project.id, accuracy),
+            "members": members.list_members(session, project),
+            "member": member,
+            "member_error": member_error,
+            "member_added": request.query_params.get("member_added") == "1" and member_error is None,
         },
         status_code=status_code,
     )

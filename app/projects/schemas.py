@@ -18,6 +18,9 @@ class ProjectCreate(BaseModel):
     correction_window_hours: int = Field(
         default=24, ge=0, le=720, description="how long a labeler may correct a label; 0 closes corrections"
     )
+    open_to_all: bool = Field(
+        default=True, description="every labeler may label here; false: only the project's members"
+    )
 
 
 class ProjectUpdate(BaseModel):
@@ -26,6 +29,7 @@ class ProjectUpdate(BaseModel):
     overlap: int | None = Field(default=None, ge=1, le=20)
     lease_minutes: int | None = Field(default=None, ge=1, le=1440)
     correction_window_hours: int | None = Field(default=None, ge=0, le=720)
+    open_to_all: bool | None = None
 
 
 class ProjectRead(BaseModel):
@@ -38,6 +42,7 @@ class ProjectRead(BaseModel):
     overlap: int
     lease_minutes: int
     correction_window_hours: int
+    open_to_all: bool
     is_demo: bool
     created_at: datetime
 
@@ -55,3 +60,14 @@ class ProjectProgress(BaseModel):
     solutions_waiting: int = Field(description="nothing labeled or leased yet")
     labels: int
     labels_per_day: list[DailyCount]
+
+
+class MemberCreate(BaseModel):
+    username: str = Field(min_length=1, max_length=64)
+
+
+class MemberRead(BaseModel):
+    user_id: int
+    username: str
+    is_active: bool
+    added_at: datetime

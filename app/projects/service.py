@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
 from app.labeling.queue import add_slots
-from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution
+from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution, User
+from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
 
 
@@ -22,8 +23,12 @@ def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = Fal
     return project
 
 
-def list_projects(session: Session) -> list[Project]:
-    return list(session.scalars(select(Project).order_by(Project.name)))
+def list_projects(session: Session, seen_by: User | None = None) -> list[Project]:
+    """Every project, or those `seen_by` may see (see app.projects.access)."""
+    statement = select(Project).order_by(Project.name)
+    if seen_by is not None:
+        statement = statement.where(visible_projects(seen_by))
+    return list(session.scalars(statement))
 
 
 def get_project(session: Session, project_id: int) -> Project:
@@ -63,6 +68,8 @@ def update_project(session: Session, project: Project, data: ProjectUpdate) -> P
                 Assignment.user_id.is_(None),
             )
         )
+    if changes.get("open_to_all") is False:
+        release_leases_of_outsiders(session, project)
     return project
 
 
