@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,3 +224,100 @@ def test_a_bad_setting_is_named_without_a_traceback(env: dict[str, str]) -> None
     assert "error: bad setting in the environment" in result.stderr
     assert "STEPWISE_DB_POOL_SIZE: Input should be a valid integer" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _seed(url: str, solutions: int) -> int:
+    """A project of one-step solutions, queued, and a labeler; the project's id."""
+    from app.config import Settings
+    from app.db import create_db_engine, create_session_factory, session_scope
+    from app.labeling.queue import add_slots
+    from app.models import Problem, Role, Solution
+    from app.projects.schemas import ProjectCreate
+    from app.projects.service import create_project
+    from app.users.schemas import UserCreate
+    from app.users.service import create_user
+
+    engine = create_db_engine(Settings(database_url=url))
+    try:
+        with session_scope(create_session_factory(engine)) as session:
+            create_user(session, UserCreate(username="lena", role=Role.labeler, password="correct horse"))
+            project = create_project(session, ProjectCreate(name="stop"))
+            problems = [Problem(project_id=project.id, statement=f"What is {i}+1?", answer=str(i + 1),
+                                content_hash=f"p{i}") for i in range(solutions)]
+            session.add_all(problems)
+            session.flush()
+            rows = [Solution(project_id=project.id, problem_id=p.id, steps=["one step"], priority=0.0,
+                             content_hash=f"s{p.id}") for p in problems]
+            session.add_all(rows)
+            session.flush()
+            add_slots(session, project, [(row.id, 0.0, None) for row in rows])
+            return project.id
+    finally:
+        engine.dispose()
+
+
+def _post(port: int, path: str, body: dict, token: str | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def test_sigterm_finishes_submits_in_flight_and_loses_no_acknowledged_label(env: dict[str, str], tmp_path: Path) -> None:
+    """Labelers submit as fast as they can while the server is told to stop: every submit it
+    acknowledged is stored, once; none it stored twice; none answered with a 5xx."""
+    project_id = _seed(env["DATABASE_URL"], 400)
+    port = _free_port()
+    server = _start(env, port, tmp_path / "serve.log")
+    acknowledged: list[str] = []
+    failures: list[int] = []  # 5xx statuses, and 0 for a connection lost before the stop
+    stop_sent = threading.Event()
+
+    def labeler(index: int) -> None:
+        _, body = _post(port, "/api/v1/auth/tokens", {"username": "lena", "password": "correct horse"})
+        token = body["token"]
+        for n in range(1000):
+            try:
+                status, task = _post(port, f"/api/v1/projects/{project_id}/tasks/next", {}, token)
+                if status != 200 or task.get("task") is None:
+                    return
+                key = f"client-{index}-{n:04d}"
+                status, _ = _post(port, f"/api/v1/assignments/{task['task']['assignment_id']}/submit", {
+                    "idempotency_key": key, "ratings": [{"rating": 1}], "finish_reason": "solution",
+                    "total_time_ms": 1000}, token)
+            except OSError:
+                # Refused or reset once the server stops: never acknowledged.
+                if not stop_sent.is_set():
+                    failures.append(0)
+                return
+            if status >= 500:
+                failures.append(status)
+            elif status == 200:
+                acknowledged.append(key)
+
+    try:
+        _wait_for(lambda: _answers(port))
+        threads = [threading.Thread(target=labeler, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        _wait_for(lambda: len(acknowledged) >= 20)
+        stop_sent.set()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert not failures, failures
+    with sqlite3.connect(env["DATABASE_URL"].removeprefix("sqlite:///")) as db:
+        stored = [key for (key,) in db.execute("SELECT idempotency_key FROM labels")]
+    assert len(stored) == len(set(stored)), "a label was stored twice"
+    assert set(acknowledged) <= set(stored), "an acknowledged label was lost"
+    assert len(stored) - len(acknowledged) <= 8, "more labels stored unacknowledged than were in flight"
