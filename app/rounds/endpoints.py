@@ -16,6 +16,8 @@ from app.rounds.schemas import (
     RoundRead,
     RoundSettingsRead,
     RoundSettingsUpdate,
+    ScoreRequest,
+    ScoreResponse,
 )
 
 # Every route names a project or a round, which may not exist.
@@ -109,3 +111,19 @@ def update_round_settings(
     return RoundSettingsRead.model_validate(
         service.update_round_settings(session, project_id, body)
     )
+
+
+@router.post(
+    "/model-versions/{version_id}/score",
+    response_model=ScoreResponse,
+    responses=error_responses(400, 409, described={409: "the version's checkpoint is no longer on this server"}),
+)
+def score_with_version(
+    version_id: RowId, body: ScoreRequest, _: ResearcherApiUser, session: SessionDep
+) -> ScoreResponse:
+    """Step and solution scores of candidate solutions from one model version, in one batch:
+    best-of-N reranking for other systems. Researchers and admins only."""
+    # Imported here: torch and transformers load only in processes that are asked to score.
+    from app.rounds.scoring import score_candidates
+
+    return score_candidates(session, version_id, body)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -153,3 +153,35 @@ class RoundSettingsUpdate(BaseModel):
         if (self.control_share or 0) + (self.qc_share or 0) > 1:
             raise ValueError("control_share + qc_share must not exceed 1")
         return self
+
+
+class CandidateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[Annotated[str, Field(max_length=20_000)]] = Field(min_length=1, max_length=200)
+
+
+class ScoreRequest(BaseModel):
+    """A problem and candidate solutions to score with one model version, for best-of-N
+    reranking from other systems. Bounded so that one request stays one batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem: str = Field(min_length=1, max_length=20_000)
+    solutions: list[CandidateIn] = Field(min_length=1, max_length=64)
+    neutral_as_correct: bool = Field(
+        default=True, description="count a step rated 0 (neutral) as correct, as the paper's PRM scoring does"
+    )
+
+
+class CandidateScore(BaseModel):
+    step_scores: list[float | None] = Field(
+        description="P(step is correct) per step; null for a step that alone is longer than the model's limit"
+    )
+    product: float = Field(description="P(every step is correct): the paper's solution score")
+    minimum: float = Field(description="the weakest step's P(correct)")
+
+
+class ScoreResponse(BaseModel):
+    model_version_id: int
+    solutions: list[CandidateScore]

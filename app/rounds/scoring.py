@@ -1,0 +1,58 @@
+"""Scoring candidate solutions with a stored model version, for reranking from other systems.
+
+Loading a checkpoint costs seconds, so each process keeps the last few it loaded; a lock per
+process keeps one request at a time on the CPU or GPU, where concurrent forward passes would
+only compete for the same cores.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import torch
+from sqlalchemy.orm import Session
+
+from active_learning.data import Solution
+from active_learning.model import load_checkpoint
+from active_learning.score import score_solutions
+from app.errors import Conflict, NotFound
+from app.models import ModelVersion, RoundSettings
+from app.rounds.schemas import CandidateScore, ScoreRequest, ScoreResponse
+
+LOADED_MODELS = 2
+_loaded: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _model(path: str, device: str) -> tuple[Any, Any]:
+    if path in _loaded:
+        _loaded.move_to_end(path)
+        return _loaded[path]
+    model, tokenizer, _ = load_checkpoint(path, device)
+    _loaded[path] = (model, tokenizer)
+    while len(_loaded) > LOADED_MODELS:
+        _loaded.popitem(last=False)
+    return model, tokenizer
+
+
+def score_candidates(session: Session, version_id: int, request: ScoreRequest) -> ScoreResponse:
+    version = session.get(ModelVersion, version_id)
+    if version is None:
+        raise NotFound(f"model version {version_id} not found")
+    if not (Path(version.path) / "config.json").is_file():
+        raise Conflict(f"model version {version_id}'s checkpoint is no longer on this server")
+    settings = session.get(RoundSettings, version.project_id)
+    max_length = settings.max_length if settings is not None else 1024
+    # The database session is not needed while the model runs: nothing holds a connection.
+    session.commit()
+    solutions = [Solution("request", request.problem, candidate.steps) for candidate in request.solutions]
+    with _lock:
+        model, tokenizer = _model(version.path, "cuda" if torch.cuda.is_available() else "cpu")
+        scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
+                                 neutral_as_correct=request.neutral_as_correct)
+    return ScoreResponse(model_version_id=version_id, solutions=[
+        CandidateScore(step_scores=s.step_scores, product=s.product, minimum=s.minimum) for s in scores
+    ])

@@ -1,0 +1,82 @@
+"""POST /api/v1/model-versions/{id}/score: a stored model scores candidates sent by others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from sqlalchemy.orm import Session, sessionmaker
+
+from active_learning.data import Solution
+from active_learning.model import load_base, load_checkpoint, save_checkpoint
+from active_learning.score import score_solutions
+from app.db import session_scope
+from app.models import ModelVersion
+from tests.conftest import api_headers, make_project, make_user
+
+PROBLEM = "Start with 10. Subtract 2, then multiply by 3."
+CANDIDATES = [["$10 - 2 = 8$.", "$8 \\times 3 = 24$.\n\n# Answer\n\n24"], ["$10 - 2 = 7$.", "# Answer\n\n21"]]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    model, tokenizer = load_base("tiny")
+    directory = tmp_path_factory.mktemp("ckpt") / "prm"
+    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": "abc"})
+    return directory
+
+
+def _version(factory: sessionmaker[Session], path: Path) -> int:
+    project = make_project(factory, "scored")
+    with session_scope(factory) as session:
+        version = ModelVersion(project_id=project.id, path=str(path), base="tiny", data_hash="abc", train_labels=10)
+        session.add(version)
+        session.flush()
+        return version.id
+
+
+def test_researchers_score_candidates_as_the_scorer_does(client, session_factory, checkpoint: Path, backend: str) -> None:  # type: ignore[no-untyped-def]
+    version_id = _version(session_factory, checkpoint)
+    make_user(session_factory, "rita", "researcher")
+    response = client.post(f"/api/v1/model-versions/{version_id}/score", headers=api_headers(client, "rita"),
+                           json={"problem": PROBLEM, "solutions": [{"steps": s} for s in CANDIDATES]})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    expected = score_solutions(model, tokenizer, [Solution("p", PROBLEM, steps) for steps in CANDIDATES], max_length=1024)
+    assert body["model_version_id"] == version_id
+    for got, want in zip(body["solutions"], expected, strict=True):
+        assert got["step_scores"] == pytest.approx(want.step_scores, abs=1e-5)
+        assert (got["product"], got["minimum"]) == pytest.approx((want.product, want.minimum), abs=1e-5)
+
+
+@pytest.mark.parametrize("role", ["labeler", "manager"])
+def test_other_roles_are_refused(client, session_factory, checkpoint: Path, role: str) -> None:  # type: ignore[no-untyped-def]
+    version_id = _version(session_factory, checkpoint)
+    make_user(session_factory, "someone", role)
+    response = client.post(f"/api/v1/model-versions/{version_id}/score", headers=api_headers(client, "someone"),
+                           json={"problem": PROBLEM, "solutions": [{"steps": CANDIDATES[0]}]})
+    assert response.status_code == 403
+
+
+def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoint: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    version_id = _version(session_factory, checkpoint)
+    make_user(session_factory, "rita", "researcher")
+    headers = api_headers(client, "rita")
+    url = f"/api/v1/model-versions/{version_id}/score"
+    for bad in [{"problem": PROBLEM, "solutions": []},
+                {"problem": PROBLEM, "solutions": [{"steps": []}]},
+                {"problem": PROBLEM, "solutions": [{"steps": ["x"]}] * 65},
+                {"problem": "", "solutions": [{"steps": ["x"]}]},
+                {"problem": PROBLEM, "solutions": [{"steps": ["x" * 20_001]}]},
+                {"problem": PROBLEM, "solutions": [{"steps": ["x"], "answer": "1"}]}]:
+        response = client.post(url, headers=headers, json=bad)
+        assert response.status_code == 422, (bad, response.text)
+    missing = client.post("/api/v1/model-versions/999/score", headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
+    assert missing.status_code == 404 and "999" in missing.json()["detail"]
+    with session_scope(session_factory) as session:
+        session.get(ModelVersion, version_id).path = str(tmp_path / "gone")
+    gone = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
+    assert gone.status_code == 409 and "no longer on this server" in gone.json()["detail"]
