@@ -6,12 +6,18 @@ question fields that differ from the shared problem or solution row). Export app
 on top of the rendering, which gives the imported record back.
 
 `extra` is sparse: {"record": {...}, "question": {...}, "label": {...}, "steps": {"i": {...}},
-"completions": {"i.j": {...}}}, each an update to the rendered object at that place.
+"completions": {"i.j": {...}}}, each an update to the rendered object at that place, and
+{"absent": {"question": [...]}}, the question keys the record did not have.
+
+The rendering has PRM800K's shape: a phase-1 question (no pre-generated solution) holds the
+problem and its answer, a phase-2 one all six keys; timestamps are UTC without an offset; a label
+made here on a pre-generated solution has a generation, as every phase-2 record does. Stepwise's
+own fields go where PRM800K readers, which read the keys they know, pass them by.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from app.models import StepsSource
@@ -27,23 +33,37 @@ RECORD_KEYS = frozenset(
         "label",
     }
 )
-QUESTION_KEYS = frozenset(
-    {
-        "problem",
-        "ground_truth_solution",
-        "ground_truth_answer",
-        "pre_generated_steps",
-        "pre_generated_answer",
-        "pre_generated_verifier_score",
-    }
+# In PRM800K's order.
+QUESTION_ORDER = (
+    "problem",
+    "ground_truth_solution",
+    "ground_truth_answer",
+    "pre_generated_steps",
+    "pre_generated_answer",
+    "pre_generated_verifier_score",
 )
-LABEL_KEYS = frozenset({"steps", "total_time", "finish_reason"})
+QUESTION_KEYS = frozenset(QUESTION_ORDER)
+# Not PRM800K's: the give-up or bad-problem reason a labeler wrote here, written only when there
+# is one.
+FINISH_NOTE = "finish_note"
+LABEL_KEYS = frozenset({"steps", "total_time", "finish_reason", FINISH_NOTE})
 STEP_KEYS = frozenset({"completions", "human_completion", "chosen_completion"})
 COMPLETION_KEYS = frozenset({"text", "rating", "flagged"})
+# The generation of a label made here on a pre-generated solution that no round picked: PRM800K
+# has a generation on every phase-2 record (null means phase 1), and its generations start at 1,
+# as round numbers do.
+UNROUNDED_GENERATION = 1
 
 
 def render_timestamp(created_at: datetime) -> str:
-    return created_at.isoformat()
+    """UTC without an offset, as PRM800K writes it ("2023-01-22T04:34:27.052924")."""
+    return created_at.astimezone(UTC).replace(tzinfo=None).isoformat()
+
+
+def render_generation(generation: int | None, made_here: bool, steps_source: StepsSource) -> int | None:
+    if generation is None and made_here and steps_source == StepsSource.given:
+        return UNROUNDED_GENERATION
+    return generation
 
 
 def render_question(
@@ -55,15 +75,17 @@ def render_question(
     final_answer: str | None,
     verifier_score: float | None,
 ) -> dict[str, Any]:
-    # A solution made of a labeler's chosen steps (PRM800K phase 1) had nothing pre-generated.
-    given = steps_source == StepsSource.given
+    # A solution made of a labeler's chosen steps is PRM800K's phase 1, whose questions hold
+    # nothing pre-generated, nor the reference solution.
+    if steps_source != StepsSource.given:
+        return {"problem": statement, "ground_truth_answer": answer}
     return {
         "problem": statement,
         "ground_truth_solution": reference_solution,
         "ground_truth_answer": answer,
-        "pre_generated_steps": solution_steps if given else None,
-        "pre_generated_answer": final_answer if given else None,
-        "pre_generated_verifier_score": verifier_score if given else None,
+        "pre_generated_steps": solution_steps,
+        "pre_generated_answer": final_answer,
+        "pre_generated_verifier_score": verifier_score,
     }
 
 
@@ -105,6 +127,7 @@ def render_record(
     label_steps: list[dict[str, Any]],
     total_time_ms: int | None,
     finish_reason: str | None,
+    finish_note: str | None,
     extra: dict[str, Any],
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
@@ -120,8 +143,24 @@ def render_record(
             "finish_reason": finish_reason,
         },
     }
+    if finish_note is not None:
+        record["label"][FINISH_NOTE] = finish_note
     if extra:
         record.update(extra.get("record") or {})
-        question.update(extra.get("question") or {})
         record["label"].update(extra.get("label") or {})
+        record["question"] = _as_given(question, extra)
     return record
+
+
+def _as_given(question: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """The question with the record's own keys: PRM800K's in its order, then any others."""
+    given = extra.get("question")
+    absent = (extra.get("absent") or {}).get("question")
+    if not given and not absent:
+        return question
+    question.update(given or {})
+    for key in absent or ():
+        question.pop(key, None)
+    ordered = {key: question.pop(key) for key in QUESTION_ORDER if key in question}
+    ordered.update(question)
+    return ordered

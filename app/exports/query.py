@@ -59,6 +59,8 @@ def label_query(
             Label.id.label("label_id"),
             Label.foreign_labeler,
             User.labeler_uuid,
+            # Imported labels are known by the hash of their record; one made here has none.
+            Label.content_hash.is_(None).label("made_here"),
             Label.created_at,
             Label.generation,
             Label.is_quality_control,

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.errors import BadInput
-from app.exports.prm800k import render_question, render_record
+from app.exports.prm800k import render_generation, render_question, render_record
 from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trl import trl_record
@@ -100,7 +100,8 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
     return render_record(
         labeler=labeler_of(row),
         created_at=row.created_at,
-        generation=row.generation,
+        # An imported label keeps the generation its file gave it, null included.
+        generation=render_generation(row.generation, row.made_here, row.steps_source),
         is_quality_control=row.is_quality_control,
         is_initial_screening=row.is_initial_screening,
         question=render_question(
@@ -116,6 +117,7 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
         label_steps=orjson.loads(row.label_steps),
         total_time_ms=row.total_time_ms,
         finish_reason=row.finish_reason,
+        finish_note=row.finish_note,
         extra=orjson.loads(row.extra) if row.extra else {},
     )
 

@@ -23,12 +23,12 @@ import orjson
 
 from app.exports.prm800k import (
     COMPLETION_KEYS,
+    FINISH_NOTE,
     LABEL_KEYS,
     QUESTION_KEYS,
     RECORD_KEYS,
     STEP_KEYS,
     render_question,
-    render_timestamp,
 )
 from app.imports.fields import Invalid, where
 from app.imports.json_guard import check_depth
@@ -49,6 +49,8 @@ from app.models import INT32_MAX, FinishReason, StepsSource
 
 _FINISH_REASONS = {r.value: r for r in FinishReason}
 MAX_LABELER = 100
+# As a labeler may write one (app.labeling.schemas).
+MAX_FINISH_NOTE = 5000
 
 
 # Strict structs (no unknown keys, `true` is no rating, `1.0` no index) that hold no cycles, so
@@ -78,16 +80,23 @@ class _Label(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     steps: list[_Step]
     total_time: int | None = None
     finish_reason: str | None = None
+    # Stepwise's export writes it (see app.exports.prm800k).
+    finish_note: str | None = None
 
 
+# A key left out is told from a null (UNSET), so that the export leaves it out too; _prm_record
+# makes it None once noted.
 class _Question(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     problem: str
-    ground_truth_solution: str | None = None
-    ground_truth_answer: str | None = None
-    pre_generated_steps: list[str] | None = None
-    pre_generated_answer: str | None = None
+    ground_truth_solution: str | None | msgspec.UnsetType = msgspec.UNSET
+    ground_truth_answer: str | None | msgspec.UnsetType = msgspec.UNSET
+    pre_generated_steps: list[str] | None | msgspec.UnsetType = msgspec.UNSET
+    pre_generated_answer: str | None | msgspec.UnsetType = msgspec.UNSET
     # int or float as given: a score given as 1 must be exported as 1, not 1.0.
-    pre_generated_verifier_score: int | float | None = None
+    pre_generated_verifier_score: int | float | None | msgspec.UnsetType = msgspec.UNSET
+
+
+_OPTIONAL_QUESTION_KEYS = tuple(f for f in _Question.__struct_fields__ if f != "problem")
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -125,6 +134,9 @@ def parse_prm800k(raw: bytes, origin: dict[str, Any], now: datetime) -> PrmRecor
 
 def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], now: datetime) -> PrmRecord:
     question = record.question
+    absent = tuple(key for key in _OPTIONAL_QUESTION_KEYS if getattr(question, key) is msgspec.UNSET)
+    for key in absent:
+        setattr(question, key, None)
     if not question.problem.strip():
         raise Invalid("question.problem", "is empty")
     problem = ProblemIn(question.problem, question.ground_truth_answer, question.ground_truth_solution)
@@ -165,9 +177,10 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
 
     record_extra = extra.setdefault("record", {})
     created_at, timestamp = _created_at(record.timestamp, now)
-    # Rendered timestamps end in +00:00; PRM800K's have no offset, and are kept as written
-    # without rendering them first.
-    if timestamp is None or not timestamp.endswith("+00:00") or render_timestamp(created_at) != timestamp:
+    # Every timestamp is kept as written but the one exports wrote before they wrote PRM800K's
+    # form (ending in +00:00): which labels keep it is part of their hash, which must not change
+    # for a file imported before.
+    if timestamp != created_at.isoformat():
         record_extra["timestamp"] = timestamp
     is_qc = record.is_quality_control_question
     is_screening = record.is_initial_screening_question
@@ -189,6 +202,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
             is_initial_screening=bool(is_screening),
             finish_reason=finish_reason,
             total_time_ms=_bounded(label.total_time, "label.total_time", 0),
+            finish_note=_short(label.finish_note, f"label.{FINISH_NOTE}", MAX_FINISH_NOTE),
             steps=steps,
             extra=extra,
             human_texts=human_texts,
@@ -197,6 +211,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
                 pre_generated_steps=pre_steps,
                 pre_generated_answer=given_answer,
                 pre_generated_verifier_score=score,
+                absent=absent,
             ),
         ),
     )
@@ -449,8 +464,14 @@ def label_extra(record: PrmRecord, problem: StoredProblem, solution: StoredSolut
             ("pre_generated_verifier_score", given.pre_generated_verifier_score),
         )
         # Type too: a score given as 1 renders as 1.0 from the float column.
-        if type(original) is not type(rendered[key]) or original != rendered[key]
+        if key not in given.absent
+        and (key not in rendered or type(original) is not type(rendered[key]) or original != rendered[key])
     }
+    # A key the record had is kept, and one it had not is left out, where PRM800K's shape for
+    # its phase would say otherwise.
+    absent = [key for key in given.absent if key in rendered]
+    if absent:
+        extra = {**extra, "absent": {"question": absent}}
     if not overrides:
         return extra
     return {**extra, "question": {**extra.get("question", {}), **overrides}}

@@ -96,6 +96,9 @@ class QuestionAsGiven:
     pre_generated_steps: Any
     pre_generated_answer: Any
     pre_generated_verifier_score: Any
+    # The optional keys the record did not have (then None above): not hashed, as a record that
+    # comes back with nulls for them is the same label.
+    absent: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -118,6 +121,7 @@ class LabelIn:
     is_initial_screening: bool
     finish_reason: FinishReason | None
     total_time_ms: int | None
+    finish_note: str | None
     steps: LabelSteps
     # Sparse: only what the columns and `steps` cannot give back exactly (see exports.prm800k).
     extra: dict[str, Any]
@@ -144,6 +148,8 @@ class LabelIn:
                 q.pre_generated_steps is None,
                 q.pre_generated_answer,
                 q.pre_generated_verifier_score,
+                # Only where there is one, so that the hashes of labels without keep their value.
+                *([self.finish_note] if self.finish_note is not None else []),
             ]
         )
 

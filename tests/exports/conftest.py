@@ -19,7 +19,7 @@ def export(factory, project, fmt: str = "prm800k", **filters: Any) -> bytes:  # 
     return sink.getvalue()
 
 
-def label_in_stepwise(client, session_factory, ratings, reason, mode="first_error"):  # type: ignore[no-untyped-def]
+def label_in_stepwise(client, session_factory, ratings, reason, mode="first_error", note=None):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "here", labeling_mode=mode)
     problems = jsonl([{"problem": "What is $6 \\times 7$?", "answer": "42", "solution": "$\\boxed{42}$"}])
     import_bytes(session_factory, project, problems, "math")
@@ -35,6 +35,7 @@ def label_in_stepwise(client, session_factory, ratings, reason, mode="first_erro
             "idempotency_key": "label-one-0001",
             "ratings": [{"rating": r, "flagged": i == 1} for i, r in enumerate(ratings)],
             "finish_reason": reason,
+            "finish_note": note,
             "total_time_ms": 65432,
         },
     )

@@ -2,25 +2,53 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from sqlalchemy import select
 
 from app.db import session_scope
+from app.exports.prm800k import UNROUNDED_GENERATION
 from app.models import Label, User
 from tests.conftest import make_project
 from tests.exports.conftest import export, label_in_stepwise
-from tests.imports.conftest import SAMPLE, import_bytes, row_counts, sample_records
+from tests.imports.conftest import SAMPLE, import_bytes, jsonl, row_counts, sample_records
 
 
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
+# PRM800K's keys in its order, each always written: the question's depend on the phase.
+RECORD = [
+    "labeler",
+    "timestamp",
+    "generation",
+    "is_quality_control_question",
+    "is_initial_screening_question",
+    "question",
+    "label",
+]
+PHASE_1_QUESTION = ["problem", "ground_truth_answer"]
+PHASE_2_QUESTION = [
+    "problem",
+    "ground_truth_solution",
+    "ground_truth_answer",
+    "pre_generated_steps",
+    "pre_generated_answer",
+    "pre_generated_verifier_score",
+]
+LABEL = ["steps", "total_time", "finish_reason"]
+PRM800K_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$")
+
+
+def _assert_prm800k_shape(record: dict[str, Any], question: list[str], label: list[str] = LABEL) -> None:
+    assert list(record) == RECORD
+    assert list(record["question"]) == question
+    assert list(record["label"]) == label
+    assert PRM800K_TIMESTAMP.match(record["timestamp"]), record["timestamp"]
+    if question == PHASE_1_QUESTION:
+        assert record["generation"] is None
+    else:
+        assert type(record["generation"]) is int
 
 
 def test_import_then_export_gives_the_records_back(session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -29,15 +57,13 @@ def test_import_then_export_gives_the_records_back(session_factory) -> None:  # 
     original = sample_records()
     exported = [orjson.loads(line) for line in export(session_factory, project).splitlines()]
     assert len(exported) == len(original)
-    for want, got in zip(original, exported, strict=True):
-        assert _without_nulls(got) == _without_nulls(want)
-    # Records that spell out every key come back exactly, nulls, types and timestamps included.
-    complete = [0, 1, 2, 5, 6, 8]
-    for i in complete:
-        assert exported[i] == original[i], f"record {i + 1}"
-        assert orjson.dumps(exported[i], option=orjson.OPT_SORT_KEYS) == orjson.dumps(
-            original[i], option=orjson.OPT_SORT_KEYS
-        )
+    # Every record comes back: keys left out stay out, and nulls, types and timestamps are as
+    # written (keys unknown to PRM800K may move within their object).
+    for i, (want, got) in enumerate(zip(original, exported, strict=True)):
+        assert got == want, f"record {i + 1}"
+        assert orjson.dumps(got, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            want, option=orjson.OPT_SORT_KEYS
+        ), f"record {i + 1}"
     assert type(exported[2]["question"]["pre_generated_verifier_score"]) is int
     assert exported[2]["timestamp"] == "2022-11-30T23:59:59+01:00"
 
@@ -68,9 +94,9 @@ def test_label_made_here_exports_with_the_labelers_uuid(client, session_factory)
         uuid = session.scalar(select(User.labeler_uuid).where(User.username == "lena"))
         created_at = session.scalar(select(Label.created_at))
     assert record["labeler"] == uuid
-    assert datetime.fromisoformat(record["timestamp"]) == created_at
-    assert record["timestamp"] == created_at.isoformat()
-    assert record["generation"] is None and record["is_quality_control_question"] is False
+    assert datetime.fromisoformat(record["timestamp"]).replace(tzinfo=UTC) == created_at
+    # No round picked the solution: the generation stands in for one (see UNROUNDED_GENERATION).
+    assert record["generation"] == UNROUNDED_GENERATION and record["is_quality_control_question"] is False
     assert record["question"]["pre_generated_steps"] == steps
     assert record["question"]["ground_truth_answer"] == "42"
     assert record["question"]["pre_generated_answer"] == "42"
@@ -102,3 +128,57 @@ def test_labels_made_here_come_back_once_from_their_own_export(client, session_f
     elsewhere = import_bytes(session_factory, other, exported, filename="export.jsonl")
     assert elsewhere.added == {"problems": 1, "solutions": 1, "labels": 1}
     assert export(session_factory, other) == exported
+
+
+def test_phase_1_record_comes_back_in_prm800k_shape(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    original = sample_records()[3]
+    assert original["generation"] is None and "pre_generated_steps" not in original["question"]
+    record = orjson.loads(export(session_factory, project).splitlines()[3])
+    _assert_prm800k_shape(record, PHASE_1_QUESTION)
+    assert record == original
+
+
+def test_phase_2_record_comes_back_in_prm800k_shape(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    original = sample_records()[0]
+    record = orjson.loads(export(session_factory, project).splitlines()[0])
+    _assert_prm800k_shape(record, PHASE_2_QUESTION)
+    assert record == original and record["timestamp"] == "2023-01-22T04:34:27.052924"
+
+
+def test_phase_2_record_missing_a_question_key_comes_back_without_it(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    # Another record gives the shared problem row a reference solution this one lacks.
+    record = sample_records()[0]
+    without = {**record, "labeler": "other", "question": dict(record["question"])}
+    del without["question"]["ground_truth_solution"]
+    import_bytes(session_factory, project, jsonl([record, without]))
+    exported = [orjson.loads(line) for line in export(session_factory, project).splitlines()]
+    assert exported == [record, without]
+
+
+def test_give_up_made_here_keeps_its_note_in_prm800k_shape(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = label_in_stepwise(client, session_factory, [1], "give_up", note="Step 2 uses an unstated lemma.")
+    exported = export(session_factory, project)
+    record = orjson.loads(exported)
+    _assert_prm800k_shape(record, PHASE_2_QUESTION, [*LABEL, "finish_note"])
+    with session_scope(session_factory) as session:
+        created_at = session.scalar(select(Label.created_at))
+    assert record["timestamp"] == created_at.replace(tzinfo=None).isoformat()
+    assert record["label"]["finish_reason"] == "give_up"
+    assert record["label"]["finish_note"] == "Step 2 uses an unstated lemma."
+    # Imported elsewhere, the note is the label's own again, and the export is the same.
+    other = make_project(session_factory, "other")
+    assert import_bytes(session_factory, other, exported).added["labels"] == 1
+    with session_scope(session_factory) as session:
+        notes = session.scalars(select(Label.finish_note).where(Label.project_id == other.id)).all()
+    assert notes == ["Step 2 uses an unstated lemma."]
+    assert export(session_factory, other) == exported
+
+
+def test_label_made_here_without_a_note_has_no_note_key(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = label_in_stepwise(client, session_factory, [1, 1, 1], "solution")
+    _assert_prm800k_shape(orjson.loads(export(session_factory, project)), PHASE_2_QUESTION)
