@@ -298,8 +298,8 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 
 @cli.command("export")
 @click.option("--project", "project_name", required=True)
-@click.option("--format", "fmt", required=True, type=click.Choice(["prm800k", "trl", "parquet"]))
-@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", required=True, type=click.Choice(["prm800k", "trl", "parquet", "hf"]))
+@click.option("--output", required=True, type=click.Path(path_type=Path), help="a file; for hf, a new directory")
 @click.option("--since", default=None, help="labels created on or after this date (YYYY-MM-DD)")
 @click.option("--until", default=None, help="labels created before this date (YYYY-MM-DD)")
 @click.option("--generation", type=int, multiple=True, help="only these generations")
@@ -309,7 +309,7 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
 @pass_ctx
 def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, neutral: str) -> None:
-    """Export a project's labels, streamed to a file."""
+    """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
     from app.projects.service import get_project_by_name
@@ -326,6 +326,14 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     )
     with ctx.session() as session:
         project = get_project_by_name(session, project_name)
+        if fmt == "hf":
+            from app.exports.hf import write_dataset
+
+            count = write_dataset(session, project, filters, output)
+            click.echo(f"exported {count} labels to {output}")
+            return
+        if output.is_dir():
+            raise BadInput(f"{output} is a directory; --output names a file for {fmt}")
         partial = output.with_name(output.name + ".partial")
         with partial.open("wb") as sink:
             count = write_export(session, project, fmt, filters, sink)

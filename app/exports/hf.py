@@ -1,0 +1,136 @@
+"""Hugging Face `datasets` export: the Parquet export's rows, saved by `Dataset.save_to_disk`
+with a dataset card, for `datasets.load_from_disk`.
+
+The rows go through the Parquet export into a file and `Dataset.from_parquet` reads it into a
+memory-mapped Arrow cache beside it, so an export of any size is never held in memory; both are
+temporary. A directory is not a stream, so only the CLI writes this format.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy.orm import Session
+
+from app.errors import BadInput
+from app.exports.parquet import SCHEMA
+from app.exports.schemas import ExportFilters
+from app.exports.service import write_export
+from app.models import LabelingMode, Project
+
+# What each column holds, for the card; the schema is the Parquet export's.
+COLUMNS = {
+    "label_id": "the label's id in Stepwise",
+    "labeler": "imported labeler id, or the UUID of the Stepwise user",
+    "created_at": "when the label was submitted (UTC)",
+    "generation": "PRM800K generation or active-learning round; null for PRM800K phase 1",
+    "is_quality_control": "the label is quality-control gold",
+    "is_initial_screening": "PRM800K's screening questions (generation -1)",
+    "finish_reason": "solution, found_error, give_up or bad_problem",
+    "finish_note": "the labeler's reason for give_up or bad_problem",
+    "total_time_ms": "active time on the task",
+    "problem_id": "the problem's id in Stepwise",
+    "problem": "the problem statement",
+    "ground_truth_answer": "the problem's reference answer",
+    "solution_id": "the solution's id in Stepwise",
+    "final_answer": "the answer the solution reaches",
+    "answer_grade": "that answer against the reference: right, wrong or no_answer",
+    "verifier_score": "the score the generating pipeline gave the solution",
+    "steps": "the steps the labeler went through, in order",
+    "ratings": "one per step: 1, 0, -1, or null where the step was not rated",
+    "flagged": "one per step: the labeler marked it unsure",
+}
+
+_MODES = {
+    LabelingMode.first_error: (
+        "*first error* (PRM800K phase 2): steps are rated top to bottom and the first -1 ends the "
+        "label, so `ratings` stop at it; the steps after it were not judged, neither right nor "
+        "wrong"
+    ),
+    LabelingMode.full: "*full*: every step is rated, after a -1 too",
+}
+
+
+def write_dataset(session: Session, project: Project, filters: ExportFilters, directory: Path) -> int:
+    """Save the export as a `datasets` directory at `directory`, which must not exist yet;
+    returns the number of labels. Written beside it and renamed, so that a failed export leaves
+    nothing at `directory`."""
+    import datasets
+
+    if directory.exists():
+        raise BadInput(f"{directory} already exists; name a new directory for the dataset")
+    datasets.disable_progress_bars()
+    with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as work:
+        parquet = Path(work) / "labels.parquet"
+        with parquet.open("wb") as sink:
+            count = write_export(session, project, "parquet", filters, sink)
+        features = datasets.Features.from_arrow_schema(SCHEMA)
+        if count:
+            dataset = datasets.Dataset.from_parquet(
+                str(parquet), features=features, cache_dir=str(Path(work) / "cache")
+            )
+        else:
+            # from_parquet refuses a file without rows.
+            dataset = datasets.Dataset.from_dict({name: [] for name in SCHEMA.names}, features=features)
+        staged = Path(work) / "dataset"
+        # An empty dataset is saved with no shard at all unless one is asked for, and then
+        # load_from_disk fails on it.
+        dataset.save_to_disk(str(staged), num_shards=None if count else 1)
+        (staged / "README.md").write_text(dataset_card(project, filters, dataset.data.table), encoding="utf-8")
+        staged.rename(directory)
+    return count
+
+
+def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> str:
+    ratings = pc.list_flatten(table["ratings"])
+    counts = _value_counts(ratings)
+    reasons = _value_counts(table["finish_reason"])
+    chosen = filters.model_dump(exclude={"neutral"}, exclude_defaults=True, mode="json")
+    lines = [
+        f"# Stepwise labels: {project.name}",
+        "",
+        "Step-level human ratings of math solutions, exported by Stepwise "
+        "(`stepwise export --format hf`). Load with `datasets.load_from_disk(DIR)`.",
+        "",
+        "## Ratings",
+        "",
+        "Each step is rated as in PRM800K:",
+        "",
+        "- `1` (+1): correct and advances the solution;",
+        "- `0` (neutral): correct but no progress, or reasonable but not clearly right; "
+        "kept as 0 here (the TRL export is where a neutral becomes good or bad);",
+        "- `-1`: wrong, or misleading;",
+        "- null: not rated.",
+        "",
+        f"Labeling mode of the project: {_MODES[project.labeling_mode]}. A `give_up` or "
+        "`bad_problem` label keeps the ratings made before it, and its reason in `finish_note`.",
+        "",
+        "## Filters",
+        "",
+        *([f"- `{key}`: {value}" for key, value in chosen.items()] or ["- none: every current label"]),
+        "- only current labels: a corrected label gives way to its correction",
+        "",
+        "## Counts",
+        "",
+        f"- labels: {table.num_rows}",
+        f"- rated steps: {len(ratings) - ratings.null_count} of {len(ratings)} steps",
+        f"- ratings: +1: {counts.get(1, 0)}, 0: {counts.get(0, 0)}, -1: {counts.get(-1, 0)}",
+        "- finish reasons: " + (", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=str)) or "none"),
+        "",
+        "## Columns",
+        "",
+        "| column | type | meaning |",
+        "| --- | --- | --- |",
+        *[f"| `{field.name}` | `{field.type}` | {COLUMNS[field.name]} |" for field in SCHEMA],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _value_counts(values: Any) -> dict[Any, int]:
+    counted = pc.value_counts(values)
+    return {v["values"]: v["counts"] for v in counted.to_pylist() if v["values"] is not None}

@@ -1,0 +1,92 @@
+"""`stepwise export --format hf`: a `datasets` directory whose rows are the Parquet export's."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from app.cli import cli
+from app.config import get_settings
+from app.exports.parquet import SCHEMA
+from tests.conftest import make_project
+from tests.exports.conftest import export, label_in_stepwise
+from tests.imports.conftest import SAMPLE, import_bytes
+
+datasets = pytest.importorskip("datasets", reason="the hf extra (pip install '.[hf]')")
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Iterator[None]:
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def _export_hf(project_name: str, output: Path, *options: str) -> str:
+    result = CliRunner().invoke(
+        cli, ["export", "--project", project_name, "--format", "hf", "--output", str(output), *options]
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_hf_export_loads_as_the_parquet_exports_rows(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    output = tmp_path / "labels"
+    assert _export_hf(project.name, output, "--qc", "exclude") == f"exported 8 labels to {output}\n"
+    loaded = datasets.load_from_disk(str(output))
+    parquet = pq.read_table(io.BytesIO(export(session_factory, project, "parquet", qc="exclude")))
+    assert loaded.column_names == SCHEMA.names
+    assert loaded.data.table.schema.types == SCHEMA.types
+    assert loaded.to_list() == parquet.to_pylist()
+    card = (output / "README.md").read_text()
+    assert "- `qc`: exclude" in card
+    assert "- labels: 8" in card
+    assert "first -1 ends the label" in card
+    ratings = [r for row in parquet.column("ratings").to_pylist() for r in row]
+    assert f"+1: {ratings.count(1)}, 0: {ratings.count(0)}, -1: {ratings.count(-1)}" in card
+    assert all(f"| `{name}` |" in card for name in SCHEMA.names)
+    # Nothing is left beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["labels"]
+
+
+def test_hf_export_keeps_a_give_up_note(cli_env, client, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project, _ = label_in_stepwise(client, session_factory, [1], "give_up", note="The problem is ambiguous.")
+    _export_hf(project.name, tmp_path / "labels")
+    [row] = datasets.load_from_disk(str(tmp_path / "labels")).to_list()
+    assert row["finish_reason"] == "give_up" and row["finish_note"] == "The problem is ambiguous."
+    assert row["ratings"] == [1]
+
+
+def test_hf_export_of_nothing_is_an_empty_dataset(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _export_hf(project.name, tmp_path / "labels")
+    loaded = datasets.load_from_disk(str(tmp_path / "labels"))
+    assert len(loaded) == 0 and loaded.column_names == SCHEMA.names
+
+
+def test_hf_export_refuses_an_existing_directory(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    (tmp_path / "labels").mkdir()
+    (tmp_path / "labels" / "mine.txt").write_text("keep")
+    result = CliRunner().invoke(
+        cli, ["export", "--project", project.name, "--format", "hf", "--output", str(tmp_path / "labels")]
+    )
+    assert result.exit_code == 1
+    assert "already exists" in result.stderr
+    assert [p.name for p in (tmp_path / "labels").iterdir()] == ["mine.txt"]
+
+
+def test_file_formats_refuse_a_directory(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    result = CliRunner().invoke(
+        cli, ["export", "--project", project.name, "--format", "parquet", "--output", str(tmp_path)]
+    )
+    assert result.exit_code == 1 and "is a directory" in result.stderr
