@@ -38,7 +38,7 @@ COLUMNS = {
     "ground_truth_answer": "the problem's reference answer",
     "solution_id": "the solution's id in Stepwise",
     "final_answer": "the answer the solution reaches",
-    "answer_grade": "that answer against the reference: right, wrong or no_answer",
+    "answer_grade": "that answer against the reference: right, wrong, no_answer or ungraded",
     "verifier_score": "the score the generating pipeline gave the solution",
     "steps": "the steps the labeler went through, in order",
     "ratings": "one per step: 1, 0, -1, or null where the step was not rated",
@@ -106,7 +106,8 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "- `-1`: wrong, or misleading;",
         "- null: not rated.",
         "",
-        f"Labeling mode of the project: {_MODES[project.labeling_mode]}. A `give_up` or "
+        f"Labeling mode of the project, for the labels made in Stepwise (imported ones keep their "
+        f"file's ratings): {_MODES[project.labeling_mode]}. A `give_up` or "
         "`bad_problem` label keeps the ratings made before it, and its reason in `finish_note`.",
         "",
         "## Filters",

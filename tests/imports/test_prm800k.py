@@ -76,10 +76,10 @@ def test_label_fields_survive(session_factory) -> None:  # type: ignore[no-untyp
     assert unknown.extra["steps"] == {"0": {"comment": "fine"}}
     assert unknown.extra["completions"] == {"0.0": {"corrected_rating": 0}}
 
-    # The same solution from a file without the reference solution keeps its own null.
+    # The same solution from a record without the reference solution keeps it left out.
     again = labels[("9c8b7a65-4321-4fed-8cba-987654321000", 51234)]
     assert again.solution_id == first.solution_id
-    assert again.extra["question"] == {"ground_truth_solution": None}
+    assert again.extra["absent"] == {"question": ["ground_truth_solution"]} and "question" not in again.extra
 
 
 def test_phase1_solution_is_the_chosen_trajectory(session_factory) -> None:  # type: ignore[no-untyped-def]
