@@ -36,7 +36,7 @@ FILTERS: list[dict[str, Any]] = [
 
 
 def _described(row: Any) -> list[tuple[type, Any]]:
-    # Datetimes by their text too: the export writes isoformat(), offset included.
+    # Datetimes by their text too, offset included: equal datetimes can differ in their zone.
     return [(type(v), v.isoformat() if isinstance(v, datetime) else v) for v in row]
 
 
