@@ -49,9 +49,9 @@ FINISH_NOTE = "finish_note"
 LABEL_KEYS = frozenset({"steps", "total_time", "finish_reason", FINISH_NOTE})
 STEP_KEYS = frozenset({"completions", "human_completion", "chosen_completion"})
 COMPLETION_KEYS = frozenset({"text", "rating", "flagged"})
-# The generation of a label made here on a pre-generated solution that no round picked: PRM800K
-# has a generation on every phase-2 record (null means phase 1), and its generations start at 1,
-# as round numbers do.
+# The generation of a label made here on a pre-generated solution that has none (no round picked
+# it, nor did its file say): PRM800K has one on every phase-2 record, null meaning phase 1. 1 is
+# the first round's number; 0 and -1 (PRM800K's screening questions) would read as something else.
 UNROUNDED_GENERATION = 1
 
 
