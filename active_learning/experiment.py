@@ -164,7 +164,7 @@ class ExperimentConfig:
     @classmethod
     def quick(cls, seed: int = 0) -> ExperimentConfig:
         """Seconds to a minute, not a measurement: for tests and for trying the command."""
-        return cls(seed=seed, seeds=2, pool_problems=8, pool_size=8, test_problems=4,
+        return cls(seed=seed, seeds=2, pool_problems=6, pool_size=8, test_problems=4,
                    test_candidates=4, ladder="1,2", train_steps=2, pretrain_steps=1,
                    batch_size=8, max_length=192, bootstrap=200)
 
@@ -230,10 +230,11 @@ def _solutions(candidates: Sequence[Synthetic]) -> list[Solution]:
 def _pretrained_base(config: ExperimentConfig, seed: int, work: Path) -> str:
     if not config.pretrain_steps or not is_preset(config.base):
         return config.base
-    solutions = [to_prm800k(c) for c in iter_candidates(
-        max(2000, config.pretrain_steps * 8), 1, seed + 20_000, 0.0, error_kinds(config.errors))]
     settings = PretrainConfig(output=str(work / "base"), base=config.base, steps=config.pretrain_steps,
                               max_length=config.max_length, seed=seed, device=config.device)
+    # Problems of a seed of their own; the simulation's count, but never more than pretraining reads.
+    count = min(max(2000, config.pretrain_steps * 8), config.pretrain_steps * settings.batch_size)
+    solutions = [to_prm800k(c) for c in iter_candidates(count, 1, seed + 20_000, 0.0, error_kinds(config.errors))]
     return str(pretrain(settings, solutions))
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -19,9 +16,6 @@ from active_learning.efficiency import bootstrap_ratio, fitted_ratio
 from active_learning.experiment import (ExperimentConfig, PoolScores, active_set, run_experiment,
                                         step_uncertainty, uncertainty_set, uniform_set)
 from active_learning.select import Candidate
-
-STEPWISE = str(Path(sys.executable).with_name("stepwise"))
-
 
 def pool(problems: int = 6, per_problem: int = 10, seed: int = 0) -> list[Candidate]:
     rng = random.Random(seed)
@@ -161,7 +155,7 @@ def test_the_fixed_selector_scores_the_pool_once_a_seed(stand_ins: dict[str, lis
     # The selector learns from one label per problem; every (arm, rung) trains its own PRM.
     assert ("selector", config.pool_problems) in stand_ins["train"]
     for arm in ("active", "uniform", "uncertainty"):
-        assert [p["labels"] for p in results["arms"][arm]["0"]] == [8, 16, 32]
+        assert [p["labels"] for p in results["arms"][arm]["0"]] == [6, 12, 24]
 
 
 def test_the_retrain_arm_retrains_its_selector_between_rungs_on_its_labels(stand_ins: dict[str, list]) -> None:
@@ -176,7 +170,20 @@ def test_the_retrain_arm_retrains_its_selector_between_rungs_on_its_labels(stand
     # The first rung is the fixed selector's pick, the same set as the active arm's: one model.
     assert "retrain-1" not in trained
     assert results["arms"]["retrain"]["0"][0]["best_of_n"] == results["arms"]["active"]["0"][0]["best_of_n"]
-    assert [p["labels"] for p in results["arms"]["retrain"]["0"]] == [8, 16, 32]
+    assert [p["labels"] for p in results["arms"]["retrain"]["0"]] == [6, 12, 24]
+
+
+def test_device_and_base_reach_pretraining_and_training(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen = {}
+    monkeypatch.setattr(experiment, "pretrain", lambda settings, data: seen.setdefault("pretrain", settings) and tmp_path / "base")
+    monkeypatch.setattr(experiment, "train", lambda settings, records, probe: seen.setdefault("train", settings))
+    config = ExperimentConfig.quick().replace(device="cuda", base="100m", train_steps=7)
+    base = experiment._pretrained_base(config, 5, tmp_path)
+    experiment._train_prm(config, base, 5, [], [], tmp_path / "prm")
+    assert (seen["pretrain"].base, seen["pretrain"].device, seen["pretrain"].seed) == ("100m", "cuda", 5)
+    settings = seen["train"]
+    assert (settings.base, settings.device, settings.steps, settings.seed) == (str(tmp_path / "base"), "cuda", 7, 5)
+    assert settings.step_token_labels and settings.lm_loss_weight == 1.0
 
 
 def finite(value) -> bool:
@@ -188,11 +195,13 @@ def finite(value) -> bool:
 
 
 def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
     output = tmp_path / "active_learning.json"
-    done = subprocess.run([STEPWISE, "simulate", "--protocol", "paper", "--quick", "--output", str(output)],
-                          env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = CliRunner().invoke(cli, ["simulate", "--protocol", "paper", "--quick", "--output", str(output)])
+    assert done.exit_code == 0, done.output[-3000:]
     results = json.loads(output.read_text())
     assert set(results) >= {"data_efficiency", "arms", "config", "ablations"}
     efficiency = results["data_efficiency"]
@@ -203,7 +212,7 @@ def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) ->
         assert set(seeds) == {"0", "1"}
         for points in seeds.values():
             assert [p["per_problem"] for p in points] == [1, 2]
-            assert [p["labels"] for p in points] == [8, 16]
+            assert [p["labels"] for p in points] == [6, 12]
             for p in points:
                 assert 0 <= p["best_of_n"] <= 1 and len(p["outcomes"]) == results["config"]["test_problems"]
                 assert p["step_auroc"] is None or 0 <= p["step_auroc"] <= 1
@@ -213,7 +222,7 @@ def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) ->
     assert wrong("active") > wrong("uniform")
     svg = output.with_suffix(".svg").read_text()
     assert svg.startswith("<svg") and svg.count("<polyline") == 12 and "log scale" in svg
-    assert "best_of_n:" in done.stdout and "uniform mean best_of_n" in done.stdout
+    assert "best_of_n:" in done.output and "uniform mean best_of_n" in done.output
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -232,3 +241,27 @@ def test_simulate_flags_are_checked_before_anything_runs(tmp_path: Path, args: l
     result = CliRunner().invoke(cli, ["simulate", "--quick", "--output", str(output), *args])
     assert result.exit_code != 0 and message in result.output
     assert not output.exists()
+
+
+def test_simulate_passes_the_paper_flags_to_the_experiment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
+    seen = {}
+
+    def fake_report(config, output, ablations, log):
+        seen.update(config=config, output=output, ablations=ablations)
+        return "done"
+
+    monkeypatch.setattr(experiment, "run_and_report", fake_report)
+    result = CliRunner().invoke(cli, [
+        "simulate", "--protocol", "paper", "--output", str(tmp_path / "r.json"), "--seed", "4",
+        "--pool-size", "32", "--ladder", "1,4", "--seeds", "5", "--arms", "active,uniform",
+        "--device", "cuda", "--base", "100m", "--score", "minimum", "--ablations", "pool_16"])
+    assert result.exit_code == 0, result.output
+    config = seen["config"]
+    assert (config.seed, config.pool_size, config.rungs, config.seeds, config.arm_names) == (
+        4, 32, (1, 4), 5, ("active", "uniform"))
+    assert (config.device, config.base, config.score) == ("cuda", "100m", "minimum")
+    assert seen["ablations"] == ["pool_16"] and config.train_steps == ExperimentConfig().train_steps
