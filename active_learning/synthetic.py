@@ -18,7 +18,9 @@ Each step is rated given the steps before it as written, so a step that correctl
 wrong value forward is +1; PRM800K labelers stop at the first -1 anyway. To rate a step a model
 must therefore redo one small computation, compare an operand with the problem text, compare a
 number with the previous step, or check a remainder; wrong numbers are off by 1 to 3, so a
-wrong step has the same form and nearly always the same length as a right one. False remarks leave the value intact, so some wrong-step solutions still reach the
+wrong step has the same form and nearly always the same length as a right one (a far miscopied
+restatement, off by 10 to 30, is the exception: the easy grade of that slip, and its number may
+have another count of digits). False remarks leave the value intact, so some wrong-step solutions still reach the
 right answer, as real ones do.
 """
 

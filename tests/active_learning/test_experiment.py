@@ -156,6 +156,12 @@ def test_the_fixed_selector_scores_the_pool_once_a_seed(stand_ins: dict[str, lis
     assert ("selector", config.pool_problems) in stand_ins["train"]
     for arm in ("active", "uniform", "uncertainty"):
         assert [p["labels"] for p in results["arms"][arm]["0"]] == [6, 12, 24]
+    # Stand-in quality rises with every model trained, so the lines rise and a ratio exists.
+    efficiency = results["data_efficiency"]
+    assert efficiency["ratio"] > 0 and set(efficiency["by_arm"]) == {"active", "uncertainty"}
+    assert "active/uniform data efficiency" in experiment.summary(results)
+    svg = experiment.experiment_svg(results)
+    assert svg.count("<polyline") == 9 and f'ratio {efficiency["ratio"]:.2f}x' in svg
 
 
 def test_the_retrain_arm_retrains_its_selector_between_rungs_on_its_labels(stand_ins: dict[str, list]) -> None:
