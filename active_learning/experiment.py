@@ -296,24 +296,22 @@ class _Seed:
         self.candidates = [Candidate(i, c.problem.problem_id, None, "right" if c.is_correct else "wrong")
                            for i, c in enumerate(self.pool)]
         self.base = _pretrained_base(config, seed, work)
-        self._trained: dict[frozenset[int], tuple[Path, dict]] = {}
+        self._measured: dict[frozenset[int], dict[str, Any]] = {}
 
     def train(self, ids: Sequence[int], name: str) -> Path:
-        return self._fit(frozenset(ids), name)[0]
-
-    def _fit(self, key: frozenset[int], name: str) -> tuple[Path, dict]:
-        # The same labels train the same model (same base, recipe and seed): train it once.
-        if key not in self._trained:
-            records = [to_prm800k(self.pool[i]) for i in sorted(key)]
-            self._trained[key] = (_train_prm(self.config, self.base, self.seed, records, self.probe,
-                                             self.work / name), {})
-        return self._trained[key]
+        records = [to_prm800k(self.pool[i]) for i in sorted(ids)]
+        return _train_prm(self.config, self.base, self.seed, records, self.probe, self.work / name)
 
     def point(self, ids: Sequence[int], per_problem: int, name: str) -> dict[str, Any]:
         started = time.monotonic()
-        checkpoint, measured = self._fit(frozenset(ids), name)
-        if not measured:
-            measured.update(_measure(self.config, checkpoint, self.test))
+        key = frozenset(ids)
+        # The same labels train the same model (same base, recipe and seed): train it once.
+        if key not in self._measured:
+            checkpoint = self.train(ids, name)
+            self._measured[key] = _measure(self.config, checkpoint, self.test)
+            # A 100m checkpoint is 0.4 GB and a seed trains two dozen: keep none once measured.
+            shutil.rmtree(checkpoint)
+        measured = self._measured[key]
         picked = [self.pool[i] for i in ids]
         return {
             "per_problem": per_problem, "labels": len(ids),
@@ -323,6 +321,12 @@ class _Seed:
             **{k: measured[k] for k in ("step_auroc", "step_f1", "first_error_f1", "best_of_n", "majority")},
             "outcomes": measured["outcomes"], "seconds": round(time.monotonic() - started, 1),
         }
+
+    def selector_scores(self, ids: Sequence[int], name: str) -> PoolScores:
+        checkpoint = self.train(ids, name)
+        scores = _score_pool(self.config, checkpoint, self.pool)
+        shutil.rmtree(checkpoint)
+        return scores
 
     def scored(self, scores: Sequence[float], among: set[int] | None = None) -> list[Candidate]:
         return [dataclasses.replace(c, score=scores[c.solution_id]) for c in self.candidates
@@ -334,7 +338,7 @@ def _run_seed(config: ExperimentConfig, seed: int, work: Path,
     run = _Seed(config, seed, work)
     arms = config.arm_names
     selector_ids = uniform_set(run.candidates, config.selector_labels, seed * 1000 + 7)
-    fixed = _score_pool(config, run.train(selector_ids, "selector"), run.pool)
+    fixed = run.selector_scores(selector_ids, "selector")
     curves: dict[str, list[dict]] = {arm: [] for arm in arms}
     retrain_ids: list[int] = []
     previous = 0
@@ -350,7 +354,7 @@ def _run_seed(config: ExperimentConfig, seed: int, work: Path,
             scores = fixed.score
             if retrain_ids:
                 labeled = sorted(set(selector_ids) | set(retrain_ids))
-                scores = _score_pool(config, run.train(labeled, f"retrain-selector-{rung}"), run.pool).score
+                scores = run.selector_scores(labeled, f"retrain-selector-{rung}").score
             unlabeled = set(range(len(run.pool))) - set(retrain_ids)
             retrain_ids += active_set(run.scored(scores, unlabeled), rung - previous, config.wrong_share, seed)
             sets["retrain"] = list(retrain_ids)
@@ -388,6 +392,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
         for seed in range(config.seed, config.seed + config.seeds):
             for arm, curve in _run_seed(config, seed, work / f"seed-{seed}", log).items():
                 arms[arm][str(seed)] = curve
+            shutil.rmtree(work / f"seed-{seed}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {
