@@ -13,7 +13,9 @@ so the ratio L_u / labels is the same at every `labels`:
     ratio = exp((a_active - a_uniform) / b)
 
 It is undefined when the fitted slope is not positive (more labels did not help: no number of
-them "reaches" anything). Points of every seed are pooled into the fit.
+them "reaches" anything), and marked `extrapolated` when it exceeds the ladder's span (largest
+over smallest labels), where no rung's answer lies within the labels measured. Points of every
+seed are pooled into the fit.
 
 The interval is a percentile bootstrap over seeds, and within each drawn seed over its test
 problems where the curve points carry per-problem outcomes (`outcomes`: best-of-N right or not
@@ -94,4 +96,9 @@ def bootstrap_ratio(active: Mapping[Any, Curve], uniform: Mapping[Any, Curve], m
     # them would describe the lucky few, so it is given only when most have one.
     ci95 = ([float(v) for v in np.percentile(values, [2.5, 97.5])]
             if samples and len(values) >= samples / 2 else None)
-    return {"ratio": ratio, "ci95": ci95, "seeds": len(seeds), "resamples_with_ratio": len(values)}
+    labels = [p["labels"] for curve in (*active.values(), *uniform.values()) for p in curve if p["labels"] > 0]
+    # A ratio beyond the ladder's span puts every rung's answer outside the labels measured: the
+    # lines are followed past the data, as with a nearly flat fit.
+    span = max(labels) / min(labels) if labels else 1.0
+    return {"ratio": ratio, "ci95": ci95, "seeds": len(seeds), "resamples_with_ratio": len(values),
+            "extrapolated": None if ratio is None else not 1 / span <= ratio <= span}

@@ -370,7 +370,7 @@ def _efficiency(config: ExperimentConfig, arms: dict[str, dict[str, list[dict]]]
         return bootstrap_ratio(arms[arm], arms["uniform"], metric, config.bootstrap, config.seed)
 
     headline = (ratio("active", config.metric) if {"active", "uniform"} <= set(arms)
-                else {"ratio": None, "ci95": None, "seeds": config.seeds})
+                else {"ratio": None, "ci95": None, "seeds": config.seeds, "extrapolated": None})
     others = [arm for arm in arms if arm != "uniform"] if "uniform" in arms else []
     return {
         **headline, "metric": config.metric, "protocol": "paper",
@@ -439,8 +439,9 @@ def summary(results: dict[str, Any]) -> str:
     else:
         ci = eff["ci95"]
         shown = "no interval" if ci is None else f"95% interval {ci[0]:.2f}-{ci[1]:.2f}"
+        beyond = ", beyond the ladder's span" if eff["extrapolated"] else ""
         lines.append(f"{eff['metric']}: active/uniform data efficiency {eff['ratio']:.2f}x "
-                     f"({shown}, {eff['seeds']} seeds)")
+                     f"({shown}, {eff['seeds']} seeds{beyond})")
     for arm, seeds in results["arms"].items():
         by_rung: dict[int, list[float]] = defaultdict(list)
         for curve in seeds.values():

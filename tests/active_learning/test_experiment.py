@@ -107,7 +107,9 @@ def test_the_bootstrap_gives_an_interval_around_the_ratio_over_seeds_and_problem
     result = bootstrap_ratio(active, uniform, "best_of_n", samples=300, seed=1)
     lo, hi = result["ci95"]
     assert result["seeds"] == 4 and lo <= result["ratio"] <= hi and lo < hi
-    assert 1.0 < result["ratio"] < 4.0
+    assert 1.0 < result["ratio"] < 4.0 and result["extrapolated"] is False
+    far = {s: [{**p, "best_of_n": p["best_of_n"] + 0.5} for p in uniform[s]] for s in uniform}
+    assert bootstrap_ratio(far, uniform, "best_of_n", samples=50)["extrapolated"] is True
     # One seed: nothing to resample, so no interval.
     single = bootstrap_ratio({0: active[0]}, {0: uniform[0]}, "best_of_n", samples=300)
     assert single["ci95"] is None and single["ratio"] is not None
