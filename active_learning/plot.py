@@ -1,7 +1,9 @@
-"""The simulation's learning curves as a standalone SVG (no plotting library needed)."""
+"""The simulations' learning curves as standalone SVGs (no plotting library needed): the iterative
+simulation's (`learning_curves_svg`) and the paper-protocol experiment's (`experiment_svg`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 PANELS = [("step_auroc", "Step AUROC"), ("first_error_f1", "First-error F1"), ("best_of_n", "Best-of-N accuracy")]
@@ -87,6 +89,87 @@ def learning_curves_svg(results: dict[str, Any]) -> str:
         "<style>text{font-family:system-ui,sans-serif;fill:#333}.title{font-size:14px;font-weight:600;"
         "text-anchor:middle}.tick{font-size:10px;fill:#666}.axis{font-size:11px}.note{font-size:11px;"
         "fill:#c8322b}.grid{stroke:#e3e5ea}.target{stroke:#c8322b;stroke-dasharray:4 4}.chance{stroke:#999;stroke-dasharray:1 3}</style>",
+        '<rect width="100%" height="100%" fill="#fff"/>',
+        *body, *legend,
+        f'<text x="{LEFT}" y="{H + 32}" class="tick">{caption}</text>',
+        "</svg>",
+    ]) + "\n"
+
+
+EXPERIMENT_COLORS = {"active": "#c8322b", "uniform": "#4f46e5", "retrain": "#d97706", "uncertainty": "#059669"}
+EXPERIMENT_NAMES = {"active": "active (fixed selector)", "uniform": "uniform",
+                    "retrain": "active, selector retrained", "uncertainty": "uncertainty"}
+
+
+def _experiment_panel(results: dict[str, Any], metric: str, title: str, x0: float) -> list[str]:
+    """One metric against labels on a log axis: each seed's points, and each arm's mean by rung."""
+    seeds = {arm: [[(p["labels"], p[metric]) for p in curve if p.get(metric) is not None and p["labels"] > 0]
+                   for curve in by_seed.values()] for arm, by_seed in results["arms"].items()}
+    means = {}
+    for arm, curves in seeds.items():
+        rungs: dict[int, list[tuple[int, float]]] = {}
+        for curve in curves:
+            for i, point in enumerate(curve):
+                rungs.setdefault(i, []).append(point)
+        means[arm] = [(sum(l for l, _ in pts) / len(pts), sum(q for _, q in pts) / len(pts))
+                      for _, pts in sorted(rungs.items())]
+    values = [q for curves in seeds.values() for curve in curves for _, q in curve]
+    labels = [lab for curves in seeds.values() for curve in curves for lab, _ in curve]
+    out = [f'<text x="{x0 + W / 2:.1f}" y="18" class="title">{title}</text>']
+    if not values:
+        out.append(f'<text x="{x0 + W / 2:.1f}" y="{H / 2:.1f}" class="note">no data</text>')
+        return out
+    lo, hi = min(values), max(values)
+    pad = max((hi - lo) * 0.1, 0.02)
+    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+    lmin, lmax = math.log(min(labels)), math.log(max(labels))
+
+    def x(labels_: float) -> float:
+        return x0 + LEFT + (W - LEFT - RIGHT) * (math.log(labels_) - lmin) / (lmax - lmin or 1)
+
+    def y(value: float) -> float:
+        return TOP + (H - TOP - BOTTOM) * (1 - (value - lo) / (hi - lo or 1))
+
+    digits = 3 if hi - lo < 0.1 else 2
+    for v in _ticks(lo, hi):
+        out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>')
+        out.append(f'<text x="{x0 + LEFT - 6}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">{v:.{digits}f}</text>')
+    ticks = sorted({round(lab) for _, pts in means.items() for lab, _ in pts})
+    for lab in ticks:
+        out.append(f'<text x="{x(lab):.1f}" y="{H - BOTTOM + 16}" class="tick" text-anchor="middle">{lab}</text>')
+    out.append(f'<text x="{x0 + (W + LEFT) / 2:.1f}" y="{H - 8}" class="axis">labels (log scale)</text>')
+    for arm, curves in seeds.items():
+        color = EXPERIMENT_COLORS.get(arm, "#333")
+        out += [f'<circle cx="{x(lab):.1f}" cy="{y(q):.1f}" r="2" fill="{color}" fill-opacity="0.35"/>'
+                for curve in curves for lab, q in curve]
+        line = " ".join(f"{x(lab):.1f},{y(q):.1f}" for lab, q in means[arm])
+        out.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2"/>')
+    return out
+
+
+def experiment_svg(results: dict[str, Any]) -> str:
+    """The paper-protocol experiment: quality against labels (log x) per arm, one panel a metric."""
+    panels = [("best_of_n", "Best-of-N accuracy"), ("step_auroc", "Step AUROC"), ("first_error_f1", "First-error F1")]
+    width = W * len(panels)
+    body = []
+    for i, (metric, title) in enumerate(panels):
+        body += _experiment_panel(results, metric, title, i * W)
+    legend = []
+    for i, arm in enumerate(results["arms"]):
+        color = EXPERIMENT_COLORS.get(arm, "#333")
+        legend.append(f'<rect x="{LEFT + i * 230}" y="{H + 7}" width="14" height="4" fill="{color}"/>'
+                      f'<text x="{LEFT + 20 + i * 230}" y="{H + 12}" class="axis">{EXPERIMENT_NAMES.get(arm, arm)}</text>')
+    eff, config = results["data_efficiency"], results["config"]
+    ratio = "no ratio" if eff["ratio"] is None else f'ratio {eff["ratio"]:.2f}x' + (
+        "" if eff["ci95"] is None else f' (95% {eff["ci95"][0]:.2f}-{eff["ci95"][1]:.2f})')
+    caption = (f'{eff["seeds"]} seeds, {config["pool_size"]} candidates a pool problem, '
+               f'{config["test_candidates"]} a test problem; dots: seeds, lines: means by rung; '
+               f'{eff["metric"]} active/uniform {ratio}; y axes zoomed')
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H + 40}" width="{width}" height="{H + 40}">',
+        "<style>text{font-family:system-ui,sans-serif;fill:#333}.title{font-size:14px;font-weight:600;"
+        "text-anchor:middle}.tick{font-size:10px;fill:#666}.axis{font-size:11px}.note{font-size:11px;"
+        "fill:#c8322b}.grid{stroke:#e3e5ea}</style>",
         '<rect width="100%" height="100%" fill="#fff"/>',
         *body, *legend,
         f'<text x="{LEFT}" y="{H + 32}" class="tick">{caption}</text>',

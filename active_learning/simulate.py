@@ -34,7 +34,7 @@ from active_learning.pretrain import pretrain
 from active_learning.score import iter_scores
 from active_learning.select import Candidate, SelectionRule, select, select_uniform
 from active_learning.synthetic import Candidate as Synthetic
-from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
+from active_learning.synthetic import DEFAULT_ERRORS, ERRORS, error_kinds, iter_candidates, to_prm800k
 from active_learning.train import train
 
 
@@ -90,7 +90,7 @@ class SimulationConfig:
         """Minutes, not a measurement: for tests and for trying the command."""
         return cls(seed=seed, pool_problems=30, solutions_per_problem=4, test_problems=8,
                    test_solutions_per_problem=4, seed_labels=24, labels_per_round=24, rounds=2,
-                   epochs=1.0, train_steps=0, pretrain_steps=0, errors=",".join(ERRORS),
+                   epochs=1.0, train_steps=0, pretrain_steps=0, errors=",".join(DEFAULT_ERRORS),
                    max_length=256)
 
 

@@ -9,14 +9,18 @@ rate any candidate exactly, as a careful human labeler would:
   previous result as written, and `c` is computed correctly.
 - 0: a true remark that makes no progress ("The remainder of 36 divided by 5 is 1.").
 - -1: any other step, namely a wrong result (`12 * 3 = 35`), a wrong operand (`12 * 4`), a
-  miscopied previous result (`13 * 3` after `= 12`), a false remark (remainder 2), or an
-  answer section that differs from the last result.
+  miscopied previous result (`13 * 3` after `= 12`), a false remark (remainder 2), a
+  miscopied restatement of the current value (`We now have 13.` after `= 12`; kind `restate`,
+  which leaves the value and so the answer intact), or an answer section that differs from the
+  last result.
 
 Each step is rated given the steps before it as written, so a step that correctly carries a
 wrong value forward is +1; PRM800K labelers stop at the first -1 anyway. To rate a step a model
 must therefore redo one small computation, compare an operand with the problem text, compare a
 number with the previous step, or check a remainder; wrong numbers are off by 1 to 3, so a
-wrong step has the same form and nearly always the same length as a right one. False remarks leave the value intact, so some wrong-step solutions still reach the
+wrong step has the same form and nearly always the same length as a right one (a far miscopied
+restatement, off by 10 to 30, is the exception: the easy grade of that slip, and its number may
+have another count of digits). False remarks leave the value intact, so some wrong-step solutions still reach the
 right answer, as real ones do.
 """
 
@@ -33,7 +37,10 @@ _PHRASES = {
     "subtract": ["subtract {b}", "take away {b}"],
     "multiply": ["multiply by {b}", "multiply the result by {b}"],
 }
-ERRORS = ("result", "operand", "carry", "remark")
+ERRORS = ("result", "operand", "carry", "remark", "restate")
+# What a generator writes unless told otherwise; `restate` adds steps of its own, so it is asked
+# for by name and leaves the solutions of the other kinds exactly as they were.
+DEFAULT_ERRORS = ("result", "operand", "carry", "remark")
 
 
 @dataclass
@@ -110,6 +117,15 @@ def _off_by(rng: random.Random, value: int) -> int:
     return wrong if wrong > 0 else value + 1
 
 
+def _miscopied(rng: random.Random, value: int) -> int:
+    """A restated value gone wrong, near (off by 1 to 3, hard to see) or far (off by 10 to 30,
+    a different-looking number) with equal chance: two grades of the same slip."""
+    if rng.random() < 0.5:
+        return _off_by(rng, value)
+    wrong = value + rng.choice([-1, 1]) * rng.randint(10, 30)
+    return wrong if wrong > 0 else value + rng.randint(10, 30)
+
+
 def _hazard(error_rate: float) -> float:
     """The chance that a step is the first wrong one, the same at every step, so that a
     solution of the average five steps holds a mistake with probability `error_rate`."""
@@ -117,7 +133,7 @@ def _hazard(error_rate: float) -> float:
 
 
 def make_candidate(problem: Problem, rng: random.Random, hazard: float,
-                   errors: tuple[str, ...] = ERRORS) -> Candidate:
+                   errors: tuple[str, ...] = DEFAULT_ERRORS) -> Candidate:
     """A solution of `problem` with at most one mistake, of a kind drawn from `errors`.
 
     Labels stop at the first -1, so what a model learns from a step's place is the chance that
@@ -128,6 +144,7 @@ def make_candidate(problem: Problem, rng: random.Random, hazard: float,
     """
     equation_errors = [e for e in errors if e in ("result", "operand", "carry")]
     remark_errors = [e for e in errors if e == "remark"]
+    restate_errors = [e for e in errors if e == "restate"]
     steps, ratings, erred = [], [], False
 
     def strike(kinds: list[str]) -> str | None:
@@ -150,6 +167,11 @@ def make_candidate(problem: Problem, rng: random.Random, hazard: float,
         steps.append(f"${written_a} {_OPS[op]} {written_b} = {c}$.")
         ratings.append(rating)
         a = c
+        # Drawn only when asked for, so that the other kinds' solutions stay as they were.
+        if restate_errors and rng.random() < 0.25:
+            wrong = strike(restate_errors) is not None
+            steps.append(f"We now have ${_miscopied(rng, a) if wrong else a}$.")
+            ratings.append(-1 if wrong else 0)
         # A carried slip can turn the value negative, where "remainder" would be ambiguous.
         if a >= 0 and rng.random() < 0.25:
             false_remark = strike(remark_errors) is not None
@@ -160,7 +182,8 @@ def make_candidate(problem: Problem, rng: random.Random, hazard: float,
 
 
 def iter_candidates(n_problems: int, solutions_per_problem: int, seed: int = 0,
-                    error_rate: float = 0.6, errors: tuple[str, ...] = ERRORS) -> Iterator[Candidate]:
+                    error_rate: float = 0.6,
+                    errors: tuple[str, ...] = DEFAULT_ERRORS) -> Iterator[Candidate]:
     """`solutions_per_problem` candidates for each of `n_problems` problems, reproducibly;
     a share of about `error_rate` of them has one mistake of a kind drawn from `errors`."""
     rng = random.Random(seed)

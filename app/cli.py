@@ -6,6 +6,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -494,28 +495,57 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
 
 
 @cli.command("simulate")
+@click.option("--protocol", type=click.Choice(["iterative", "paper"]), default="iterative", show_default=True, help="iterative: the platform's retrain-every-round arms; paper: Lightman et al.'s fixed-selector ladder (active_learning.experiment)")
 @click.option("--output", default="bench/results/active_learning.json", show_default=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--seed", default=0, show_default=True, help="seed of the pool, the held-out set and training")
-@click.option("--rounds", "n_rounds", default=None, type=int, help="rounds after the seed round")
-@click.option("--seed-labels", default=None, type=click.IntRange(1), help="uniform labels both arms start from")
-@click.option("--labels-per-round", default=None, type=int)
-@click.option("--pool-problems", default=None, type=int)
+@click.option("--seed", default=0, show_default=True, help="seed of the pool, the held-out set and training (paper: the first seed)")
+@click.option("--rounds", "n_rounds", default=None, type=int, help="iterative: rounds after the seed round")
+@click.option("--seed-labels", default=None, type=click.IntRange(1), help="iterative: uniform labels both arms start from")
+@click.option("--labels-per-round", default=None, type=int, help="iterative: new labels each round")
+@click.option("--epochs", default=None, type=click.FloatRange(0, min_open=True), help="iterative: training passes over an arm's labels each round")
+@click.option("--pool-problems", default=None, type=click.IntRange(1))
 @click.option("--score", type=click.Choice(["product", "minimum"]), default=None, help="solution score the active arm ranks by (default: product)")
-@click.option("--errors", default=None, help="kinds of injected mistakes, comma-separated, from result,operand,carry,remark")
+@click.option("--errors", default=None, help="kinds of injected mistakes, comma-separated, from result,operand,carry,remark,restate")
 @click.option("--pretrain-steps", default=None, type=click.IntRange(0), help="pretrain the base this many steps first (0: none)")
-@click.option("--epochs", default=None, type=click.FloatRange(0, min_open=True), help="training passes over an arm's labels each round")
-@click.option("--train-steps", default=None, type=click.IntRange(0), help="optimizer steps of every round's training, replacing --epochs (0: use --epochs)")
-@click.option("--quick", is_flag=True, help="a few-minute smoke run, not a measurement")
-def simulate(output: Path, seed: int, n_rounds: int | None, seed_labels: int | None, labels_per_round: int | None, pool_problems: int | None, score: str | None, errors: str | None, pretrain_steps: int | None, epochs: float | None, train_steps: int | None, quick: bool) -> None:
+@click.option("--train-steps", default=None, type=click.IntRange(0), help="optimizer steps of every PRM (iterative: 0 uses --epochs)")
+@click.option("--base", default=None, help="PRM backbone: a preset (tiny, 100m, 500m) or a directory")
+@click.option("--pool-size", default=None, type=click.IntRange(1), help="paper: candidates per pool problem (K, default 64)")
+@click.option("--ladder", default=None, help="paper: samples per problem at each rung, e.g. 1,2,4,8,16")
+@click.option("--seeds", default=None, type=click.IntRange(1), help="paper: seeds run (default 3)")
+@click.option("--arms", default=None, help="paper: arms, from active,uniform,retrain,uncertainty")
+@click.option("--selector-labels", default=None, type=click.IntRange(1), help="paper: uniform samples per problem the fixed selector learns from")
+@click.option("--wrong-share", default=None, type=click.FloatRange(0, 1), help="paper: share of active picks that are convincing wrong answers")
+@click.option("--metric", type=click.Choice(["best_of_n", "step_auroc", "first_error_f1"]), default=None, help="paper: quality the ratio is read from (default best_of_n)")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="paper: where to train and score (default auto)")
+@click.option("--ablations", default="", help="paper: named ablations to run beside it, comma-separated, from pool_16,selector_4_labels,wrong_share_half,minimum_score")
+@click.option("--quick", is_flag=True, help="a smoke run of seconds to minutes, not a measurement")
+def simulate(protocol: str, output: Path, seed: int, quick: bool, ablations: str, **options: Any) -> None:
     """Active learning against uniform selection on synthetic data with an oracle labeler."""
+    iterative_only = {"n_rounds", "seed_labels", "labels_per_round", "epochs"}
+    paper_only = {"pool_size", "ladder", "seeds", "arms", "selector_labels", "wrong_share", "metric", "device"}
+    given = {k for k, v in options.items() if v is not None}
+    wrong = given & (iterative_only if protocol == "paper" else paper_only)
+    if wrong or (ablations and protocol != "paper"):
+        names = sorted("--" + ("rounds" if k == "n_rounds" else k).replace("_", "-") for k in wrong)
+        raise click.ClickException(f"not an option of --protocol {protocol}: {', '.join(names or ['--ablations'])}")
+    overrides = {("rounds" if k == "n_rounds" else k): options[k] for k in given}
+    if protocol == "paper":
+        from active_learning.experiment import ExperimentConfig, check_ablations
+        from active_learning.experiment import run_and_report as run_experiment
+
+        config = ExperimentConfig.quick(seed) if quick else ExperimentConfig(seed=seed)
+        names = [n.strip() for n in ablations.split(",") if n.strip()]
+        try:
+            config = config.replace(**overrides)
+            check_ablations(names)
+        except ValueError as e:
+            raise click.ClickException(str(e)) from None
+        click.echo(run_experiment(config, output, names, log=lambda line: click.echo(line, err=True)))
+        return
     from active_learning.simulate import SimulationConfig, run_and_report
 
     config = SimulationConfig.quick(seed) if quick else SimulationConfig(seed=seed)
-    overrides = {"rounds": n_rounds, "seed_labels": seed_labels, "labels_per_round": labels_per_round,
-                 "pool_problems": pool_problems, "score": score, "errors": errors,
-                 "pretrain_steps": pretrain_steps, "epochs": epochs, "train_steps": train_steps}
     try:
-        config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
+        config = config.replace(**overrides)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     click.echo(run_and_report(config, output))

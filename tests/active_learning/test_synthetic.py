@@ -114,3 +114,26 @@ def test_prm800k_record_stops_at_first_error(tmp_path):
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert set(rows[0]) == {"labeler", "timestamp", "generation", "is_quality_control_question",
                             "is_initial_screening_question", "question", "label"}
+
+
+def test_a_miscopied_restatement_is_wrong_but_keeps_the_answer():
+    candidates = list(iter_candidates(400, 4, seed=11, errors=("carry", "restate")))
+    restated = [(c, i) for c in candidates for i, s in enumerate(c.steps) if s.startswith("We now have")]
+    assert restated
+    for candidate, i in restated:
+        value = int(re.search(r"= (-?\d+)\$", candidate.steps[i - 1]).group(1))
+        said = int(re.search(r"\$(-?\d+)\$", candidate.steps[i]).group(1))
+        assert candidate.ratings[i] == (0 if said == value else -1)
+    slips = [c for c, i in restated if c.ratings[i] == -1 and c.first_error == i]
+    # The restated slip leaves the carried value alone, so the answer is still right; carried
+    # slips are not, so the mix holds both outcomes of a wrong step.
+    assert slips and all(c.is_correct for c in slips)
+    assert any(not c.is_correct for c in candidates)
+    gaps = {abs(int(re.search(r"\$(-?\d+)\$", c.steps[i]).group(1))
+                - int(re.search(r"= (-?\d+)\$", c.steps[i - 1]).group(1))) for c, i in restated
+            if c.ratings[i] == -1}
+    assert min(gaps) <= 3 and max(gaps) >= 10  # near and far miscopies
+
+
+def test_restatements_appear_only_when_asked_for():
+    assert not any(s.startswith("We now have") for c in iter_candidates(100, 4, seed=11) for s in c.steps)

@@ -1,0 +1,275 @@
+"""The paper-protocol experiment: the sets each arm labels, the fitted-line ratio and its bootstrap,
+the run's bookkeeping with the model replaced by stand-ins, then one quick real run."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from active_learning import experiment
+from active_learning.efficiency import bootstrap_ratio, fitted_ratio
+from active_learning.experiment import (ExperimentConfig, PoolScores, active_set, run_experiment,
+                                        step_uncertainty, uncertainty_set, uniform_set)
+from active_learning.select import Candidate
+
+def pool(problems: int = 6, per_problem: int = 10, seed: int = 0) -> list[Candidate]:
+    rng = random.Random(seed)
+    return [Candidate(p * per_problem + k, f"p{p}", rng.random(), "wrong" if k % 2 else "right")
+            for p in range(problems) for k in range(per_problem)]
+
+
+def per_problem(ids: list[int], candidates: list[Candidate]) -> Counter:
+    by_id = {c.solution_id: c for c in candidates}
+    return Counter(by_id[i].problem_id for i in ids)
+
+
+def test_the_active_set_takes_the_most_convincing_wrong_answers_then_the_rest_per_problem() -> None:
+    candidates = pool()
+    ids = active_set(candidates, 5, 0.8, seed=1)
+    assert len(ids) == len(set(ids)) == 30
+    assert set(per_problem(ids, candidates).values()) == {5}
+    by_id = {c.solution_id: c for c in candidates}
+    for problem in {c.problem_id for c in candidates}:
+        mine = [by_id[i] for i in ids if by_id[i].problem_id == problem]
+        wrong = [c for c in candidates if c.problem_id == problem and c.answer_grade == "wrong"]
+        rest = [c for c in candidates if c.problem_id == problem and c not in mine]
+        top_wrong = sorted(wrong, key=lambda c: -c.score)[:4]
+        # 80% of 5: the four most convincing wrong answers, then the best-scored of the others.
+        assert all(c in mine for c in top_wrong)
+        extra = next(c for c in mine if c not in top_wrong)
+        assert extra.score >= max(c.score for c in rest)
+
+
+def test_the_uniform_set_draws_per_problem_nested_across_rungs_and_varies_with_the_seed() -> None:
+    candidates = pool()
+    small, large = uniform_set(candidates, 2, seed=3), uniform_set(candidates, 4, seed=3)
+    assert len(set(large)) == len(large) == 24 and set(per_problem(large, candidates).values()) == {4}
+    assert set(small) <= set(large)
+    assert set(uniform_set(candidates, 4, seed=4)) != set(large)
+    # Uniform, not by score: over many draws every candidate comes up about equally often.
+    counts = Counter(i for s in range(400) for i in uniform_set(candidates, 2, seed=s))
+    assert len(counts) == len(candidates) and max(counts.values()) < 2.2 * min(counts.values())
+
+
+def test_the_uncertainty_set_takes_the_least_certain_candidates_per_problem() -> None:
+    candidates = pool()
+    uncertainty = [((c.solution_id * 7) % 10) / 10 for c in candidates]
+    ids = uncertainty_set(candidates, uncertainty, 3, seed=0)
+    assert len(set(ids)) == 18 and set(per_problem(ids, candidates).values()) == {3}
+    for c in candidates:
+        peers = [uncertainty[o.solution_id] for o in candidates if o.problem_id == c.problem_id]
+        if uncertainty[c.solution_id] > sorted(peers)[-4]:
+            assert c.solution_id in ids
+    assert step_uncertainty([0.99, 0.5, None]) == 1.0 and step_uncertainty([1.0, 0.0]) == 0.0
+    assert step_uncertainty([0.9]) == pytest.approx(0.2)
+
+
+def curve(labels: list[int], quality) -> list[dict]:
+    return [{"labels": n, "best_of_n": quality(n)} for n in labels]
+
+
+def test_the_fitted_ratio_reads_how_many_more_labels_uniform_needs() -> None:
+    labels = [100, 200, 400, 800, 1600]
+    uniform = curve(labels, lambda n: 0.3 + 0.05 * math.log(n))
+    active = curve(labels, lambda n: 0.3 + 0.05 * math.log(3 * n))
+    assert fitted_ratio([active], [uniform], "best_of_n") == pytest.approx(3.0)
+    assert fitted_ratio([uniform], [active], "best_of_n") == pytest.approx(1 / 3)
+    # Pooled over seeds with their own offsets, the shared line still gives 3x.
+    shifted = [curve(labels, lambda n, d=d: 0.3 + d + 0.05 * math.log(3 * n)) for d in (-0.02, 0.02)]
+    plain = [curve(labels, lambda n, d=d: 0.3 + d + 0.05 * math.log(n)) for d in (-0.02, 0.02)]
+    assert fitted_ratio(shifted, plain, "best_of_n") == pytest.approx(3.0)
+    flat = curve(labels, lambda n: 0.5)
+    assert fitted_ratio([flat], [flat], "best_of_n") is None
+    assert fitted_ratio([active[:1]], [uniform], "best_of_n") is None
+
+
+def test_the_bootstrap_gives_an_interval_around_the_ratio_over_seeds_and_problems() -> None:
+    rng = random.Random(0)
+    labels = [10, 20, 40, 80, 160]
+
+    def outcomes(quality: float) -> list[int]:
+        return [int(rng.random() < quality) for _ in range(200)]
+
+    def noisy(shift: float) -> list[dict]:
+        points = []
+        for n in labels:
+            got = outcomes(min(0.95, 0.2 + 0.1 * math.log(shift * n)))
+            points.append({"labels": n, "best_of_n": sum(got) / len(got), "outcomes": got})
+        return points
+
+    active = {s: noisy(2.0) for s in range(4)}
+    uniform = {s: noisy(1.0) for s in range(4)}
+    result = bootstrap_ratio(active, uniform, "best_of_n", samples=300, seed=1)
+    lo, hi = result["ci95"]
+    assert result["seeds"] == 4 and lo <= result["ratio"] <= hi and lo < hi
+    assert 1.0 < result["ratio"] < 4.0 and result["extrapolated"] is False
+    far = {s: [{**p, "best_of_n": p["best_of_n"] + 0.5} for p in uniform[s]] for s in uniform}
+    assert bootstrap_ratio(far, uniform, "best_of_n", samples=50)["extrapolated"] is True
+    # One seed: nothing to resample, so no interval.
+    single = bootstrap_ratio({0: active[0]}, {0: uniform[0]}, "best_of_n", samples=300)
+    assert single["ci95"] is None and single["ratio"] is not None
+
+
+def test_the_config_refuses_what_cannot_run() -> None:
+    for bad in ({"ladder": "2,1"}, {"ladder": "1,128"}, {"arms": "active,random"}, {"score": "mean"},
+                {"metric": "accuracy"}, {"errors": "carry,typo"}, {"device": "tpu"}, {"seeds": 0}):
+        with pytest.raises(ValueError):
+            ExperimentConfig(**bad)
+    assert ExperimentConfig().rungs == (1, 2, 4, 8, 16) and ExperimentConfig().pool_size == 64
+
+
+@pytest.fixture
+def stand_ins(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    """Training, scoring and measuring replaced, so the bookkeeping runs in a moment."""
+    calls: dict[str, list] = {"train": [], "score": []}
+
+    def fake_train(config, base, seed, records, probe, output: Path) -> Path:
+        output.mkdir(parents=True)
+        calls["train"].append((output.name, len(records)))
+        return output
+
+    def fake_score(config, checkpoint: Path, pool) -> PoolScores:
+        calls["score"].append(checkpoint.name)
+        rng = random.Random(checkpoint.name)
+        return PoolScores([rng.random() for _ in pool], [rng.random() for _ in pool])
+
+    def fake_measure(config, checkpoint: Path, test) -> dict:
+        quality = 0.4 + 0.01 * len(calls["train"])
+        return {"step_auroc": quality, "step_f1": 0.5, "first_error_f1": 0.3, "best_of_n": quality,
+                "majority": 0.5, "outcomes": [1, 0] * (config.test_problems // 2)}
+
+    monkeypatch.setattr(experiment, "_train_prm", fake_train)
+    monkeypatch.setattr(experiment, "_score_pool", fake_score)
+    monkeypatch.setattr(experiment, "_measure", fake_measure)
+    monkeypatch.setattr(experiment, "_pretrained_base", lambda config, seed, work: config.base)
+    return calls
+
+
+def test_the_fixed_selector_scores_the_pool_once_a_seed(stand_ins: dict[str, list]) -> None:
+    config = ExperimentConfig.quick().replace(arms="active,uniform,uncertainty", ladder="1,2,4", seeds=3)
+    results = run_experiment(config)
+    assert stand_ins["score"] == ["selector"] * 3
+    # The selector learns from one label per problem; every (arm, rung) trains its own PRM.
+    assert ("selector", config.pool_problems) in stand_ins["train"]
+    for arm in ("active", "uniform", "uncertainty"):
+        assert [p["labels"] for p in results["arms"][arm]["0"]] == [6, 12, 24]
+    # Stand-in quality rises with every model trained, so the lines rise and a ratio exists.
+    efficiency = results["data_efficiency"]
+    assert efficiency["ratio"] > 0 and set(efficiency["by_arm"]) == {"active", "uncertainty"}
+    assert "active/uniform data efficiency" in experiment.summary(results)
+    svg = experiment.experiment_svg(results)
+    assert svg.count("<polyline") == 9 and f'ratio {efficiency["ratio"]:.2f}x' in svg
+
+
+def test_the_retrain_arm_retrains_its_selector_between_rungs_on_its_labels(stand_ins: dict[str, list]) -> None:
+    config = ExperimentConfig.quick().replace(arms="active,retrain", ladder="1,2,4", seeds=1)
+    results = run_experiment(config)
+    assert stand_ins["score"] == ["selector", "retrain-selector-2", "retrain-selector-4"]
+    trained = dict(stand_ins["train"])
+    # Its selector's labels so far: the selector's one a problem and the arm's 1, then 2 (a
+    # candidate the selector learnt from may also be picked, so the union can be smaller).
+    assert config.pool_problems < trained["retrain-selector-2"] <= 2 * config.pool_problems
+    assert 2 * config.pool_problems <= trained["retrain-selector-4"] <= 3 * config.pool_problems
+    # The first rung is the fixed selector's pick, the same set as the active arm's: one model.
+    assert "retrain-1" not in trained
+    assert results["arms"]["retrain"]["0"][0]["best_of_n"] == results["arms"]["active"]["0"][0]["best_of_n"]
+    assert [p["labels"] for p in results["arms"]["retrain"]["0"]] == [6, 12, 24]
+
+
+def test_device_and_base_reach_pretraining_and_training(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen = {}
+    monkeypatch.setattr(experiment, "pretrain", lambda settings, data: seen.setdefault("pretrain", settings) and tmp_path / "base")
+    monkeypatch.setattr(experiment, "train", lambda settings, records, probe: seen.setdefault("train", settings))
+    config = ExperimentConfig.quick().replace(device="cuda", base="100m", train_steps=7)
+    base = experiment._pretrained_base(config, 5, tmp_path)
+    experiment._train_prm(config, base, 5, [], [], tmp_path / "prm")
+    assert (seen["pretrain"].base, seen["pretrain"].device, seen["pretrain"].seed) == ("100m", "cuda", 5)
+    settings = seen["train"]
+    assert (settings.base, settings.device, settings.steps, settings.seed) == (str(tmp_path / "base"), "cuda", 7, 5)
+    assert settings.step_token_labels and settings.lm_loss_weight == 1.0
+
+
+def finite(value) -> bool:
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
+    output = tmp_path / "active_learning.json"
+    done = CliRunner().invoke(cli, ["simulate", "--protocol", "paper", "--quick", "--output", str(output)])
+    assert done.exit_code == 0, done.output[-3000:]
+    results = json.loads(output.read_text())
+    assert set(results) >= {"data_efficiency", "arms", "config", "ablations"}
+    efficiency = results["data_efficiency"]
+    assert set(efficiency) >= {"ratio", "ci95", "seeds", "protocol", "metric"}
+    assert efficiency["protocol"] == "paper" and efficiency["seeds"] == 2 and efficiency["metric"] == "best_of_n"
+    assert set(results["arms"]) == {"active", "uniform", "retrain", "uncertainty"}
+    for arm, seeds in results["arms"].items():
+        assert set(seeds) == {"0", "1"}
+        for points in seeds.values():
+            assert [p["per_problem"] for p in points] == [1, 2]
+            assert [p["labels"] for p in points] == [6, 12]
+            for p in points:
+                assert 0 <= p["best_of_n"] <= 1 and len(p["outcomes"]) == results["config"]["test_problems"]
+                assert p["step_auroc"] is None or 0 <= p["step_auroc"] <= 1
+    assert finite(results)
+    # Convincing wrong answers are what the active arm asks for.
+    wrong = lambda arm: sum(p["wrong_answer_labels"] for s in results["arms"][arm].values() for p in s)  # noqa: E731
+    assert wrong("active") > wrong("uniform")
+    svg = output.with_suffix(".svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == 12 and "log scale" in svg
+    assert "best_of_n:" in done.output and "uniform mean best_of_n" in done.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--protocol", "paper", "--ladder", "4,2"], "ladder: increasing"),
+    (["--protocol", "paper", "--arms", "active,random"], "arms: choose from"),
+    (["--protocol", "paper", "--ablations", "pool_16,bigger"], "ablations: choose from"),
+    (["--protocol", "paper", "--rounds", "3"], "not an option of --protocol paper: --rounds"),
+    (["--pool-size", "8"], "not an option of --protocol iterative: --pool-size"),
+])
+def test_simulate_flags_are_checked_before_anything_runs(tmp_path: Path, args: list[str], message: str) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
+    output = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, ["simulate", "--quick", "--output", str(output), *args])
+    assert result.exit_code != 0 and message in result.output
+    assert not output.exists()
+
+
+def test_simulate_passes_the_paper_flags_to_the_experiment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
+    seen = {}
+
+    def fake_report(config, output, ablations, log):
+        seen.update(config=config, output=output, ablations=ablations)
+        return "done"
+
+    monkeypatch.setattr(experiment, "run_and_report", fake_report)
+    result = CliRunner().invoke(cli, [
+        "simulate", "--protocol", "paper", "--output", str(tmp_path / "r.json"), "--seed", "4",
+        "--pool-size", "32", "--ladder", "1,4", "--seeds", "5", "--arms", "active,uniform",
+        "--device", "cuda", "--base", "100m", "--score", "minimum", "--ablations", "pool_16"])
+    assert result.exit_code == 0, result.output
+    config = seen["config"]
+    assert (config.seed, config.pool_size, config.rungs, config.seeds, config.arm_names) == (
+        4, 32, (1, 4), 5, ("active", "uniform"))
+    assert (config.device, config.base, config.score) == ("cuda", "100m", "minimum")
+    assert seen["ablations"] == ["pool_16"] and config.train_steps == ExperimentConfig().train_steps
