@@ -67,6 +67,17 @@ def scheduled_learning_rate(peak: float, warmup_fraction: float, progress: float
     return peak * max(0.0, 1 - progress) / (1 - warmup_fraction)
 
 
+def mixed_precision(config: TrainConfig, cuda: bool) -> str | None:
+    """The flag when given; else None, for Accelerator to read what `accelerate launch` hands
+    over from `accelerate config` (ACCELERATE_MIXED_PRECISION); else bf16 autocast on CUDA,
+    which keeps fp32 master weights, so small updates are not rounded away."""
+    if config.mixed_precision is not None:
+        return config.mixed_precision
+    if "ACCELERATE_MIXED_PRECISION" in os.environ:
+        return None
+    return "bf16" if cuda else "no"
+
+
 def _write_json(path: Path, payload: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
@@ -164,14 +175,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
     work = output.with_name(output.name + ".partial")
     cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
-    # A flag wins; else `accelerate launch` hands over its configured choice in this variable,
-    # which Accelerator reads itself; else bf16 autocast on CUDA, which keeps fp32 master
-    # weights, so small updates are not rounded away.
-    mixed_precision = config.mixed_precision
-    if mixed_precision is None and "ACCELERATE_MIXED_PRECISION" not in os.environ:
-        mixed_precision = "bf16" if cuda else "no"
     accelerator = Accelerator(
-        cpu=not cuda, mixed_precision=mixed_precision, log_with=tracker,
+        cpu=not cuda, mixed_precision=mixed_precision(config, cuda), log_with=tracker,
         project_config=ProjectConfiguration(project_dir=str(work), logging_dir=str(work / LOGS_DIR)))
     set_seed(config.seed)
 
