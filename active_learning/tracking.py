@@ -76,4 +76,7 @@ def read_training_log(checkpoint: str | Path) -> dict | None:
         data = json.loads((Path(checkpoint) / TRAINING_LOG_FILE).read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("train"), list) else None
+    if not isinstance(data, dict) or not isinstance(data.get("train"), list) \
+            or not isinstance(data.get("eval", []), list):
+        return None
+    return data

@@ -117,11 +117,13 @@ class LossChart:
 def loss_chart(log: dict[str, Any] | None) -> LossChart | None:
     """None when there is no log or nothing in it to draw."""
     log = log or {}
-    entries = [e for e in log.get("train", [])
-               if isinstance(e.get("step"), int) and isinstance(e.get("loss"), (int, float))]
+    # A diverged run logs NaN or infinite losses (json writes them); they cannot be drawn.
+    entries = [e for e in log.get("train", []) if isinstance(e, dict) and _step(e)
+               and isinstance(e.get("loss"), (int, float)) and math.isfinite(e["loss"])]
     if not entries:
         return None
-    last = max(int(log.get("total_steps") or 0), max(e["step"] for e in entries), 1)
+    planned = log.get("total_steps")
+    last = max(planned if isinstance(planned, int) else 0, max(e["step"] for e in entries), 1)
     top = _nice_ceiling(max(e["loss"] for e in entries))
     inner_w, inner_h = WIDTH - PAD_LEFT - PAD_RIGHT, LOSS_HEIGHT - PAD_TOP - PAD_BOTTOM
 
@@ -134,14 +136,19 @@ def loss_chart(log: dict[str, Any] | None) -> LossChart | None:
     series = Series("loss", "training loss", [
         {"x": x(e["step"]), "y": y(max(e["loss"], 0.0)), "value": e["loss"], "step": e["step"]}
         for e in entries])
-    evals = [{"x": x(e["step"]), "step": e["step"]} for e in log.get("eval", [])
-             if isinstance(e.get("step"), int) and 0 <= e["step"] <= last]
+    evals = [{"x": x(e["step"]), "step": e["step"]} for e in log.get("eval") or []
+             if isinstance(e, dict) and _step(e) and e["step"] <= last]
     return LossChart(
         WIDTH, LOSS_HEIGHT, series,
         [{"y": y(v), "label": f"{v:g}"} for v in (0.0, top / 2, top)],
         [{"x": x(s), "label": str(s)} for s in sorted({0, last // 2, last})],
         evals, entries[-1]["loss"],
     )
+
+
+def _step(entry: dict[str, Any]) -> bool:
+    step = entry.get("step")
+    return isinstance(step, int) and 0 <= step < 2**53  # what a float holds exactly
 
 
 def _nice_ceiling(value: float) -> float:
