@@ -294,9 +294,10 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         final = work / "model"
         shutil.rmtree(final, ignore_errors=True)
         save_checkpoint(model, tokenizer, final, meta, name=output.name)
-        os.replace(work / TRAINING_LOG_FILE, final / TRAINING_LOG_FILE)
+        # Copied, not moved: a kill before the rename below leaves a run that resumes whole.
+        shutil.copy2(work / TRAINING_LOG_FILE, final / TRAINING_LOG_FILE)
         if (work / LOGS_DIR).exists():
-            os.rename(work / LOGS_DIR, final / LOGS_DIR)
+            shutil.copytree(work / LOGS_DIR, final / LOGS_DIR)
         os.rename(final, output)
         shutil.rmtree(work)
         log(json.dumps({"output": str(output), "metrics": metrics}), flush=True)
