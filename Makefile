@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,hf]'
+	$(PY) -m pip install --quiet -e '.[dev,hf,track]'
 	touch $@
 
 assets: install

@@ -46,6 +46,8 @@ def _add_options(command, config_class):
             continue
         # `float | None` and `str | None` fields take their type's values, None when left out.
         kind = next(t for t in (int, float, str) if t in typing.get_args(f.type) or t is f.type)
+        if "choices" in f.metadata:
+            kind = click.Choice(f.metadata["choices"])
         command = click.option(flag, f.name, type=kind, default=default, show_default=True,
                                help=f.metadata["help"])(command)
     return command

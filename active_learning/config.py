@@ -28,12 +28,24 @@ class TrainConfig:
         "help": "Tokens per sequence; steps past it are not trained on (the problem keeps at most half)."})
     seed: int = field(default=0, metadata={"help": "Seed for initialisation, data order and dropout."})
     device: str = field(default="auto", metadata={
-        "help": "auto (CUDA when present), cpu or cuda. bf16 mixed precision on CUDA, fp32 on CPU."})
+        "help": "auto (CUDA when present), cpu or cuda."})
+    mixed_precision: str | None = field(default=None, metadata={
+        "choices": ("no", "fp16", "bf16"),
+        "help": "no, fp16 or bf16. Default: what `accelerate launch` was configured with (`accelerate "
+                "config`, or ACCELERATE_MIXED_PRECISION); without either, bf16 on CUDA (fp32 "
+                "master weights, so small updates are not rounded away) and fp32 on CPU."})
     eval_fraction: float = field(default=0.1, metadata={
         "help": "Without an eval file, the share of problems held out for validation."})
     save_every: int = field(default=200, metadata={
         "help": "Optimizer steps between resumable snapshots of the training state."})
-    log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines."})
+    log_every: int = field(default=20, metadata={
+        "help": "Optimizer steps between log lines (stderr, training_log.json, the tracker)."})
+    report_to: str = field(default="auto", metadata={
+        "choices": ("auto", "tensorboard", "wandb", "mlflow", "none"),
+        "help": "Experiment tracker, through accelerate: tensorboard (event files under the "
+                "checkpoint's logs/), wandb or mlflow (their own settings and environment "
+                "variables apply), or none. auto: tensorboard when it is installed (pip install "
+                "'stepwise[track]'), else none. training_log.json is written either way."})
     lm_loss_weight: float | None = field(default=None, metadata={
         "help": "Weight of an auxiliary next-token loss on the problem and on every step not "
                 "rated -1, through a head dropped at save time. A backbone built from a config "
@@ -52,6 +64,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def fingerprint(self) -> dict:
+        """The settings a resumed run must share with the one it continues: all but where it
+        reports to, which changes nothing that was trained."""
+        return {k: v for k, v in self.to_dict().items() if k != "report_to"}
 
     def base_label(self) -> str:
         if self.base_name:

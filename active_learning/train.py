@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import ProjectConfiguration, set_seed
 
 from active_learning.config import TrainConfig
 from active_learning.data import (IGNORE_INDEX, Example, load_examples, read_records,
@@ -29,8 +29,10 @@ from active_learning.grading import GRADER_VERSION
 from active_learning.model import LABEL2ID, is_preset, load_base, marker_id, save_checkpoint
 from active_learning.score import pad_batch
 from active_learning.tokenizer import STEP_MARKER
+from active_learning.tracking import TRAINING_LOG_FILE, TrainingLog, resolve_report_to, scalars
 
 PROGRESS_FILE = "progress.json"
+LOGS_DIR = "logs"  # the tracker's files (TensorBoard events), inside the checkpoint at the end
 
 
 def epoch_batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
@@ -63,6 +65,17 @@ def scheduled_learning_rate(peak: float, warmup_fraction: float, progress: float
     if progress < warmup_fraction:
         return peak * max(progress / warmup_fraction, 0.01)
     return peak * max(0.0, 1 - progress) / (1 - warmup_fraction)
+
+
+def mixed_precision(config: TrainConfig, cuda: bool) -> str | None:
+    """The flag when given; else None, for Accelerator to read what `accelerate launch` hands
+    over from `accelerate config` (ACCELERATE_MIXED_PRECISION); else bf16 autocast on CUDA,
+    which keeps fp32 master weights, so small updates are not rounded away."""
+    if config.mixed_precision is not None:
+        return config.mixed_precision
+    if "ACCELERATE_MIXED_PRECISION" in os.environ:
+        return None
+    return "bf16" if cuda else "no"
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -156,14 +169,16 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     """
     if config.steps < 0:
         raise ValueError(f"steps must be 0 (use epochs) or more, not {config.steps}")
-    cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
-    # bf16 autocast on CUDA keeps fp32 master weights, so small updates are not rounded away.
-    accelerator = Accelerator(cpu=not cuda, mixed_precision="bf16" if cuda else "no")
-    set_seed(config.seed)
+    tracker = resolve_report_to(config.report_to)
     output = Path(config.output)
     if output.exists():
         raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
     work = output.with_name(output.name + ".partial")
+    cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
+    accelerator = Accelerator(
+        cpu=not cuda, mixed_precision=mixed_precision(config, cuda), log_with=tracker,
+        project_config=ProjectConfiguration(project_dir=str(work), logging_dir=str(work / LOGS_DIR)))
+    set_seed(config.seed)
 
     examples = load_examples(train_source)
     held_out, eval_records = [], None
@@ -181,7 +196,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     # Every process must run the same number of steps, or gradient all-reduce would hang.
     steps_per_epoch = max(1, len(features) // (config.batch_size * world))
     total_steps = config.steps or math.ceil(config.epochs * steps_per_epoch)
-    fingerprint = {"data_hash": snapshot_hash(examples), "config": config.to_dict(), "world": world}
+    fingerprint = {"data_hash": snapshot_hash(examples), "config": config.fingerprint(), "world": world}
 
     # The auxiliary next-token head reads the backbone's last hidden states, caught by a hook so
     # that the model's own forward (and DDP's gradient sync) stays the one that runs.
@@ -203,9 +218,14 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     log = print if accelerator.is_main_process else (lambda *a, **k: None)
     if start_step:
         log(json.dumps({"resumed_from_step": start_step}), file=sys.stderr, flush=True)
+    history = TrainingLog(work / TRAINING_LOG_FILE, total_steps, start_step)
+    accelerator.init_trackers(output.name, config={k: v for k, v in config.published().items()
+                                                   if v is not None})
 
     model.train()
     started, tokens, step = time.monotonic() - spent, 0, start_step
+    # Summed on the device and read at log time only: .item() every step would sync the GPU.
+    loss_sum, losses = torch.zeros((), device=accelerator.device), 0
     for batch in _process_batches(lengths, config, steps_per_epoch, world, rank, start_step):
         elapsed, progress = time.monotonic() - started, step / total_steps
         if config.time_budget_s is not None:
@@ -230,11 +250,20 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         optimizer.zero_grad(set_to_none=True)
         step += 1
         tokens += int(inputs["attention_mask"].sum()) * world
-        if step % config.log_every == 0:
-            log(json.dumps({"step": step, "of": total_steps, "epoch": round(step / steps_per_epoch, 2),
-                            "loss": round(loss.item(), 4), "lr": optimizer.param_groups[0]["lr"],
+        loss_sum, losses = loss_sum + loss.detach().float(), losses + 1
+        if step % config.log_every == 0 or step == total_steps:
+            # The mean since the last entry, over every process (all reach this step together).
+            mean_loss = accelerator.reduce(loss_sum / losses, "mean").item()
+            loss_sum, losses = torch.zeros_like(loss_sum), 0
+            entry = {"step": step, "epoch": round(step / steps_per_epoch, 2),
+                     "loss": round(mean_loss, 4), "lr": optimizer.param_groups[0]["lr"]}
+            log(json.dumps({**entry, "of": total_steps,
                             "tokens_per_s": round(tokens / (time.monotonic() - started - spent))}),
                 file=sys.stderr, flush=True)
+            accelerator.log({"train/loss": mean_loss, "train/learning_rate": entry["lr"],
+                             "train/epoch": entry["epoch"]}, step=step)
+            if accelerator.is_main_process:
+                history.add("train", entry)
         if step % config.save_every == 0 and step < total_steps:
             _save_snapshot(accelerator, work, step, time.monotonic() - started, fingerprint)
 
@@ -248,6 +277,12 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
                 metrics = evaluate(model, tokenizer, eval_records, max_length=config.max_length)
             else:
                 metrics = evaluate_examples(model, tokenizer, held_out, max_length=config.max_length)
+        history.add("eval", {"step": step, "metrics": metrics})
+        accelerator.log(scalars(metrics, "eval/"), step=step)
+        # Not accelerator.end_training(): that also tears down the process group, which the
+        # other processes still need below, and which a caller training again keeps using.
+        for tracker_run in accelerator.trackers:
+            tracker_run.finish()
         meta = {
             "format": 1, "base": config.base_label(), "step_marker": STEP_MARKER,
             "data_hash": fingerprint["data_hash"], "config": config.published(), "metrics": metrics,
@@ -259,6 +294,10 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         final = work / "model"
         shutil.rmtree(final, ignore_errors=True)
         save_checkpoint(model, tokenizer, final, meta, name=output.name)
+        # Copied, not moved: a kill before the rename below leaves a run that resumes whole.
+        shutil.copy2(work / TRAINING_LOG_FILE, final / TRAINING_LOG_FILE)
+        if (work / LOGS_DIR).exists():
+            shutil.copytree(work / LOGS_DIR, final / LOGS_DIR)
         os.rename(final, output)
         shutil.rmtree(work)
         log(json.dumps({"output": str(output), "metrics": metrics}), flush=True)

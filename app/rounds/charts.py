@@ -1,8 +1,9 @@
-"""Per-round metrics laid out for the SVG charts of the research page (drawn by its template,
-so the page needs no chart library and no script)."""
+"""Per-round metrics, and a round model's training loss, laid out for the SVG charts of the
+research pages (drawn by their templates, so the pages need no chart library and no script)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,3 +96,65 @@ def labels_chart(rounds: list[Round]) -> Chart:
 
 def _round_ticks(ordered: list[Round]) -> list[dict[str, Any]]:
     return [{"x": _x(i, len(ordered)), "number": r.number} for i, r in enumerate(ordered)]
+
+
+LOSS_HEIGHT = 160
+
+
+@dataclass
+class LossChart:
+    """A training run's loss by optimizer step, from the checkpoint's training_log.json."""
+
+    width: int
+    height: int
+    series: Series
+    gridlines: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    evals: list[dict[str, Any]]
+    final_loss: float
+
+
+def loss_chart(log: dict[str, Any] | None) -> LossChart | None:
+    """None when there is no log or nothing in it to draw."""
+    log = log or {}
+    # A diverged run logs NaN or infinite losses (json writes them); they cannot be drawn.
+    entries = [e for e in log.get("train", []) if isinstance(e, dict) and _step(e)
+               and isinstance(e.get("loss"), (int, float)) and math.isfinite(e["loss"])]
+    if not entries:
+        return None
+    planned = log.get("total_steps")
+    last = max(planned if isinstance(planned, int) else 0, max(e["step"] for e in entries), 1)
+    top = _nice_ceiling(max(e["loss"] for e in entries))
+    inner_w, inner_h = WIDTH - PAD_LEFT - PAD_RIGHT, LOSS_HEIGHT - PAD_TOP - PAD_BOTTOM
+
+    def x(step: int) -> float:
+        return PAD_LEFT + inner_w * step / last
+
+    def y(value: float) -> float:
+        return PAD_TOP + inner_h * (1 - value / top)
+
+    series = Series("loss", "training loss", [
+        {"x": x(e["step"]), "y": y(max(e["loss"], 0.0)), "value": e["loss"], "step": e["step"]}
+        for e in entries])
+    evals = [{"x": x(e["step"]), "step": e["step"]} for e in log.get("eval") or []
+             if isinstance(e, dict) and _step(e) and e["step"] <= last]
+    return LossChart(
+        WIDTH, LOSS_HEIGHT, series,
+        [{"y": y(v), "label": f"{v:g}"} for v in (0.0, top / 2, top)],
+        [{"x": x(s), "label": str(s)} for s in sorted({0, last // 2, last})],
+        evals, entries[-1]["loss"],
+    )
+
+
+def _step(entry: dict[str, Any]) -> bool:
+    step = entry.get("step")
+    return isinstance(step, int) and 0 <= step < 2**53  # what a float holds exactly
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 times a power of ten at or above `value`, so gridlines
+    read as round numbers."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value)

@@ -15,7 +15,7 @@ from app.forms import FormInvalid, PageId, validate_form
 from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
 from app.rounds import service
-from app.rounds.charts import labels_chart, quality_chart
+from app.rounds.charts import labels_chart, loss_chart, quality_chart
 from app.rounds.jobs import wake_after_commit
 from app.rounds.payoff import selection_payoff
 from app.rounds.pool import pool_shape
@@ -187,6 +187,7 @@ def round_page(
             "page": page,
             "reason": reason.value if reason else None,
             "counts": service.count_picks(session, round_.id),
+            "loss": loss_chart(service.round_training_log(session, round_.id)),
             "reasons": list(PickReason),
             "can_research": can_research(user),
         },

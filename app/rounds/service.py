@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from active_learning.tracking import read_training_log
 from app.errors import BadInput, Conflict, NotFound
 from app.models import (
     ACTIVE_ROUND_STATUSES,
@@ -161,6 +164,12 @@ def selector_version(session: Session, settings: RoundSettings) -> ModelVersion 
         if pinned is not None:
             return pinned
     return served_version(session, settings.project_id)
+
+
+def round_training_log(session: Session, round_id: int) -> dict[str, Any] | None:
+    """The training log kept in the checkpoint of the round's model, if it has one."""
+    path = session.scalar(select(ModelVersion.path).where(ModelVersion.round_id == round_id))
+    return read_training_log(path) if path else None
 
 
 def served_version(session: Session, project_id: int) -> ModelVersion | None:

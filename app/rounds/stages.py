@@ -153,11 +153,13 @@ def _train_config(run: RoundRun, n_examples: int) -> TrainConfig:
     s = run.settings
     config = TrainConfig(
         output=str(run.checkpoint_dir), base=s.base_model, epochs=s.train_epochs,
-        learning_rate=s.learning_rate, max_length=s.max_length, seed=run.number, log_every=50,
+        learning_rate=s.learning_rate, max_length=s.max_length, seed=run.number,
     )
     # About ten resumable snapshots a run: a killed worker loses a tenth of training at most,
     # and the snapshots double as the progress bar's ticks.
     config.save_every = max(1, _total_steps(config, n_examples) // 10)
+    # About fifty points on the round page's loss chart, however long the run.
+    config.log_every = max(1, _total_steps(config, n_examples) // 50)
     return config
 
 

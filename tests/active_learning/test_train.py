@@ -1,5 +1,6 @@
 """One real tiny training run, driven the way users drive it: the CLI, a kill, torchrun."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ from click.testing import CliRunner
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from active_learning.cli import prm
+from active_learning.config import TrainConfig
+from active_learning.train import mixed_precision
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +59,58 @@ def test_train_writes_a_complete_checkpoint(checkpoint):
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer("Start with 2. Add 3.\n\n$2 + 3 = 5$.<|step|>", return_tensors="pt")["input_ids"]
     assert model(input_ids=ids).logits.shape == (1, ids.shape[1], 3)
+
+
+def test_train_keeps_its_loss_and_evaluation_history_beside_the_checkpoint(checkpoint):
+    log = json.loads((checkpoint / "training_log.json").read_text())
+    steps = json.loads((checkpoint / "stepwise.json").read_text())["steps"]
+    train = log["train"]
+    assert log["total_steps"] == steps and train[-1]["step"] == steps
+    assert [e["step"] for e in train] == sorted({e["step"] for e in train})
+    assert all(e["loss"] > 0 and e["lr"] > 0 for e in train)
+    assert train[-1]["loss"] < train[0]["loss"]
+    [evaluation] = log["eval"]
+    assert evaluation["step"] == steps and 0 <= evaluation["metrics"]["step_auroc"] <= 1
+
+
+def test_train_reports_to_tensorboard_when_it_is_installed(checkpoint):
+    pytest.importorskip("tensorboard")
+    assert list((checkpoint / "logs" / "model").glob("events.out.tfevents.*"))
+
+
+def test_report_to_none_still_keeps_the_training_log(files, tmp_path):
+    output = tmp_path / "untracked"
+    _cli("train", "--train", files / "train.jsonl", "--output", output, *FAST, "--steps", 3,
+         "--report-to", "none")
+    assert [e["step"] for e in json.loads((output / "training_log.json").read_text())["train"]] == [3]
+    assert not (output / "logs").exists()
+
+
+def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    output = tmp_path / "never"
+    refused = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
+                                       "--output", str(output), *FAST, "--report-to", "wandb"])
+    assert refused.exit_code == 1
+    assert "--report-to wandb needs the wandb package" in refused.output
+    assert "pip install wandb" in refused.output
+    assert not output.exists() and not output.with_name("never.partial").exists()
+    unknown = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
+                                       "--output", str(output), "--report-to", "comet"])
+    assert unknown.exit_code == 2 and "'comet' is not one of" in unknown.output
+
+
+def test_mixed_precision_follows_the_flag_then_accelerate_config(monkeypatch):
+    flagged = TrainConfig(output="m", mixed_precision="fp16")
+    assert mixed_precision(flagged, cuda=True) == "fp16"
+    monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
+    assert mixed_precision(TrainConfig(output="m"), cuda=True) == "bf16"
+    assert mixed_precision(TrainConfig(output="m"), cuda=False) == "no"
+    # `accelerate launch` sets it from `accelerate config`; Accelerator reads it when given None.
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
+    assert mixed_precision(TrainConfig(output="m"), cuda=True) is None
+    assert mixed_precision(flagged, cuda=True) == "fp16"
 
 
 def test_refuses_to_overwrite(files, checkpoint):
@@ -114,6 +169,9 @@ def test_killed_run_resumes(files):
     meta = json.loads((output / "stepwise.json").read_text())
     assert meta["resumed_from_step"] >= 4
     assert not output.with_name("resumed.partial").exists()
+    # Steps logged after the snapshot were trained again, and are in the log once.
+    steps = [e["step"] for e in json.loads((output / "training_log.json").read_text())["train"]]
+    assert steps == sorted(set(steps)) and steps[-1] == meta["steps"]
 
 
 def test_two_process_training_with_gloo(files):
@@ -125,6 +183,7 @@ def test_two_process_training_with_gloo(files):
     assert done.returncode == 0, done.stderr[-3000:]
     meta = json.loads((output / "stepwise.json").read_text())
     assert meta["world_size"] == 2 and meta["steps"] > 0
+    assert json.loads((output / "training_log.json").read_text())["train"][-1]["step"] == meta["steps"]
     AutoModelForTokenClassification.from_pretrained(output)
 
 

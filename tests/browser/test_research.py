@@ -132,6 +132,8 @@ def test_a_researcher_starts_a_round_and_watches_it_finish(research_page: Page, 
 
     page.get_by_role("link", name="Picks").first.click()
     expect(page.get_by_role("heading", name="Round 1")).to_be_visible()
+    # The loss the round's training logged, read from its checkpoint.
+    expect(page.get_by_role("img", name="Training loss by step")).to_be_visible()
     picks = page.locator("li.pick")
     expect(picks).to_have_count(12)
     expect(picks.first.locator('[data-field="reason"]')).to_have_text("convincing wrong")

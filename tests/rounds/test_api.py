@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from sqlalchemy import func, select, text
 
 from app.db import session_scope
-from app.models import Round, RoundSettings, RoundStage, RoundStatus
+from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus
 from tests.conftest import api_headers, browser_login, make_project, make_user
 
 
@@ -163,3 +164,37 @@ def test_a_round_that_trained_no_model_says_so(client, session_factory, project)
     latest = next(r["id"] for r in listed if r["number"] == 2)
     assert re.findall(r'data-field="status">([^<]*)<', client.get(f"/research/rounds/{latest}").text) == ["done, no model trained"]
     assert 'data-field="status">done, no model trained<' in client.get("/research").text
+
+
+def test_the_round_page_draws_its_models_training_loss(client, session_factory, project, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    logged, silent, garbled = tmp_path / "logged", tmp_path / "silent", tmp_path / "garbled"
+    for directory in (logged, silent, garbled):
+        directory.mkdir()
+    (logged / "training_log.json").write_text(json.dumps({
+        "format": 1, "total_steps": 30,
+        "train": [{"step": s, "epoch": s / 10, "loss": 2.0 / s, "lr": 1e-3} for s in (5, 10, 20, 30)],
+        "eval": [{"step": 30, "metrics": {"step_auroc": 0.8}}],
+    }))
+    (garbled / "training_log.json").write_text("{not json")
+    ids = {}
+    with session_scope(session_factory) as session:
+        for number, path in enumerate((logged, silent, garbled), start=1):
+            round_ = Round(project_id=project.id, number=number, status=RoundStatus.done,
+                           stage=RoundStage.done, percent=100.0, metrics={})
+            session.add(round_)
+            session.flush()
+            session.add(ModelVersion(project_id=project.id, round_id=round_.id, path=str(path),
+                                     base="tiny", data_hash="x", train_labels=10, metrics={}))
+            ids[path] = round_.id
+    browser_login(client, "rita")
+
+    page = client.get(f"/research/rounds/{ids[logged]}").text
+    chart = re.search(r'<svg[^>]*aria-label="Training loss by step".*?</svg>', page, re.S)
+    assert chart is not None
+    assert re.findall(r"<title>step (\d+): loss ([\d.]+)</title>", chart.group()) == [
+        ("5", "0.4000"), ("10", "0.2000"), ("20", "0.1000"), ("30", "0.0667")]
+    assert "evaluated at step 30" in chart.group() and "No training log" not in page
+    for quiet in (silent, garbled):
+        page = client.get(f"/research/rounds/{ids[quiet]}")
+        assert page.status_code == 200 and "No training log." in page.text
+        assert 'aria-label="Training loss by step"' not in page.text

@@ -1,0 +1,22 @@
+"""The round page's loss chart, laid out from a training log."""
+
+from app.rounds.charts import PAD_LEFT, PAD_RIGHT, WIDTH, loss_chart
+
+
+def test_loss_chart_spans_the_run_with_round_gridlines() -> None:
+    log = {"total_steps": 40, "train": [{"step": 10, "loss": 3.2}, {"step": 20, "loss": 1.1}],
+           "eval": [{"step": 40, "metrics": {}}]}
+    chart = loss_chart(log)
+    assert chart is not None
+    assert [g["label"] for g in chart.gridlines] == ["0", "2.5", "5"]
+    assert [t["label"] for t in chart.steps] == ["0", "20", "40"]
+    # Steps are placed on the run's whole length, so an unfinished log ends halfway.
+    assert chart.series.points[-1]["x"] == PAD_LEFT + (WIDTH - PAD_LEFT - PAD_RIGHT) / 2
+    assert chart.evals[0]["x"] == WIDTH - PAD_RIGHT and chart.final_loss == 1.1
+
+
+def test_no_chart_without_loss_entries() -> None:
+    assert loss_chart(None) is None
+    assert loss_chart({"train": []}) is None
+    assert loss_chart({"train": [{"step": "one", "loss": 1.0}, {"step": 2}, "x"]}) is None
+    assert loss_chart({"train": [{"step": 1, "loss": float("nan")}, {"step": 2, "loss": float("inf")}]}) is None
