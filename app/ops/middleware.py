@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 
+from sqlalchemy import inspect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.ops import logs
@@ -34,7 +35,10 @@ def _user_id(scope: Scope) -> int | None:
     state = scope.get("state") or {}
     principal = state.get("principal")
     if principal is not None:
-        return int(principal.user.id)
+        # The identity the ORM keeps, not `user.id`: a request whose transaction was rolled back
+        # leaves the user expired and detached, and reading `id` would try to reload it.
+        identity = inspect(principal.user).identity
+        return int(identity[0]) if identity else None
     return state.get("user_id")
 
 
