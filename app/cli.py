@@ -307,9 +307,10 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--labeler", multiple=True, help="username or foreign labeler id")
 @click.option("--qc", type=click.Choice(["include", "exclude", "only"]), default="include", show_default=True)
 @click.option("--min-labeler-accuracy", type=float, default=None, help="only labelers whose agreement with QC gold is at least this (0 to 1)")
+@click.option("--min-agreement", type=float, default=None, help="only solutions whose labelers agree on the first error at least this often (0 to 1)")
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
 @pass_ctx
-def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, neutral: str) -> None:
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
@@ -323,6 +324,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         labelers=list(labeler) or None,
         qc=qc,
         min_labeler_accuracy=min_labeler_accuracy,
+        min_agreement=min_agreement,
         neutral=neutral,
     )
     with ctx.session() as session:
@@ -340,6 +342,20 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
             count = write_export(session, project, fmt, filters, sink)
         partial.replace(output)
         click.echo(f"exported {count} labels to {output}")
+
+
+@cli.command("agreement")
+@click.option("--project", "project_name", required=True)
+@pass_ctx
+def agreement(ctx: _Context, project_name: str) -> None:
+    """Print a project's inter-annotator agreement as one JSON object."""
+    from app.projects.service import get_project_by_name
+    from app.quality.agreement import project_agreement
+    from app.quality.schemas import ProjectAgreementRead
+
+    with ctx.session() as session:
+        found = project_agreement(session, get_project_by_name(session, project_name))
+    click.echo(ProjectAgreementRead.model_validate(found).model_dump_json())
 
 
 @cli.command("serve")

@@ -47,6 +47,10 @@ def export_filters(
         Accuracy | None,
         Query(description="only labelers whose agreement with QC gold is at least this (0 to 1)"),
     ] = None,
+    min_agreement: Annotated[
+        Accuracy | None,
+        Query(description="only solutions whose labelers agree on the first error at least this often (0 to 1)"),
+    ] = None,
     neutral: Annotated[Literal["positive", "negative"], Query(description="TRL: what a 0 rating becomes")] = "positive",
 ) -> ExportFilters:
     try:
@@ -57,6 +61,7 @@ def export_filters(
             labelers=labeler,
             qc=qc,
             min_labeler_accuracy=min_labeler_accuracy,
+            min_agreement=min_agreement,
             neutral=neutral,
         )
     except ValidationError as exc:

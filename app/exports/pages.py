@@ -30,6 +30,7 @@ class ExportForm(BaseModel):
     labelers: str = Field(default="", max_length=20_000)
     qc: str = Field(default="", max_length=50)
     min_labeler_accuracy: str = Field(default="", max_length=50)
+    min_agreement: str = Field(default="", max_length=50)
     neutral: str = Field(default="", max_length=50)
 
 
@@ -58,6 +59,11 @@ def export_download(
         min_accuracy = _fraction(form.min_labeler_accuracy)
     except ValueError:
         errors["min_labeler_accuracy"] = "give a percentage from 0 to 100"
+    min_agreement = None
+    try:
+        min_agreement = _fraction(form.min_agreement)
+    except ValueError:
+        errors["min_agreement"] = "give a percentage from 0 to 100"
     try:
         filters = validate_form(
             ExportFilters,
@@ -68,6 +74,7 @@ def export_download(
                 "labelers": _listed(form.labelers),
                 "qc": form.qc,
                 "min_labeler_accuracy": min_accuracy,
+                "min_agreement": min_agreement,
                 "neutral": form.neutral,
             },
         )
@@ -108,6 +115,8 @@ def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
         query.append(("qc", filters.qc))
     if filters.min_labeler_accuracy is not None:
         query.append(("min_labeler_accuracy", repr(filters.min_labeler_accuracy)))
+    if filters.min_agreement is not None:
+        query.append(("min_agreement", repr(filters.min_agreement)))
     if filters.neutral != "positive":
         query.append(("neutral", filters.neutral))
     return query

@@ -48,6 +48,13 @@ class ExportFilters(BaseModel):
             "(0 to 1); labelers never compared with gold are left out, gold labels stay"
         ),
     )
+    min_agreement: Accuracy | None = Field(
+        default=None,
+        description=(
+            "only solutions labeled by two labelers or more whose label pairs agree on the "
+            "first-error step at least this often (0 to 1); 1 keeps unanimous solutions"
+        ),
+    )
     neutral: Literal["positive", "negative"] = Field(
         default="positive", description="TRL: what a 0 (neutral) rating becomes"
     )

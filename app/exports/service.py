@@ -16,6 +16,7 @@ from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trl import trl_record
 from app.models import Project
+from app.quality.agreement import agreeing_solutions
 from app.quality.service import accurate_labelers
 
 MEDIA_TYPES = {
@@ -55,7 +56,13 @@ class Export:
             finished_only=self.format == ExportFormat.trl,
             accurate=accurate,
         )
-        return stream_rows(self.session, query)
+        rows = stream_rows(self.session, query)
+        if self.filters.min_agreement is None:
+            return rows
+        # Kept in Python, not as an IN list: a large project's agreeing solutions would pass
+        # SQLite's limit on bound parameters.
+        agreeing = agreeing_solutions(self.session, self.project_id, self.filters.min_agreement)
+        return (row for row in rows if row.solution_id in agreeing)
 
     def _jsonl(self) -> Iterator[bytes]:
         neutral_is_good = self.filters.neutral == "positive"

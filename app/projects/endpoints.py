@@ -14,6 +14,8 @@ from app.projects.schemas import (
     ProjectRead,
     ProjectUpdate,
 )
+from app.quality.agreement import project_agreement
+from app.quality.schemas import ProjectAgreementRead
 
 router = APIRouter(
     prefix="/api/v1/projects", tags=["projects"], responses=error_responses(401, 403, 422)
@@ -54,6 +56,15 @@ def update_project(
 )
 def progress(project_id: RowId, _: DataApiUser, session: SessionDep) -> ProjectProgress:
     return service.project_progress(session, service.get_project(session, project_id))
+
+
+@router.get(
+    "/{project_id}/agreement", response_model=ProjectAgreementRead, responses=error_responses(404)
+)
+def agreement(project_id: RowId, _: DataApiUser, session: SessionDep) -> ProjectAgreementRead:
+    """Inter-annotator agreement among the current labels of solutions with several labelers."""
+    project = service.get_project(session, project_id)
+    return ProjectAgreementRead.model_validate(project_agreement(session, project))
 
 
 @router.get("/{project_id}/members", response_model=list[MemberRead], responses=error_responses(404))

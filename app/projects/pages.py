@@ -17,6 +17,7 @@ from app.models import Project, Role, User, utcnow
 from app.projects import members, service
 from app.projects.activity import project_activity
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
+from app.quality.agreement import project_agreement
 from app.quality.service import labeler_accuracy
 from app.templating import render
 
@@ -199,6 +200,7 @@ def _project_overview(
             "batches": list_batches(session, project),
             "accuracy": accuracy,
             "activity": project_activity(session, project.id, accuracy),
+            "agreement": project_agreement(session, project),
             "members": members.list_members(session, project),
             "member": member,
             "member_error": member_error,

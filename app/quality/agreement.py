@@ -1,0 +1,227 @@
+"""Inter-annotator agreement on a project whose solutions have several labelers (overlap ≥ 2).
+
+Only current labels about the steps count: a correction replaces the label it corrects, and a
+give-up or bad-problem report says nothing about the steps. A label made here names its user;
+an imported one its file's labeler id (`foreign_labeler`), and an imported label with neither is
+left out, since nothing tells whether two of them came from one person. A labeler with two
+current labels of one solution (an import can hold both) counts with the later one.
+
+- Step α: Krippendorff's ordinal α over units (solution, step index), values −1 < 0 < +1. A step
+  a labeler did not rate (those after the first −1 when labeling stops there) is missing, not a
+  value: it neither agrees nor disagrees.
+- First-error agreement: of the pairs of labels on one solution, the share that put the first −1
+  at the same step, or both found none.
+- Confusion: every pair of ratings of one step by two labelers, counted both ways round, so the
+  table is symmetric and adds up to twice the pairs.
+- Per labeler: α over the units they rated (everyone's ratings of those steps, so it says how
+  well the steps they saw were agreed on, theirs included), the share of their rating pairs with
+  another labeler that are equal, and their first-error agreement with the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import krippendorff
+import numpy as np
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from app.labeling.review import step_ratings
+from app.models import Label, Project, User
+from app.quality.service import NOT_ABOUT_STEPS, first_error
+
+RATINGS = (-1, 0, 1)
+
+NO_PAIRS = "no step has ratings from two labelers yet"
+NO_VARIATION = "every rating is the same, so chance agreement is total and α is undefined"
+
+
+@dataclass(frozen=True)
+class Alpha:
+    value: float | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class LabelerAgreement:
+    name: str
+    labels: int
+    step_alpha: float | None
+    step_alpha_reason: str | None
+    rating_pairs: int
+    rating_agreement: float | None
+    first_error_pairs: int
+    first_error_agreement: float | None
+
+
+@dataclass(frozen=True)
+class ProjectAgreement:
+    overlap: int
+    solutions: int
+    labels: int
+    units: int
+    step_alpha: float | None
+    step_alpha_reason: str | None
+    first_error_pairs: int
+    first_error_agreement: float | None
+    rating_pairs: int
+    # confusion[i][j]: pairs rated RATINGS[i] by one labeler and RATINGS[j] by the other.
+    confusion: list[list[int]]
+    labelers: list[LabelerAgreement]
+
+
+@dataclass(frozen=True)
+class ComparedLabel:
+    # A user's and an imported labeler's names may coincide: the key tells them apart.
+    key: tuple[str, int | str]
+    name: str
+    first_error: int | None
+    ratings: tuple[int | None, ...]
+
+
+@dataclass
+class _Tally:
+    name: str = ""
+    labels: int = 0
+    units: set[tuple[int, int]] = field(default_factory=set)
+    rating_pairs: int = 0
+    rating_agreed: int = 0
+    first_error_pairs: int = 0
+    first_error_agreed: int = 0
+
+
+def compared_labels(session: Session, project_id: int) -> dict[int, list[ComparedLabel]]:
+    """The labels that take part, by solution: only solutions with two labelers or more."""
+    about_steps = (
+        Label.project_id == project_id,
+        Label.superseded_at.is_(None),
+        or_(Label.finish_reason.is_(None), Label.finish_reason.not_in(NOT_ABOUT_STEPS)),
+        or_(Label.user_id.is_not(None), Label.foreign_labeler.is_not(None)),
+    )
+    # Most projects have overlap 1: only solutions labeled twice are worth reading steps for.
+    shared = (
+        select(Label.solution_id)
+        .where(*about_steps)
+        .group_by(Label.solution_id)
+        .having(func.count() >= 2)
+    )
+    rows = session.execute(
+        select(Label.solution_id, Label.user_id, User.username, Label.foreign_labeler, Label.steps)
+        .outerjoin(User, User.id == Label.user_id)
+        .where(*about_steps, Label.solution_id.in_(shared))
+        .order_by(Label.id)
+    )
+    latest: dict[int, dict[tuple[str, int | str], ComparedLabel]] = defaultdict(dict)
+    for solution_id, user_id, username, foreign, steps in rows:
+        key: tuple[str, int | str] = ("user", user_id) if user_id is not None else ("imported", foreign)
+        name = username if user_id is not None else foreign
+        ratings = tuple(rating for rating, _ in step_ratings(steps))
+        latest[solution_id][key] = ComparedLabel(key, name, first_error(steps), ratings)
+    return {s: list(by_key.values()) for s, by_key in latest.items() if len(by_key) >= 2}
+
+
+def ordinal_alpha(units: Iterable[Iterable[int]]) -> Alpha:
+    """Krippendorff's ordinal α over units, each the ratings its step received (missing left out)."""
+    counts = [[ratings.count(v) for v in RATINGS] for ratings in map(list, units)]
+    pairable = [row for row in counts if sum(row) >= 2]
+    if not pairable:
+        return Alpha(None, NO_PAIRS)
+    if sum(1 for column in zip(*pairable, strict=True) if any(column)) < 2:
+        return Alpha(None, NO_VARIATION)
+    value = krippendorff.alpha(
+        value_counts=np.array(pairable), value_domain=list(RATINGS), level_of_measurement="ordinal"
+    )
+    return Alpha(float(value)) if math.isfinite(value) else Alpha(None, NO_VARIATION)
+
+
+def solution_agreement(labels: list[ComparedLabel]) -> float:
+    """The share of the solution's label pairs that agree on the first-error step."""
+    pairs = list(combinations(labels, 2))
+    return sum(a.first_error == b.first_error for a, b in pairs) / len(pairs)
+
+
+def agreeing_solutions(session: Session, project_id: int, threshold: float) -> set[int]:
+    """The solutions with two labelers or more whose first-error agreement reaches `threshold`."""
+    return {
+        solution_id
+        for solution_id, labels in compared_labels(session, project_id).items()
+        if solution_agreement(labels) >= threshold
+    }
+
+
+def project_agreement(session: Session, project: Project) -> ProjectAgreement:
+    by_solution = compared_labels(session, project.id)
+    units: dict[tuple[int, int], list[tuple[tuple[str, int | str], int]]] = defaultdict(list)
+    tallies: dict[tuple[str, int | str], _Tally] = defaultdict(_Tally)
+    fe_pairs = fe_agreed = 0
+    for solution_id, labels in by_solution.items():
+        for label in labels:
+            tallies[label.key].name = label.name
+            tallies[label.key].labels += 1
+            for index, rating in enumerate(label.ratings):
+                if rating in RATINGS:
+                    units[(solution_id, index)].append((label.key, rating))
+        for a, b in combinations(labels, 2):
+            agreed = a.first_error == b.first_error
+            fe_pairs += 1
+            fe_agreed += agreed
+            for key in (a.key, b.key):
+                tallies[key].first_error_pairs += 1
+                tallies[key].first_error_agreed += agreed
+
+    confusion = [[0] * len(RATINGS) for _ in RATINGS]
+    rating_pairs = 0
+    for unit, rated in units.items():
+        if len(rated) < 2:
+            continue
+        for (key_a, a), (key_b, b) in combinations(rated, 2):
+            rating_pairs += 1
+            confusion[RATINGS.index(a)][RATINGS.index(b)] += 1
+            confusion[RATINGS.index(b)][RATINGS.index(a)] += 1
+            for key in (key_a, key_b):
+                tallies[key].rating_pairs += 1
+                tallies[key].rating_agreed += a == b
+        for key, _ in rated:
+            tallies[key].units.add(unit)
+
+    alpha = ordinal_alpha([r for _, r in rated] for rated in units.values())
+    labelers = []
+    for tally in tallies.values():
+        own = ordinal_alpha([r for _, r in units[unit]] for unit in tally.units)
+        labelers.append(
+            LabelerAgreement(
+                name=tally.name,
+                labels=tally.labels,
+                step_alpha=own.value,
+                step_alpha_reason=own.reason,
+                rating_pairs=tally.rating_pairs,
+                rating_agreement=_share(tally.rating_agreed, tally.rating_pairs),
+                first_error_pairs=tally.first_error_pairs,
+                first_error_agreement=_share(tally.first_error_agreed, tally.first_error_pairs),
+            )
+        )
+    labelers.sort(key=lambda a: (-a.labels, a.name))
+    return ProjectAgreement(
+        overlap=project.overlap,
+        solutions=len(by_solution),
+        labels=sum(len(labels) for labels in by_solution.values()),
+        units=sum(1 for rated in units.values() if len(rated) >= 2),
+        step_alpha=alpha.value,
+        step_alpha_reason=alpha.reason
+        if by_solution
+        else "no solution has current labels from two labelers yet",
+        first_error_pairs=fe_pairs,
+        first_error_agreement=_share(fe_agreed, fe_pairs),
+        rating_pairs=rating_pairs,
+        confusion=confusion,
+        labelers=labelers,
+    )
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
