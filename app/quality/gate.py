@@ -128,7 +128,7 @@ def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, G
 
 
 def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
-    """The labeler's current labels on the project's gold items, oldest first."""
+    """The labeler's labels on the project's gold items as first sent, oldest first."""
     gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
     mine = session.execute(
         select(Label.solution_id, Label.steps, Label.finish_reason, Label.created_at)
@@ -136,7 +136,8 @@ def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
             Label.project_id == project_id,
             Label.user_id == user_id,
             Label.is_quality_control.is_(False),
-            Label.superseded_at.is_(None),
+            # The label as first sent: a correction made after seeing the gold grades nothing.
+            Label.supersedes_id.is_(None),
             Label.solution_id.in_(gold_solutions),
         )
         .order_by(Label.id)

@@ -208,9 +208,21 @@ def test_feedback_shows_the_gold_after_submitting(client, session_factory) -> No
     ann = api_headers(client, "ann")
     task = _next(client, project, ann)["task"]
     assert task["problem"]["statement"] == "Problem Q1"
-    assert _submit(client, ann, task, [1, 1, 1])["gold"] == [1, -1]
+    receipt = _submit(client, ann, task, [1, 1, 1])
+    assert receipt["gold"] == [1, -1]
     regular = _next(client, project, ann)["task"]
     assert _submit(client, ann, regular, [1, 1, 1])["gold"] is None
+    # Correcting the label to the gold just seen does not change the grade.
+    corrected = client.post(
+        f"/api/v1/me/labels/{receipt['label_id']}/corrections",
+        headers=ann,
+        json={"idempotency_key": "fix-it-01", "ratings": [{"rating": 1}, {"rating": -1}],
+              "finish_reason": "found_error", "total_time_ms": 10},
+    )
+    assert corrected.status_code == 200, corrected.text
+    make_user(session_factory, "boss", "manager")
+    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=api_headers(client, "boss")).json()
+    assert [(s["qc_compared"], s["qc_agreed"]) for s in standing] == [(1, 0)]
 
 
 def test_low_qc_accuracy_pauses_until_admitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
