@@ -158,6 +158,8 @@ function showEmpty(waiting, reason) {
   task = null;
   state = null;
   // A labeler held back (screening, a QC pause, retired) is told why, as plain text.
+  $("empty-title").textContent = reason ? "No tasks for you here" : "Queue empty";
+  $("empty-mark").textContent = reason ? "!" : "✓";
   $("empty-text").textContent = reason
     ? reason
     : waiting
