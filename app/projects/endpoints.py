@@ -102,7 +102,7 @@ def list_standings(project_id: RowId, _: ManagerApiUser, session: SessionDep) ->
 @router.post(
     "/{project_id}/screening/{user_id}",
     response_model=LabelerStandingRead,
-    responses=error_responses(404, described={404: "no such project or labeler"}),
+    responses=error_responses(400, 404, described={404: "no such project or labeler"}),
 )
 def decide_about_labeler(
     project_id: RowId, user_id: RowId, body: StandingDecisionIn, manager: ManagerApiUser, session: SessionDep
