@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
 from app.projects.access import may_label
+from app.quality import gate
 from app.models import (
     Assignment,
     AssignmentStatus,
@@ -89,7 +90,7 @@ def add_slots(
         have.update(
             session.execute(
                 select(Assignment.solution_id, func.count())
-                .where(Assignment.solution_id.in_(chunk))
+                .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
                 .group_by(Assignment.solution_id)
             ).all()
         )
@@ -174,6 +175,8 @@ def reclaim_expired(session: Session, project_id: int, now: datetime) -> int:
             Assignment.project_id == project_id,
             Assignment.status == AssignmentStatus.leased,
             Assignment.expires_at < now,
+            # Check slots (see app.quality.gate) are the labeler's own: never requeued.
+            Assignment.slot >= 0,
         )
         .limit(RECLAIM_BATCH)
         .with_for_update(skip_locked=True)
@@ -198,6 +201,7 @@ class LabelingProject:
     name: str
     labeling_mode: LabelingMode
     lease_minutes: int
+    checks: gate.Checks
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +309,10 @@ def _project_and_lease_statement() -> Select[tuple[object, ...]]:
             projects.c.name,
             projects.c.labeling_mode,
             projects.c.lease_minutes,
+            projects.c.screening_items,
+            projects.c.screening_pass_mark,
+            projects.c.qc_rate,
+            projects.c.qc_pause_below,
             *_LEASE_COLUMNS,
         )
         .select_from(projects.outerjoin(_SLOTS, _SLOTS.c.id == current_lease))
@@ -422,10 +430,11 @@ def holds_solution_elsewhere(session: Session, user_id: int, solution_id: int, a
 
 def lease_next(
     session: Session, project_id: int, user_id: int, *, user_locked: bool = False
-) -> tuple[LabelingProject, LeasedTask | None]:
+) -> tuple[LabelingProject, LeasedTask | None, str | None]:
     """The project, with the labeler's current lease, or a new one on the best slot they may
-    take, or None. NotFound if there is no such project, or the labeler may not label there
-    (see app.projects.access).
+    take, or None with the reason they are held back, if they are (see app.quality.gate).
+    NotFound if there is no such project, or the labeler may not label there (see
+    app.projects.access).
 
     `user_locked` says the caller already holds the labeler's row lock (see lock_labeler),
     taken in the same statement that found the user.
@@ -441,10 +450,21 @@ def lease_next(
     ).first()
     if row is None:
         raise NotFound(f"no project with id {project_id}")
-    project = LabelingProject(row.id, row.name, row.labeling_mode, row.lease_minutes)
+    checks = gate.Checks(row.screening_items, row.screening_pass_mark, row.qc_rate, row.qc_pause_below)
+    project = LabelingProject(row.id, row.name, row.labeling_mode, row.lease_minutes, checks)
     if row.assignment_id is not None:
-        return project, LeasedTask(**{name: row._mapping[name] for name in _LEASED_TASK_FIELDS})
-    return project, _lease_new(session, project, user_id, now)
+        return project, LeasedTask(**{name: row._mapping[name] for name in _LEASED_TASK_FIELDS}), None
+    if checks.enabled:
+        # Only a project with screening or QC pays for the checks.
+        verdict = gate.decide(session, project.id, checks, user_id, now)
+        if verdict.reason is not None:
+            return project, None, verdict.reason
+        if verdict.solution_id is not None:
+            until = now + timedelta(minutes=project.lease_minutes)
+            taken = gate.new_check_slot(session, project.id, user_id, verdict.solution_id, now, until)
+            row = session.connection().execute(_TASK_OF_SLOT, {"assignment": taken}).one()
+            return project, LeasedTask(**row._mapping), None
+    return project, _lease_new(session, project, user_id, now), None
 
 
 def _lease_new(session: Session, project: LabelingProject, user_id: int, now: datetime) -> LeasedTask | None:

@@ -105,7 +105,7 @@ def correct_label(
         user_id=user_id,
         generation=label.generation,
         is_quality_control=False,
-        is_initial_screening=False,
+        is_initial_screening=label.is_initial_screening,
         finish_reason=data.finish_reason,
         finish_note=(data.finish_note or "").strip() or None,
         total_time_ms=data.total_time_ms,

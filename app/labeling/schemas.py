@@ -71,6 +71,11 @@ class NextTask(BaseModel):
     waiting: int = Field(
         description="slots waiting in the queue; counted up to 1,000 while a task is handed out"
     )
+    reason: str | None = Field(
+        default=None,
+        description="why no task is handed out when the labeler is held back in this project "
+        "(screening not passed, paused for review, retired); null otherwise",
+    )
 
 
 class LabelReceipt(BaseModel):
@@ -78,6 +83,11 @@ class LabelReceipt(BaseModel):
     assignment_id: int
     finish_reason: FinishReason
     duplicate: bool = Field(description="true when this key was already submitted")
+    gold: list[int | None] | None = Field(
+        default=None,
+        description="the reference ratings, step by step, when the solution was a check item "
+        "of a project that shows them after submitting; null otherwise",
+    )
 
 
 class LabelSummary(BaseModel):

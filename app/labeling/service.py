@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.errors import BadInput, Conflict, NotFound
 from app.labeling import queue
 from app.projects.access import may_label, user_may_label
+from app.quality import gate
 from app.reports.service import record_reports
 from app.labeling.schemas import (
     LabelerStats,
@@ -59,7 +60,9 @@ _HELD_ASSIGNMENT = (
         Assignment.solution_id,
         Assignment.generation,
         Assignment.leased_at,
+        Assignment.slot,
         Project.labeling_mode,
+        Project.qc_feedback,
         Solution.steps,
         Solution.problem_id,
         may_label(Assignment.project_id).label("may_label"),
@@ -122,7 +125,9 @@ _NEW_LABEL_CLOSING_ASSIGNMENT = _NEW_LABEL.add_cte(_CLOSE_ASSIGNMENT.cte("closed
 
 def next_task(session: Session, project_id: int, user_id: int, *, user_locked: bool = False) -> NextTask:
     """The labeler's task; `user_locked` as in queue.lease_next."""
-    project, leased = queue.lease_next(session, project_id, user_id, user_locked=user_locked)
+    project, leased, held_back = queue.lease_next(session, project_id, user_id, user_locked=user_locked)
+    if held_back is not None:
+        return NextTask(task=None, waiting=0, reason=held_back)
     if leased is None:
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
@@ -175,6 +180,8 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
                 "solution again since: submit that task instead"
             )
     check_ratings(held.labeling_mode, len(held.steps), data)
+    # A check slot (see app.quality.gate) is the only kind that costs more here.
+    is_check = held.slot < 0
     now = utcnow()
     columns = {
         "project_id": held.project_id,
@@ -183,7 +190,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         "user_id": user_id,
         "generation": held.generation,
         "is_quality_control": False,
-        "is_initial_screening": False,
+        "is_initial_screening": is_check and gate.is_screening_item(session, held.project_id, held.solution_id),
         "finish_reason": data.finish_reason,
         "finish_note": (data.finish_note or "").strip() or None,
         "total_time_ms": data.total_time_ms,
@@ -216,6 +223,9 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         assignment_id=assignment_id,
         finish_reason=data.finish_reason,
         duplicate=False,
+        gold=gate.gold_ratings(session, held.project_id, held.solution_id)
+        if is_check and held.qc_feedback
+        else None,
     )
 
 
@@ -230,6 +240,10 @@ def release_task(session: Session, user: User, assignment_id: int) -> None:
         raise NotFound(f"you hold no assignment {assignment_id}")
     if assignment.status != AssignmentStatus.leased:
         raise Conflict(f"assignment {assignment_id} is not leased")
+    if assignment.slot < 0:
+        # A check slot is the labeler's own (see app.quality.gate): it goes, not to the queue.
+        session.delete(assignment)
+        return
     queue.release(session, assignment)
     # Releasing means "not me": let the slot go to somebody else.
     assignment.user_id = None

@@ -6,6 +6,7 @@ from app.models.auth_session import AuthSession
 from app.models.base import INT32_MAX, Base, utcnow
 from app.models.import_batch import ImportBatch, ImportFormat
 from app.models.label import FinishReason, Label
+from app.models.labeler_standing import LabelerStanding, StandingDecision
 from app.models.login_failure import LoginFailure, LoginKeyKind
 from app.models.model_version import ModelVersion
 from app.models.problem import Problem
@@ -32,6 +33,7 @@ __all__ = [
     "ImportBatch",
     "ImportFormat",
     "Label",
+    "LabelerStanding",
     "LabelingMode",
     "LoginFailure",
     "LoginKeyKind",
@@ -55,6 +57,7 @@ __all__ = [
     "SelectorMode",
     "Solution",
     "SolutionScore",
+    "StandingDecision",
     "StepsSource",
     "User",
     "utcnow",

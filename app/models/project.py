@@ -3,7 +3,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from sqlalchemy import Boolean, CheckConstraint, Enum, Integer, String, Text
+from sqlalchemy import Boolean, CheckConstraint, Enum, Float, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime, utcnow
@@ -24,6 +24,10 @@ class Project(Base):
             "correction_window_hours >= 0 AND correction_window_hours <= 720",
             name="correction_window_range",
         ),
+        CheckConstraint("screening_items >= 0 AND screening_items <= 100", name="screening_items_range"),
+        CheckConstraint("screening_pass_mark >= 0 AND screening_pass_mark <= 1", name="screening_pass_mark_range"),
+        CheckConstraint("qc_rate >= 0 AND qc_rate <= 1", name="qc_rate_range"),
+        CheckConstraint("qc_pause_below >= 0 AND qc_pause_below <= 1", name="qc_pause_below_range"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -40,5 +44,16 @@ class Project(Base):
     correction_window_hours: Mapped[int] = mapped_column(Integer, default=24)
     # Every labeler may label here; when False, only the labelers in project_members may.
     open_to_all: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Screening (PRM800K's initial screening questions): a labeler's first `screening_items`
+    # tasks are the project's screening gold items, and below `screening_pass_mark` agreement
+    # they get no other task until a manager admits them. 0 items: no screening.
+    screening_items: Mapped[int] = mapped_column(Integer, default=0)
+    screening_pass_mark: Mapped[float] = mapped_column(Float, default=0.0)
+    # The chance that next-task serves a QC gold item the labeler has not labeled yet.
+    qc_rate: Mapped[float] = mapped_column(Float, default=0.0)
+    # Whether the submit receipt of a QC or screening item shows the labeler the gold.
+    qc_feedback: Mapped[bool] = mapped_column(Boolean, default=False)
+    # A labeler whose QC accuracy (over at least 5 items) falls below this is paused; 0: never.
+    qc_pause_below: Mapped[float] = mapped_column(Float, default=0.0)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

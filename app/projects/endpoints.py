@@ -4,16 +4,20 @@ from fastapi import APIRouter, status
 
 from app.deps import ApiUser, DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
+from app.models import StandingDecision
 from app.projects import members, service
 from app.projects.access import get_visible_project
 from app.projects.schemas import (
+    LabelerStandingRead,
     MemberCreate,
     MemberRead,
     ProjectCreate,
     ProjectProgress,
     ProjectRead,
     ProjectUpdate,
+    StandingDecisionIn,
 )
+from app.quality import gate
 from app.quality.agreement import project_agreement
 from app.quality.schemas import ProjectAgreementRead
 
@@ -95,3 +99,27 @@ def remove_member(project_id: RowId, user_id: RowId, _: ManagerApiUser, session:
     """Take a labeler out: in a project not open to all, their leases go back to the queue and
     their submits are refused."""
     members.remove_member(session, service.get_project(session, project_id), user_id)
+
+
+@router.get(
+    "/{project_id}/screening", response_model=list[LabelerStandingRead], responses=error_responses(404)
+)
+def list_standings(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> list[LabelerStandingRead]:
+    """Each labeler's screening result, QC accuracy and standing in the project."""
+    found = gate.standings(session, service.get_project(session, project_id))
+    return [LabelerStandingRead.model_validate(s, from_attributes=True) for s in found]
+
+
+@router.post(
+    "/{project_id}/screening/{user_id}",
+    response_model=LabelerStandingRead,
+    responses=error_responses(400, 404, described={404: "no such project or labeler"}),
+)
+def decide_about_labeler(
+    project_id: RowId, user_id: RowId, body: StandingDecisionIn, manager: ManagerApiUser, session: SessionDep
+) -> LabelerStandingRead:
+    """Admit a labeler (they label regardless of screening; a QC pause is lifted) or retire
+    them (no more tasks here; their leases go back to the queue)."""
+    decision = StandingDecision.admitted if body.decision == "admit" else StandingDecision.retired
+    standing = gate.decide_about(session, service.get_project(session, project_id), user_id, decision, manager.id)
+    return LabelerStandingRead.model_validate(standing, from_attributes=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
@@ -13,10 +13,11 @@ from app.deps import DataPageUser, ManagerPageUser, SessionDep
 from app.errors import Conflict, ServiceError
 from app.forms import FormInvalid, PageId, validate_form
 from app.imports.service import list_batches
-from app.models import Project, Role, User, utcnow
+from app.models import Project, Role, StandingDecision, User, utcnow
 from app.projects import members, service
 from app.projects.activity import project_activity
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
+from app.quality import gate
 from app.quality.agreement import project_agreement
 from app.quality.service import labeler_accuracy
 from app.templating import render
@@ -35,6 +36,11 @@ class SettingsForm(BaseModel):
     overlap: str = Field(default="", max_length=50)
     lease_minutes: str = Field(default="", max_length=50)
     correction_window_hours: str = Field(default="", max_length=50)
+    screening_items: str = Field(default="", max_length=50)
+    screening_pass_mark: str = Field(default="", max_length=50)
+    qc_rate: str = Field(default="", max_length=50)
+    qc_feedback: str = Field(default="", max_length=50)
+    qc_pause_below: str = Field(default="", max_length=50)
 
 
 class NewProjectForm(SettingsForm):
@@ -47,6 +53,10 @@ class MemberForm(BaseModel):
 
 class AccessForm(BaseModel):
     open_to_all: bool
+
+
+class DecisionForm(BaseModel):
+    decision: Literal["admit", "retire"]
 
 
 def _can_manage(user: User) -> bool:
@@ -168,6 +178,19 @@ def set_access(
     return RedirectResponse(f"/manage/projects/{project.id}#members", status_code=303)
 
 
+@router.post("/{project_id}/screening/{user_id}")
+def decide_about_labeler(
+    project_id: PageId,
+    user_id: PageId,
+    manager: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[DecisionForm, Form()],
+) -> Response:
+    decision = StandingDecision.admitted if form.decision == "admit" else StandingDecision.retired
+    gate.decide_about(session, service.get_project(session, project_id), user_id, decision, manager.id)
+    return RedirectResponse(f"/manage/projects/{project_id}#screening", status_code=303)
+
+
 def _project_overview(
     request: Request,
     session: SessionDep,
@@ -202,6 +225,7 @@ def _project_overview(
             "activity": project_activity(session, project.id, accuracy),
             "agreement": project_agreement(session, project),
             "members": members.list_members(session, project),
+            "standings": gate.standings(session, project),
             "member": member,
             "member_error": member_error,
             "member_added": request.query_params.get("member_added") == "1" and member_error is None,
@@ -217,6 +241,11 @@ def _settings_of(project: Project) -> dict[str, Any]:
         "overlap": project.overlap,
         "lease_minutes": project.lease_minutes,
         "correction_window_hours": project.correction_window_hours,
+        "screening_items": project.screening_items,
+        "screening_pass_mark": project.screening_pass_mark,
+        "qc_rate": project.qc_rate,
+        "qc_feedback": "true" if project.qc_feedback else "false",
+        "qc_pause_below": project.qc_pause_below,
     }
 
 

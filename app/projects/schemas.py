@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +22,19 @@ class ProjectCreate(BaseModel):
     open_to_all: bool = Field(
         default=True, description="every labeler may label here; false: only the project's members"
     )
+    screening_items: int = Field(
+        default=0, ge=0, le=100, description="a new labeler's first tasks are this many screening items; 0: no screening"
+    )
+    screening_pass_mark: float = Field(
+        default=0.0, ge=0, le=1, description="the agreement on screening items a labeler needs to go on, 0–1"
+    )
+    qc_rate: float = Field(
+        default=0.0, ge=0, le=1, description="the chance that a task is a QC gold item the labeler has not labeled"
+    )
+    qc_feedback: bool = Field(default=False, description="show the gold in the submit receipt of a QC item")
+    qc_pause_below: float = Field(
+        default=0.0, ge=0, le=1, description="pause a labeler whose QC accuracy (5 items or more) is below; 0: never"
+    )
 
 
 class ProjectUpdate(BaseModel):
@@ -30,6 +44,11 @@ class ProjectUpdate(BaseModel):
     lease_minutes: int | None = Field(default=None, ge=1, le=1440)
     correction_window_hours: int | None = Field(default=None, ge=0, le=720)
     open_to_all: bool | None = None
+    screening_items: int | None = Field(default=None, ge=0, le=100)
+    screening_pass_mark: float | None = Field(default=None, ge=0, le=1)
+    qc_rate: float | None = Field(default=None, ge=0, le=1)
+    qc_feedback: bool | None = None
+    qc_pause_below: float | None = Field(default=None, ge=0, le=1)
 
 
 class ProjectRead(BaseModel):
@@ -43,6 +62,11 @@ class ProjectRead(BaseModel):
     lease_minutes: int
     correction_window_hours: int
     open_to_all: bool
+    screening_items: int
+    screening_pass_mark: float
+    qc_rate: float
+    qc_feedback: bool
+    qc_pause_below: float
     is_demo: bool
     created_at: datetime
 
@@ -71,3 +95,25 @@ class MemberRead(BaseModel):
     username: str
     is_active: bool
     added_at: datetime
+
+
+class StandingDecisionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["admit", "retire"] = Field(
+        description="admit: may label regardless of screening, QC accuracy counts afresh; "
+        "retire: no more tasks in this project"
+    )
+
+
+class LabelerStandingRead(BaseModel):
+    user_id: int
+    username: str
+    screening_done: int = Field(description="screening items labeled")
+    screening_agreed: int
+    qc_compared: int = Field(description="QC items compared since the last admit decision")
+    qc_agreed: int
+    decision: str | None = Field(description="admitted, retired, or null when no manager decided")
+    status: str = Field(
+        description="screening, failed screening, passed screening, paused, admitted, retired or labeling"
+    )

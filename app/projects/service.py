@@ -92,7 +92,8 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
             done.label("done"),
             leased.label("leased"),
         )
-        .where(Assignment.project_id == project.id)
+        # Check slots (see app.quality.gate) are labelers' own, not the solution's progress.
+        .where(Assignment.project_id == project.id, Assignment.slot >= 0)
         .group_by(Assignment.solution_id)
         .subquery()
     )

@@ -111,7 +111,7 @@ async function loadNext() {
     if (retried) clearNotice();
     serverClock.sync(serverDate);
     if (data.task) showTask(data.task);
-    else showEmpty(data.waiting);
+    else showEmpty(data.waiting, data.reason);
   } catch (error) {
     failed(error);
   } finally {
@@ -154,10 +154,15 @@ function buildStep(text, i) {
   return node;
 }
 
-function showEmpty(waiting) {
+function showEmpty(waiting, reason) {
   task = null;
   state = null;
-  $("empty-text").textContent = waiting
+  // A labeler held back (screening, a QC pause, retired) is told why, as plain text.
+  $("empty-title").textContent = reason ? "No tasks for you here" : "Queue empty";
+  $("empty-mark").textContent = reason ? "!" : "✓";
+  $("empty-text").textContent = reason
+    ? reason
+    : waiting
     ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled, and wait for other labelers.`
     : "Every solution in this project has the labels it needs. Check back later or choose another project.";
   setView("empty");
@@ -310,7 +315,7 @@ async function submit(reason, note) {
     if (labeledToday !== null && !receipt.duplicate) labeledToday += 1;
     showToday();
     drafts.clear();
-    notify("success", reason ? `Saved (${reason.replace("_", " ")}).` : "Saved.");
+    notify("success", (reason ? `Saved (${reason.replace("_", " ")}).` : "Saved.") + goldNote(receipt.gold));
     await loadNext();
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 401)) pending.remove(body.idempotency_key);
@@ -325,6 +330,13 @@ async function submit(reason, note) {
       failed(error);
     }
   }
+}
+
+// Where the project shows it, a check item's receipt carries the reference ratings.
+function goldNote(gold) {
+  if (!gold) return "";
+  const shown = gold.map((r, i) => `${i + 1}: ${r === null ? "–" : r > 0 ? "+1" : r < 0 ? "−1" : "0"}`);
+  return ` That was a check item; the reference rated the steps ${shown.join(", ")}.`;
 }
 
 async function flushPending() {

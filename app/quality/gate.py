@@ -1,0 +1,392 @@
+"""Screening and quality-control checks in the labeling queue.
+
+A gold item is a solution with a current quality-control label about its steps (see
+app.quality.service); a screening item is one whose gold is also marked as an initial screening
+question. A project that asks for screening serves a labeler its screening items first, and
+holds back one who agrees with too few of them; one with a QC rate mixes gold items the labeler
+has not labeled into their queue, and may pause a labeler whose QC accuracy falls too low. A
+manager's decision (admit or retire) overrides both.
+
+A check task is an ordinary slot of the gold solution, numbered -user_id: its id, shape and
+lease are those of any task, and the unique (solution_id, slot) makes serving one item twice to
+one labeler impossible. Check slots never go back to the waiting queue: when their lease runs
+out or is handed back they are deleted (see app.labeling.queue).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.errors import NotFound
+from app.models import (
+    Assignment,
+    AssignmentStatus,
+    Label,
+    LabelerStanding,
+    Problem,
+    Project,
+    Role,
+    Solution,
+    StandingDecision,
+    User,
+    utcnow,
+)
+from app.quality.service import NOT_ABOUT_STEPS, first_error
+
+# QC accuracy says nothing over fewer items than this; no one is paused before.
+PAUSE_MIN_ITEMS = 5
+
+RETIRED = "A manager has retired you from this project: it has no more tasks for you."
+SCREENING_FAILED = (
+    "Your screening answers did not agree with the reference often enough. A manager will "
+    "review them; until then this project has no tasks for you."
+)
+PAUSED = (
+    "Your labels on check items have disagreed with the reference too often, so your work here "
+    "is paused until a manager reviews it."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """What the queue needs of a project's screening and QC settings."""
+
+    screening_items: int
+    screening_pass_mark: float
+    qc_rate: float
+    qc_pause_below: float
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.screening_items or self.qc_rate or self.qc_pause_below)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Serve this gold solution, hold the labeler back with this reason, or neither (a regular
+    task)."""
+
+    solution_id: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A labeler's label on a gold item, graded."""
+
+    solution_id: int
+    screening: bool
+    about_steps: bool
+    agreed: bool
+    created_at: datetime
+
+
+def _about_steps(label: Any) -> Any:
+    return or_(label.finish_reason.is_(None), label.finish_reason.not_in(NOT_ABOUT_STEPS))
+
+
+def _gold_labels(project_id: int) -> Any:
+    return select(Label.solution_id, Label.steps, Label.is_initial_screening, Label.id).where(
+        Label.project_id == project_id,
+        Label.is_quality_control.is_(True),
+        Label.superseded_at.is_(None),
+        _about_steps(Label),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Gold:
+    first_error: int | None
+    steps: list[dict[str, Any]]
+    screening: bool
+
+
+def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, Gold]:
+    """The gold of each of `solution_ids` (a list or a subquery) that is a gold item: the
+    majority first error of its QC labels, ties to the earliest, as app.quality.service
+    measures accuracy."""
+    rows = session.execute(
+        _gold_labels(project_id).where(Label.solution_id.in_(solution_ids)).order_by(Label.id)
+    ).all()
+    by_solution: dict[int, list[Any]] = {}
+    for row in rows:
+        by_solution.setdefault(row.solution_id, []).append(row)
+    golds = {}
+    for solution_id, labels in by_solution.items():
+        verdicts = [first_error(label.steps) for label in labels]
+        majority = max(verdicts, key=verdicts.count)
+        chosen = labels[verdicts.index(majority)]
+        golds[solution_id] = Gold(majority, chosen.steps, any(l.is_initial_screening for l in labels))
+    return golds
+
+
+def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
+    """The labeler's labels on the project's gold items as first sent, oldest first."""
+    gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
+    mine = session.execute(
+        select(Label.solution_id, Label.steps, Label.finish_reason, Label.created_at)
+        .where(
+            Label.project_id == project_id,
+            Label.user_id == user_id,
+            Label.is_quality_control.is_(False),
+            # The label as first sent: a correction made after seeing the gold grades nothing.
+            Label.supersedes_id.is_(None),
+            Label.solution_id.in_(gold_solutions),
+        )
+        .order_by(Label.id)
+    ).all()
+    golds = gold_of(session, project_id, [row.solution_id for row in mine])
+    return [
+        Mark(
+            solution_id=row.solution_id,
+            screening=golds[row.solution_id].screening,
+            about_steps=row.finish_reason not in NOT_ABOUT_STEPS,
+            agreed=row.finish_reason not in NOT_ABOUT_STEPS
+            and first_error(row.steps) == golds[row.solution_id].first_error,
+            created_at=row.created_at,
+        )
+        for row in mine
+        if row.solution_id in golds
+    ]
+
+
+def screening_score(screened: Sequence[Mark]) -> float:
+    """Agreement on screening items; a give-up counts as a miss, or skipping would pass."""
+    return sum(m.agreed for m in screened) / len(screened)
+
+
+def qc_marks(found: Sequence[Mark], since: datetime | None) -> list[Mark]:
+    return [m for m in found if not m.screening and m.about_steps and (since is None or m.created_at > since)]
+
+
+def decide(session: Session, project_id: int, checks: Checks, user_id: int, now: datetime) -> Verdict:
+    """What next-task does for this labeler in a project with checks enabled."""
+    standing = session.get(LabelerStanding, (project_id, user_id))
+    if standing is not None and standing.decision == StandingDecision.retired:
+        return Verdict(reason=RETIRED)
+    admitted_at = standing.decided_at if standing is not None else None
+    # A check lease that ran out is gone, not requeued: the labeler may meet the item again.
+    session.execute(
+        delete(Assignment).where(
+            Assignment.project_id == project_id,
+            Assignment.user_id == user_id,
+            Assignment.slot == -user_id,
+            Assignment.status == AssignmentStatus.leased,
+            Assignment.expires_at <= now,
+        )
+    )
+    found = marks(session, project_id, user_id)
+    if checks.screening_items and admitted_at is None:
+        screened = [m for m in found if m.screening]
+        if len(screened) < checks.screening_items and not _has_regular_label(session, project_id, user_id):
+            item = _unlabeled_gold(session, project_id, user_id, screening=True)
+            if item is not None:
+                return Verdict(solution_id=item)
+        if screened and screening_score(screened) < checks.screening_pass_mark:
+            return Verdict(reason=SCREENING_FAILED)
+    if checks.qc_pause_below:
+        checked = qc_marks(found, admitted_at)
+        if len(checked) >= PAUSE_MIN_ITEMS and sum(m.agreed for m in checked) / len(checked) < checks.qc_pause_below:
+            return Verdict(reason=PAUSED)
+    if checks.qc_rate and random.random() < checks.qc_rate:
+        item = _unlabeled_gold(session, project_id, user_id, screening=False)
+        if item is not None:
+            return Verdict(solution_id=item)
+    return Verdict()
+
+
+def _has_regular_label(session: Session, project_id: int, user_id: int) -> bool:
+    """Whether the labeler labeled here before screening was asked of them: screening is for
+    newcomers, not for those whose work the manager already knows."""
+    gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
+    return session.scalar(
+        select(
+            exists().where(
+                Label.project_id == project_id,
+                Label.user_id == user_id,
+                Label.solution_id.not_in(gold_solutions),
+            )
+        )
+    )
+
+
+def _unlabeled_gold(session: Session, project_id: int, user_id: int, *, screening: bool) -> int | None:
+    """A gold item of the kind asked for that the labeler has neither labeled nor holds, of a
+    problem still served to them: screening items in a fixed order, QC items at random."""
+    gold = _gold_labels(project_id).subquery()
+    screening_gold = select(gold.c.solution_id).where(gold.c.is_initial_screening.is_(True))
+    kind = gold.c.solution_id.in_(screening_gold)
+    statement = (
+        select(gold.c.solution_id)
+        .join(Solution, Solution.id == gold.c.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(
+            kind if screening else ~kind,
+            Problem.retired_at.is_(None),
+            ~exists().where(Label.solution_id == gold.c.solution_id, Label.user_id == user_id),
+            ~exists().where(
+                Assignment.solution_id == gold.c.solution_id,
+                Assignment.user_id == user_id,
+                Assignment.status == AssignmentStatus.leased,
+            ),
+            ~exists().where(Assignment.solution_id == gold.c.solution_id, Assignment.slot == -user_id),
+        )
+        .group_by(gold.c.solution_id)
+        .order_by(gold.c.solution_id if screening else func.random())
+        .limit(1)
+    )
+    return session.scalar(statement)
+
+
+def new_check_slot(session: Session, project_id: int, user_id: int, solution_id: int, now: datetime,
+                   until: datetime) -> int:
+    """Lease the labeler a slot of their own on a gold solution."""
+    solution = session.execute(
+        select(Solution.priority, Solution.generation).where(Solution.id == solution_id)
+    ).one()
+    slot = Assignment(
+        project_id=project_id,
+        solution_id=solution_id,
+        slot=-user_id,
+        priority=solution.priority,
+        generation=solution.generation,
+        status=AssignmentStatus.leased,
+        user_id=user_id,
+        leased_at=now,
+        expires_at=until,
+    )
+    session.add(slot)
+    session.flush()
+    return slot.id
+
+
+def is_screening_item(session: Session, project_id: int, solution_id: int) -> bool:
+    gold = gold_of(session, project_id, [solution_id])
+    return solution_id in gold and gold[solution_id].screening
+
+
+def gold_ratings(session: Session, project_id: int, solution_id: int) -> list[int | None] | None:
+    """The gold's rating of each step it rated, for feedback after a submit."""
+    gold = gold_of(session, project_id, [solution_id]).get(solution_id)
+    if gold is None:
+        return None
+    ratings: list[int | None] = []
+    for step in gold.steps:
+        completions = step.get("completions") or []
+        chosen = step.get("chosen_completion")
+        if chosen is not None and 0 <= chosen < len(completions):
+            ratings.append(completions[chosen].get("rating"))
+        else:
+            ratings.append(next((c.get("rating") for c in completions if c.get("rating") is not None), None))
+    return ratings
+
+
+# ---- the manager's view and decisions ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Standing:
+    user_id: int
+    username: str
+    screening_done: int
+    screening_agreed: int
+    qc_compared: int
+    qc_agreed: int
+    decision: StandingDecision | None
+    status: str
+
+
+def standings(session: Session, project: Project) -> list[Standing]:
+    """Every labeler with a label on a gold item or a decision in the project, by name."""
+    gold_solutions = _gold_labels(project.id).with_only_columns(Label.solution_id)
+    labelers = select(Label.user_id).where(
+        Label.project_id == project.id,
+        Label.user_id.is_not(None),
+        Label.is_quality_control.is_(False),
+        Label.solution_id.in_(gold_solutions),
+    )
+    decided = select(LabelerStanding.user_id).where(LabelerStanding.project_id == project.id)
+    users = session.execute(
+        select(User.id, User.username)
+        .where(or_(User.id.in_(labelers), User.id.in_(decided)))
+        .order_by(User.username)
+    ).all()
+    decisions = {
+        s.user_id: s for s in session.scalars(select(LabelerStanding).where(LabelerStanding.project_id == project.id))
+    }
+    return [_standing(session, project, user.id, user.username, decisions.get(user.id)) for user in users]
+
+
+def _standing(
+    session: Session, project: Project, user_id: int, username: str, decision: LabelerStanding | None
+) -> Standing:
+    found = marks(session, project.id, user_id)
+    screened = [m for m in found if m.screening]
+    admitted_at = decision.decided_at if decision is not None else None
+    checked = qc_marks(found, admitted_at)
+    qc_agreed = sum(m.agreed for m in checked)
+    if decision is not None:
+        status = decision.decision.value
+    elif project.screening_items and len(screened) < project.screening_items and screened:
+        status = "screening"
+    elif screened and project.screening_items and screening_score(screened) < project.screening_pass_mark:
+        status = "failed screening"
+    elif (
+        project.qc_pause_below
+        and len(checked) >= PAUSE_MIN_ITEMS
+        and qc_agreed / len(checked) < project.qc_pause_below
+    ):
+        status = "paused"
+    elif screened and project.screening_items:
+        status = "passed screening"
+    else:
+        status = "labeling"
+    return Standing(
+        user_id=user_id,
+        username=username,
+        screening_done=len(screened),
+        screening_agreed=sum(m.agreed for m in screened),
+        qc_compared=len(checked),
+        qc_agreed=qc_agreed,
+        decision=decision.decision if decision is not None else None,
+        status=status,
+    )
+
+
+def decide_about(
+    session: Session, project: Project, user_id: int, decision: StandingDecision, manager_id: int
+) -> Standing:
+    """Admit or retire a labeler; retiring hands their leases in the project back."""
+    user = session.scalar(select(User).where(User.id == user_id, User.role == Role.labeler))
+    if user is None:
+        raise NotFound(f"no labeler with id {user_id}")
+    standing = session.get(LabelerStanding, (project.id, user_id))
+    if standing is None:
+        standing = LabelerStanding(project_id=project.id, user_id=user_id)
+        session.add(standing)
+    standing.decision = decision
+    standing.decided_by = manager_id
+    standing.decided_at = utcnow()
+    if decision == StandingDecision.retired:
+        leases = and_(
+            Assignment.project_id == project.id,
+            Assignment.user_id == user_id,
+            Assignment.status == AssignmentStatus.leased,
+        )
+        session.execute(delete(Assignment).where(leases, Assignment.slot < 0))
+        session.execute(
+            update(Assignment)
+            .where(leases)
+            .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None)
+            .execution_options(synchronize_session=False)
+        )
+    session.flush()
+    return _standing(session, project, user_id, user.username, standing)
+

@@ -1,0 +1,297 @@
+"""Screening and QC items in the labeling queue: the gate, the rate, feedback, pausing, and a
+manager's admit and retire decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+
+from app.db import session_scope
+from app.models import Assignment, Label
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
+from tests.imports.conftest import import_bytes, jsonl
+
+CANARY = "GOLD-CANARY-5b1e"
+
+
+def _gold(name: str, ratings: list[int], *, screening: bool = False) -> dict[str, Any]:
+    steps = [f"{name} step {i}" for i in range(3)]
+    return {
+        "labeler": "reference",
+        "timestamp": "2023-02-01T10:00:00",
+        "generation": 1,
+        "is_quality_control_question": True,
+        "is_initial_screening_question": screening,
+        "question": {"problem": f"Problem {name}", "ground_truth_answer": "1", "pre_generated_steps": steps},
+        "label": {
+            "steps": [
+                {
+                    "completions": [{"text": steps[i], "rating": r, "flagged": False}],
+                    "human_completion": None,
+                    "chosen_completion": None if r == -1 else 0,
+                }
+                for i, r in enumerate(ratings)
+            ],
+            "total_time": 1000,
+            "finish_reason": "found_error" if -1 in ratings else "solution",
+        },
+    }
+
+
+def _project(session_factory, golds: list[dict[str, Any]], regular: int = 3, **settings: Any):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, **settings)
+    import_bytes(session_factory, project, jsonl(golds))
+    with session_scope(session_factory) as session:
+        # A canary in the gold: it must never reach a labeler before they submit.
+        session.execute(
+            update(Label).where(Label.is_quality_control.is_(True)).values(finish_note=CANARY, extra={"note": CANARY})
+        )
+    regular_ids = add_solutions(session_factory, project, regular)
+    return project, regular_ids
+
+
+def _gold_ids(session_factory, *, screening: bool | None = None) -> set[int]:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        statement = select(Label.solution_id).where(Label.is_quality_control.is_(True))
+        if screening is not None:
+            statement = statement.where(Label.is_initial_screening.is_(screening))
+        return set(session.scalars(statement))
+
+
+def _next(client, project, headers) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    response = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _submit(client, headers, task, ratings: list[int]) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    ratings = ratings + [1] * (len(task["solution"]["steps"]) - len(ratings)) if -1 not in ratings else ratings
+    response = client.post(
+        f"/api/v1/assignments/{task['assignment_id']}/submit",
+        headers=headers,
+        json={
+            "idempotency_key": f"key-{task['assignment_id']:06d}",
+            "ratings": [{"rating": r} for r in ratings],
+            "finish_reason": "found_error" if -1 in ratings else "solution",
+            "total_time_ms": 1000,
+        },
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _keys(value: Any, prefix: str = "") -> set[str]:
+    if isinstance(value, dict):
+        return {f"{prefix}.{k}" for k in value} | {x for k, v in value.items() for x in _keys(v, f"{prefix}.{k}")}
+    return set()
+
+
+SCREENING = [
+    _gold("S1", [1, -1], screening=True),
+    _gold("S2", [1, 1, 1], screening=True),
+    _gold("Q1", [-1]),
+]
+
+
+def test_screening_first_then_held_back_until_admitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, regular = _project(session_factory, SCREENING, screening_items=2, screening_pass_mark=1.0)
+    screening = _gold_ids(session_factory, screening=True)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann = api_headers(client, "ann")
+    first = _next(client, project, ann)["task"]
+    assert first["solution"]["id"] in screening
+    _submit(client, ann, first, [-1])  # the gold finds the error at step 2: a miss
+    second = _next(client, project, ann)["task"]
+    assert second["solution"]["id"] in screening - {first["solution"]["id"]}
+    _submit(client, ann, second, [1, 1, 1])
+    held = _next(client, project, ann)
+    assert held["task"] is None and "screening" in held["reason"]
+    with session_scope(session_factory) as session:
+        assert session.scalars(
+            select(Label.is_initial_screening).where(Label.user_id.is_not(None))
+        ).all() == [True, True]
+
+    boss = api_headers(client, "boss")
+    standings = client.get(f"/api/v1/projects/{project.id}/screening", headers=boss).json()
+    assert [(s["username"], s["screening_done"], s["screening_agreed"], s["status"]) for s in standings] == [
+        ("ann", 2, 1, "failed screening")
+    ]
+    ann_id = standings[0]["user_id"]
+    admitted = client.post(f"/api/v1/projects/{project.id}/screening/{ann_id}", headers=boss, json={"decision": "admit"})
+    assert admitted.status_code == 200 and admitted.json()["status"] == "admitted"
+    task = _next(client, project, ann)["task"]
+    assert task["solution"]["id"] in regular
+
+    retired = client.post(f"/api/v1/projects/{project.id}/screening/{ann_id}", headers=boss, json={"decision": "retire"})
+    assert retired.json()["status"] == "retired"
+    held = _next(client, project, ann)
+    assert held["task"] is None and "retired" in held["reason"]
+    with session_scope(session_factory) as session:
+        # The retired labeler's lease went back to the queue.
+        assert session.scalar(select(Assignment.status).where(Assignment.id == task["assignment_id"])) == "waiting"
+
+
+def test_decisions_refuse_bad_input(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, SCREENING, screening_items=2)
+    make_user(session_factory, "ann", "labeler")
+    boss_user = make_user(session_factory, "boss", "manager")
+    boss = api_headers(client, "boss")
+    ann = api_headers(client, "ann")
+    url = f"/api/v1/projects/{project.id}/screening"
+    assert client.post(f"{url}/{boss_user.id}", headers=boss, json={"decision": "admit"}).status_code == 404
+    assert client.post(f"{url}/999999", headers=boss, json={"decision": "admit"}).status_code == 404
+    assert client.post(f"{url}/{boss_user.id}", headers=boss, json={"decision": "promote"}).status_code == 422
+    assert client.post(f"{url}/{boss_user.id}", headers=ann, json={"decision": "admit"}).status_code == 403
+    for bad in ({"qc_rate": 1.5}, {"screening_items": -1}, {"qc_pause_below": -0.1}, {"screening_pass_mark": 2}):
+        assert client.patch(f"/api/v1/projects/{project.id}", headers=boss, json=bad).status_code == 422
+
+
+def test_passing_screening_opens_the_queue(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, regular = _project(session_factory, SCREENING, screening_items=2, screening_pass_mark=0.9)
+    make_user(session_factory, "bob", "labeler")
+    bob = api_headers(client, "bob")
+    answers = {"Problem S1": [1, -1], "Problem S2": [1, 1, 1]}
+    for _ in range(2):
+        task = _next(client, project, bob)["task"]
+        _submit(client, bob, task, answers[task["problem"]["statement"]])
+    after = [_next(client, project, bob)["task"]]
+    _submit(client, bob, after[0], [1, 1, 1])
+    assert after[0]["solution"]["id"] in regular
+
+
+def test_qc_items_at_rate_look_like_any_task_and_hide_the_gold(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    golds = [_gold("Q1", [1, -1]), _gold("Q2", [1, 1, 1])]
+    project, regular = _project(session_factory, golds, qc_rate=1.0)
+    qc = _gold_ids(session_factory)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    csrf = browser_login(client, "ann")
+    seen: list[int] = []
+    tasks = []
+    while True:
+        body = _next(client, project, ann)
+        task = body["task"]
+        if task is None:
+            break
+        tasks.append(body)
+        if task["solution"]["id"] in qc:
+            # Everything a labeler can reach while holding the QC task.
+            responses = [
+                client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=ann),
+                client.get(f"/label/{project.id}"),
+                client.get("/label"),
+                client.get("/label/stats"),
+                client.get("/api/v1/me/stats", headers=ann),
+                client.get("/api/v1/me/labels", headers=ann),
+                client.get("/api/v1/projects", headers=ann),
+                client.get(f"/api/v1/projects/{project.id}", headers=ann),
+            ]
+            for response in responses:
+                assert response.status_code == 200, response.url
+                assert CANARY not in response.text and "quality_control" not in response.text, response.url
+        receipt = _submit(client, ann, task, [1, 1, 1])
+        assert receipt["gold"] is None
+        seen.append(task["solution"]["id"])
+    assert csrf
+    # Both gold items first (rate 1), each once, then the regular queue.
+    assert set(seen[:2]) == qc and set(seen[2:]) == set(regular) and len(seen) == 5
+    qc_body, regular_body = tasks[0], tasks[-1]
+    assert _keys(qc_body) == _keys(regular_body)
+    assert type(qc_body["task"]["assignment_id"]) is int and qc_body["task"]["expires_at"]
+
+
+def test_feedback_shows_the_gold_after_submitting(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], qc_rate=1.0, qc_feedback=True)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    task = _next(client, project, ann)["task"]
+    assert task["problem"]["statement"] == "Problem Q1"
+    receipt = _submit(client, ann, task, [1, 1, 1])
+    assert receipt["gold"] == [1, -1]
+    regular = _next(client, project, ann)["task"]
+    assert _submit(client, ann, regular, [1, 1, 1])["gold"] is None
+    # Correcting the label to the gold just seen does not change the grade.
+    corrected = client.post(
+        f"/api/v1/me/labels/{receipt['label_id']}/corrections",
+        headers=ann,
+        json={"idempotency_key": "fix-it-01", "ratings": [{"rating": 1}, {"rating": -1}],
+              "finish_reason": "found_error", "total_time_ms": 10},
+    )
+    assert corrected.status_code == 200, corrected.text
+    make_user(session_factory, "boss", "manager")
+    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=api_headers(client, "boss")).json()
+    assert [(s["qc_compared"], s["qc_agreed"]) for s in standing] == [(1, 0)]
+
+
+def test_low_qc_accuracy_pauses_until_admitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    golds = [_gold(f"Q{i}", [1, -1]) for i in range(6)]
+    project, regular = _project(session_factory, golds, qc_rate=1.0, qc_pause_below=0.5)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann = api_headers(client, "ann")
+    served = set()
+    for _ in range(5):
+        task = _next(client, project, ann)["task"]
+        served.add(task["problem"]["statement"])
+        _submit(client, ann, task, [1, 1, 1])  # never agrees
+    paused = _next(client, project, ann)
+    assert paused["task"] is None and "paused" in paused["reason"]
+    boss = api_headers(client, "boss")
+    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=boss).json()[0]
+    assert (standing["qc_compared"], standing["qc_agreed"], standing["status"]) == (5, 0, "paused")
+    client.post(f"/api/v1/projects/{project.id}/screening/{standing['user_id']}", headers=boss, json={"decision": "admit"})
+    task = _next(client, project, ann)["task"]
+    # Unpaused, with the gold item not served yet still to come at rate 1.
+    assert task["problem"]["statement"] in {f"Problem Q{i}" for i in range(6)} - served
+
+
+def test_a_released_qc_task_does_not_join_the_queue(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, qc_rate=1.0)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    task = _next(client, project, ann)["task"]
+    assert client.post(f"/api/v1/assignments/{task['assignment_id']}/release", headers=ann).status_code == 204
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Assignment).where(Assignment.solution_id == task["solution"]["id"])) is None
+    assert _next(client, project, ann)["task"]["solution"]["id"] == task["solution"]["id"]
+
+
+def test_settings_and_decisions_on_the_project_page(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, SCREENING, screening_items=2, screening_pass_mark=1.0)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann = api_headers(client, "ann")
+    for _ in range(2):
+        _submit(client, ann, _next(client, project, ann)["task"], [-1])
+    csrf = browser_login(client, "boss")
+    page = client.get(f"/manage/projects/{project.id}")
+    assert "failed screening" in page.text and 'name="qc_rate"' in page.text
+    ann_id = client.get(f"/api/v1/projects/{project.id}/screening", headers=api_headers(client, "boss")).json()[0]["user_id"]
+    url = f"/manage/projects/{project.id}/screening/{ann_id}"
+    assert client.post(url, data={"decision": "admit"}, follow_redirects=False).status_code == 403
+    done = client.post(url, data={"decision": "admit", "csrf_token": csrf}, follow_redirects=False)
+    assert done.status_code == 303
+    assert ">admitted<" in client.get(f"/manage/projects/{project.id}").text
+    saved = client.post(
+        f"/manage/projects/{project.id}/settings",
+        data={"csrf_token": csrf, "qc_rate": "0.25", "qc_feedback": "true", "qc_pause_below": "0.6",
+              "screening_items": "3", "screening_pass_mark": "0.8", "overlap": "1", "lease_minutes": "30",
+              "correction_window_hours": "24", "labeling_mode": "first_error", "description": ""},
+        follow_redirects=False,
+    )
+    assert saved.status_code == 303
+    read = client.get(f"/api/v1/projects/{project.id}", headers=api_headers(client, "boss")).json()
+    assert (read["qc_rate"], read["qc_feedback"], read["qc_pause_below"], read["screening_items"]) == (0.25, True, 0.6, 3)
+
+
+def test_a_project_without_checks_serves_gold_only_through_its_slots(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, regular = _project(session_factory, [_gold("Q1", [1, -1])])
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    seen = set()
+    while (task := _next(client, project, ann)["task"]) is not None:
+        seen.add(task["solution"]["id"])
+        _submit(client, ann, task, [1, 1, 1])
+    assert seen == set(regular)
