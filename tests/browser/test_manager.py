@@ -4,6 +4,7 @@ export; and the admin's user page. Screenshots of every page land in tests/scree
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 
 from playwright.sync_api import Browser, Page, expect
@@ -26,7 +27,9 @@ def _upload(page: Page, name: str, data: bytes, format_label: str) -> None:
 
 
 def _stat(page: Page, name: str):  # type: ignore[no-untyped-def]
-    return page.locator("dl.stats > div").filter(has=page.locator("dt", has_text=name)).locator("dd")
+    # The whole name: the agreement card's "Solutions compared" must not match "Solutions".
+    title = page.locator("dt", has_text=re.compile(f"^{re.escape(name)}$"))
+    return page.locator("dl.stats > div").filter(has=title).locator("dd")
 
 
 def test_manager_creates_imports_watches_and_exports(page: Page, client, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -110,11 +113,11 @@ def test_manager_creates_imports_watches_and_exports(page: Page, client, session
     assert records[0]["labels"] == [True] * len(steps)
 
     page.get_by_label("PRM800K JSONL").check()
-    page.get_by_label("Labelers").fill("nobody-here")
+    page.locator("input[name=labelers]").fill("nobody-here")
     with page.expect_download() as info:
         page.get_by_role("button", name="Download").click()
     assert open(info.value.path(), encoding="utf-8").read() == "", "the labeler filter applies"
-    page.get_by_label("Labelers").fill("lena")
+    page.locator("input[name=labelers]").fill("lena")
     with page.expect_download() as info:
         page.get_by_role("button", name="Download").click()
     (record,) = [json.loads(line) for line in open(info.value.path(), encoding="utf-8")]
