@@ -11,6 +11,12 @@ COLORS = {"active": "#c8322b", "uniform": "#4f46e5"}
 W, H, LEFT, RIGHT, TOP, BOTTOM = 330, 260, 46, 14, 34, 40
 
 
+def _value_range(values: list[float]) -> tuple[float, float]:
+    """The y range of a panel: the values padded by a tenth, kept inside [0, 1]."""
+    lo, hi = min(values), max(values)
+    pad = max((hi - lo) * 0.1, 0.02)
+    return max(0.0, lo - pad), min(1.0, hi + pad)
+
 def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
@@ -29,9 +35,7 @@ def _panel(results: dict[str, Any], metric: str, title: str, x0: float) -> list[
     if not values:
         out.append(f'<text x="{x0 + W / 2:.1f}" y="{H / 2:.1f}" class="note">no data</text>')
         return out
-    lo, hi = min(values), max(values)
-    pad = max((hi - lo) * 0.1, 0.02)
-    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+    lo, hi = _value_range(values)
     lmax = max(labels)
 
     def x(labels_: float) -> float:
@@ -119,9 +123,7 @@ def _experiment_panel(results: dict[str, Any], metric: str, title: str, x0: floa
     if not values:
         out.append(f'<text x="{x0 + W / 2:.1f}" y="{H / 2:.1f}" class="note">no data</text>')
         return out
-    lo, hi = min(values), max(values)
-    pad = max((hi - lo) * 0.1, 0.02)
-    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+    lo, hi = _value_range(values)
     lmin, lmax = math.log(min(labels)), math.log(max(labels))
 
     def x(labels_: float) -> float:
