@@ -230,49 +230,61 @@ def spread(count: int, start: float, length: float) -> list[float]:
     return [start + (i + 0.5) * length / count for i in range(count)]
 
 
-def server_workers(server_pid: int) -> list[int]:
-    """The supervisor's worker processes: its children but multiprocessing's resource tracker."""
-    workers = []
+def listening_workers(server_pid: int) -> set[int]:
+    """The supervisor's workers that serve: a worker listens on its socket only once its app
+    has started (app.server), so one still starting has no listening socket yet."""
+    workers = set()
     for child in psutil.Process(server_pid).children():
         try:
-            if not any("resource_tracker" in part for part in child.cmdline()):
-                workers.append(child.pid)
+            if any(c.status == psutil.CONN_LISTEN for c in child.net_connections("tcp")):
+                workers.add(child.pid)
         except psutil.Error:
             continue
     return workers
 
 
-def workers_started(log: Path) -> int:
-    # Every worker logs this line once its app has started, a replacement too.
-    return log.read_text(errors="replace").count("Application startup complete")
+class Replacements:
+    """Watches the workers, and notes when each new one starts listening."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.known = listening_workers(server_pid)
+        self.started: list[float] = []
+
+    async def watch(self) -> None:
+        while True:
+            new = listening_workers(self.server_pid) - self.known
+            self.known |= new
+            self.started.extend([time.monotonic()] * len(new))
+            await asyncio.sleep(0.05)
+
+    async def nth(self, n: int, killed_at: float) -> float | None:
+        """When the nth replacement (from 1) started listening; None if not in RECOVERY_BOUND_S."""
+        deadline = killed_at + RECOVERY_BOUND_S
+        while len(self.started) < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return self.started[n - 1] if len(self.started) >= n else None
 
 
-async def replaced(log: Path, started: int) -> float:
-    """When the `started`th worker start has been logged."""
-    while workers_started(log) < started:
-        await asyncio.sleep(0.05)
-    return time.monotonic()
-
-
-async def kill_workers(server_pid: int, log: Path, moments: list[float], rng: random.Random) -> list[dict]:  # type: ignore[type-arg]
-    """Kills a worker at each moment; each kill's "replaced" is when its replacement had started
-    (the supervisor replaces them in the order they died, and kills can come faster than
-    replacements start)."""
-    kills, replacements = [], []
-    started = workers_started(log)
+async def kill_workers(server_pid: int, moments: list[float], rng: random.Random) -> list[dict]:  # type: ignore[type-arg]
+    """At each moment, kills a serving worker. Each kill's "replaced" is when its replacement
+    started serving, replacements matched to kills in order (a kill can come before the last
+    one's replacement has started)."""
+    replacements = Replacements(server_pid)
+    watcher = asyncio.create_task(replacements.watch())
+    kills = []
     for moment in moments:
         await asyncio.sleep(max(0.0, moment - time.monotonic()))
-        workers = server_workers(server_pid)
-        victim = rng.choice(workers)
+        serving = listening_workers(server_pid)
+        while not serving:
+            await asyncio.sleep(0.05)
+            serving = listening_workers(server_pid)
+        victim = rng.choice(sorted(serving))
         os.kill(victim, signal.SIGKILL)
-        kills.append({"at": time.monotonic(), "pid": victim, "workers_running": len(workers)})
-        started += 1
-        replacements.append(asyncio.create_task(asyncio.wait_for(replaced(log, started), RECOVERY_BOUND_S)))
-    for kill, replacement in zip(kills, replacements, strict=True):
-        try:
-            kill["replaced"] = await replacement
-        except TimeoutError:
-            kill["replaced"] = None
+        kills.append({"at": time.monotonic(), "pid": victim, "workers_serving": len(serving)})
+    for n, kill in enumerate(kills, start=1):
+        kill["replaced"] = await replacements.nth(n, kill["at"])
+    watcher.cancel()
     return kills
 
 
@@ -312,7 +324,7 @@ async def restart_postgres(
 
 
 async def run_faults(
-    base: str, server: tuple[int, Path], pg: ThrowawayPostgres, seeded: Seeded, args: argparse.Namespace
+    base: str, server_pid: int, pg: ThrowawayPostgres, seeded: Seeded, args: argparse.Namespace
 ) -> tuple[Run, float, list[dict], list[dict]]:  # type: ignore[type-arg]
     """The labelers and the faults together: the run, its start, the kills and the restarts."""
     rng = random.Random(args.seed)
@@ -326,7 +338,7 @@ async def run_faults(
         run = Run(stop_at=t0 + args.duration, give_up_at=t0 + args.duration + DRAIN_S)
         calm, stormy = CALM_SHARE * args.duration, (1 - 2 * CALM_SHARE) * args.duration
         kills = asyncio.create_task(
-            kill_workers(*server, spread(args.kills, t0 + calm, stormy), random.Random(rng.random()))
+            kill_workers(server_pid, spread(args.kills, t0 + calm, stormy), random.Random(rng.random()))
         )
         restarts = asyncio.create_task(
             restart_postgres(pg, base, spread(args.pg_restarts, t0 + calm, stormy), args.restart_mode)
@@ -349,7 +361,7 @@ def kill_row(kill: dict, t0: float) -> dict[str, object]:  # type: ignore[type-a
     return {
         "at_s": relative(kill["at"], t0),
         "pid": kill["pid"],
-        "workers_running": kill["workers_running"],
+        "workers_serving": kill["workers_serving"],
         "replacement_started_s": round(kill["replaced"] - kill["at"], 2) if kill["replaced"] else None,
     }
 
@@ -476,7 +488,7 @@ def measure(pg: ThrowawayPostgres, args: argparse.Namespace, logs: Path) -> dict
     server, base = start_server(url, args.workers, log)
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            run, t0, kills, restarts = runner.run(run_faults(base, (server.pid, log), pg, seeded, args))
+            run, t0, kills, restarts = runner.run(run_faults(base, server.pid, pg, seeded, args))
     finally:
         stop_server(server)
     windows = [(r["at"], (r["ready"] or r["at"] + RECOVERY_BOUND_S) + args.grace) for r in restarts]
