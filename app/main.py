@@ -56,7 +56,7 @@ CONTENT_SECURITY_POLICY = (
 
 
 logger = logging.getLogger(__name__)
-# A PostgreSQL restart (pg_ctl restart -m fast) took 1-3 s in bench/faults.py.
+# bench/faults.py: PostgreSQL back 0.5-2.5 s after `pg_ctl restart -m fast` began, on a busy 2-core machine.
 DATABASE_RETRY_AFTER_S = 2
 
 # SQLSTATEs of a value the database cannot store or compare: too long, out of range, a
