@@ -19,25 +19,22 @@ restart's start until /readyz answers 200, plus --grace seconds), times each rec
 gives the throughput before, during and after the faults.
 
     .venv/bin/python bench/faults.py            # the full run: 200 labelers, 10 minutes
-    .venv/bin/python bench/faults.py --quick    # a smoke run of about 90 s
+    .venv/bin/python bench/faults.py --quick    # a smoke run: 75 s of labeling, 2-3 minutes in all
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -48,6 +45,7 @@ import uvloop
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_results import run_header, write_results  # noqa: E402
 from load_client import Tally, http_session, latency, log_in, make_label, verify  # noqa: E402
 from load_setup import Seeded, create_database, seed, start_server, stop_server  # noqa: E402
 from throwaway_postgres import ThrowawayPostgres  # noqa: E402
@@ -527,12 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     results: dict[str, object] = {
-        "benchmark": "faults",
-        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False
-        ).stdout.strip(),
+        **run_header("faults"),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
     max_connections = args.workers * CONNECTIONS_PER_WORKER + SPARE_CONNECTIONS
@@ -542,10 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[index]
     results["passed"] = passed(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.output.with_name(args.output.name + ".tmp")
-    partial.write_text(json.dumps(results, indent=2) + "\n")
-    partial.replace(args.output)
+    write_results(args.output, results)
     print(summary(results))
     print(f"results in {args.output}")
     return 0 if results["passed"] else 1
