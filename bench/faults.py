@@ -65,7 +65,9 @@ RECOVERY_BOUND_S = 60.0
 # readiness probes, the checks and a psql on top.
 CONNECTIONS_PER_WORKER = 30 + 10
 SPARE_CONNECTIONS = 20
-FULL = {"labelers": 200, "duration": 600.0, "kills": 50, "pg_restarts": 10, "solutions": 100_000}
+# 400,000 queue slots at overlap 2: more than 200 labelers can take in 10 minutes at the 364
+# labels/s bench/labeling_load.py measured, so that the queue never runs dry.
+FULL = {"labelers": 200, "duration": 600.0, "kills": 50, "pg_restarts": 10, "solutions": 200_000}
 QUICK = {"labelers": 40, "duration": 75.0, "kills": 8, "pg_restarts": 2, "solutions": 5_000}
 
 
@@ -419,6 +421,8 @@ def answers_report(run: Run, windows: list[tuple[float, float]]) -> dict[str, ob
 
 def throughput_report(run: Run, t0: float, first_fault: float, last_fault: float) -> dict[str, object]:
     """Acknowledged labels per second, and submit latency, before, during and after the faults."""
+    # A replacement still starting at the end leaves no "after".
+    last_fault = min(last_fault, run.stop_at)
     phases = {"before": (t0, first_fault), "during": (first_fault, last_fault), "after": (last_fault, run.stop_at)}
     report = {}
     for name, (start, end) in phases.items():
@@ -473,11 +477,16 @@ def summary(results: dict) -> str:  # type: ignore[type-arg]
             f"readyz {restart['readyz_ok_s']} s, first submit {restart['first_submit_s']} s"
         )
     for name, phase in results["throughput"].items():
+        if phase["labels_per_s"] is None:
+            lines.append(f"{name:>6}: none, the faults lasted until the end")
+            continue
         lines.append(
             f"{name:>6}: {phase['labels_per_s']} labels/s, submit p50 {phase['submit'].get('p50_ms')} "
             f"p99 {phase['submit'].get('p99_ms')} ms"
         )
     lines.append(f"client errors: {results['client_errors'] or 'none'}")
+    if results["queue_ran_empty"]:
+        lines.append("the queue ran empty: raise --solutions")
     return "\n".join(lines)
 
 
