@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.routing import iter_route_contexts
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -56,6 +56,8 @@ CONTENT_SECURITY_POLICY = (
 
 
 logger = logging.getLogger(__name__)
+# bench/faults.py: PostgreSQL back 0.5-2.5 s after `pg_ctl restart -m fast` began, on a busy 2-core machine.
+DATABASE_RETRY_AFTER_S = 2
 
 # SQLSTATEs of a value the database cannot store or compare: too long, out of range, a
 # character the encoding lacks.
@@ -212,6 +214,20 @@ def _install_error_handlers(app: FastAPI) -> None:
         reason = message.splitlines()[0] if message else "invalid value"
         logger.info("refused a value the database cannot take: %s", reason)
         return _error_response(request, 422, f"a value the database cannot take: {reason}")
+
+    @app.exception_handler(OperationalError)
+    async def database_unavailable(request: Request, exc: OperationalError) -> Response:
+        # The database restarting, failing over or out of reach: not the request's fault, and
+        # over in seconds. A 503 is what clients retry (the labeler page does, with the same
+        # idempotency key); a 500 told the page the label had failed for good.
+        reason = str(exc.orig).strip().splitlines()
+        logger.warning("database unavailable: %s", reason[0] if reason else type(exc.orig).__name__)
+        return _error_response(
+            request,
+            503,
+            "the database is not available at the moment: retry in a few seconds",
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

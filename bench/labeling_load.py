@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -38,6 +35,7 @@ import uvloop
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_results import run_header, write_results  # noqa: E402
 from load_client import Tally, floor_phase, latency, load_phase, verify  # noqa: E402
 from load_io import import_export  # noqa: E402
 from load_setup import (  # noqa: E402
@@ -297,16 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     labelers += [f"c{c}-{i}" for c in args.concurrency for i in range(c)]
     started = time.perf_counter()
     results: dict[str, object] = {
-        "benchmark": "labeling_load",
-        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            check=False,
-        ).stdout.strip(),
+        **run_header("labeling_load"),
         "machine": machine(),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
@@ -336,10 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = check_targets(results)
     results["label_studio_1_23"] = LABEL_STUDIO_1_23
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.output.with_name(args.output.name + ".tmp")
-    partial.write_text(json.dumps(results, indent=2) + "\n")
-    partial.replace(args.output)
+    write_results(args.output, results)
     print(summary(results))
     print(f"results in {args.output}")
     return 0 if results["integrity"]["ok"] else 1  # type: ignore[index]

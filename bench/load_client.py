@@ -40,7 +40,8 @@ def latency(samples: list[float]) -> dict[str, float]:
 class Tally:
     samples: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=dict)
-    receipts: list[tuple[int, str, int]] = field(default_factory=list)
+    # (labeler, idempotency key, label id, solution) of every label the server acknowledged.
+    receipts: list[tuple[int, str, int, int]] = field(default_factory=list)
     unacknowledged: int = 0
     queue_empty: bool = False
 
@@ -84,7 +85,7 @@ async def _call(
     return response.status, orjson.loads(body)
 
 
-def _label(n_steps: int, rng: random.Random) -> dict[str, object]:
+def make_label(n_steps: int, rng: random.Random) -> dict[str, object]:
     """Ratings as a first_error labeler gives them: all fine, or fine up to the first error."""
     if rng.random() < 0.5:
         ratings, reason = [rng.choice((1, 1, 0)) for _ in range(n_steps)], "solution"
@@ -140,7 +141,7 @@ async def label_until(
         if task is None:
             tally.queue_empty = True
             return
-        payload = _label(len(task["solution"]["steps"]), rng)
+        payload = make_label(len(task["solution"]["steps"]), rng)
         url = f"{base}/api/v1/assignments/{task['assignment_id']}/submit"
         try:
             status, receipt = await _call(http, url, tally, "submit", headers, payload)
@@ -151,7 +152,8 @@ async def label_until(
         if status != 200 or receipt["duplicate"]:
             tally.error(f"submit {status}")
             return
-        tally.receipts.append((user_id, str(payload["idempotency_key"]), receipt["label_id"]))
+        solution_id = task["solution"]["id"]
+        tally.receipts.append((user_id, str(payload["idempotency_key"]), receipt["label_id"], solution_id))
         if rng.random() < args.retry_fraction:
             # A client that lost the answer sends the same label again: it must get the same receipt.
             status, again = await _call(http, url, tally, "retry", headers, payload)
@@ -171,7 +173,7 @@ async def knock_until(
             return
 
 
-def _session(concurrency: int) -> aiohttp.ClientSession:
+def http_session(concurrency: int) -> aiohttp.ClientSession:
     # Idle connections are dropped before uvicorn's 5 s keep-alive ends them under our feet.
     connector = aiohttp.TCPConnector(limit=concurrency, keepalive_timeout=4)
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60))
@@ -187,7 +189,7 @@ async def load_phase(
 ) -> tuple[Tally, float]:
     tally = Tally()
     rng = random.Random(args.seed * 1000 + len(usernames))
-    async with _session(len(usernames)) as http:
+    async with http_session(len(usernames)) as http:
         logins = await asyncio.gather(*(log_in(http, base, name, tally) for name in usernames))
         window = Window(time.monotonic(), time.monotonic() + seconds)
         meter.start()
@@ -219,7 +221,7 @@ async def floor_phase(
     tally = Tally()
     # No credentials: the answer is a 401 made without touching the database.
     url = f"{base}/api/v1/assignments/0/release"
-    async with _session(concurrency) as http:
+    async with http_session(concurrency) as http:
         window = Window(time.monotonic(), time.monotonic() + args.floor_seconds)
         meter.start()
         await asyncio.gather(
@@ -230,20 +232,19 @@ async def floor_phase(
 
 
 def verify(url: str, project_id: int, overlap: int, tallies: list[Tally]) -> dict[str, object]:
-    """Every acknowledged label stored exactly once, under its own id; nothing over the overlap."""
+    """Every acknowledged label stored exactly once, under its own id, labeler and solution;
+    nothing over the overlap."""
     receipts = {
-        (user, key): label_id for tally in tallies for user, key, label_id in tally.receipts
+        (user, key): (label_id, solution)
+        for tally in tallies
+        for user, key, label_id, solution in tally.receipts
     }
     unacknowledged = sum(tally.unacknowledged for tally in tallies)
     with psycopg.connect(url) as connection:
-        stored = {
-            (user, key): (count, first)
-            for user, key, count, first in connection.execute(
-                "SELECT user_id, idempotency_key, count(*), min(id) FROM labels"
-                " WHERE project_id = %s GROUP BY user_id, idempotency_key",
-                (project_id,),
-            )
-        }
+        rows = connection.execute(
+            "SELECT id, user_id, idempotency_key, solution_id FROM labels WHERE project_id = %s",
+            (project_id,),
+        ).fetchall()
         over_overlap = connection.execute(
             "SELECT count(*) FROM (SELECT solution_id FROM labels WHERE project_id = %s"
             " GROUP BY solution_id HAVING count(*) > %s) AS s",
@@ -258,24 +259,40 @@ def verify(url: str, project_id: int, overlap: int, tallies: list[Tally]) -> dic
             "SELECT count(*) FROM assignments WHERE project_id = %s AND status = 'done'",
             (project_id,),
         ).fetchone()[0]  # type: ignore[index]
+    stored: dict[tuple[int, str], tuple[int, int]] = {}
+    for label_id, user, key, _ in rows:
+        count, first = stored.get((user, key), (0, label_id))
+        stored[(user, key)] = (count + 1, min(first, label_id))
+    owners = {label_id: (user, solution) for label_id, user, _, solution in rows}
     missing = sum(1 for key in receipts if key not in stored)
     duplicated = sum(1 for key in receipts if stored.get(key, (1,))[0] > 1)
     wrong_id = sum(
-        1 for key, label_id in receipts.items() if key in stored and stored[key][1] != label_id
+        1 for key, (label_id, _) in receipts.items() if key in stored and stored[key][1] != label_id
+    )
+    wrong_labeler = sum(
+        1 for (user, _), (label_id, _) in receipts.items() if owners.get(label_id, (user,))[0] != user
+    )
+    wrong_solution = sum(
+        1
+        for (label_id, solution) in receipts.values()
+        if owners.get(label_id, (0, solution))[1] != solution
     )
     stray = sum(count for key, (count, _) in stored.items() if key not in receipts)
     return {
         "acknowledged": len(receipts),
-        "stored": sum(count for count, _ in stored.values()),
+        "stored": len(rows),
         "missing": missing,
         "stored_more_than_once": duplicated,
         "stored_under_another_id": wrong_id,
+        "attributed_to_another_labeler": wrong_labeler,
+        "stored_for_another_solution": wrong_solution,
         "stored_without_acknowledgement": stray,
         "submits_without_answer": unacknowledged,
         "solutions_over_overlap": over_overlap,
         "solutions_labeled_twice_by_one_labeler": twice_by_one,
         "assignments_done": done,
-        "ok": missing == duplicated == wrong_id == over_overlap == twice_by_one == 0
+        "ok": missing == duplicated == wrong_id == wrong_labeler == wrong_solution == 0
+        and over_overlap == twice_by_one == 0
         and stray <= unacknowledged
-        and done == len(stored),
+        and done == len(rows),
     }

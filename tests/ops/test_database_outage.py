@@ -1,0 +1,49 @@
+"""A database that drops out (a restart, a failover) gets a 503 to retry, never a 500."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.deps import SESSION_COOKIE
+from app.main import create_app
+from tests.conftest import PASSWORD, api_headers, make_user
+
+# Port 1 on loopback: the connection is refused at once, as while PostgreSQL restarts.
+UNREACHABLE = "postgresql://stepwise:hunter2secret@127.0.0.1:1/none"
+
+
+def test_an_api_call_while_the_database_is_down_is_a_503_to_retry() -> None:
+    with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
+        response = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD, "name": "x"})
+    assert response.status_code == 503
+    assert response.headers["Retry-After"].isdigit()
+    assert response.json()["detail"].startswith("the database is not available")
+    assert "hunter2secret" not in response.text
+
+
+def test_a_page_while_the_database_is_down_is_a_503_page() -> None:
+    with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
+        # A session cookie is looked up in the database before any page is drawn.
+        client.cookies.set(SESSION_COOKIE, "a-session")
+        response = client.get("/")
+    assert response.status_code == 503
+    assert "the database is not available" in response.text
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_connections_the_database_dropped_are_replaced_unnoticed(database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # What a PostgreSQL restart leaves in every worker's pool: connections closed at the far end.
+    make_user(session_factory, "ann", "labeler")
+    with TestClient(create_app(Settings(database_url=database_url, STEPWISE_ENV="test"))) as client:
+        headers = api_headers(client, "ann")
+        assert client.get("/api/v1/users/me", headers=headers).status_code == 200
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            dropped = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()[0]  # type: ignore[index]
+        assert dropped > 0
+        assert client.get("/api/v1/users/me", headers=headers).status_code == 200
