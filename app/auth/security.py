@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -11,9 +12,13 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 _hasher = PasswordHasher()
 
-# Verifying against this when the user does not exist keeps login time the same either way,
-# so response times do not reveal which usernames exist.
-_DUMMY_HASH = _hasher.hash("not a real password")
+
+@functools.cache
+def _dummy_hash() -> str:
+    """Verifying against this when the user does not exist keeps login time the same either
+    way, so response times do not reveal which usernames exist. Made on first use, not at
+    import: an argon2 hash costs every new server worker half a CPU-second before it serves."""
+    return _hasher.hash("not a real password")
 
 
 def hash_password(password: str) -> str:
@@ -22,7 +27,7 @@ def hash_password(password: str) -> str:
 
 def verify_password(password_hash: str | None, password: str) -> bool:
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or _dummy_hash(), password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 

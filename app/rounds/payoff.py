@@ -16,7 +16,6 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -65,6 +64,10 @@ class RoundPayoff:
 def wilson(successes: int, trials: int) -> tuple[float, float] | None:
     if not trials:
         return None
+    # Imported here: scipy.stats is a quarter of the app's import time, which every server
+    # worker (and every replacement of a killed one) pays before it serves.
+    from scipy.stats import binomtest
+
     interval = binomtest(successes, trials).proportion_ci(method="wilson")
     return float(interval.low), float(interval.high)
 
