@@ -180,7 +180,7 @@ def projects() -> None:
 
 @projects.command("create")
 @click.argument("name")
-@click.option("--mode", "labeling_mode", type=click.Choice(["first_error", "full"]), default="first_error", show_default=True)
+@click.option("--mode", "labeling_mode", type=click.Choice(["first_error", "full", "phase1"]), default="first_error", show_default=True)
 @click.option("--overlap", type=int, default=1, show_default=True)
 @click.option("--lease-minutes", type=int, default=30, show_default=True)
 @click.option("--correction-window-hours", type=int, default=24, show_default=True, help="how long labelers may correct a label; 0 closes corrections")

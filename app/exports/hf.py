@@ -52,6 +52,10 @@ _MODES = {
         "wrong"
     ),
     LabelingMode.full: "*full*: every step is rated, after a -1 too",
+    LabelingMode.phase1: (
+        "*phase 1* (PRM800K phase 1): each step came with alternative completions, every one "
+        "rated; `steps` are the ones the labeler continued with (chosen or self-written)"
+    ),
 }
 
 

@@ -28,7 +28,7 @@ from app.labeling.schemas import (
     RatingCounts,
 )
 from app.labeling.service import check_ratings, prm800k_step
-from app.models import Label, Problem, Project, Solution, utcnow
+from app.models import Label, LabelingMode, Problem, Project, Solution, utcnow
 from app.projects.access import may_label
 
 PAGE_SIZE = 20
@@ -129,6 +129,10 @@ def correct_label(
 def correction_window(session: Session, label: Label, project: Project, now: datetime) -> CorrectionWindow:
     if label.superseded_at is not None:
         return _closed("it was corrected since; correct the newer label instead")
+    if project.labeling_mode == LabelingMode.phase1:
+        # Its alternatives and written steps have no form to be corrected in: the labeling
+        # page corrects ratings of given steps.
+        return _closed("a phase-1 label cannot be corrected")
     hours = project.correction_window_hours
     if hours == 0:
         return _closed("this project does not allow corrections")
