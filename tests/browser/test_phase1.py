@@ -110,7 +110,19 @@ def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: B
     with manager.expect_download() as info:
         manager.get_by_role("button", name="Download").click()
     exported = Path(info.value.path()).read_bytes()
+    # TRL with every alternative: the labeler's path, its written step marked, then each
+    # alternative after the steps before it.
+    manager.get_by_label("TRL stepwise supervision JSONL").check()
+    manager.get_by_label("Alternatives in TRL and Parquet").select_option("all")
+    screenshot(manager, "manage_export_phase1.png")
+    with manager.expect_download() as info:
+        manager.get_by_role("button", name="Download").click()
+    trl = [json.loads(line) for line in Path(info.value.path()).read_text(encoding="utf-8").splitlines()]
     context.close()
+    assert trl[0]["completions"] == [ALTERNATIVES[0][0], HUMAN, ALTERNATIVES[2][0]]
+    assert trl[0]["human_written"] == [False, True, False]
+    assert [r["completions"][-1] for r in trl[1:]] == [ALTERNATIVES[0][1], ALTERNATIVES[1][0], ALTERNATIVES[1][1]]
+    assert [r["labels"][-1] for r in trl[1:]] == [False, False, False]
     (record,) = [json.loads(line) for line in exported.splitlines()]
     assert record["question"] == RECORD["question"]
     steps = record["label"]["steps"]
