@@ -146,3 +146,21 @@ def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: B
     result = import_bytes(session_factory, other, exported, filename="export.jsonl")
     assert result.added == {"problems": 1, "solutions": 1, "labels": 1}
     assert export(session_factory, other) == exported
+
+
+def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
+    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    for key in ("1", "3", "Enter", "3", "3", "w"):
+        page.keyboard.press(key)
+    page.locator(".own-editor:visible textarea").fill(HUMAN)
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
+    page.reload()
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
+    expect(_alternatives(page, 0).nth(0)).to_have_class(re.compile(r"\bis-chosen\b"))
+    expect(_alternatives(page, 1).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
+    expect(page.locator("#steps > .p1-step").nth(1).locator(".own-text")).to_contain_text("stays text")

@@ -66,6 +66,12 @@ def test_a_label_is_stored_and_exported_in_phase_1_shape_and_comes_back(client, 
     project, headers, task = _setup(client, session_factory)
     response = _submit(client, headers, task, _label())
     assert response.status_code == 200, response.text
+    own = client.get(f"/api/v1/me/labels/{response.json()['label_id']}", headers=headers).json()
+    assert [(s["text"], s["rating"], s["flagged"]) for s in own["steps"]] == [
+        (ALTERNATIVES[0][0], 1, False), (HUMAN, 1, False), (ALTERNATIVES[2][0], 1, False)
+    ]
+    assert own["ratings"] == {"positive": 3, "neutral": 0, "negative": 0}
+    assert own["correction"]["open"] is False
     [line] = export(session_factory, project, labelers=["lena"]).splitlines()
     record = orjson.loads(line)
     assert record["question"] == RECORD["question"]
@@ -128,6 +134,16 @@ def test_found_error_ends_on_a_step_with_nothing_to_continue_with(client, sessio
     assert [s["human_completion"] for s in steps] == [None, None]
 
 
+def test_a_give_up_keeps_the_steps_rated_so_far(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers, task = _setup(client, session_factory)
+    body = _label(alternatives=[_step([1, -1], chosen=0)], finish_reason="give_up", finish_note="unsure about $g$")
+    assert _submit(client, headers, task, body).status_code == 200
+    [line] = export(session_factory, project, labelers=["lena"]).splitlines()
+    label = orjson.loads(line)["label"]
+    assert label["finish_reason"] == "give_up" and label["finish_note"] == "unsure about $g$"
+    assert [s["chosen_completion"] for s in label["steps"]] == [0]
+
+
 def _step(ratings: list[int], **more: Any) -> dict[str, Any]:
     return {"ratings": [{"rating": r} for r in ratings], **more}
 
@@ -146,6 +162,7 @@ GOOD = [_step([1, -1], chosen=0), _step([-1, -1], human={"text": HUMAN, "rating"
         ({"alternatives": GOOD, "finish_reason": "found_error"}, 422, "found_error needs"),
         ({"alternatives": [*GOOD, _step([1], chosen=0)]}, 422, "4 steps sent for a task of 3"),
         ({"alternatives": None, "ratings": [{"rating": 1}] * 3}, 422, "not `ratings`"),
+        ({"alternatives": GOOD[:1], "finish_reason": "give_up"}, 422, "needs a reason"),
         (
             {"alternatives": [_step([1, -1], chosen=0, human={"text": HUMAN, "rating": 1}), *GOOD[1:]]},
             422,
