@@ -65,6 +65,8 @@ def _until_first_error(steps: list[str], labels: list[int | None]) -> tuple[list
 
 
 def _prm800k_examples(record: dict) -> Iterator[Example]:
+    """The labeler's trajectory as one example, and each rated alternative they did not continue
+    with as one more: the trajectory's steps before it as unlabeled context, then it."""
     if record.get("is_quality_control_question") or record.get("is_initial_screening_question"):
         return
     label = record.get("label") or {}
@@ -92,7 +94,9 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
             labels.append(completions[chosen].get("rating"))
         elif human is not None:
             steps.append(human_text(human))
-            labels.append(None)  # human-written, not a model step anyone rated
+            # PRM800K's labelers left their own steps unrated: those are context. Stepwise's
+            # phase-1 mode has the labeler rate the step they write, and that rating is a label.
+            labels.append(human.get("rating") if isinstance(human, dict) else None)
         if labels and labels[-1] == -1 or chosen is None and human is None:
             break
     steps, labels = _until_first_error(steps, labels)

@@ -180,7 +180,7 @@ def projects() -> None:
 
 @projects.command("create")
 @click.argument("name")
-@click.option("--mode", "labeling_mode", type=click.Choice(["first_error", "full"]), default="first_error", show_default=True)
+@click.option("--mode", "labeling_mode", type=click.Choice(["first_error", "full", "phase1"]), default="first_error", show_default=True)
 @click.option("--overlap", type=int, default=1, show_default=True)
 @click.option("--lease-minutes", type=int, default=30, show_default=True)
 @click.option("--correction-window-hours", type=int, default=24, show_default=True, help="how long labelers may correct a label; 0 closes corrections")
@@ -309,8 +309,9 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--min-labeler-accuracy", type=float, default=None, help="only labelers whose agreement with QC gold is at least this (0 to 1)")
 @click.option("--min-agreement", type=float, default=None, help="only solutions whose labelers agree on the first error at least this often (0 to 1)")
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
+@click.option("--completions", type=click.Choice(["chosen", "all"]), default="chosen", show_default=True, help="TRL, Parquet, hf: the labelers' paths only, or also every other rated alternative as its own example, human-written steps marked")
 @pass_ctx
-def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str) -> None:
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
@@ -326,14 +327,17 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         min_labeler_accuracy=min_labeler_accuracy,
         min_agreement=min_agreement,
         neutral=neutral,
+        completions=completions,
     )
+    # With every completion a label gives several records.
+    what = "records" if completions == "all" else "labels"
     with ctx.session() as session:
         project = get_project_by_name(session, project_name)
         if fmt == "hf":
             from app.exports.hf import write_dataset
 
             count = write_dataset(session, project, filters, output)
-            click.echo(f"exported {count} labels to {output}")
+            click.echo(f"exported {count} {what} to {output}")
             return
         if output.is_dir():
             raise BadInput(f"{output} is a directory; --output names a file for {fmt}")
@@ -341,7 +345,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         with partial.open("wb") as sink:
             count = write_export(session, project, fmt, filters, sink)
         partial.replace(output)
-        click.echo(f"exported {count} labels to {output}")
+        click.echo(f"exported {count} {what} to {output}")
 
 
 @cli.command("agreement")

@@ -52,6 +52,13 @@ def export_filters(
         Query(description="only solutions whose labelers agree on the first error at least this often (0 to 1)"),
     ] = None,
     neutral: Annotated[Literal["positive", "negative"], Query(description="TRL: what a 0 rating becomes")] = "positive",
+    completions: Annotated[
+        Literal["chosen", "all"],
+        Query(
+            description="TRL and Parquet: the labelers' paths only (chosen), or also every other "
+            "rated alternative as its own example, human-written steps marked (all)"
+        ),
+    ] = "chosen",
 ) -> ExportFilters:
     try:
         return ExportFilters(
@@ -63,6 +70,7 @@ def export_filters(
             min_labeler_accuracy=min_labeler_accuracy,
             min_agreement=min_agreement,
             neutral=neutral,
+            completions=completions,
         )
     except ValidationError as exc:
         details = [field_error(e, whole="filters") for e in exc.errors()]

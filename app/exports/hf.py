@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from sqlalchemy.orm import Session
 
 from app.errors import BadInput
-from app.exports.parquet import SCHEMA
+from app.exports.parquet import EVERY_COMPLETION_SCHEMA, SCHEMA
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
 from app.models import LabelingMode, Project
@@ -43,6 +43,9 @@ COLUMNS = {
     "steps": "the steps the labeler went through, in order",
     "ratings": "one per step: 1, 0, -1, or null where the step was not rated",
     "flagged": "one per step: the labeler marked it unsure",
+    "human_written": "one per step: the labeler wrote it (PRM800K's human completion)",
+    "alternative_at": "on a rated alternative's row, its step's index (the steps before it are the "
+    "labeler's); null on the label's own row",
 }
 
 _MODES = {
@@ -52,6 +55,10 @@ _MODES = {
         "wrong"
     ),
     LabelingMode.full: "*full*: every step is rated, after a -1 too",
+    LabelingMode.phase1: (
+        "*phase 1* (PRM800K phase 1): each step came with alternative completions, every one "
+        "rated; `steps` are the ones the labeler continued with (chosen or self-written)"
+    ),
 }
 
 
@@ -68,14 +75,15 @@ def write_dataset(session: Session, project: Project, filters: ExportFilters, di
         parquet = Path(work) / "labels.parquet"
         with parquet.open("wb") as sink:
             count = write_export(session, project, "parquet", filters, sink)
-        features = datasets.Features.from_arrow_schema(SCHEMA)
+        schema = EVERY_COMPLETION_SCHEMA if filters.completions == "all" else SCHEMA
+        features = datasets.Features.from_arrow_schema(schema)
         if count:
             dataset = datasets.Dataset.from_parquet(
                 str(parquet), features=features, cache_dir=str(Path(work) / "cache")
             )
         else:
             # from_parquet refuses a file without rows.
-            dataset = datasets.Dataset.from_dict({name: [] for name in SCHEMA.names}, features=features)
+            dataset = datasets.Dataset.from_dict({name: [] for name in schema.names}, features=features)
         staged = Path(work) / "dataset"
         # An empty dataset is saved with no shard at all unless one is asked for, and then
         # load_from_disk fails on it.
@@ -126,7 +134,7 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "",
         "| column | type | meaning |",
         "| --- | --- | --- |",
-        *[f"| `{field.name}` | `{field.type}` | {COLUMNS[field.name]} |" for field in SCHEMA],
+        *[f"| `{field.name}` | `{field.type}` | {COLUMNS[field.name]} |" for field in table.schema],
         "",
     ]
     return "\n".join(lines)

@@ -32,6 +32,7 @@ class ExportForm(BaseModel):
     min_labeler_accuracy: str = Field(default="", max_length=50)
     min_agreement: str = Field(default="", max_length=50)
     neutral: str = Field(default="", max_length=50)
+    completions: str = Field(default="", max_length=50)
 
 
 @router.get("")
@@ -76,6 +77,7 @@ def export_download(
                 "min_labeler_accuracy": min_accuracy,
                 "min_agreement": min_agreement,
                 "neutral": form.neutral,
+                "completions": form.completions,
             },
         )
     except FormInvalid as exc:
@@ -119,6 +121,8 @@ def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
         query.append(("min_agreement", repr(filters.min_agreement)))
     if filters.neutral != "positive":
         query.append(("neutral", filters.neutral))
+    if filters.completions != "chosen":
+        query.append(("completions", filters.completions))
     return query
 
 

@@ -1,5 +1,9 @@
 """Parquet export: one row per label, the labeled steps as list columns, written in row groups.
 
+With every completion, a label has one row more for each rated alternative it did not continue
+with (the steps before it, then it; `alternative_at` is its step's index, null on the label's own
+row), and `human_written` marks the steps the labeler wrote.
+
 Each row group is encoded as soon as it is full and its bytes handed out, so an export of any
 size holds one row group in memory.
 """
@@ -14,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.exports.query import LabelRow, labeler_of
-from app.exports.trajectory import trajectory
+from app.exports.trajectory import RatedStep, alternatives, trajectory
 
 ROWS_PER_GROUP = 2000
 
@@ -40,6 +44,9 @@ SCHEMA = pa.schema(
         ("ratings", pa.list_(pa.int8())),
         ("flagged", pa.list_(pa.bool_())),
     ]
+)
+EVERY_COMPLETION_SCHEMA = SCHEMA.append(pa.field("human_written", pa.list_(pa.bool_()))).append(
+    pa.field("alternative_at", pa.int32())
 )
 
 
@@ -67,17 +74,30 @@ class _Collector(io.RawIOBase):
 
 
 class ParquetStream:
-    def __init__(self) -> None:
+    def __init__(self, every_completion: bool = False) -> None:
         self._collector = _Collector()
         # An explicit PythonFile, closed by us: left to the writer, pyarrow aborts the
         # interpreter at exit while finalising it.
         self._file = pa.PythonFile(self._collector, mode="w")
-        self._writer = pq.ParquetWriter(self._file, SCHEMA, compression="zstd")
-        self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+        self._every_completion = every_completion
+        self._schema = EVERY_COMPLETION_SCHEMA if every_completion else SCHEMA
+        self._writer = pq.ParquetWriter(self._file, self._schema, compression="zstd")
+        self._columns: dict[str, list[Any]] = {name: [] for name in self._schema.names}
         self.pending = 0
 
-    def add(self, row: LabelRow) -> None:
-        steps = trajectory(orjson.loads(row.solution_steps), orjson.loads(row.label_steps))
+    def add(self, row: LabelRow) -> int:
+        """Add the label's rows; returns how many."""
+        solution_steps, label_steps = orjson.loads(row.solution_steps), orjson.loads(row.label_steps)
+        self._add(row, trajectory(solution_steps, label_steps), None)
+        if not self._every_completion:
+            return 1
+        added = 1
+        for alternative in alternatives(solution_steps, label_steps):
+            self._add(row, alternative.steps, alternative.at)
+            added += 1
+        return added
+
+    def _add(self, row: LabelRow, steps: list[RatedStep], alternative_at: int | None) -> None:
         values = {
             "label_id": row.label_id,
             "labeler": labeler_of(row),
@@ -99,6 +119,9 @@ class ParquetStream:
             "ratings": [s.rating for s in steps],
             "flagged": [s.flagged for s in steps],
         }
+        if self._every_completion:
+            values["human_written"] = [s.human for s in steps]
+            values["alternative_at"] = alternative_at
         for name, value in values.items():
             self._columns[name].append(value)
         self.pending += 1
@@ -106,7 +129,7 @@ class ParquetStream:
     def flush(self) -> bytes:
         """Write the rows added so far as one row group; the bytes encoded since the last call."""
         if self.pending:
-            self._writer.write_table(pa.Table.from_pydict(self._columns, schema=SCHEMA))
+            self._writer.write_table(pa.Table.from_pydict(self._columns, schema=self._schema))
             for values in self._columns.values():
                 values.clear()
             self.pending = 0

@@ -58,6 +58,14 @@ class ExportFilters(BaseModel):
     neutral: Literal["positive", "negative"] = Field(
         default="positive", description="TRL: what a 0 (neutral) rating becomes"
     )
+    completions: Literal["chosen", "all"] = Field(
+        default="chosen",
+        description=(
+            "TRL and Parquet: only the steps each labeler went through (chosen), or also every "
+            "other rated alternative as an example of its own, with the labeler-written steps "
+            "marked in `human_written` (all)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> ExportFilters:

@@ -14,7 +14,7 @@ from app.errors import BadInput
 from app.exports.prm800k import render_generation, render_question, render_record
 from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
-from app.exports.trl import trl_record
+from app.exports.trl import trl_records
 from app.models import Project
 from app.quality.agreement import agreeing_solutions
 from app.quality.service import accurate_labelers
@@ -65,34 +65,36 @@ class Export:
         return (row for row in rows if row.solution_id in agreeing)
 
     def _jsonl(self) -> Iterator[bytes]:
-        neutral_is_good = self.filters.neutral == "positive"
         buffer: list[bytes] = []
         size = 0
         for row in self._rows():
-            record = prm800k_record(row) if self.format == ExportFormat.prm800k else trl_record(row, neutral_is_good)
-            if record is None:
-                continue
-            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-            buffer.append(line)
-            size += len(line)
-            self.records += 1
+            for record in self._records(row):
+                line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+                buffer.append(line)
+                size += len(line)
+                self.records += 1
             if size >= _FLUSH_BYTES:
                 yield b"".join(buffer)
                 buffer, size = [], 0
         if buffer:
             yield b"".join(buffer)
 
+    def _records(self, row: LabelRow) -> Iterator[dict[str, Any]]:
+        if self.format == ExportFormat.prm800k:
+            yield prm800k_record(row)
+        else:
+            yield from trl_records(row, self.filters.neutral == "positive", self.filters.completions == "all")
+
     def _parquet(self) -> Iterator[bytes]:
         # Imported here: pyarrow takes a tenth of a second to load, which JSONL exports (and
         # every other command) need not pay.
         from app.exports.parquet import ROWS_PER_GROUP, ParquetStream
 
-        stream = ParquetStream()
+        stream = ParquetStream(every_completion=self.filters.completions == "all")
         closed = False
         try:
             for row in self._rows():
-                stream.add(row)
-                self.records += 1
+                self.records += stream.add(row)
                 if stream.pending >= ROWS_PER_GROUP:
                     yield stream.flush()
             closed = True

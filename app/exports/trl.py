@@ -3,28 +3,49 @@
 Labels are booleans, as TRL's PRM trainer reads them. A step rated -1 is the last one kept:
 what follows a first error says nothing the trainer can use. Steps left unrated end the record
 too, and a label with no rated step gives no record.
+
+With every completion (`completions="all"`), a label gives one record more for each rated
+alternative it did not continue with (the steps before it, then it), and each record says which
+of its steps the labeler wrote (`human_written`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from app.exports.query import LabelRow
-from app.exports.trajectory import trajectory
+from app.exports.trajectory import RatedStep, alternatives, trajectory
 
 
-def trl_record(row: LabelRow, neutral_is_good: bool) -> dict[str, Any] | None:
-    completions: list[str] = []
-    labels: list[bool] = []
-    for step in trajectory(orjson.loads(row.solution_steps), orjson.loads(row.label_steps)):
+def trl_records(row: LabelRow, neutral_is_good: bool, every_completion: bool) -> Iterator[dict[str, Any]]:
+    solution_steps, label_steps = orjson.loads(row.solution_steps), orjson.loads(row.label_steps)
+    paths = [trajectory(solution_steps, label_steps)]
+    if every_completion:
+        paths.extend(alternative.steps for alternative in alternatives(solution_steps, label_steps))
+    for steps in paths:
+        record = _record(row.statement, steps, neutral_is_good, every_completion)
+        if record is not None:
+            yield record
+
+
+def _record(prompt: str, steps: list[RatedStep], neutral_is_good: bool, mark_human: bool) -> dict[str, Any] | None:
+    kept: list[RatedStep] = []
+    for step in steps:
         if step.rating is None:
             break
-        completions.append(step.text)
-        labels.append(step.rating == 1 or (step.rating == 0 and neutral_is_good))
+        kept.append(step)
         if step.rating == -1:
             break
-    if not completions:
+    if not kept:
         return None
-    return {"prompt": row.statement, "completions": completions, "labels": labels}
+    record: dict[str, Any] = {
+        "prompt": prompt,
+        "completions": [s.text for s in kept],
+        "labels": [s.rating == 1 or (s.rating == 0 and neutral_is_good) for s in kept],
+    }
+    if mark_human:
+        record["human_written"] = [s.human for s in kept]
+    return record

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
+from app.exports.trajectory import trajectory
 from app.labeling.schemas import (
     CorrectionReceipt,
     CorrectionWindow,
@@ -28,7 +29,7 @@ from app.labeling.schemas import (
     RatingCounts,
 )
 from app.labeling.service import check_ratings, prm800k_step
-from app.models import Label, Problem, Project, Solution, utcnow
+from app.models import Label, LabelingMode, Problem, Project, Solution, utcnow
 from app.projects.access import may_label
 
 PAGE_SIZE = 20
@@ -59,8 +60,28 @@ def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPa
 def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDetail:
     label, project, solution, problem = _own(session, user_id, label_id)
     superseded_by = session.scalar(select(Label.id).where(Label.supersedes_id == label.id))
+    return OwnLabelDetail(
+        **_own_label(label, project.name, problem.statement).model_dump(),
+        labeling_mode=project.labeling_mode,
+        problem=problem.statement,
+        answer=problem.answer,
+        steps=_rated_steps(project, solution, label),
+        finish_note=label.finish_note,
+        total_time_ms=label.total_time_ms,
+        superseded_by_id=superseded_by,
+        correction=correction_window(session, label, project, utcnow()),
+    )
+
+
+def _rated_steps(project: Project, solution: Solution, label: Label) -> list[RatedStep]:
+    if project.labeling_mode == LabelingMode.phase1:
+        # The path the labeler took through the alternatives, their own steps included.
+        return [
+            RatedStep(text=step.text, rating=step.rating, flagged=bool(step.flagged))
+            for step in trajectory(solution.steps, label.steps)
+        ]
     ratings = step_ratings(label.steps)
-    steps = [
+    return [
         RatedStep(
             text=text,
             rating=ratings[i][0] if i < len(ratings) else None,
@@ -68,17 +89,6 @@ def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDeta
         )
         for i, text in enumerate(solution.steps)
     ]
-    return OwnLabelDetail(
-        **_own_label(label, project.name, problem.statement).model_dump(),
-        labeling_mode=project.labeling_mode,
-        problem=problem.statement,
-        answer=problem.answer,
-        steps=steps,
-        finish_note=label.finish_note,
-        total_time_ms=label.total_time_ms,
-        superseded_by_id=superseded_by,
-        correction=correction_window(session, label, project, utcnow()),
-    )
 
 
 def correct_label(
@@ -129,6 +139,10 @@ def correct_label(
 def correction_window(session: Session, label: Label, project: Project, now: datetime) -> CorrectionWindow:
     if label.superseded_at is not None:
         return _closed("it was corrected since; correct the newer label instead")
+    if project.labeling_mode == LabelingMode.phase1:
+        # Its alternatives and written steps have no form to be corrected in: the labeling
+        # page corrects ratings of given steps.
+        return _closed("a phase-1 label cannot be corrected")
     hours = project.correction_window_hours
     if hours == 0:
         return _closed("this project does not allow corrections")
@@ -147,6 +161,11 @@ def step_ratings(steps: list[dict[str, Any]]) -> list[tuple[int | None, bool]]:
     for step in steps:
         completions = step.get("completions") or [{}]
         chosen = step.get("chosen_completion")
+        human = step.get("human_completion")
+        # A written step rated by its writer (phase-1 mode) is the step the labeler took.
+        if chosen is None and isinstance(human, dict) and human.get("rating") is not None:
+            found.append((human["rating"], bool(human.get("flagged"))))
+            continue
         picked = completions[chosen] if chosen is not None and 0 <= chosen < len(completions) else completions[0]
         found.append((picked.get("rating"), bool(picked.get("flagged"))))
     return found

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.models import FinishReason, LabelingMode
 
@@ -15,6 +15,44 @@ class StepRating(BaseModel):
     flagged: bool = False
 
 
+class HumanStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=5000, description="the step the labeler wrote")
+    # A written step is one to continue with: a wrong one would be no step to write.
+    rating: Literal[1, 0]
+    flagged: bool = False
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is blank")
+        return value
+
+
+class AlternativesRated(BaseModel):
+    """Phase-1 mode: one step's alternatives rated, and what the labeler continued with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ratings: list[StepRating] = Field(
+        max_length=100, description="one per alternative the task gave for this step, in order"
+    )
+    chosen: int | None = Field(
+        default=None, ge=0, description="the index of the alternative the labeler continued with"
+    )
+    human: HumanStep | None = Field(
+        default=None, description="the labeler's own step, where no alternative was good"
+    )
+
+    @model_validator(mode="after")
+    def _one_continuation(self) -> AlternativesRated:
+        if self.chosen is not None and self.human is not None:
+            raise ValueError("choose an alternative or write a step, not both")
+        return self
+
+
 class LabelSubmit(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -24,7 +62,15 @@ class LabelSubmit(BaseModel):
         description="chosen by the client once per label; a retried submit sends the same key",
     )
     ratings: list[StepRating] = Field(
-        max_length=1000, description="ratings of the first steps, in order; may stop early"
+        default_factory=list,
+        max_length=1000,
+        description="ratings of the first steps, in order; may stop early (not in phase-1 mode)",
+    )
+    alternatives: list[AlternativesRated] | None = Field(
+        default=None,
+        max_length=1000,
+        description="phase-1 mode only, instead of `ratings`: the first steps' alternatives "
+        "rated, each step with the alternative chosen or the labeler's own step",
     )
     finish_reason: FinishReason
     finish_note: str | None = Field(
@@ -32,6 +78,13 @@ class LabelSubmit(BaseModel):
     )
     total_time_ms: int = Field(ge=0, le=7 * 24 * 3600 * 1000)
     started_at: datetime | None = None
+
+    def missing_note(self) -> str | None:
+        """What is wrong when a give-up or bad-problem label has no reason; None when fine."""
+        reason = self.finish_reason
+        if reason in (FinishReason.give_up, FinishReason.bad_problem) and not (self.finish_note or "").strip():
+            return f"{reason.value} needs a reason in finish_note"
+        return None
 
     @field_validator("started_at")
     @classmethod
@@ -54,6 +107,11 @@ class TaskProblem(BaseModel):
 class TaskSolution(BaseModel):
     id: int
     steps: list[str]
+    alternatives: list[list[str]] | None = Field(
+        default=None,
+        description="phase-1 mode: each step's alternative completions, to rate and choose from; "
+        "null in the other modes",
+    )
 
 
 class Task(BaseModel):

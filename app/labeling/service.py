@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.errors import BadInput, Conflict, NotFound
-from app.labeling import queue
+from app.labeling import phase1, queue
 from app.projects.access import may_label, user_may_label
 from app.quality import gate
 from app.reports.service import record_reports
@@ -138,7 +138,13 @@ def next_task(session: Session, project_id: int, user_id: int, *, user_locked: b
         labeling_mode=project.labeling_mode,
         expires_at=leased.expires_at,
         problem=TaskProblem(id=leased.problem_id, statement=leased.statement, answer=leased.answer),
-        solution=TaskSolution(id=leased.solution_id, steps=leased.steps),
+        solution=TaskSolution(
+            id=leased.solution_id,
+            steps=leased.steps,
+            alternatives=phase1.task_alternatives(session, leased.solution_id, leased.steps)
+            if project.labeling_mode == LabelingMode.phase1
+            else None,
+        ),
     )
     return NextTask(task=task, waiting=leased.waiting)
 
@@ -179,7 +185,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
                 f"your lease on assignment {assignment_id} ran out and you have taken this "
                 "solution again since: submit that task instead"
             )
-    check_ratings(held.labeling_mode, len(held.steps), data)
+    ratings, steps = _checked_steps(session, held, data)
     # A check slot (see app.quality.gate) is the only kind that costs more here.
     is_check = held.slot < 0
     now = utcnow()
@@ -194,7 +200,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         "finish_reason": data.finish_reason,
         "finish_note": (data.finish_note or "").strip() or None,
         "total_time_ms": data.total_time_ms,
-        "steps": [prm800k_step(r) for r in data.ratings],
+        "steps": steps,
         "idempotency_key": data.idempotency_key,
         "extra": {},
         "started_at": data.started_at or held.leased_at,
@@ -217,7 +223,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         # labeler's key, sent at this moment for another assignment.
         raise Conflict("this idempotency key was already used for another assignment") from exc
     assert label_id is not None
-    record_reports(session, {**columns, "id": label_id}, held.problem_id, data.ratings)
+    record_reports(session, {**columns, "id": label_id}, held.problem_id, ratings)
     return LabelReceipt(
         label_id=label_id,
         assignment_id=assignment_id,
@@ -227,6 +233,19 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         if is_check and held.qc_feedback
         else None,
     )
+
+
+def _checked_steps(
+    session: Session, held: Row[Any], data: LabelSubmit
+) -> tuple[list[StepRating], list[dict[str, Any]]]:
+    """The rating of each step the labeler went through, and the label's steps as stored;
+    BadInput when the label breaks its mode's rules."""
+    if held.labeling_mode != LabelingMode.phase1:
+        check_ratings(held.labeling_mode, len(held.steps), data)
+        return data.ratings, [prm800k_step(r) for r in data.ratings]
+    alternatives = phase1.task_alternatives(session, held.solution_id, held.steps)
+    phase1.check_alternatives(alternatives, data)
+    return phase1.path_ratings(data), phase1.stored_steps(alternatives, held.steps, data)
 
 
 def release_task(session: Session, user: User, assignment_id: int) -> None:
@@ -273,14 +292,17 @@ def prm800k_step(rating: StepRating) -> dict[str, object]:
 
 
 def check_ratings(mode: LabelingMode, n_steps: int, data: LabelSubmit) -> None:
+    if mode == LabelingMode.phase1:
+        raise BadInput("a phase-1 label cannot be corrected")
+    if data.alternatives is not None:
+        raise BadInput("`alternatives` is for phase-1 projects; this project takes `ratings`")
     ratings = [r.rating for r in data.ratings]
     k = len(ratings)
     if k > n_steps:
         raise BadInput(f"{k} ratings for a solution of {n_steps} steps")
+    if problem := data.missing_note():
+        raise BadInput(problem)
     reason = data.finish_reason
-    if reason in (FinishReason.give_up, FinishReason.bad_problem):
-        if not (data.finish_note or "").strip():
-            raise BadInput(f"{reason.value} needs a reason in finish_note")
     if mode == LabelingMode.first_error:
         if -1 in ratings[:-1]:
             raise BadInput("in first_error mode nothing is rated after the first -1")

@@ -13,6 +13,9 @@ class LabelingMode(enum.StrEnum):
     # PRM800K phase 2: rate top to bottom, the first -1 ends the solution.
     first_error = "first_error"
     full = "full"
+    # PRM800K phase 1: each step comes with alternative completions; the labeler rates every
+    # one, then continues with one of them or with a step of their own.
+    phase1 = "phase1"
 
 
 class Project(Base):

@@ -133,3 +133,21 @@ def test_scoring_windows_read_every_step_with_the_longest_context():
     # Everything fits: the one window is the training layout.
     [whole] = scoring_windows(tokenizer, marker, "Q?", ["ab", "c"], max_length=64)
     assert whole["input_ids"] == tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], None, 64)["input_ids"]
+
+
+@pytest.mark.parametrize("rating", [1, 0])
+def test_a_rated_human_step_is_a_label(rating):
+    # Stepwise's phase-1 mode: the labeler rates the step they write.
+    human = {"text": "h", "rating": rating, "source": "human", "flagged": False, "corrected_rating": None}
+    record = _record([_step(("a", 1), ("a2", -1)), _step(("b", -1), ("b2", -1), chosen=None, human=human),
+                      _step(("c", 1))], finish="solution")
+    examples = sorted((e.steps, e.labels) for e in load_examples([record]))
+    assert examples == [(["a", "b"], [None, -1]), (["a", "b2"], [None, -1]), (["a", "h", "c"], [1, rating, 1]),
+                        (["a2"], [-1])]
+
+
+def test_trl_records_with_every_completion_load_as_they_are():
+    # `stepwise export --format trl --completions all`: alternatives are records of their own.
+    rows = [{"prompt": "P", "completions": ["x", "h"], "labels": [True, True], "human_written": [False, True]},
+            {"prompt": "P", "completions": ["x", "y"], "labels": [True, False], "human_written": [False, False]}]
+    assert [(e.steps, e.labels) for e in load_examples(rows)] == [(["x", "h"], [1, 1]), (["x", "y"], [1, -1])]

@@ -15,6 +15,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from active_learning.cli import prm
 from active_learning.config import TrainConfig
+from active_learning.data import load_examples, snapshot_hash
 from active_learning.train import mixed_precision
 
 pytestmark = pytest.mark.slow
@@ -84,6 +85,42 @@ def test_report_to_none_still_keeps_the_training_log(files, tmp_path):
          "--report-to", "none")
     assert [e["step"] for e in json.loads((output / "training_log.json").read_text())["train"]] == [3]
     assert not (output / "logs").exists()
+
+
+def _phase_1_record(n: int) -> dict:
+    """A phase-1 record as Stepwise's PRM800K export writes one: each step's alternatives rated,
+    the chosen one's index, or the labeler's own step (rated) where none was good."""
+    def completion(text, rating):
+        return {"text": text, "rating": rating, "flagged": False}
+    human = {"text": f"${n} + {n} = {2 * n}$.", "rating": 1, "source": "human", "flagged": False,
+             "corrected_rating": None}
+    steps = [
+        {"completions": [completion(f"Add {n} to {n}.", 1), completion(f"Multiply {n} by {n}.", -1)],
+         "human_completion": None, "chosen_completion": 0},
+        {"completions": [completion(f"${n} + {n} = {2 * n + 1}$.", -1), completion(f"${n} + {n} = {n}$.", -1)],
+         "human_completion": human, "chosen_completion": None},
+        {"completions": [completion(f"# Answer\n\n{2 * n}", 1)], "human_completion": None, "chosen_completion": 0},
+    ]
+    return {"labeler": "l", "timestamp": "2026-01-01T00:00:00", "generation": None,
+            "is_quality_control_question": False, "is_initial_screening_question": False,
+            "question": {"problem": f"What is {n} + {n}?", "ground_truth_answer": str(2 * n)},
+            "label": {"steps": steps, "total_time": 1000, "finish_reason": "solution"}}
+
+
+def test_train_learns_from_every_alternative_and_written_step_of_phase_1_labels(tmp_path):
+    train, held_out = tmp_path / "phase1.jsonl", tmp_path / "held_out.jsonl"
+    train.write_text("".join(json.dumps(_phase_1_record(n)) + "\n" for n in range(1, 9)))
+    held_out.write_text("".join(json.dumps(_phase_1_record(n)) + "\n" for n in range(20, 23)))
+    output = tmp_path / "model"
+    _cli("train", "--train", train, "--eval", held_out, "--output", output, *FAST, "--steps", 2,
+         "--report-to", "none")
+    meta = json.loads((output / "stepwise.json").read_text())
+    examples = load_examples(train)
+    # Per label: its path (the written step labeled +1), and three alternatives rated -1.
+    assert meta["train_examples"] == len(examples) == 8 * 4
+    assert meta["data_hash"] == snapshot_hash(examples)
+    assert sum(e.labels == [1, 1, 1] for e in examples) == 8
+    assert sum(e.labels[-1] == -1 for e in examples) == 8 * 3
 
 
 def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):

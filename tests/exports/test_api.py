@@ -36,6 +36,11 @@ def test_each_format_streams_as_an_attachment(client, session_factory) -> None: 
     assert trl.status_code == 200
     assert orjson.loads(trl.content.splitlines()[0])["labels"] == [False, False, False]
 
+    every = client.get(url, params={"format": "trl", "completions": "all"}, headers=headers)
+    assert every.status_code == 200
+    assert all("human_written" in orjson.loads(line) for line in every.content.splitlines())
+    assert len(every.content.splitlines()) > len(trl.content.splitlines())
+
     parquet = client.get(url, params={"format": "parquet"}, headers=headers)
     assert parquet.headers["content-type"] == "application/vnd.apache.parquet"
     assert parquet.headers["content-disposition"].endswith('.parquet"')
@@ -73,6 +78,7 @@ def test_bad_requests_are_refused_before_streaming(client, session_factory) -> N
         {"format": "trl", "qc": "sometimes"},
         {"format": "trl", "generation": "nine"},
         {"format": "trl", "since": "2023-13-01"},
+        {"format": "trl", "completions": "some"},
     ):
         response = client.get(url, params=params, headers=headers)
         assert response.status_code == 422, params

@@ -90,3 +90,16 @@ def test_file_formats_refuse_a_directory(cli_env, session_factory, tmp_path) -> 
         cli, ["export", "--project", project.name, "--format", "parquet", "--output", str(tmp_path)]
     )
     assert result.exit_code == 1 and "is a directory" in result.stderr
+
+
+def test_hf_export_with_every_completion_has_the_marked_columns(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    output = tmp_path / "every"
+    _export_hf(project.name, output, "--completions", "all")
+    loaded = datasets.load_from_disk(str(output))
+    parquet = pq.read_table(io.BytesIO(export(session_factory, project, "parquet", completions="all")))
+    assert loaded.column_names == [*SCHEMA.names, "human_written", "alternative_at"]
+    assert loaded.to_list() == parquet.to_pylist()
+    card = (output / "README.md").read_text()
+    assert "- `completions`: all" in card and "| `human_written` |" in card

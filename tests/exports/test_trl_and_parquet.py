@@ -91,3 +91,39 @@ def test_empty_exports_are_valid_files(session_factory) -> None:  # type: ignore
     assert export(session_factory, project, "trl") == b""
     table = pq.read_table(io.BytesIO(export(session_factory, project, "parquet")))
     assert table.num_rows == 0 and "ratings" in table.column_names
+
+
+PHASE_1 = "If $f(x)"
+CHOSEN = ["To find $f(g(-2))$, I first need $g(-2)$.", "$g(-2) = (-2 - 1)^2 = (-3)^2 = 9$.",
+          "Then $f(9) = 3 \\cdot 9 + 2 = 29$.\n\n# Answer\n\n29"]
+WRONG = {0: "I'll plug $-2$ into $f$ first.", 1: "$g(-2) = (-2 - 1)^2 = -9$.", 2: "$g(-2) = (-2-1)^2 = 3^2$."}
+
+
+def test_trl_with_every_completion_adds_each_rated_alternative_and_marks_human_steps(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    records = [r for r in _trl(session_factory, project, completions="all") if r["prompt"].startswith(PHASE_1)]
+    assert [(r["completions"], r["labels"], r["human_written"]) for r in records] == [
+        (CHOSEN, [True, True, True], [False, True, False]),
+        ([WRONG[0]], [False], [False]),
+        ([CHOSEN[0], WRONG[1]], [True, False], [False, False]),
+        ([CHOSEN[0], WRONG[2]], [True, False], [False, False]),
+    ]
+    # Every labeler's path is still there, marked.
+    unmarked = [{k: v for k, v in r.items() if k != "human_written"} for r in _trl(session_factory, project, completions="all")]
+    assert all(r in unmarked for r in _trl(session_factory, project))
+
+
+def test_parquet_with_every_completion_has_a_row_per_alternative(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    assert "human_written" not in pq.read_table(io.BytesIO(export(session_factory, project, "parquet"))).column_names
+    rows = pq.read_table(io.BytesIO(export(session_factory, project, "parquet", completions="all"))).to_pylist()
+    phase_1 = [r for r in rows if r["problem"].startswith(PHASE_1)]
+    assert [(r["alternative_at"], r["steps"], r["ratings"], r["human_written"]) for r in phase_1] == [
+        (None, CHOSEN, [1, 1, 1], [False, True, False]),
+        (0, [WRONG[0]], [-1], [False]),
+        (1, [CHOSEN[0], WRONG[1]], [1, -1], [False, False]),
+        (1, [CHOSEN[0], WRONG[2]], [1, -1], [False, False]),
+    ]
+    assert len({r["label_id"] for r in phase_1}) == 1

@@ -81,6 +81,11 @@ def test_upgrade_create_import_export_and_failures(fresh_database: str, tmp_path
     out = _ok(url, "export", "--project", "cli", "--format", "parquet", "--output", parquet, "--since", "2023-01-01", "--labeler", "8b2e4c1a-9f0d-4e5b-a1c2-3d4e5f6a7b8c")
     assert "exported 2 labels" in out
     assert pq.read_table(io.BytesIO(parquet.read_bytes())).num_rows == 2
+    every = tmp_path / "every.parquet"
+    out = _ok(url, "export", "--project", "cli", "--format", "parquet", "--output", every, "--completions", "all")
+    table = pq.read_table(io.BytesIO(every.read_bytes()))
+    assert f"exported {table.num_rows} records" in out and table.num_rows > 9
+    assert "human_written" in table.column_names
 
     # Failures are one clear message and exit status 1 (2 for bad lines), and leave nothing behind.
     bad = tmp_path / "bad.jsonl"

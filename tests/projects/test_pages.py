@@ -85,7 +85,7 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
         ({"name": "ok", "overlap": "0"}, "greater than or equal to 1"),
         ({"name": "ok", "overlap": "many"}, "Must be a whole number"),
         ({"name": "ok", "lease_minutes": "100000"}, "less than or equal to 1440"),
-        ({"name": "ok", "labeling_mode": "whenever"}, "'first_error' or 'full'"),
+        ({"name": "ok", "labeling_mode": "whenever"}, "'first_error', 'full' or 'phase1'"),
         ({"name": "x" * 101}, "Use only letters, digits, space, _ . -"),
     ],
 )
@@ -139,7 +139,7 @@ def test_the_settings_form_saves_and_a_larger_overlap_adds_queue_slots(client, s
     [
         ({"overlap": "21"}, "less than or equal to 20"),
         ({"lease_minutes": "0"}, "greater than or equal to 1"),
-        ({"labeling_mode": "sometimes"}, "'first_error' or 'full'"),
+        ({"labeling_mode": "sometimes"}, "'first_error', 'full' or 'phase1'"),
         ({"description": "d" * 5001}, "at most 5000 characters"),
     ],
 )

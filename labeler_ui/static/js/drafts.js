@@ -20,6 +20,11 @@ export class Drafts {
       startedAt: draft.startedAt,
       activeMs: Number(draft.activeMs) || 0,
       restore(state) {
+        // Phase-1 mode's state checks and takes its own snapshot.
+        if (state.snapshot) {
+          state.restore(draft.phase1);
+          return;
+        }
         const valid = (r) => r === null || r === -1 || r === 0 || r === 1;
         if (draft.ratings?.length !== state.n || draft.flags?.length !== state.n) return;
         if (!draft.ratings.every(valid)) return;
@@ -31,7 +36,8 @@ export class Drafts {
   }
 
   save(assignmentId, state, key, startedAt, activeMs) {
-    const draft = { assignmentId, key, startedAt, activeMs, ratings: state.ratings, flags: state.flags };
+    const progress = state.snapshot ? { phase1: state.snapshot() } : { ratings: state.ratings, flags: state.flags };
+    const draft = { assignmentId, key, startedAt, activeMs, ...progress };
     try {
       localStorage.setItem(this.key, JSON.stringify(draft));
     } catch {

@@ -4,6 +4,8 @@
 import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postWithRetry } from "./api.js";
 import { mathAvailable, renderAnswer, renderProblemText, renderStepText } from "./math.js";
 import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
+import { Phase1State } from "./phase1_state.js";
+import * as phase1View from "./phase1_view.js";
 import { Drafts } from "./drafts.js";
 import { ReasonDialog } from "./reason_dialog.js";
 import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
@@ -40,6 +42,10 @@ let recheck = null;
 let labeledToday = null;
 // A key that would change a -1, waiting for the same key again: { index, value }.
 let pendingChange = null;
+// Phase-1 mode: the step whose write-your-own editor is open, or null.
+let editing = null;
+
+const isPhase1 = () => state instanceof Phase1State;
 
 // ---- views and notices ----------------------------------------------------------------------
 
@@ -122,7 +128,11 @@ async function loadNext() {
 function showTask(next) {
   task = next;
   leaseWarned = false;
-  state = new RatingState(next.labeling_mode, next.solution.steps.length);
+  editing = null;
+  state =
+    next.labeling_mode === "phase1"
+      ? new Phase1State(next.solution.alternatives ?? [])
+      : new RatingState(next.labeling_mode, next.solution.steps.length);
   if (correction) state.prefill(correction.ratings);
   const draft = correction ? null : drafts.load(next.assignment_id);
   idempotencyKey = draft?.key ?? newIdempotencyKey();
@@ -135,7 +145,7 @@ function showTask(next) {
   renderProblemText($("problem-text"), next.problem.statement, (n) => figureUrl(next.problem.id, n));
   renderAnswer($("answer"), next.problem.answer);
   $("task-ids").textContent = `Solution ${next.solution.id}`;
-  stepNodes = next.solution.steps.map(buildStep);
+  stepNodes = isPhase1() ? phase1View.buildSteps(state.alts) : next.solution.steps.map(buildStep);
   $("steps").replaceChildren(...stepNodes);
   setView("task");
   render();
@@ -172,6 +182,10 @@ function showEmpty(waiting, reason) {
 // ---- rendering ------------------------------------------------------------------------------
 
 function render() {
+  if (isPhase1()) {
+    renderPhase1();
+    return;
+  }
   stepNodes.forEach((node, i) => renderStep(node, i));
   const complete = state.isComplete();
   const rated = state.ratedCount();
@@ -190,6 +204,37 @@ function render() {
   for (const id of ["flag", "give-up", "bad-problem"]) $(id).disabled = busy;
   $("undo").disabled = busy || !state.canUndo();
   $("flag").setAttribute("aria-pressed", String(state.flags[state.cursor] ?? false));
+}
+
+function renderPhase1() {
+  phase1View.renderSteps(state, stepNodes, busy, editing);
+  const complete = state.isComplete();
+  $("progress").max = Math.max(state.n, 1);
+  $("progress").value = state.reach();
+  $("progress-text").textContent = `Step ${Math.min(state.reach() + 1, state.n)} of ${state.n} · ${state.ratedCount()}/${state.shownCount()} rated`;
+  const flagged = state.flaggedCount();
+  $("flag-count").textContent = flagged ? `${flagged} flagged` : "";
+  $("status").textContent = phase1Status(complete);
+  $("finish").hidden = !complete;
+  $("finish").classList.toggle("found-error", complete && state.finishReason() === "found_error");
+  $("finish-text").textContent = complete ? phase1Status(true) : "";
+  for (const id of ["submit", "finish-submit"]) $(id).disabled = busy || !complete;
+  for (const id of ["flag", "give-up", "bad-problem"]) $(id).disabled = busy;
+  $("undo").disabled = busy || !state.canUndo();
+  const { step, alt } = state.cursor;
+  $("flag").setAttribute("aria-pressed", String(state.flags[step]?.[alt] ?? false));
+}
+
+function phase1Status(complete) {
+  if (state.n === 0) return "This solution has no steps: give up or report the problem.";
+  if (complete && state.finishReason() === "found_error") {
+    return `No alternative of step ${state.reach() + 1} is good: the solution ends there. Press Enter to submit.`;
+  }
+  if (complete) return `All ${state.n} steps done. Press Enter to submit.`;
+  const i = state.reach();
+  const left = state.ratings[i].filter((r) => r === null).length;
+  if (left) return `Step ${i + 1}: rate its alternatives (${left} left).`;
+  return `Step ${i + 1}: continue with a good alternative (Enter), or write your own step (W).`;
 }
 
 function renderStep(node, i) {
@@ -244,7 +289,8 @@ const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 function focusCurrent() {
   const behavior = reducedMotion.matches ? "auto" : "smooth";
-  stepNodes[state.cursor]?.scrollIntoView({ block: "nearest", behavior });
+  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  node?.scrollIntoView({ block: "nearest", behavior });
 }
 
 // ---- actions --------------------------------------------------------------------------------
@@ -296,7 +342,7 @@ async function submit(reason, note) {
     : `/api/v1/assignments/${task.assignment_id}/submit`;
   const body = {
     idempotency_key: idempotencyKey,
-    ratings: state.submittedRatings(),
+    ...(isPhase1() ? { alternatives: state.submitted() } : { ratings: state.submittedRatings() }),
     finish_reason: finishReason,
     finish_note: note ?? null,
     total_time_ms: timer.elapsedMs(),
@@ -376,6 +422,7 @@ function onKey(event) {
 }
 
 function handleKey(key) {
+  if (isPhase1()) return phase1Key(key);
   if (Object.hasOwn(RATING_KEYS, key)) {
     rateByKey(key);
     return true;
@@ -402,7 +449,74 @@ function otherKey(key) {
   return true;
 }
 
+// ---- phase-1 mode --------------------------------------------------------------------------
+
+function phase1Key(key) {
+  const { step, alt } = state.cursor;
+  if (Object.hasOwn(RATING_KEYS, key)) {
+    if (state.onOwnRow()) notify("info", "Ratings are for the alternatives: move up to one, or press Enter to write your own step.");
+    else act(() => state.rate(step, alt, RATING_KEYS[key]));
+  } else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
+  else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1));
+  else if (key === "Enter") phase1Enter();
+  else if (key === "w") openEditor(step);
+  else if (key === "f") act(() => !state.onOwnRow() && state.toggleFlag(step, alt));
+  else if (key === "u") act(() => state.undo());
+  else if (key === "g") reasons.open("give_up");
+  else if (key === "b") reasons.open("bad_problem");
+  else return false;
+  return true;
+}
+
+// Enter continues with the alternative under the cursor, opens the editor on the
+// write-your-own row, and submits a complete label.
+function phase1Enter() {
+  const { step, alt } = state.cursor;
+  if (state.onOwnRow()) openEditor(step);
+  else if (state.canChoose(step, alt) && state.chosen[step] !== alt) act(() => state.choose(step, alt));
+  else if (state.isComplete()) submit();
+  else if (state.ratings[step][alt] === BAD) notify("info", "A −1 alternative cannot be continued with: choose a good one, or write your own step (W).");
+  else if (state.ratings[step][alt] === null) notify("info", "Rate this alternative first (1, 2 or 3).");
+  else notify("info", phase1Status(false));
+}
+
+function openEditor(i) {
+  if (busy || !state.isShown(i)) return;
+  editing = i;
+  state.setCursor(i, state.alts[i].length);
+  const input = phase1View.openEditor(
+    stepNodes,
+    i,
+    state.human[i]?.text ?? "",
+    (text, rating) => {
+      editing = null;
+      act(() => state.write(i, text, rating));
+    },
+    () => {
+      editing = null;
+      render();
+    },
+  );
+  render();
+  input.focus();
+}
+
+function onPhase1Click(event) {
+  const hit = phase1View.clickTarget(event.target);
+  if (!hit || busy) return;
+  event.target.closest("button")?.blur();
+  if (hit.action === "rate") act(() => state.rate(hit.step, hit.alt, hit.rating));
+  else if (hit.action === "flag") act(() => state.toggleFlag(hit.step, hit.alt));
+  else if (hit.action === "choose") act(() => state.choose(hit.step, hit.alt));
+  else if (hit.action === "write") openEditor(hit.step);
+  else if (!window.getSelection()?.toString()) act(() => state.setCursor(hit.step, hit.alt));
+}
+
 function onStepClick(event) {
+  if (isPhase1()) {
+    onPhase1Click(event);
+    return;
+  }
   const node = event.target.closest(".step");
   if (!node || busy || !state) return;
   const i = Number(node.dataset.index);
@@ -425,7 +539,11 @@ document.addEventListener("keydown", onKey);
 $("steps").addEventListener("click", onStepClick);
 onButton("submit", () => submit());
 onButton("finish-submit", () => submit());
-onButton("flag", () => state && act(() => state.toggleFlag(state.cursor)));
+onButton("flag", () => {
+  if (!state) return;
+  if (isPhase1()) act(() => !state.onOwnRow() && state.toggleFlag(state.cursor.step, state.cursor.alt));
+  else act(() => state.toggleFlag(state.cursor));
+});
 onButton("undo", () => state && act(() => state.undo()));
 onButton("give-up", () => task && !busy && reasons.open("give_up"));
 onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));

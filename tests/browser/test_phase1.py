@@ -1,0 +1,166 @@
+"""Phase-1 mode in Chromium: a labeler rates a phase-1 record's alternatives with the keyboard,
+continues with one, writes a step of their own, submits; the manager's PRM800K export gives
+the label back in phase-1 shape, and importing that file elsewhere gives the same export."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import Label
+from tests.browser.conftest import login, screenshot
+from tests.conftest import make_project, make_user
+from tests.exports.conftest import export
+from tests.imports.conftest import import_bytes, jsonl, sample_records
+
+RECORD = next(r for r in sample_records() if r["question"]["problem"].startswith("If $f(x)"))
+ALTERNATIVES = [[c["text"] for c in step["completions"]] for step in RECORD["label"]["steps"]]
+HUMAN = "So $g(-2) = (-3)^2 = 9$, and $<b>$ stays text."
+
+
+def _alternatives(page: Page, step: int):  # type: ignore[no-untyped-def]
+    return page.locator("#steps > .p1-step").nth(step).locator(".alt:not(.own)")
+
+
+def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Overlap 2: the imported label fills one slot, the other waits for lena.
+    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
+    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    make_user(session_factory, "boss", "admin")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    expect(page.locator(".crumbs .badge")).to_have_text("Phase 1 mode")
+
+    # Only the first step shows until it is continued; the alternatives are text and math.
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(1)
+    first = _alternatives(page, 0)
+    expect(first).to_have_count(2)
+    expect(first.nth(0).locator(".katex").first).to_be_visible()
+    expect(first.nth(0)).to_have_attribute("aria-current", "true")
+
+    # Step 1: A is +1, B is -1; the cursor goes back to A. A -1 cannot be continued with;
+    # Enter on A continues with it.
+    page.keyboard.press("1")
+    expect(first.nth(1)).to_have_attribute("aria-current", "true")
+    page.keyboard.press("3")
+    expect(first.nth(0)).to_have_attribute("aria-current", "true")
+    page.keyboard.press("j")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_contain_text("cannot be continued with")
+    expect(first.nth(1)).not_to_have_class(re.compile(r"\bis-chosen\b"))
+    page.keyboard.press("k")
+    page.keyboard.press("Enter")
+    expect(first.nth(0)).to_have_class(re.compile(r"\bis-chosen\b"))
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(2)
+
+    # Step 2: both alternatives wrong, one flagged: the solution could end here.
+    page.keyboard.press("f")
+    page.keyboard.press("3")
+    page.keyboard.press("3")
+    expect(page.locator("#steps > .p1-step").nth(1).locator(".step-note")).to_contain_text("No alternative is good")
+    expect(page.locator("#finish")).to_be_visible()
+    expect(page.locator("#finish-text")).to_contain_text("ends there")
+
+    # W writes a step of their own; an empty one is refused, Ctrl+Enter keeps it as +1.
+    page.keyboard.press("w")
+    editor = page.locator("#steps > .p1-step").nth(1).locator(".own-editor")
+    expect(editor).to_be_visible()
+    expect(editor.locator("textarea")).to_be_focused()
+    page.keyboard.press("Control+Enter")
+    expect(editor.locator(".own-error")).to_be_visible()
+    editor.locator("textarea").fill(HUMAN)
+    screenshot(page, "labeler_phase1_writing.png")
+    page.keyboard.press("Control+Enter")
+    own = page.locator("#steps > .p1-step").nth(1).locator(".alt.own")
+    expect(own).to_have_class(re.compile(r"\bis-chosen\b"))
+    expect(own.locator(".own-text")).to_contain_text("<b>")
+    expect(own.locator(".own-text b")).to_have_count(0)
+
+    # Step 3: +1 and continue; the label is complete.
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_contain_text("All 3 steps done")
+    screenshot(page, "labeler_phase1_complete.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "labeler_phase1_phone.png")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_contain_text("Saved")
+
+    with session_scope(session_factory) as session:
+        label = session.scalars(select(Label).where(Label.user_id.is_not(None))).one()
+        assert label.finish_reason.value == "solution"
+        assert [s["chosen_completion"] for s in label.steps] == [0, None, 0]
+        assert [[c["rating"] for c in s["completions"]] for s in label.steps] == [[1, -1], [-1, -1], [1]]
+        assert label.steps[1]["completions"][0]["flagged"] is True
+
+    # The manager downloads the PRM800K export of lena's labels.
+    context = browser.new_context(base_url=live_server, viewport={"width": 1440, "height": 900})
+    manager = context.new_page()
+    login(manager, "boss", f"/manage/projects/{project.id}/export")
+    manager.get_by_label("PRM800K JSONL").check()
+    manager.locator("input[name=labelers]").fill("lena")
+    with manager.expect_download() as info:
+        manager.get_by_role("button", name="Download").click()
+    exported = Path(info.value.path()).read_bytes()
+    # TRL with every alternative: the labeler's path, its written step marked, then each
+    # alternative after the steps before it.
+    manager.get_by_label("TRL stepwise supervision JSONL").check()
+    manager.get_by_label("Alternatives in TRL and Parquet").select_option("all")
+    screenshot(manager, "manage_export_phase1.png")
+    with manager.expect_download() as info:
+        manager.get_by_role("button", name="Download").click()
+    trl = [json.loads(line) for line in Path(info.value.path()).read_text(encoding="utf-8").splitlines()]
+    context.close()
+    assert trl[0]["completions"] == [ALTERNATIVES[0][0], HUMAN, ALTERNATIVES[2][0]]
+    assert trl[0]["human_written"] == [False, True, False]
+    assert [r["completions"][-1] for r in trl[1:]] == [ALTERNATIVES[0][1], ALTERNATIVES[1][0], ALTERNATIVES[1][1]]
+    assert [r["labels"][-1] for r in trl[1:]] == [False, False, False]
+    (record,) = [json.loads(line) for line in exported.splitlines()]
+    assert record["question"] == RECORD["question"]
+    steps = record["label"]["steps"]
+    assert steps[0] == {
+        "completions": [
+            {"text": ALTERNATIVES[0][0], "rating": 1, "flagged": False},
+            {"text": ALTERNATIVES[0][1], "rating": -1, "flagged": False},
+        ],
+        "human_completion": None,
+        "chosen_completion": 0,
+    }
+    assert steps[1]["human_completion"] == {
+        "text": HUMAN, "rating": 1, "source": "human", "flagged": False, "corrected_rating": None
+    }
+    assert steps[1]["chosen_completion"] is None
+    assert [c["flagged"] for c in steps[1]["completions"]] == [True, False]
+    assert steps[2]["chosen_completion"] == 0
+
+    # Imported into another project, the file is a phase-1 record that exports as it came.
+    other = make_project(session_factory, "Round trip")
+    result = import_bytes(session_factory, other, exported, filename="export.jsonl")
+    assert result.added == {"problems": 1, "solutions": 1, "labels": 1}
+    assert export(session_factory, other) == exported
+
+
+def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
+    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    for key in ("1", "3", "Enter", "3", "3", "w"):
+        page.keyboard.press(key)
+    page.locator(".own-editor:visible textarea").fill(HUMAN)
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
+    page.reload()
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
+    expect(_alternatives(page, 0).nth(0)).to_have_class(re.compile(r"\bis-chosen\b"))
+    expect(_alternatives(page, 1).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
+    expect(page.locator("#steps > .p1-step").nth(1).locator(".own-text")).to_contain_text("stays text")
