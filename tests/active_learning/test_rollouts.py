@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -243,3 +244,31 @@ class _ZeroTokens:
     """Settings a server refuses (max_tokens 0), which RolloutSettings itself would not allow."""
 
     rollouts, temperature, top_p, max_new_tokens, seed = 1, 0.7, 1.0, 0, 0
+
+
+def _bench():
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "bench" / "rollout_labels.py"
+    spec = importlib.util.spec_from_file_location("rollout_labels_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve the module's annotations through sys.modules.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_scores_labels_against_the_oracle_by_kind_of_mistake() -> None:
+    bench = _bench()
+    pool = list(iter_candidates(30, 3, seed=0, error_rate=0.7, errors=(*VISIBLE, "remark")))
+    labels = sorted(autolabel(FinishingGenerator(pool), _tasks(pool), RolloutSettings(rollouts=2)),
+                    key=lambda label: int(label.key[1:]))
+    scores = bench.agreement(labels, pool)
+    # A perfect finisher sees every mistake that changes the value, and none that does not.
+    assert scores["recall_by_kind"] == {"carry": 1.0, "operand": 1.0, "remark": 0.0, "result": 1.0}
+    assert scores["precision_wrong"] == 1.0 and scores["flagged_too_early"] == 0.0
+    remarks = sum(bench.error_kind(c) == "remark" for c in pool)
+    assert scores["missed_or_late"] == remarks / len(pool) > 0
+    record = bench.rollout_record(pool[0], labels[0])
+    rated = [s["completions"][0]["rating"] for s in record["label"]["steps"]]
+    assert rated == [s.rating for s in labels[0].steps if s.rating is not None]
