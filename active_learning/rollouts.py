@@ -302,13 +302,23 @@ class OpenAIGenerator:
         return [texts[i * k:(i + 1) * k] for i in range(len(prompts))]
 
 
+def _format_of(model: str) -> str:
+    """stepwise for a local model whose tokenizer has the step marker, else plain."""
+    if not os.path.isdir(model):
+        return "plain"
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
+    return "stepwise" if STEP_MARKER in tokenizer.get_vocab() else "plain"
+
+
 def open_generator(spec: str, device: str = "auto", api_key: str | None = None,
                    prompt_format: str | None = None) -> Generator:
     """A generator from a spec: `http(s)://host:port/v1[#model]` (an OpenAI-compatible server),
     `vllm:MODEL`, or a local directory or hub id loaded through transformers.
 
-    `prompt_format` (stepwise or plain) is read from the tokenizer for local models; for a server
-    or vLLM it defaults to plain, and `stepwise` is for a server serving a pretrained Stepwise base.
+    `prompt_format` (stepwise or plain) is read from the tokenizer of a local model; for a server
+    it defaults to plain, and `stepwise` is for a server serving a pretrained Stepwise base.
     """
     if prompt_format is not None and prompt_format not in FORMATS:
         raise ValueError(f"prompt format must be one of {', '.join(FORMATS)}, not {prompt_format!r}")
@@ -321,7 +331,7 @@ def open_generator(spec: str, device: str = "auto", api_key: str | None = None,
         model = spec.removeprefix("vllm:")
         if not model:
             raise ValueError("vllm:MODEL needs a model (a directory or hub id)")
-        return VllmGenerator(model, prompt_format or "plain")
+        return VllmGenerator(model, prompt_format or _format_of(model))
     if "://" in spec:
         raise ValueError(f"generator {spec!r}: only http(s):// endpoints are understood")
     path = os.path.expanduser(spec)
