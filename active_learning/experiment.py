@@ -35,8 +35,10 @@ learns (step AUROC 0.97 on miscopies, against chance for wrong results, wrong op
 remainders). The grades of difficulty: far miscopies look different, near ones do not; carried
 slips make convincing wrong answers (the selector's product score must catch the step), while
 restated slips sit in right-answer solutions that best-of-N cannot tell from clean ones; and the
-hazard puts a slip at any step with the same chance, early or late. Learnability of `restate`
-rests on that analogy: it has not been measured on its own.
+hazard puts a slip at any step with the same chance, early or late. `restate` measured on its
+own (bench/results/prm_learning_restate.json: bench/prm_learning.py --errors restate, 300 s a
+model on one thread): step AUROC 0.93 after 144 optimizer steps, against 0.62 for the
+position-only baseline trained the same way, so the tiny model learns to see it.
 """
 
 from __future__ import annotations
