@@ -305,12 +305,13 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--until", default=None, help="labels created before this date (YYYY-MM-DD)")
 @click.option("--generation", type=int, multiple=True, help="only these generations")
 @click.option("--labeler", multiple=True, help="username or foreign labeler id")
+@click.option("--source", "sources", default=None, help="only these label sources, comma-separated: human, rollout, judge, prm (default: all)")
 @click.option("--qc", type=click.Choice(["include", "exclude", "only"]), default="include", show_default=True)
 @click.option("--min-labeler-accuracy", type=float, default=None, help="only labelers whose agreement with QC gold is at least this (0 to 1)")
 @click.option("--min-agreement", type=float, default=None, help="only solutions whose labelers agree on the first error at least this often (0 to 1)")
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
 @pass_ctx
-def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str) -> None:
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: str | None, qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
@@ -322,6 +323,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         until=until,
         generations=list(generation) or None,
         labelers=list(labeler) or None,
+        sources=_comma_list(sources),
         qc=qc,
         min_labeler_accuracy=min_labeler_accuracy,
         min_agreement=min_agreement,
@@ -436,6 +438,12 @@ def _validated(model, **values):  # type: ignore[no-untyped-def]
         return model(**values)
     except ValidationError as exc:
         raise BadInput("invalid arguments", _details(exc)) from exc
+
+
+def _comma_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [item.strip() for item in text.split(",") if item.strip()] or None
 
 
 def _details(exc: ValidationError, name: Callable[[str], str] = str) -> list[dict[str, str]]:

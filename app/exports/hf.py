@@ -43,6 +43,8 @@ COLUMNS = {
     "steps": "the steps the labeler went through, in order",
     "ratings": "one per step: 1, 0, -1, or null where the step was not rated",
     "flagged": "one per step: the labeler marked it unsure",
+    "source": "who labeled: human, or a machine (rollout, judge, prm)",
+    "source_detail": "for a machine label, JSON naming the model, its parameters and what it measured",
 }
 
 _MODES = {

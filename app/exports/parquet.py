@@ -39,6 +39,8 @@ SCHEMA = pa.schema(
         ("steps", pa.list_(pa.string())),
         ("ratings", pa.list_(pa.int8())),
         ("flagged", pa.list_(pa.bool_())),
+        ("source", pa.string()),
+        ("source_detail", pa.string()),
     ]
 )
 
@@ -98,6 +100,8 @@ class ParquetStream:
             "steps": [s.text for s in steps],
             "ratings": [s.rating for s in steps],
             "flagged": [s.flagged for s in steps],
+            "source": row.source.value,
+            "source_detail": row.source_detail,
         }
         for name, value in values.items():
             self._columns[name].append(value)

@@ -2,7 +2,8 @@
 
 Labels are booleans, as TRL's PRM trainer reads them. A step rated -1 is the last one kept:
 what follows a first error says nothing the trainer can use. Steps left unrated end the record
-too, and a label with no rated step gives no record.
+too, and a label with no rated step gives no record. `source` says who labeled (human, rollout,
+judge, prm); TRL's trainer ignores it.
 """
 
 from __future__ import annotations
@@ -27,4 +28,4 @@ def trl_record(row: LabelRow, neutral_is_good: bool) -> dict[str, Any] | None:
             break
     if not completions:
         return None
-    return {"prompt": row.statement, "completions": completions, "labels": labels}
+    return {"prompt": row.statement, "completions": completions, "labels": labels, "source": row.source.value}
