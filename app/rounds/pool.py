@@ -208,6 +208,18 @@ def graded_solutions_of(
     return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
+def pooled_with_answers(session: Session, project_id: int) -> list[tuple[int, str, list[str], str]]:
+    """(solution id, problem statement, steps, ground truth) of the pool's solutions whose problem
+    has an answer, in id order: what rollouts can label."""
+    rows = session.execute(
+        select(Solution.id, Problem.statement, Solution.steps, Problem.answer)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(_in_pool(project_id), Problem.answer.is_not(None), Problem.answer != "")
+        .order_by(Solution.id)
+    )
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
 def problems_of(session: Session, project_id: int) -> list[tuple[int, str]]:
     return [tuple(row) for row in session.execute(  # type: ignore[misc]
         select(Problem.id, Problem.statement).where(Problem.project_id == project_id)
