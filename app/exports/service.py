@@ -131,7 +131,11 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
         # Only machine records carry the keys PRM800K lacks: a human label reads as it always
         # did, so strict PRM800K readers see nothing new unless machine labels are exported.
         record["source"] = row.source.value
-        record["source_detail"] = orjson.loads(row.source_detail) if row.source_detail else None
+        if row.source_detail:
+            record["source_detail"] = orjson.loads(row.source_detail)
+        else:
+            # An imported machine record brought its own, which `extra` gave back above.
+            record.setdefault("source_detail", None)
     return record
 
 

@@ -39,7 +39,8 @@ def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
 
 
 def label_records(session: Session, project_id: int, max_label_id: int) -> list[dict[str, Any]]:
-    """The snapshot's labels as PRM800K records, the format the PRM engine trains on.
+    """The snapshot's labels as PRM800K records, the format the PRM engine trains on, each
+    with its `source` (human or a machine's), which the round's source weights read.
 
     A label corrected after the snapshot was taken is still the snapshot's: only corrections
     the snapshot holds replace what they correct, so a round reads what it counted.
@@ -52,11 +53,12 @@ def label_records(session: Session, project_id: int, max_label_id: int) -> list[
         select(Label, Solution.steps, Solution.final_answer, Problem.statement, Problem.answer)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected, is_human())
+        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected)
         .order_by(Label.id)
     )
     return [
         {
+            "source": label.source.value,
             "generation": label.generation,
             "is_quality_control_question": label.is_quality_control,
             "is_initial_screening_question": label.is_initial_screening,

@@ -117,3 +117,12 @@ def test_page_ticks_sources(client, session_factory, project) -> None:  # type: 
     assert parse_qsl(urlsplit(untouched.headers["location"]).query) == [("format", "prm800k")]
     wrong = client.get(page, params=[("format", "prm800k"), ("sources", "robot")])
     assert wrong.status_code == 422 and "Nothing was exported" in wrong.text
+
+
+def test_machine_records_import_back_as_machine_labels(session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    exported = export(session_factory, project)
+    other = make_project(session_factory, "Copy")
+    import_bytes(session_factory, other, exported)
+    assert export(session_factory, other) == exported
+    assert _lines(export(session_factory, other, sources=["rollout"])) == _lines(exported)[9:]
+    assert export(session_factory, other, sources=["human"]) == export(session_factory, project, sources=["human"])
