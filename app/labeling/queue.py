@@ -152,7 +152,7 @@ def add_batch_slots(session: Session, project: Project, batch_id: int, first_id:
             Solution.generation,
             func.count(Label.id).label("labels"),
         )
-        .outerjoin(Label, Label.solution_id == Solution.id)
+        .outerjoin(Label, (Label.solution_id == Solution.id) & is_human())
         .where(Solution.id >= first_id, Solution.import_batch_id == batch_id)
         .group_by(Solution.id, Solution.priority, Solution.generation)
         .subquery()

@@ -9,14 +9,14 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 
 from app.cli import cli
 from app.config import get_settings
 from app.db import session_scope
 from app.machine_labels.service import MachineLabel, store_machine_labels
-from app.models import LabelSource, Solution
-from tests.conftest import api_headers, browser_login, make_project, make_user
+from app.models import Assignment, Label, LabelSource, Solution
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.exports.conftest import export
 from tests.imports.conftest import SAMPLE, import_bytes, sample_records
 
@@ -120,9 +120,20 @@ def test_page_ticks_sources(client, session_factory, project) -> None:  # type: 
 
 
 def test_machine_records_import_back_as_machine_labels(session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    unlabeled = add_solutions(session_factory, project, 1, steps=2)
+    with session_scope(session_factory) as session:
+        store_machine_labels(session, project.id, LabelSource.rollout, GENERATOR, [MachineLabel(unlabeled[0], [1, 1], {})])
     exported = export(session_factory, project)
-    other = make_project(session_factory, "Copy")
+    other = make_project(session_factory, "Copy", overlap=1)
     import_bytes(session_factory, other, exported)
     assert export(session_factory, other) == exported
-    assert _lines(export(session_factory, other, sources=["rollout"])) == _lines(exported)[9:]
+    assert len(_lines(export(session_factory, other, sources=["rollout"]))) == 3
     assert export(session_factory, other, sources=["human"]) == export(session_factory, project, sources=["human"])
+    with session_scope(session_factory) as session:
+        # A solution whose only label is a machine's still waits for a labeler.
+        machine_only = session.scalars(
+            select(Label.solution_id).where(Label.project_id == other.id).group_by(Label.solution_id)
+            .having(func.count(case((Label.source == LabelSource.human, 1))) == 0)
+        ).all()
+        slots = session.scalars(select(Assignment.solution_id).where(Assignment.project_id == other.id)).all()
+    assert machine_only and set(machine_only) <= set(slots)
