@@ -267,10 +267,10 @@ def _evaluate(run: RoundRun) -> None:
     with run.session() as session:
         session.execute(update(ModelVersion).where(ModelVersion.id == candidate.id)
                         .values(metrics=jsonable(metrics["candidate"])))
-        # Added to what the snapshot recorded (the frozen settings, the source mix), not instead.
-        earlier = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+        # The snapshot's source mix stays on the round's record.
+        sources = session.scalar(select(Round.metrics["sources"]).where(Round.id == run.round_id))
         lease.advance(session, run.round_id, run.owner, RoundStage.evaluate, RoundStage.promote,
-                      metrics=jsonable({**earlier, **metrics}), percent=STAGE_START[RoundStage.promote])
+                      metrics=jsonable({**metrics, "sources": sources}), percent=STAGE_START[RoundStage.promote])
 
 
 def _best_of_n_rows(session: Session, run: RoundRun, heldout_texts: set[str]) -> list[tuple]:
