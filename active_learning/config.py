@@ -61,6 +61,10 @@ class TrainConfig:
     time_budget_s: float | None = field(default=None, metadata={
         "help": "Train at most this many seconds; the learning rate then decays with whichever of "
                 "time or steps runs out first."})
+    source_weights: str | None = field(default=None, metadata={
+        "help": "Loss weight per label source, as a record's `source` names it (none: human), e.g. "
+                "human=1,rollout=0.5; a source left out is not trained on. Default: human=1, "
+                "so machine labels (rollout, judge, prm) are used only when asked for."})
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

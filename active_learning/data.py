@@ -7,6 +7,7 @@ at.
 """
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,12 +19,22 @@ PROMPT_END = "\n\n"  # between the problem and the first step (the checkpoint's 
 SKIPPED_FINISH_REASONS = {"give_up", "bad_problem"}
 
 
+HUMAN_SOURCE = "human"
+# Who may label (Stepwise's label sources): labelers, or a machine.
+SOURCES = (HUMAN_SOURCE, "rollout", "judge", "prm")
+# Machine labels (rollouts, a judge, a PRM) are noisier than a labeler's and their errors are
+# the generator's own: training takes them only when asked, at the weight asked.
+DEFAULT_SOURCE_WEIGHTS = {HUMAN_SOURCE: 1.0}
+
+
 @dataclass
 class Example:
     problem_id: str
     prompt: str
     steps: list[str]
     labels: list[int | None]
+    # How much the example counts in the loss (its label source's weight).
+    weight: float = 1.0
 
 
 @dataclass
@@ -111,16 +122,74 @@ def _trl_example(record: dict) -> Example:
 
 
 def load_examples(source: str | Path | Iterable[dict]) -> list[Example]:
-    """Training examples from PRM800K or TRL records (a JSONL path or dicts in memory)."""
+    """Training examples from PRM800K or TRL records (a JSONL path or dicts in memory); a
+    record's `weight` (see weigh_sources) becomes its examples' weight."""
     examples = []
     for record in read_records(source):
         if "label" in record and "question" in record:
-            examples.extend(_prm800k_examples(record))
+            found = list(_prm800k_examples(record))
         elif "completions" in record and "labels" in record:
-            examples.append(_trl_example(record))
+            found = [_trl_example(record)]
         else:
             raise ValueError(f"neither a PRM800K nor a TRL record: keys {sorted(record)}")
+        for example in found:
+            example.weight = float(record.get("weight", 1.0))
+        examples.extend(found)
     return examples
+
+
+def record_source(record: dict) -> str:
+    """Who labeled the record: its `source` (Stepwise's exports write it on machine labels),
+    human when it has none."""
+    return record.get("source") or HUMAN_SOURCE
+
+
+def parse_source_weights(text: str) -> dict[str, float]:
+    """`human=1,rollout=0.5` as a mapping; ValueError naming what is wrong."""
+    weights: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"source weight {item!r}: write SOURCE=WEIGHT, e.g. rollout=0.5") from None
+    return check_source_weights(weights)
+
+
+def format_source_weights(weights: dict[str, float]) -> str:
+    """The weights as parse_source_weights reads them: `human=1, rollout=0.5`."""
+    return ", ".join(f"{source}={weight:g}" for source, weight in sorted(weights.items()))
+
+
+def check_source_weights(weights: dict[str, float]) -> dict[str, float]:
+    for name, weight in weights.items():
+        if name not in SOURCES:
+            raise ValueError(f"unknown label source {name!r}; expected one of {', '.join(SOURCES)}")
+        if not 0 <= weight <= 100:
+            raise ValueError(f"the weight of {name} must be a number from 0 to 100, not {weight}")
+    return weights
+
+
+def weigh_sources(records: Iterable[dict], weights: dict[str, float] | None = None) -> list[dict]:
+    """The records whose source weighs more than 0, each with that weight as `weight`.
+
+    A source the weights leave out weighs 0; without weights, DEFAULT_SOURCE_WEIGHTS (human
+    labels only).
+    """
+    weights = check_source_weights(DEFAULT_SOURCE_WEIGHTS if weights is None else weights)
+    kept = []
+    for record in records:
+        weight = weights.get(record_source(record), 0.0)
+        if weight > 0:
+            kept.append({**record, "weight": weight})
+    return kept
+
+
+def source_mix(records: Iterable[dict]) -> dict[str, int]:
+    """How many records each source gave, for a data snapshot's record."""
+    return dict(sorted(Counter(record_source(r) for r in records).items()))
 
 
 def human_text(human: str | dict) -> str:
@@ -197,7 +266,12 @@ def snapshot_hash(examples: list[Example]) -> str:
     """Content hash of a training set, recorded in the checkpoint to name its data snapshot."""
     digest = hashlib.sha256()
     for example in examples:
-        digest.update(orjson.dumps(asdict(example)))
+        fields = asdict(example)
+        # Left out at its default, so that data hashed before examples had weights keeps its
+        # hash (a round resumed across the upgrade still finds its checkpoint).
+        if fields["weight"] == 1.0:
+            del fields["weight"]
+        digest.update(orjson.dumps(fields))
     return digest.hexdigest()[:16]
 
 

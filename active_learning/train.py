@@ -22,8 +22,8 @@ from accelerate import Accelerator
 from accelerate.utils import ProjectConfiguration, set_seed
 
 from active_learning.config import TrainConfig
-from active_learning.data import (IGNORE_INDEX, Example, load_examples, read_records,
-                                  snapshot_hash, split_by_problem, tokenize_example)
+from active_learning.data import (IGNORE_INDEX, Example, load_examples, parse_source_weights, read_records,
+                                  snapshot_hash, split_by_problem, tokenize_example, weigh_sources)
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.grading import GRADER_VERSION
 from active_learning.model import LABEL2ID, is_preset, load_base, marker_id, save_checkpoint
@@ -144,10 +144,19 @@ def spread_step_labels(feature: dict) -> None:
         start = marker + 1
 
 
+def weighted_step_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the labeled tokens, each token counting its example's weight, divided
+    by the weights counted: with every weight 1, the token-classification model's own mean."""
+    per_token = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX,
+                                reduction="none").view_as(labels)
+    token_weights = weights[:, None] * (labels != IGNORE_INDEX)
+    return (per_token * token_weights).sum() / token_weights.sum().clamp_min(1e-12)
+
+
 def _features(examples: list[Example], tokenizer, config: TrainConfig, language: bool) -> list[dict]:
     marker = marker_id(tokenizer)
     features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, config.max_length)
-                for e in examples]
+                | {"weight": e.weight} for e in examples]
     features = [f for f in features if any(t != IGNORE_INDEX for t in f["labels"])]
     if not features:
         raise ValueError("no labeled steps to train on")
@@ -180,7 +189,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         project_config=ProjectConfiguration(project_dir=str(work), logging_dir=str(work / LOGS_DIR)))
     set_seed(config.seed)
 
-    examples = load_examples(train_source)
+    weights = parse_source_weights(config.source_weights) if config.source_weights is not None else None
+    examples = load_examples(weigh_sources(read_records(train_source), weights))
     held_out, eval_records = [], None
     if eval_source is None:
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
@@ -191,6 +201,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     work.mkdir(parents=True, exist_ok=True)
     lm_weight = language_loss_weight(config)
     features = _features(examples, tokenizer, config, lm_weight > 0)
+    # Equal weights keep the model's own loss, which the weighted one then equals anyway.
+    weighted = any(f["weight"] != 1.0 for f in features)
     lengths = [len(f["input_ids"]) for f in features]
     world, rank = accelerator.num_processes, accelerator.process_index
     # Every process must run the same number of steps, or gradient all-reduce would hang.
@@ -239,7 +251,12 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             group["lr"] = scheduled_learning_rate(config.learning_rate, config.warmup_fraction, progress)
         inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device)
         targets = inputs.pop("lm_labels", None)
-        loss = model(**inputs).loss
+        if weighted:
+            labels = inputs.pop("labels")
+            example_weights = torch.tensor([features[i]["weight"] for i in batch], device=accelerator.device)
+            loss = weighted_step_loss(model(**inputs).logits, labels, example_weights)
+        else:
+            loss = model(**inputs).loss
         if lm_head is not None:
             logits = lm_head(hidden.pop("last"))
             loss = loss + lm_weight * F.cross_entropy(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +26,10 @@ class _Context:
         self._factory = None
 
     def session(self):  # type: ignore[no-untyped-def]
+        return session_scope(self.factory())
+
+    def factory(self):  # type: ignore[no-untyped-def]
+        """The session factory, for services that open their own transactions as they go."""
         if self._factory is None:
             try:
                 engine = create_db_engine(self.settings)
@@ -32,7 +37,7 @@ class _Context:
                 # A driver that is not installed (postgresql+psycopg2://, say) or a bad option.
                 raise BadInput(f"cannot open DATABASE_URL: {exc}") from None
             self._factory = create_session_factory(engine)
-        return session_scope(self._factory)
+        return self._factory
 
 
 pass_ctx = click.make_pass_decorator(_Context)
@@ -305,13 +310,14 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--until", default=None, help="labels created before this date (YYYY-MM-DD)")
 @click.option("--generation", type=int, multiple=True, help="only these generations")
 @click.option("--labeler", multiple=True, help="username or foreign labeler id")
+@click.option("--source", "sources", default=None, help="only these label sources, comma-separated: human, rollout, judge, prm (default: all)")
 @click.option("--qc", type=click.Choice(["include", "exclude", "only"]), default="include", show_default=True)
 @click.option("--min-labeler-accuracy", type=float, default=None, help="only labelers whose agreement with QC gold is at least this (0 to 1)")
 @click.option("--min-agreement", type=float, default=None, help="only solutions whose labelers agree on the first error at least this often (0 to 1)")
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
 @click.option("--completions", type=click.Choice(["chosen", "all"]), default="chosen", show_default=True, help="TRL, Parquet, hf: the labelers' paths only, or also every other rated alternative as its own example, human-written steps marked")
 @pass_ctx
-def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: str | None, qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
@@ -323,6 +329,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         until=until,
         generations=list(generation) or None,
         labelers=list(labeler) or None,
+        sources=_comma_list(sources),
         qc=qc,
         min_labeler_accuracy=min_labeler_accuracy,
         min_agreement=min_agreement,
@@ -346,6 +353,45 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
             count = write_export(session, project, fmt, filters, sink)
         partial.replace(output)
         click.echo(f"exported {count} {what} to {output}")
+
+
+@cli.command("autolabel")
+@click.option("--project", "project_name", required=True)
+@click.option("--generator", "spec", required=True, help="a model directory or hub id (transformers), vllm:MODEL, or an OpenAI-compatible http(s)://host/v1[#model]")
+@click.option("--rollouts", type=click.IntRange(1), default=8, show_default=True, help="completions sampled per step prefix")
+@click.option("--method", type=click.Choice(["mc", "binary"]), default="mc", show_default=True, help="mc: every step; binary: search for the first error")
+@click.option("--threshold", type=float, default=0.0, show_default=True, help="a step is +1 when its share of right completions exceeds this")
+@click.option("--temperature", type=float, default=0.7, show_default=True)
+@click.option("--top-p", type=float, default=1.0, show_default=True)
+@click.option("--max-new-tokens", type=click.IntRange(1), default=256, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=16, show_default=True, help="prefixes per generator call")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--limit", type=click.IntRange(1), default=None, help="label at most this many solutions this run")
+@click.option("--device", default="auto", show_default=True, help="transformers: cpu, cuda or auto")
+@pass_ctx
+def autolabel(ctx: _Context, project_name: str, spec: str, rollouts: int, method: str, threshold: float, temperature: float, top_p: float, max_new_tokens: int, batch_size: int, seed: int, limit: int | None, device: str) -> None:
+    """Label the pool's solutions by rollouts from a generator (source 'rollout'); run it again
+    with the same generator and settings to go on where it stopped."""
+    from active_learning.rollouts import RolloutSettings, open_generator
+    from app.machine_labels.rollouts import label_by_rollouts
+    from app.projects.service import get_project_by_name
+
+    with ctx.session() as session:
+        project_id = get_project_by_name(session, project_name).id
+    try:
+        settings = RolloutSettings(rollouts=rollouts, method=method, threshold=threshold, temperature=temperature,
+                                   top_p=top_p, max_new_tokens=max_new_tokens, batch_size=batch_size, seed=seed)
+        # An endpoint's key comes from the environment, never the command line (shell history).
+        generator = open_generator(spec, device=device, api_key=os.environ.get("OPENAI_API_KEY"))
+    except (ValueError, OSError) as exc:
+        raise BadInput(str(exc)) from None
+
+    def progress(done: int, total: int) -> None:
+        click.echo(f"autolabel: {done}/{total} solutions", err=True)
+
+    result = label_by_rollouts(ctx.factory(), project_id, generator, spec, settings, limit=limit, progress=progress)
+    click.echo(f"stored {result.stored} rollout labels ({result.skipped} of {result.candidates} "
+               "pool solutions with an answer already had this generator's label)")
 
 
 @cli.command("agreement")
@@ -440,6 +486,12 @@ def _validated(model, **values):  # type: ignore[no-untyped-def]
         return model(**values)
     except ValidationError as exc:
         raise BadInput("invalid arguments", _details(exc)) from exc
+
+
+def _comma_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [item.strip() for item in text.split(",") if item.strip()] or None
 
 
 def _details(exc: ValidationError, name: Callable[[str], str] = str) -> list[dict[str, str]]:

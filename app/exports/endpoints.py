@@ -42,6 +42,13 @@ def export_filters(
             description="username, labeler UUID or imported labeler id (repeatable)",
         ),
     ] = None,
+    source: Annotated[
+        list[str] | None,
+        Query(
+            max_length=MAX_FILTER_VALUES,
+            description="only labels from these sources: human, rollout, judge, prm (repeatable or comma-separated)",
+        ),
+    ] = None,
     qc: Annotated[Literal["include", "exclude", "only"], Query()] = "include",
     min_labeler_accuracy: Annotated[
         Accuracy | None,
@@ -66,6 +73,7 @@ def export_filters(
             until=until,
             generations=generation,
             labelers=labeler,
+            sources=[s for value in source for s in value.split(",") if s] if source else None,
             qc=qc,
             min_labeler_accuracy=min_labeler_accuracy,
             min_agreement=min_agreement,

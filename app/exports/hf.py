@@ -46,6 +46,8 @@ COLUMNS = {
     "human_written": "one per step: the labeler wrote it (PRM800K's human completion)",
     "alternative_at": "on a rated alternative's row, its step's index (the steps before it are the "
     "labeler's); null on the label's own row",
+    "source": "who labeled: human, or a machine (rollout, judge, prm)",
+    "source_detail": "for a machine label, JSON naming the model, its parameters and what it measured",
 }
 
 _MODES = {

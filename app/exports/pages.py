@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from app.deps import DataPageUser, SessionDep
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.forms import FormInvalid, PageId, validate_form
-from app.models import Project
+from app.models import LabelSource, Project
 from app.projects.service import get_project
 from app.templating import render
 
@@ -28,6 +28,8 @@ class ExportForm(BaseModel):
     until: str = Field(default="", max_length=50)
     generations: str = Field(default="", max_length=5000)
     labelers: str = Field(default="", max_length=20_000)
+    # The boxes ticked; none ticked keeps every source, as an empty filter does.
+    sources: list[str] = Field(default_factory=list, max_length=len(LabelSource))
     qc: str = Field(default="", max_length=50)
     min_labeler_accuracy: str = Field(default="", max_length=50)
     min_agreement: str = Field(default="", max_length=50)
@@ -73,6 +75,7 @@ def export_download(
                 "until": form.until,
                 "generations": _listed(form.generations),
                 "labelers": _listed(form.labelers),
+                "sources": _sources(form.sources),
                 "qc": form.qc,
                 "min_labeler_accuracy": min_accuracy,
                 "min_agreement": min_agreement,
@@ -100,6 +103,11 @@ def _fraction(percent: str) -> float | None:
     return value / 100
 
 
+def _sources(ticked: list[str]) -> list[str] | None:
+    # Every box ticked filters nothing: left out, the API's query stays as short as before.
+    return None if not ticked or set(ticked) == set(LabelSource) else ticked
+
+
 def _listed(text: str) -> list[str] | None:
     return [item for item in re.split(r"[\s,]+", text) if item] or None
 
@@ -113,6 +121,7 @@ def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
         query.append(("until", filters.until.isoformat()))
     query += [("generation", str(g)) for g in filters.generations or []]
     query += [("labeler", name) for name in filters.labelers or []]
+    query += [("source", source.value) for source in filters.sources or []]
     if filters.qc != "include":
         query.append(("qc", filters.qc))
     if filters.min_labeler_accuracy is not None:
@@ -136,6 +145,6 @@ def _export_form(
     return render(
         request,
         "manage/export.html",
-        {"project": project, "values": values, "errors": errors, "tab": "export"},
+        {"project": project, "values": values, "errors": errors, "tab": "export", "sources": list(LabelSource)},
         status_code=status_code,
     )

@@ -43,6 +43,8 @@ SCHEMA = pa.schema(
         ("steps", pa.list_(pa.string())),
         ("ratings", pa.list_(pa.int8())),
         ("flagged", pa.list_(pa.bool_())),
+        ("source", pa.string()),
+        ("source_detail", pa.string()),
     ]
 )
 EVERY_COMPLETION_SCHEMA = SCHEMA.append(pa.field("human_written", pa.list_(pa.bool_()))).append(
@@ -118,6 +120,8 @@ class ParquetStream:
             "steps": [s.text for s in steps],
             "ratings": [s.rating for s in steps],
             "flagged": [s.flagged for s in steps],
+            "source": row.source.value,
+            "source_detail": row.source_detail,
         }
         if self._every_completion:
             values["human_written"] = [s.human for s in steps]

@@ -70,6 +70,8 @@ def label_query(
             Label.total_time_ms,
             cast(Label.steps, Text).label("label_steps"),
             cast(Label.extra, Text).label("extra"),
+            Label.source,
+            cast(Label.source_detail, Text).label("source_detail"),
             Problem.id.label("problem_id"),
             Problem.statement,
             Problem.answer,
@@ -94,6 +96,8 @@ def label_query(
         query = query.where(Label.created_at < _start_of(filters.until))
     if filters.generations:
         query = query.where(Label.generation.in_(filters.generations))
+    if filters.sources:
+        query = query.where(Label.source.in_(filters.sources))
     if filters.labelers:
         query = query.where(
             or_(

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.models import INT32_MAX
+from app.models import INT32_MAX, LabelSource
 
 
 class ExportFormat(StrEnum):
@@ -37,6 +37,12 @@ class ExportFilters(BaseModel):
         default=None,
         max_length=MAX_FILTER_VALUES,
         description="usernames, labeler UUIDs or foreign (imported) labeler ids",
+    )
+    sources: list[LabelSource] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=len(LabelSource),
+        description="only labels from these sources (human, rollout, judge, prm); every source when left out",
     )
     qc: Literal["include", "exclude", "only"] = Field(
         default="include", description="quality-control labels: keep, leave out, or nothing else"

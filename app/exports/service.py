@@ -15,7 +15,7 @@ from app.exports.prm800k import render_generation, render_question, render_recor
 from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trl import trl_records
-from app.models import Project
+from app.models import LabelSource, Project
 from app.quality.agreement import agreeing_solutions
 from app.quality.service import accurate_labelers
 
@@ -106,7 +106,7 @@ class Export:
 
 def prm800k_record(row: LabelRow) -> dict[str, Any]:
     solution_steps = orjson.loads(row.solution_steps)
-    return render_record(
+    record = render_record(
         labeler=labeler_of(row),
         created_at=row.created_at,
         # An imported label keeps the generation its file gave it, null included.
@@ -129,6 +129,16 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
         finish_note=row.finish_note,
         extra=orjson.loads(row.extra) if row.extra else {},
     )
+    if row.source != LabelSource.human:
+        # Only machine records carry the keys PRM800K lacks: a human label reads as it always
+        # did, so strict PRM800K readers see nothing new unless machine labels are exported.
+        record["source"] = row.source.value
+        if row.source_detail:
+            record["source_detail"] = orjson.loads(row.source_detail)
+        else:
+            # An imported machine record brought its own, which `extra` gave back above.
+            record.setdefault("source_detail", None)
+    return record
 
 
 def export_format(fmt: str) -> ExportFormat:

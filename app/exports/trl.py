@@ -2,7 +2,8 @@
 
 Labels are booleans, as TRL's PRM trainer reads them. A step rated -1 is the last one kept:
 what follows a first error says nothing the trainer can use. Steps left unrated end the record
-too, and a label with no rated step gives no record.
+too, and a label with no rated step gives no record. `source` says who labeled (human, rollout,
+judge, prm); TRL's trainer ignores it.
 
 With every completion (`completions="all"`), a label gives one record more for each rated
 alternative it did not continue with (the steps before it, then it), and each record says which
@@ -26,12 +27,13 @@ def trl_records(row: LabelRow, neutral_is_good: bool, every_completion: bool) ->
     if every_completion:
         paths.extend(alternative.steps for alternative in alternatives(solution_steps, label_steps))
     for steps in paths:
-        record = _record(row.statement, steps, neutral_is_good, every_completion)
+        record = _record(row.statement, steps, neutral_is_good, every_completion, row.source.value)
         if record is not None:
             yield record
 
 
-def _record(prompt: str, steps: list[RatedStep], neutral_is_good: bool, mark_human: bool) -> dict[str, Any] | None:
+def _record(prompt: str, steps: list[RatedStep], neutral_is_good: bool, mark_human: bool,
+            source: str) -> dict[str, Any] | None:
     kept: list[RatedStep] = []
     for step in steps:
         if step.rating is None:
@@ -45,6 +47,7 @@ def _record(prompt: str, steps: list[RatedStep], neutral_is_good: bool, mark_hum
         "prompt": prompt,
         "completions": [s.text for s in kept],
         "labels": [s.rating == 1 or (s.rating == 0 and neutral_is_good) for s in kept],
+        "source": source,
     }
     if mark_human:
         record["human_written"] = [s.human for s in kept]

@@ -27,7 +27,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 from app.imports.answers import AnswerGrader
 from app.imports.bulk import BulkRows
 from app.imports.records import LabelIn, ProblemIn, SolutionIn, StoredProblem, StoredSolution, encode_document
-from app.models import Label, Problem, Solution, User
+from app.models import MACHINE_SOURCES, Label, LabelSource, Problem, Solution, User
 
 # About 80 bytes each: 60 MB at most.
 OWN_ROWS_KEPT = 750_000
@@ -80,7 +80,16 @@ _LABEL_COLUMNS = (
     "import_batch_id",
     "extra",
     "created_at",
+    "source",
 )
+
+
+def _source(extra: dict[str, Any]) -> str:
+    """A record Stepwise exported from a machine label names its source (and keeps it, with
+    `source_detail`, in `extra` to be written back): read again, it is that machine's label, which
+    must not pass for a labeler's."""
+    source = (extra.get("record") or {}).get("source")
+    return source if source in {s.value for s in MACHINE_SOURCES} else LabelSource.human.value
 
 
 def _key(content_hash: str) -> int:
@@ -298,6 +307,7 @@ class BatchWriter:
                 self.batch_id,
                 encode_document(extra),
                 label.created_at,
+                _source(extra),
             )
         if rows:
             self.rows.insert(Label, _LABEL_COLUMNS, list(rows.values()), ids=False)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Form, Query, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
+from active_learning.data import format_source_weights, parse_source_weights
 from app.deps import DataPageUser, SessionDep, page_user
 from app.errors import Conflict
 from app.forms import FormInvalid, PageId, validate_form
@@ -52,6 +53,7 @@ class SettingsForm(BaseModel):
     selector_version_id: str = Field(default="", max_length=50)
     every_new_labels: str = Field(default="", max_length=50)
     schedule_hours: str = Field(default="", max_length=50)
+    source_weights: str = Field(default="", max_length=200)
 
 
 def can_research(user: User) -> bool:
@@ -105,7 +107,12 @@ def update_settings(
     project = get_project(session, project_id)
     values = {k: v.strip() for k, v in form.model_dump().items()}
     try:
-        changes = validate_form(RoundSettingsUpdate, values)
+        weights = parse_source_weights(values["source_weights"]) if values["source_weights"] else None
+    except ValueError as exc:
+        return _overview(request, session, user, project, values=values,
+                         errors={"source_weights": str(exc)}, status_code=422)
+    try:
+        changes = validate_form(RoundSettingsUpdate, {**values, "source_weights": weights})
     except FormInvalid as exc:
         return _overview(request, session, user, project, values=values, errors=exc.errors,
                          status_code=422)
@@ -154,11 +161,14 @@ def _overview(
 
 
 def _settings_values(settings: Any) -> dict[str, Any]:
-    return {
+    values = {
         name: (value.value if hasattr(value, "value") else value)
         for name in SettingsForm.model_fields
         for value in [getattr(settings, name)]
     }
+    weights = values["source_weights"]
+    values["source_weights"] = format_source_weights(weights) if weights is not None else None
+    return values
 
 
 @router.get("/rounds/{round_id}")

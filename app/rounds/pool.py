@@ -13,6 +13,7 @@ from sqlalchemy import and_, bindparam, case, distinct, exists, func, insert, se
 from sqlalchemy.orm import Session, aliased
 
 from app.labeling.queue import add_slots
+from app.machine_labels.service import is_human
 from app.models import (
     AnswerGrade,
     Assignment,
@@ -27,9 +28,10 @@ from app.models import (
 
 
 def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
-    """(highest label id, number of current labels) of the project now."""
+    """(highest label id, number of current human labels) of the project now: labelers' work
+    is what the new-labels trigger counts."""
     max_id, count = session.execute(
-        select(func.max(Label.id), func.count(case((Label.superseded_at.is_(None), 1)))).where(
+        select(func.max(Label.id), func.count(case((Label.superseded_at.is_(None) & is_human(), 1)))).where(
             Label.project_id == project_id
         )
     ).one()
@@ -37,7 +39,8 @@ def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
 
 
 def label_records(session: Session, project_id: int, max_label_id: int) -> list[dict[str, Any]]:
-    """The snapshot's labels as PRM800K records, the format the PRM engine trains on.
+    """The snapshot's labels as PRM800K records, the format the PRM engine trains on, each
+    with its `source` (human or a machine's), which the round's source weights read.
 
     A label corrected after the snapshot was taken is still the snapshot's: only corrections
     the snapshot holds replace what they correct, so a round reads what it counted.
@@ -55,6 +58,7 @@ def label_records(session: Session, project_id: int, max_label_id: int) -> list[
     )
     return [
         {
+            "source": label.source.value,
             "generation": label.generation,
             "is_quality_control_question": label.is_quality_control,
             "is_initial_screening_question": label.is_initial_screening,
@@ -81,7 +85,8 @@ def _with_text(step: dict[str, Any], solution_steps: list[str], index: int) -> d
 
 
 def _in_pool(project_id: int) -> Any:
-    labeled = exists().where(Label.solution_id == Solution.id)
+    # A machine-labeled solution stays in the pool: labelers have not seen it yet.
+    labeled = exists().where(Label.solution_id == Solution.id, is_human())
     taken = exists().where(
         Assignment.solution_id == Solution.id,
         Assignment.status.in_((AssignmentStatus.leased, AssignmentStatus.done)),
@@ -161,7 +166,7 @@ def pool_shape(session: Session, project_id: int) -> dict[str, float]:
 
 def qc_candidates(session: Session, project_id: int, limit: int = 1000) -> list[tuple[int, int, str]]:
     """(solution id, problem id, grade) of solutions that carry a quality-control label."""
-    gold = exists().where(Label.solution_id == Solution.id, Label.is_quality_control.is_(True))
+    gold = exists().where(Label.solution_id == Solution.id, Label.is_quality_control.is_(True), is_human())
     rows = session.execute(
         select(Solution.id, Solution.problem_id, Solution.answer_grade)
         .where(Solution.project_id == project_id, gold)
@@ -201,6 +206,18 @@ def graded_solutions_of(
         .join(inner, inner.c.sid == Solution.id)
         .where(inner.c.rank <= limit_per_problem)
         .order_by(Problem.id, Solution.id)
+    )
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def pooled_with_answers(session: Session, project_id: int) -> list[tuple[int, str, list[str], str]]:
+    """(solution id, problem statement, steps, ground truth) of the pool's solutions whose problem
+    has an answer, in id order: what rollouts can label."""
+    rows = session.execute(
+        select(Solution.id, Problem.statement, Solution.steps, Problem.answer)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(_in_pool(project_id), Problem.answer.is_not(None), Problem.answer != "")
+        .order_by(Solution.id)
     )
     return [tuple(row) for row in rows]  # type: ignore[misc]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
+from app.models import LabelSource, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
 
 
 class RoundRead(BaseModel):
@@ -97,11 +97,13 @@ class RoundSettingsRead(BaseModel):
     selector_version_id: int | None
     every_new_labels: int | None
     schedule_hours: float | None
+    source_weights: dict[str, float] | None = Field(
+        description="training weight per label source; null: human labels only")
     updated_at: datetime
 
 
 # The settings a null turns off; every other one must have a value.
-NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours", "selector_version_id")
+NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours", "selector_version_id", "source_weights")
 
 
 def _null_only_where_allowed(schema: dict[str, Any]) -> None:
@@ -147,6 +149,25 @@ class RoundSettingsUpdate(BaseModel):
     selector_version_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
+    source_weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(
+        default=None,
+        description=(
+            "training weight per label source, e.g. {\"human\": 1, \"rollout\": 0.5}; a source left "
+            "out is not trained on; null: human labels only. Held-out evaluation is human labels alone."
+        ),
+    )
+
+    @field_validator("source_weights")
+    @classmethod
+    def _known_sources_and_one_trains(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
+        if weights is None:
+            return None
+        unknown = sorted(set(weights) - set(LabelSource))
+        if unknown:
+            raise ValueError(f"unknown label source {unknown[0]!r}; expected one of {', '.join(LabelSource)}")
+        if not any(weight > 0 for weight in weights.values()):
+            raise ValueError("at least one source needs a weight above 0")
+        return weights
 
     @model_validator(mode="after")
     def _shares_fit(self) -> RoundSettingsUpdate:

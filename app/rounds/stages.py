@@ -25,7 +25,10 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from active_learning.config import TrainConfig
-from active_learning.data import Example, load_examples, problem_id, snapshot_hash, split_by_problem
+from active_learning.data import (
+    DEFAULT_SOURCE_WEIGHTS, HUMAN_SOURCE, Example, format_source_weights, load_examples, problem_id, record_source,
+    snapshot_hash, source_mix, split_by_problem, weigh_sources,
+)
 from active_learning.data import Solution as PrmSolution
 from active_learning.evaluate import best_of_n, evaluate_examples
 from active_learning.model import META_FILE, load_checkpoint
@@ -122,23 +125,34 @@ def _snapshot(run: RoundRun) -> None:
     with run.session() as session:
         run.progress(session, RoundStage.snapshot, 0, "taking the label snapshot")
         max_id, count = pool.label_snapshot(session, run.project_id)
-        examples = load_examples(pool.label_records(session, run.project_id, max_id))
+        records = pool.label_records(session, run.project_id, max_id)
+        examples = load_examples(weigh_sources(records, run.settings.source_weights))
         failpoint("snapshot.taken")
         lease.advance(
             session, run.round_id, run.owner, RoundStage.snapshot, RoundStage.train,
             snapshot_label_id=max_id, snapshot_labels=count,
             snapshot_hash=snapshot_hash(examples), percent=STAGE_START[RoundStage.train],
-            metrics={"settings": jsonable(settings_dict(run.settings))},
+            metrics={"settings": jsonable(settings_dict(run.settings)), "sources": _source_record(run, records)},
         )
 
 
+def _source_record(run: RoundRun, records: list[dict]) -> dict:
+    """The snapshot's mix: labels per source, and the weight each source trains at (0: unused)."""
+    weights = run.settings.source_weights or DEFAULT_SOURCE_WEIGHTS
+    labels = source_mix(records)
+    return {"labels": labels, "weights": {source: weights.get(source, 0.0) for source in labels}}
+
+
 def _split(run: RoundRun, session: Session) -> tuple[list[dict], list[dict]]:
-    """The snapshot's records, split into training and held-out problems."""
+    """The snapshot's records, split into training and held-out problems: training records
+    weighed by source (weigh_sources), held-out ones the labelers' alone, since a model is judged
+    against people, never against another model's labels."""
     max_id = session.scalar(select(Round.snapshot_label_id).where(Round.id == run.round_id)) or 0
     records = pool.label_records(session, run.project_id, max_id)
     heldout = _heldout_texts({r["question"]["problem"] for r in records}, run.settings.heldout_share)
     train_records = [r for r in records if r["question"]["problem"] not in heldout]
-    return train_records, [r for r in records if r["question"]["problem"] in heldout]
+    heldout_records = [r for r in records if r["question"]["problem"] in heldout and record_source(r) == HUMAN_SOURCE]
+    return weigh_sources(train_records, run.settings.source_weights), heldout_records
 
 
 def _heldout_texts(problems: set[str], share: float) -> set[str]:
@@ -154,6 +168,7 @@ def _train_config(run: RoundRun, n_examples: int) -> TrainConfig:
     config = TrainConfig(
         output=str(run.checkpoint_dir), base=s.base_model, epochs=s.train_epochs,
         learning_rate=s.learning_rate, max_length=s.max_length, seed=run.number,
+        source_weights=None if s.source_weights is None else format_source_weights(s.source_weights),
     )
     # About ten resumable snapshots a run: a killed worker loses a tenth of training at most,
     # and the snapshots double as the progress bar's ticks.
@@ -252,8 +267,10 @@ def _evaluate(run: RoundRun) -> None:
     with run.session() as session:
         session.execute(update(ModelVersion).where(ModelVersion.id == candidate.id)
                         .values(metrics=jsonable(metrics["candidate"])))
+        # The snapshot's source mix stays on the round's record.
+        sources = session.scalar(select(Round.metrics["sources"]).where(Round.id == run.round_id))
         lease.advance(session, run.round_id, run.owner, RoundStage.evaluate, RoundStage.promote,
-                      metrics=jsonable(metrics), percent=STAGE_START[RoundStage.promote])
+                      metrics=jsonable({**metrics, "sources": sources}), percent=STAGE_START[RoundStage.promote])
 
 
 def _best_of_n_rows(session: Session, run: RoundRun, heldout_texts: set[str]) -> list[tuple]:

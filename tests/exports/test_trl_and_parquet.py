@@ -24,7 +24,7 @@ def test_trl_records_are_boolean_and_stop_at_the_first_error(session_factory) ->
     records = _trl(session_factory, project)
     # 9 labels less the give_up and the bad_problem.
     assert len(records) == 7
-    assert all(set(r) == {"prompt", "completions", "labels"} for r in records)
+    assert all(set(r) == {"prompt", "completions", "labels", "source"} for r in records)
     assert all(type(v) is bool for r in records for v in r["labels"])
     assert all(len(r["completions"]) == len(r["labels"]) for r in records)
     gcf = records[0]
@@ -40,6 +40,7 @@ def test_trl_records_are_boolean_and_stop_at_the_first_error(session_factory) ->
         "prompt": "How many positive divisors does $36$ have?",
         "completions": ["$36 = 2^2 \\cdot 3^2$.", "So it has $2 \\cdot 2 = 4$ divisors."],
         "labels": [True, False],
+        "source": "human",
     }
 
 
