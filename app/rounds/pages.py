@@ -50,6 +50,7 @@ class SettingsForm(BaseModel):
     promote_min_heldout: str = Field(default="", max_length=50)
     selector_mode: str = Field(default="", max_length=50)
     selector_version_id: str = Field(default="", max_length=50)
+    accept_agreeing_machine_labels: str = Field(default="", max_length=50)
     every_new_labels: str = Field(default="", max_length=50)
     schedule_hours: str = Field(default="", max_length=50)
 

@@ -69,6 +69,10 @@ class PickRead(BaseModel):
     step_scores: list[float | None] | None = Field(
         description="P(step is correct) per step from the model that scored it; null for a step that alone is longer than the model's token limit"
     )
+    detail: str | None = Field(
+        default=None,
+        description='why a routed pick went to humans: "rollout and PRM disagree on step 3"',
+    )
 
 
 class RoundSettingsRead(BaseModel):
@@ -95,6 +99,9 @@ class RoundSettingsRead(BaseModel):
     promote_min_heldout: int
     selector_mode: SelectorMode
     selector_version_id: int | None
+    accept_agreeing_machine_labels: bool = Field(
+        description="train on machine labels, without a human, of solutions whose machine sources agree with each other and with the served PRM"
+    )
     every_new_labels: int | None
     schedule_hours: float | None
     updated_at: datetime
@@ -145,6 +152,7 @@ class RoundSettingsUpdate(BaseModel):
     promote_min_heldout: int | None = Field(default=None, ge=1, le=10_000_000)
     selector_mode: SelectorMode | None = None
     selector_version_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    accept_agreeing_machine_labels: bool | None = None
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
 
