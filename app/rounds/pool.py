@@ -18,6 +18,7 @@ from app.models import (
     Assignment,
     AssignmentStatus,
     Label,
+    LabelSource,
     Problem,
     Project,
     RoundPick,
@@ -81,12 +82,23 @@ def _with_text(step: dict[str, Any], solution_steps: list[str], index: int) -> d
 
 
 def _in_pool(project_id: int) -> Any:
-    labeled = exists().where(Label.solution_id == Solution.id)
+    # A machine label leaves a solution in the pool: it still wants a human's (app.rounds.routing).
+    labeled = exists().where(Label.solution_id == Solution.id, Label.source == LabelSource.human)
     taken = exists().where(
         Assignment.solution_id == Solution.id,
         Assignment.status.in_((AssignmentStatus.leased, AssignmentStatus.done)),
     )
     return and_(Solution.project_id == project_id, ~labeled, ~taken)
+
+
+def in_pool_among(session: Session, project_id: int, solution_ids: Iterable[int]) -> set[int]:
+    found: set[int] = set()
+    ids = list(solution_ids)
+    for start in range(0, len(ids), 5000):
+        found.update(session.scalars(
+            select(Solution.id).where(_in_pool(project_id), Solution.id.in_(ids[start:start + 5000]))
+        ))
+    return found
 
 
 def _unscored(version_id: int) -> Any:
