@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
+from app.machine_labels.service import is_human
 from app.projects.access import may_label
 from app.quality import gate
 from app.models import (
@@ -95,7 +96,8 @@ def add_slots(
             ).all()
         )
         # Labels that arrived with an import (no slot) count towards the overlap too; a
-        # correction has no slot either, but its slot is the corrected label's.
+        # correction has no slot either, but its slot is the corrected label's. A machine's
+        # label fills no labeler's slot.
         labeled.update(
             session.execute(
                 select(Label.solution_id, func.count())
@@ -104,6 +106,7 @@ def add_slots(
                     Label.assignment_id.is_(None),
                     Label.supersedes_id.is_(None),
                     Label.superseded_at.is_(None),
+                    is_human(),
                 )
                 .group_by(Label.solution_id)
             ).all()

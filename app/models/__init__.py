@@ -5,7 +5,7 @@ from app.models.assignment import Assignment, AssignmentStatus
 from app.models.auth_session import AuthSession
 from app.models.base import INT32_MAX, Base, utcnow
 from app.models.import_batch import ImportBatch, ImportFormat
-from app.models.label import FinishReason, Label
+from app.models.label import MACHINE_SOURCES, FinishReason, Label, LabelSource
 from app.models.labeler_standing import LabelerStanding, StandingDecision
 from app.models.login_failure import LoginFailure, LoginKeyKind
 from app.models.model_version import ModelVersion
@@ -33,6 +33,8 @@ __all__ = [
     "ImportBatch",
     "ImportFormat",
     "Label",
+    "LabelSource",
+    "MACHINE_SOURCES",
     "LabelerStanding",
     "LabelingMode",
     "LoginFailure",

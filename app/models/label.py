@@ -26,6 +26,22 @@ class FinishReason(enum.StrEnum):
     give_up = "give_up"
 
 
+class LabelSource(enum.StrEnum):
+    """Who made a label: a labeler (or an imported labeler), or a machine.
+
+    Only human labels fill overlap slots, name labelers and enter agreement, quality control
+    and standings; machine labels are data that exports and training may take, by choice.
+    """
+
+    human = "human"
+    rollout = "rollout"
+    judge = "judge"
+    prm = "prm"
+
+
+MACHINE_SOURCES = (LabelSource.rollout, LabelSource.judge, LabelSource.prm)
+
+
 class Label(Base):
     """One labeler's verdict on one solution.
 
@@ -44,6 +60,7 @@ class Label(Base):
         UniqueConstraint("supersedes_id"),
         Index("ix_labels_solution_id", "solution_id"),
         Index("ix_labels_project_created", "project_id", "created_at"),
+        Index("ix_labels_project_source", "project_id", "source"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -72,6 +89,15 @@ class Label(Base):
     # Imported fields Stepwise has no column for, and imported values whose canonical
     # rendering would differ, so that export gives the file back as it came.
     extra: Mapped[dict[str, Any]] = mapped_column(JSONDocument, default=dict)
+    source: Mapped[LabelSource] = mapped_column(
+        # The database's default, not Python's: the labeling hot path inserts through Core
+        # (app.labeling.service) and then need not name the column.
+        Enum(LabelSource, native_enum=False, length=16),
+        server_default=LabelSource.human.value,
+    )
+    # For machine labels: the generator (model, backend), its sampling parameters and what it
+    # measured per step, so that a label can be traced to what made it and made again.
+    source_detail: Mapped[dict[str, Any] | None] = mapped_column(JSONDocument)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A labeler's correction is a new row naming the label it replaces; the replaced row stays,
     # marked superseded, so that nothing a labeler sent is lost. Current labels are those with

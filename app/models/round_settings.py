@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Boolean, CheckConstraint, Enum, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime, utcnow
+from app.models.base import Base, JSONDocument, UTCDateTime, utcnow
 
 
 class ScoreKind(enum.StrEnum):
@@ -85,4 +86,7 @@ class RoundSettings(Base):
     accept_agreeing_machine_labels: Mapped[bool] = mapped_column(Boolean, default=False)
     every_new_labels: Mapped[int | None] = mapped_column(Integer)
     schedule_hours: Mapped[float | None] = mapped_column(Float)
+    # Training weight per label source ({"human": 1, "rollout": 0.5}); a source left out weighs
+    # 0, and null means human labels only (active_learning.data.DEFAULT_SOURCE_WEIGHTS).
+    source_weights: Mapped[dict[str, Any] | None] = mapped_column(JSONDocument)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

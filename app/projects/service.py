@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
 from app.labeling.queue import add_slots
+from app.machine_labels.service import is_human
 from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution, User
 from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
@@ -129,6 +130,7 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
         .where(
             Label.project_id == project.id,
             Label.superseded_at.is_(None),
+            is_human(),
             Label.created_at >= since,
         )
         .group_by(day)
@@ -146,7 +148,7 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
         labels=session.scalar(
             select(func.count())
             .select_from(Label)
-            .where(Label.project_id == project.id, Label.superseded_at.is_(None))
+            .where(Label.project_id == project.id, Label.superseded_at.is_(None), is_human())
         )
         or 0,
         labels_per_day=[DailyCount(day=_as_date(d), labels=n) for d, n in per_day],

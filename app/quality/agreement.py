@@ -32,6 +32,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
+from app.machine_labels.service import is_human
 from app.models import Label, Project, User
 from app.quality.service import NOT_ABOUT_STEPS, first_error
 
@@ -102,6 +103,7 @@ def compared_labels(session: Session, project_id: int) -> dict[int, list[Compare
         Label.superseded_at.is_(None),
         or_(Label.finish_reason.is_(None), Label.finish_reason.not_in(NOT_ABOUT_STEPS)),
         or_(Label.user_id.is_not(None), Label.foreign_labeler.is_not(None)),
+        is_human(),
     )
     # Most projects have overlap 1: only solutions labeled twice are worth reading steps for.
     shared = (

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from app.machine_labels.service import is_human
 from app.models import FinishReason, Label, User
 
 NOT_ABOUT_STEPS = (FinishReason.give_up, FinishReason.bad_problem)
@@ -91,6 +92,7 @@ def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]
             Label.project_id == project_id,
             Label.solution_id.in_(qc_solutions),
             Label.superseded_at.is_(None),
+            is_human(),
             _about_steps(),
         )
         .order_by(Label.id)

@@ -13,12 +13,12 @@ from sqlalchemy import and_, bindparam, case, distinct, exists, func, insert, se
 from sqlalchemy.orm import Session, aliased
 
 from app.labeling.queue import add_slots
+from app.machine_labels.service import is_human
 from app.models import (
     AnswerGrade,
     Assignment,
     AssignmentStatus,
     Label,
-    LabelSource,
     Problem,
     Project,
     RoundPick,
@@ -28,9 +28,10 @@ from app.models import (
 
 
 def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
-    """(highest label id, number of current labels) of the project now."""
+    """(highest label id, number of current human labels) of the project now: labelers' work
+    is what the new-labels trigger counts."""
     max_id, count = session.execute(
-        select(func.max(Label.id), func.count(case((Label.superseded_at.is_(None), 1)))).where(
+        select(func.max(Label.id), func.count(case((Label.superseded_at.is_(None) & is_human(), 1)))).where(
             Label.project_id == project_id
         )
     ).one()
@@ -51,7 +52,7 @@ def label_records(session: Session, project_id: int, max_label_id: int) -> list[
         select(Label, Solution.steps, Solution.final_answer, Problem.statement, Problem.answer)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected)
+        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected, is_human())
         .order_by(Label.id)
     )
     return [
@@ -82,8 +83,8 @@ def _with_text(step: dict[str, Any], solution_steps: list[str], index: int) -> d
 
 
 def _in_pool(project_id: int) -> Any:
-    # A machine label leaves a solution in the pool: it still wants a human's (app.rounds.routing).
-    labeled = exists().where(Label.solution_id == Solution.id, Label.source == LabelSource.human)
+    # A machine-labeled solution stays in the pool: labelers have not seen it yet.
+    labeled = exists().where(Label.solution_id == Solution.id, is_human())
     taken = exists().where(
         Assignment.solution_id == Solution.id,
         Assignment.status.in_((AssignmentStatus.leased, AssignmentStatus.done)),
@@ -173,7 +174,7 @@ def pool_shape(session: Session, project_id: int) -> dict[str, float]:
 
 def qc_candidates(session: Session, project_id: int, limit: int = 1000) -> list[tuple[int, int, str]]:
     """(solution id, problem id, grade) of solutions that carry a quality-control label."""
-    gold = exists().where(Label.solution_id == Solution.id, Label.is_quality_control.is_(True))
+    gold = exists().where(Label.solution_id == Solution.id, Label.is_quality_control.is_(True), is_human())
     rows = session.execute(
         select(Solution.id, Solution.problem_id, Solution.answer_grade)
         .where(Solution.project_id == project_id, gold)

@@ -26,6 +26,7 @@ from active_learning.disagreement import (
     judge,
 )
 from app.labeling.review import step_ratings
+from app.machine_labels.service import is_human
 from app.models import MACHINE_SOURCES, Label, LabelSource, PickReason, SolutionScore
 from app.rounds import pool
 
@@ -53,6 +54,7 @@ def opinion(label: MachineLabel) -> Opinion:
 
 
 def _shares(detail: dict[str, Any] | None) -> list[float | None] | None:
+    # What a rollout measured per step, stored in source_detail by app.machine_labels.
     shares = (detail or {}).get("shares")
     return list(shares) if isinstance(shares, list) else None
 
@@ -78,7 +80,7 @@ def machine_labels(
     """Current machine labels of solutions no human has labeled (up to the snapshot's last
     label, when given); with `pool_only`, of solutions still in the pool (none of their slots
     leased or done)."""
-    human_label = select(Label.id).where(Label.source == LabelSource.human)
+    human_label = select(Label.id).where(is_human())
     if max_label_id is not None:
         human_label = human_label.where(Label.id <= max_label_id)
     labeled = set(session.scalars(

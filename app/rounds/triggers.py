@@ -8,6 +8,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict
+from app.machine_labels.service import is_human
 from app.models import Label, Project, Round, RoundSettings, RoundTrigger, utcnow
 from app.rounds.service import active_round, start_round
 
@@ -21,7 +22,7 @@ def due_trigger(
         labels = session.scalar(
             select(func.count())
             .select_from(Label)
-            .where(Label.project_id == project_id, Label.superseded_at.is_(None))
+            .where(Label.project_id == project_id, Label.superseded_at.is_(None), is_human())
         ) or 0
         trained_on = session.scalar(
             select(func.max(Round.snapshot_labels)).where(Round.project_id == project_id)

@@ -5,7 +5,7 @@ disagree on step 3"); `round_settings.accept_agreeing_machine_labels` is off for
 projects, so only human labels train until a researcher turns it on.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0013
 Create Date: 2026-11-25
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 
 
 revision: str = '0014'
-down_revision: str | None = '0011'
+down_revision: str | None = '0013'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
