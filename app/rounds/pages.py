@@ -20,6 +20,7 @@ from app.rounds.jobs import wake_after_commit
 from app.rounds.payoff import selection_payoff
 from app.rounds.pool import pool_shape
 from app.rounds.schemas import NULLABLE_SETTINGS, RoundSettingsUpdate
+from app.rounds.sources import round_sources
 from app.templating import render
 
 router = APIRouter(prefix="/research", include_in_schema=False)
@@ -190,6 +191,7 @@ def round_page(
             "counts": service.count_picks(session, round_.id),
             "loss": loss_chart(service.round_training_log(session, round_.id)),
             "reasons": list(PickReason),
+            "sources": round_sources(session, round_),
             "can_research": can_research(user),
         },
     )

@@ -6,7 +6,7 @@ waiting queue slots stay in it, so that a round can move them up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import and_, bindparam, case, distinct, exists, func, insert, select, update
@@ -38,8 +38,11 @@ def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
     return max_id or 0, count
 
 
-def label_records(session: Session, project_id: int, max_label_id: int) -> list[dict[str, Any]]:
-    """The snapshot's labels as PRM800K records, the format the PRM engine trains on.
+def label_records(
+    session: Session, project_id: int, max_label_id: int, machine_label_ids: Collection[int] = ()
+) -> list[dict[str, Any]]:
+    """The snapshot's labels as PRM800K records, the format the PRM engine trains on: the
+    labelers' labels, and the machine labels named (accepted by app.rounds.routing).
 
     A label corrected after the snapshot was taken is still the snapshot's: only corrections
     the snapshot holds replace what they correct, so a round reads what it counted.
@@ -52,7 +55,8 @@ def label_records(session: Session, project_id: int, max_label_id: int) -> list[
         select(Label, Solution.steps, Solution.final_answer, Problem.statement, Problem.answer)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected, is_human())
+        .where(Label.project_id == project_id, Label.id <= max_label_id, ~corrected,
+               is_human() | Label.id.in_(list(machine_label_ids)))
         .order_by(Label.id)
     )
     return [

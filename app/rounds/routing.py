@@ -113,7 +113,7 @@ def prm_step_scores(
                 SolutionScore.model_version_id == version_id,
                 SolutionScore.solution_id.in_(ids[start:start + 5000]),
             )
-        ).tuples())
+        ).all())
     return found
 
 

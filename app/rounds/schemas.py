@@ -36,6 +36,43 @@ class RoundRead(BaseModel):
     updated_at: datetime
 
 
+class ShareRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    hits: int
+    n: int
+    value: float | None = Field(description="hits / n; null when n is 0")
+    ci95: tuple[float, float] | None = Field(description="Wilson 95% interval")
+
+
+class SourceComparisonRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    source: str = Field(description="a machine source: rollout, judge or prm")
+    solutions: int = Field(description="the round's picks with both this source's label and a labeler's")
+    first_error_agreement: ShareRead = Field(
+        description="(machine, labeler) label pairs that put the first -1 on the same step, or both nowhere"
+    )
+    negative_precision: ShareRead = Field(description="of the steps both rated that the machine rated -1, those the labeler rated -1")
+    negative_recall: ShareRead = Field(description="of the steps both rated that the labeler rated -1, those the machine rated -1")
+
+
+class RoundSourcesRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    pick_labels: dict[str, int] = Field(description="current labels on the round's picks, per source")
+    accepted_for_training: int = Field(
+        description="machine labels the round trained on without a human (accept_agreeing_machine_labels)"
+    )
+    comparisons: list[SourceComparisonRead]
+
+
+class RoundDetailRead(RoundRead):
+    label_sources: RoundSourcesRead = Field(
+        description="where the labels on the round's picks came from, and machine labels against labelers' on the same solutions"
+    )
+
+
 class ModelVersionRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+import torch
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from active_learning.model import load_base, save_checkpoint
 from active_learning.synthetic import iter_candidates, to_prm800k
 from app.db import session_scope
 from app.imports.service import import_file
@@ -65,6 +67,17 @@ def synthetic_project(
                     filename="pool.jsonl", fmt="solutions", separator=None, user=None)
         update_round_settings(session, project.id, FAST_SETTINGS)
     return project
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained tiny PRM, saved as a round's would be: for tests that need a model to load,
+    not one that knows anything."""
+    torch.manual_seed(0)
+    model, tokenizer = load_base("tiny")
+    directory = tmp_path_factory.mktemp("ckpt") / "prm"
+    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": "abc"})
+    return directory
 
 
 @pytest.fixture

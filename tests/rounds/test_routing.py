@@ -1,0 +1,119 @@
+"""Routing in a whole round: machine labels that disagree with the served PRM go to humans
+first, with a reason managers see and labelers do not; agreeing ones train only when allowed;
+the round page and JSON compare machine labels with labelers'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from active_learning.data import load_examples, snapshot_hash
+from app.db import session_scope
+from app.machine_labels.service import MachineLabel, store_machine_labels
+from app.models import Label, LabelSource, ModelVersion, Project, Round, RoundPick, RoundStatus, SolutionScore
+from app.rounds import pool
+from app.rounds.schemas import RoundSettingsUpdate
+from app.rounds.service import start_round, update_round_settings
+from app.rounds.stages import run_round
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
+
+pytestmark = pytest.mark.slow
+
+PRM_SAYS_RIGHT = [0.9, 0.9, 0.9]
+
+
+def routed_project(factory: sessionmaker[Session], checkpoint: Path, *, accept: bool = False) -> tuple[Project, list[int]]:
+    """Six queued solutions the served PRM calls right throughout, five with a rollout label:
+    two that put an error where the PRM sees none, one uncertain, two that agree."""
+    project = make_project(factory, "routed")
+    ids = add_solutions(factory, project, 6, steps=3, priority=0.0)
+    with session_scope(factory) as session:
+        version = ModelVersion(project_id=project.id, path=str(checkpoint), base="tiny", data_hash="served",
+                               train_labels=0, is_served=True)
+        session.add(version)
+        session.flush()
+        session.add_all(SolutionScore(model_version_id=version.id, solution_id=sid, score=0.73,
+                                      step_scores=PRM_SAYS_RIGHT) for sid in ids)
+        store_machine_labels(session, project.id, LabelSource.rollout, {"model": "gen", "rollouts": 8}, [
+            MachineLabel(ids[0], [1, -1], {"shares": [0.9, 0.0]}),
+            MachineLabel(ids[1], [-1], {"shares": [0.0]}),
+            MachineLabel(ids[2], [1, 1, 1], {"shares": [0.9, 0.45, 1.0]}),
+            MachineLabel(ids[3], [1, 1, 1], {"shares": [1.0, 0.9, 1.0]}),
+            MachineLabel(ids[4], [1, 1, 1], {"shares": [1.0, 1.0, 1.0]}),
+        ])
+        update_round_settings(session, project.id, RoundSettingsUpdate(
+            picks_per_round=6, accept_agreeing_machine_labels=accept))
+    return project, ids
+
+
+def run_one_round(factory: sessionmaker[Session], project_id: int, worker_settings) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        round_id = start_round(session, session.get(Project, project_id)).id
+    assert run_round(factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+    return round_id
+
+
+def test_disagreeing_solutions_are_served_first_with_a_reason_labelers_never_see(
+    client, session_factory, checkpoint, worker_settings, backend  # type: ignore[no-untyped-def]
+) -> None:
+    project, ids = routed_project(session_factory, checkpoint)
+    round_id = run_one_round(session_factory, project.id, worker_settings)
+    with session_scope(session_factory) as session:
+        picks = {p.solution_id: p for p in session.scalars(select(RoundPick).where(RoundPick.round_id == round_id))}
+    assert picks[ids[1]].reason.value == "machine_disagreement"
+    assert picks[ids[1]].detail == "rollout and PRM disagree on step 1"
+    assert picks[ids[0]].detail == "rollout and PRM disagree on step 2"
+    assert picks[ids[2]].reason.value == "machine_uncertain"
+    assert picks[ids[2]].detail == "rollout uncertain at step 2 (share 0.45)"
+    assert all(picks[sid].detail is None for sid in (ids[3], ids[4], ids[5]) if sid in picks)
+
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    served = []
+    for _ in range(3):
+        response = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers)
+        assert response.status_code == 200, response.text
+        for hidden in ("disagree", "uncertain", "rollout", "machine", "shares", "0.45"):
+            assert hidden not in response.text
+        task = response.json()["task"]
+        served.append(task["solution"]["id"])
+        submitted = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json={
+            "idempotency_key": f"key-{task['assignment_id']:06d}", "ratings": [{"rating": 1}] * 3,
+            "finish_reason": "solution", "total_time_ms": 1000})
+        assert submitted.status_code == 200, submitted.text
+        assert "rollout" not in submitted.text and "disagree" not in submitted.text
+    assert served == [ids[1], ids[0], ids[2]]
+
+    browser_login(client, "lena")
+    page = client.get(f"/label/{project.id}")
+    assert page.status_code == 200
+    assert "disagree" not in page.text and "rollout" not in page.text
+    assert client.get(f"/api/v1/rounds/{round_id}/picks", headers=headers).status_code == 403
+
+    make_user(session_factory, "mona", "manager")
+    shown = client.get(f"/api/v1/rounds/{round_id}/picks", headers=api_headers(client, "mona")).json()
+    assert [p["detail"] for p in shown[:3]] == [
+        "rollout and PRM disagree on step 1", "rollout and PRM disagree on step 2",
+        "rollout uncertain at step 2 (share 0.45)"]
+
+
+@pytest.mark.parametrize("accept", [False, True])
+def test_agreeing_machine_labels_train_only_when_the_project_accepts_them(
+    session_factory, checkpoint, worker_settings, accept: bool  # type: ignore[no-untyped-def]
+) -> None:
+    project, ids = routed_project(session_factory, checkpoint, accept=accept)
+    round_id = run_one_round(session_factory, project.id, worker_settings)
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        agreeing = list(session.scalars(select(Label.id).where(Label.solution_id.in_([ids[3], ids[4]]))))
+        hashes = {
+            taken: snapshot_hash(load_examples(pool.label_records(
+                session, project.id, round_.snapshot_label_id, agreeing if taken else [])))
+            for taken in (False, True)
+        }
+        assert hashes[True] != hashes[False]
+        assert round_.snapshot_hash == hashes[accept]
+        assert round_.metrics["machine_labels"]["accepted"] == (2 if accept else 0)
