@@ -117,3 +117,37 @@ def test_agreeing_machine_labels_train_only_when_the_project_accepts_them(
         assert hashes[True] != hashes[False]
         assert round_.snapshot_hash == hashes[accept]
         assert round_.metrics["machine_labels"]["accepted"] == (2 if accept else 0)
+
+
+def test_round_compares_machine_labels_with_labelers_on_the_same_picks(
+    client, session_factory, checkpoint, worker_settings  # type: ignore[no-untyped-def]
+) -> None:
+    project, ids = routed_project(session_factory, checkpoint)
+    round_id = run_one_round(session_factory, project.id, worker_settings)
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    for _ in range(3):
+        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+        assert client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json={
+            "idempotency_key": f"key-{task['assignment_id']:06d}", "ratings": [{"rating": 1}] * 3,
+            "finish_reason": "solution", "total_time_ms": 1000}).status_code == 200
+
+    make_user(session_factory, "rita", "researcher")
+    sources = client.get(f"/api/v1/rounds/{round_id}", headers=api_headers(client, "rita")).json()["label_sources"]
+    assert sources["pick_labels"]["human"] == 3 and sources["pick_labels"]["rollout"] >= 3
+    assert sources["accepted_for_training"] == 0
+    [rollout] = sources["comparisons"]
+    # The labeler found no error in any of the three; the rollout agreed on the uncertain one
+    # only, and both of its -1s were on steps the labeler rated +1.
+    assert rollout["source"] == "rollout" and rollout["solutions"] == 3
+    assert (rollout["first_error_agreement"]["hits"], rollout["first_error_agreement"]["n"]) == (1, 3)
+    assert (rollout["negative_precision"]["hits"], rollout["negative_precision"]["n"]) == (0, 2)
+    assert rollout["negative_recall"] == {"hits": 0, "n": 0, "value": None, "ci95": None}
+    low, high = rollout["first_error_agreement"]["ci95"]
+    assert low < 1 / 3 < high
+
+    browser_login(client, "rita")
+    page = client.get(f"/research/rounds/{round_id}")
+    assert page.status_code == 200
+    assert "Label sources" in page.text and "33%" in page.text
+    assert "rollout and PRM disagree on step 1" in page.text
