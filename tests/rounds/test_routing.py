@@ -4,56 +4,17 @@ the round page and JSON compare machine labels with labelers'."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from active_learning.data import load_examples, snapshot_hash
 from app.db import session_scope
-from app.machine_labels.service import MachineLabel, store_machine_labels
-from app.models import Label, LabelSource, ModelVersion, Project, Round, RoundPick, RoundStatus, SolutionScore
+from app.models import Label, Round, RoundPick
 from app.rounds import pool
-from app.rounds.schemas import RoundSettingsUpdate
-from app.rounds.service import start_round, update_round_settings
-from app.rounds.stages import run_round
-from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
+from tests.conftest import api_headers, browser_login, make_user
+from tests.rounds.conftest import routed_project, run_one_round
 
 pytestmark = pytest.mark.slow
-
-PRM_SAYS_RIGHT = [0.9, 0.9, 0.9]
-
-
-def routed_project(factory: sessionmaker[Session], checkpoint: Path, *, accept: bool = False) -> tuple[Project, list[int]]:
-    """Six queued solutions the served PRM calls right throughout, five with a rollout label:
-    two that put an error where the PRM sees none, one uncertain, two that agree."""
-    project = make_project(factory, "routed")
-    ids = add_solutions(factory, project, 6, steps=3, priority=0.0)
-    with session_scope(factory) as session:
-        version = ModelVersion(project_id=project.id, path=str(checkpoint), base="tiny", data_hash="served",
-                               train_labels=0, is_served=True)
-        session.add(version)
-        session.flush()
-        session.add_all(SolutionScore(model_version_id=version.id, solution_id=sid, score=0.73,
-                                      step_scores=PRM_SAYS_RIGHT) for sid in ids)
-        store_machine_labels(session, project.id, LabelSource.rollout, {"model": "gen", "rollouts": 8}, [
-            MachineLabel(ids[0], [1, -1], {"shares": [0.9, 0.0]}),
-            MachineLabel(ids[1], [-1], {"shares": [0.0]}),
-            MachineLabel(ids[2], [1, 1, 1], {"shares": [0.9, 0.45, 1.0]}),
-            MachineLabel(ids[3], [1, 1, 1], {"shares": [1.0, 0.9, 1.0]}),
-            MachineLabel(ids[4], [1, 1, 1], {"shares": [1.0, 1.0, 1.0]}),
-        ])
-        update_round_settings(session, project.id, RoundSettingsUpdate(
-            picks_per_round=6, accept_agreeing_machine_labels=accept))
-    return project, ids
-
-
-def run_one_round(factory: sessionmaker[Session], project_id: int, worker_settings) -> int:  # type: ignore[no-untyped-def]
-    with session_scope(factory) as session:
-        round_id = start_round(session, session.get(Project, project_id)).id
-    assert run_round(factory, round_id, "worker-a", worker_settings) == RoundStatus.done
-    return round_id
 
 
 def test_disagreeing_solutions_are_served_first_with_a_reason_labelers_never_see(
