@@ -32,7 +32,7 @@ from app.rounds import pool
 
 
 @dataclass(frozen=True)
-class MachineLabel:
+class StoredMachineLabel:
     id: int
     solution_id: int
     source: LabelSource
@@ -48,7 +48,7 @@ def pick_reason(verdict: Verdict) -> PickReason:
     return PickReason.machine_unchecked
 
 
-def opinion(label: MachineLabel) -> Opinion:
+def opinion(label: StoredMachineLabel) -> Opinion:
     ratings = [rating for rating, _ in step_ratings(label.steps)]
     return Opinion(label.source.value, first_error_of_ratings(ratings), _shares(label.source_detail))
 
@@ -59,33 +59,31 @@ def _shares(detail: dict[str, Any] | None) -> list[float | None] | None:
     return list(shares) if isinstance(shares, list) else None
 
 
-def latest_by_source(labels: Iterable[MachineLabel]) -> dict[int, list[MachineLabel]]:
+def latest_by_source(labels: Iterable[StoredMachineLabel]) -> dict[int, list[StoredMachineLabel]]:
     """Per solution, each source's latest label, sources in a fixed order (so that reasons
     name them alike every time)."""
-    latest: dict[int, dict[LabelSource, MachineLabel]] = defaultdict(dict)
+    latest: dict[int, dict[LabelSource, StoredMachineLabel]] = defaultdict(dict)
     for label in sorted(labels, key=lambda m: m.id):
         latest[label.solution_id][label.source] = label
     return {sid: [by_source[s] for s in sorted(by_source)] for sid, by_source in latest.items()}
 
 
 def verdicts(
-    latest: dict[int, list[MachineLabel]], step_scores: dict[int, list[float | None]]
+    latest: dict[int, list[StoredMachineLabel]], step_scores: dict[int, list[float | None]]
 ) -> dict[int, Verdict]:
     return {sid: judge([opinion(m) for m in labels], step_scores.get(sid)) for sid, labels in latest.items()}
 
 
 def machine_labels(
     session: Session, project_id: int, *, max_label_id: int | None = None, pool_only: bool = False
-) -> list[MachineLabel]:
+) -> list[StoredMachineLabel]:
     """Current machine labels of solutions no human has labeled (up to the snapshot's last
     label, when given); with `pool_only`, of solutions still in the pool (none of their slots
     leased or done)."""
-    human_label = select(Label.id).where(is_human())
+    human = select(Label.solution_id).where(Label.project_id == project_id, is_human())
     if max_label_id is not None:
-        human_label = human_label.where(Label.id <= max_label_id)
-    labeled = set(session.scalars(
-        select(Label.solution_id).where(Label.project_id == project_id, Label.id.in_(human_label))
-    ))
+        human = human.where(Label.id <= max_label_id)
+    labeled = set(session.scalars(human))
     query = select(Label.id, Label.solution_id, Label.source, Label.steps, Label.source_detail).where(
         Label.project_id == project_id,
         Label.source.in_(MACHINE_SOURCES),
@@ -93,7 +91,7 @@ def machine_labels(
     )
     if max_label_id is not None:
         query = query.where(Label.id <= max_label_id)
-    rows = [MachineLabel(*row) for row in session.execute(query) if row.solution_id not in labeled]
+    rows = [StoredMachineLabel(*row) for row in session.execute(query) if row.solution_id not in labeled]
     if pool_only:
         in_pool = pool.in_pool_among(session, project_id, {m.solution_id for m in rows})
         rows = [m for m in rows if m.solution_id in in_pool]
