@@ -176,12 +176,14 @@ def weigh_sources(records: Iterable[dict], weights: dict[str, float] | None = No
     """The records whose source weighs more than 0, each with that weight as `weight`.
 
     A source the weights leave out weighs 0; without weights, DEFAULT_SOURCE_WEIGHTS (human
-    labels only).
+    labels only). A machine record marked `accepted` (taken in place of a labeler's, its
+    machine sources agreeing) weighs what a human record does.
     """
     weights = check_source_weights(DEFAULT_SOURCE_WEIGHTS if weights is None else weights)
     kept = []
     for record in records:
-        weight = weights.get(record_source(record), 0.0)
+        source = HUMAN_SOURCE if record.get("accepted") else record_source(record)
+        weight = weights.get(source, 0.0)
         if weight > 0:
             kept.append({**record, "weight": weight})
     return kept

@@ -18,6 +18,12 @@ class PickReason(enum.StrEnum):
     qc = "qc"
     # No model has been served yet, so there is nothing to rank with.
     no_model = "no_model"
+    # Routed to humans because machine labels contradict each other or the served PRM, or a
+    # rollout could not tell; the pick's detail says which (active_learning.disagreement).
+    machine_disagreement = "machine_disagreement"
+    machine_uncertain = "machine_uncertain"
+    # One machine source and no PRM to check it against.
+    machine_unchecked = "machine_unchecked"
 
 
 class RoundPick(Base):
@@ -41,4 +47,7 @@ class RoundPick(Base):
     # The solution's graded answer when it was picked (right / wrong / no_answer / ungraded).
     answer_grade: Mapped[str] = mapped_column(String(16))
     priority: Mapped[float] = mapped_column(Float)
+    # Why, in words, for a routed pick ("rollout and PRM disagree on step 3"); shown to
+    # managers and researchers, never to labelers.
+    detail: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

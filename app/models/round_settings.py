@@ -81,6 +81,9 @@ class RoundSettings(Base):
     selector_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL")
     )
+    # Solutions whose machine sources agree with each other and with the served PRM train the
+    # next model on their machine labels, with no human label; off: only humans' labels train.
+    accept_agreeing_machine_labels: Mapped[bool] = mapped_column(Boolean, default=False)
     every_new_labels: Mapped[int | None] = mapped_column(Integer)
     schedule_hours: Mapped[float | None] = mapped_column(Float)
     # Training weight per label source ({"human": 1, "rollout": 0.5}); a source left out weighs

@@ -10,10 +10,13 @@ from app.models import PickReason, Role, User
 from app.projects.service import get_project
 from app.rounds import service
 from app.rounds.jobs import wake_after_commit
+from app.rounds.sources import round_sources
 from app.rounds.schemas import (
     ModelVersionRead,
     PickRead,
+    RoundDetailRead,
     RoundRead,
+    RoundSourcesRead,
     RoundSettingsRead,
     RoundSettingsUpdate,
     ScoreRequest,
@@ -53,10 +56,16 @@ def list_rounds(
     return [RoundRead.model_validate(r) for r in service.list_rounds(session, project_id, limit)]
 
 
-@router.get("/rounds/{round_id}", response_model=RoundRead)
-def get_round(round_id: RowId, _: DataApiUser, session: SessionDep) -> RoundRead:
-    """A round's state; poll it for the progress bar (stage, percent, ETA)."""
-    return RoundRead.model_validate(service.get_round(session, round_id))
+@router.get("/rounds/{round_id}", response_model=RoundDetailRead)
+def get_round(round_id: RowId, _: DataApiUser, session: SessionDep) -> RoundDetailRead:
+    """A round's state; poll it for the progress bar (stage, percent, ETA). `label_sources`
+    says where the labels on its picks came from and how machine labels compare with
+    labelers' on the same solutions."""
+    round_ = service.get_round(session, round_id)
+    return RoundDetailRead(
+        **RoundRead.model_validate(round_).model_dump(),
+        label_sources=RoundSourcesRead.model_validate(round_sources(session, round_)),
+    )
 
 
 @router.post(

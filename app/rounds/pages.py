@@ -21,6 +21,7 @@ from app.rounds.jobs import wake_after_commit
 from app.rounds.payoff import selection_payoff
 from app.rounds.pool import pool_shape
 from app.rounds.schemas import NULLABLE_SETTINGS, RoundSettingsUpdate
+from app.rounds.sources import round_sources
 from app.templating import render
 
 router = APIRouter(prefix="/research", include_in_schema=False)
@@ -51,6 +52,7 @@ class SettingsForm(BaseModel):
     promote_min_heldout: str = Field(default="", max_length=50)
     selector_mode: str = Field(default="", max_length=50)
     selector_version_id: str = Field(default="", max_length=50)
+    accept_agreeing_machine_labels: str = Field(default="", max_length=50)
     every_new_labels: str = Field(default="", max_length=50)
     schedule_hours: str = Field(default="", max_length=50)
     source_weights: str = Field(default="", max_length=200)
@@ -199,6 +201,7 @@ def round_page(
             "counts": service.count_picks(session, round_.id),
             "loss": loss_chart(service.round_training_log(session, round_.id)),
             "reasons": list(PickReason),
+            "sources": round_sources(session, round_),
             "can_research": can_research(user),
         },
     )

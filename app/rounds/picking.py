@@ -8,11 +8,12 @@ import random
 from collections import defaultdict
 
 from sqlalchemy import update
+from sqlalchemy.orm import Session
 
-from active_learning.select import NO_MODEL, Candidate, SelectionRule, select_uniform
+from active_learning.select import NO_MODEL, Candidate, Pick, SelectionRule, select_uniform
 from active_learning.select import select as select_picks
 from app.models import Project, Round, RoundSettings, RoundStage
-from app.rounds import lease, pool
+from app.rounds import lease, pool, routing
 from app.rounds.failpoints import failpoint
 from app.rounds.run import STAGE_START, RoundRun
 from app.rounds.service import served_version
@@ -54,24 +55,42 @@ def select_stage(run: RoundRun) -> None:
             qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]
             picks = select_picks(scored, rule, qc)
         grades = {sid: grade for sid, _, grade, _ in rows} | {sid: grade for sid, _, grade in qc_rows}
-        count = len(picks)
+        ordered = queue_order(session, run, version_id, rows, picks)
+        count = len(ordered)
         pool.write_picks(session, [
-            {"round_id": run.round_id, "solution_id": p.solution_id, "model_version_id": version_id,
-             "rank": p.rank, "score": p.score, "reason": p.reason, "answer_grade": grades[p.solution_id],
-             # Newer rounds go first; within a round, the interleaved order of the rule.
-             "priority": run.number + 1 - (p.rank + 1) / (count + 1)}
-            for p in picks
+            {"round_id": run.round_id, "solution_id": sid, "model_version_id": version_id,
+             "rank": rank, "score": score, "reason": reason, "detail": detail,
+             "answer_grade": grades[sid],
+             # Newer rounds go first; within a round, routed solutions, then the interleaved
+             # order of the rule.
+             "priority": run.number + 1 - (rank + 1) / (count + 1)}
+            for rank, (sid, score, reason, detail) in enumerate(ordered)
         ])
         failpoint("select.written")
         by_reason: dict[str, int] = defaultdict(int)
-        for p in picks:
-            by_reason[p.reason] += 1
-        wrong = sum(1 for p in picks if grades[p.solution_id] == "wrong")
+        for _, _, reason, _ in ordered:
+            by_reason[reason] += 1
+        wrong = sum(1 for sid, *_ in ordered if grades[sid] == "wrong")
         summary = {"picks": count, "by_reason": dict(by_reason), "pool": len(rows),
                    "wrong_answer_share": wrong / count if count else None}
         lease.advance(session, run.round_id, run.owner, RoundStage.select, RoundStage.enqueue,
                       metrics={**round_.metrics, "selection": summary},
                       percent=STAGE_START[RoundStage.enqueue], message=f"enqueuing {count} picks")
+
+
+def queue_order(
+    session: Session, run: RoundRun, version_id: int | None, rows: list[tuple], picks: list[Pick]
+) -> list[tuple[int, float | None, str, str | None]]:
+    """(solution id, score, reason, detail) in queue order: the solutions whose machine labels
+    need a human, most urgent first and at most a round's budget of them, ahead of the rule's
+    picks, which keep their order."""
+    scores = {sid: score for sid, _, _, score in rows}
+    routed = routing.routed(session, run.project_id, version_id, run.settings.picks_per_round)
+    taken = {sid for sid, _ in routed}
+    return [
+        *((sid, scores.get(sid), routing.pick_reason(v).value, v.reason) for sid, v in routed),
+        *((p.solution_id, p.score, str(p.reason), None) for p in picks if p.solution_id not in taken),
+    ]
 
 
 def reachable(rows: list[tuple], rule: SelectionRule) -> list[tuple]:

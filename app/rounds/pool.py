@@ -6,7 +6,7 @@ waiting queue slots stay in it, so that a round can move them up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import and_, bindparam, case, distinct, exists, func, insert, select, update
@@ -38,9 +38,13 @@ def label_snapshot(session: Session, project_id: int) -> tuple[int, int]:
     return max_id or 0, count
 
 
-def label_records(session: Session, project_id: int, max_label_id: int) -> list[dict[str, Any]]:
+def label_records(
+    session: Session, project_id: int, max_label_id: int, accepted_ids: Collection[int] = ()
+) -> list[dict[str, Any]]:
     """The snapshot's labels as PRM800K records, the format the PRM engine trains on, each
-    with its `source` (human or a machine's), which the round's source weights read.
+    with its `source` (human or a machine's), which the round's source weights read; the
+    machine labels named in `accepted_ids` (app.rounds.routing accepted them in place of a
+    labeler's) are marked `accepted`.
 
     A label corrected after the snapshot was taken is still the snapshot's: only corrections
     the snapshot holds replace what they correct, so a round reads what it counted.
@@ -49,6 +53,7 @@ def label_records(session: Session, project_id: int, max_label_id: int) -> list[
     corrected = exists().where(
         correction.supersedes_id == Label.id, correction.id <= max_label_id
     )
+    accepted = set(accepted_ids)
     rows = session.execute(
         select(Label, Solution.steps, Solution.final_answer, Problem.statement, Problem.answer)
         .join(Solution, Solution.id == Label.solution_id)
@@ -59,6 +64,7 @@ def label_records(session: Session, project_id: int, max_label_id: int) -> list[
     return [
         {
             "source": label.source.value,
+            **({"accepted": True} if label.id in accepted else {}),
             "generation": label.generation,
             "is_quality_control_question": label.is_quality_control,
             "is_initial_screening_question": label.is_initial_screening,
@@ -92,6 +98,16 @@ def _in_pool(project_id: int) -> Any:
         Assignment.status.in_((AssignmentStatus.leased, AssignmentStatus.done)),
     )
     return and_(Solution.project_id == project_id, ~labeled, ~taken)
+
+
+def in_pool_among(session: Session, project_id: int, solution_ids: Iterable[int]) -> set[int]:
+    found: set[int] = set()
+    ids = list(solution_ids)
+    for start in range(0, len(ids), 5000):
+        found.update(session.scalars(
+            select(Solution.id).where(_in_pool(project_id), Solution.id.in_(ids[start:start + 5000]))
+        ))
+    return found
 
 
 def _unscored(version_id: int) -> Any:

@@ -36,6 +36,43 @@ class RoundRead(BaseModel):
     updated_at: datetime
 
 
+class ShareRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    hits: int
+    n: int
+    value: float | None = Field(description="hits / n; null when n is 0")
+    ci95: tuple[float, float] | None = Field(description="Wilson 95% interval")
+
+
+class SourceComparisonRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    source: str = Field(description="a machine source: rollout, judge or prm")
+    solutions: int = Field(description="the round's picks with both this source's label and a labeler's")
+    first_error_agreement: ShareRead = Field(
+        description="(machine, labeler) label pairs that put the first -1 on the same step, or both nowhere"
+    )
+    negative_precision: ShareRead = Field(description="of the steps both rated that the machine rated -1, those the labeler rated -1")
+    negative_recall: ShareRead = Field(description="of the steps both rated that the labeler rated -1, those the machine rated -1")
+
+
+class RoundSourcesRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    pick_labels: dict[str, int] = Field(description="current labels on the round's picks, per source")
+    accepted_for_training: int = Field(
+        description="machine labels the round trained on without a human (accept_agreeing_machine_labels)"
+    )
+    comparisons: list[SourceComparisonRead]
+
+
+class RoundDetailRead(RoundRead):
+    label_sources: RoundSourcesRead = Field(
+        description="where the labels on the round's picks came from, and machine labels against labelers' on the same solutions"
+    )
+
+
 class ModelVersionRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -69,6 +106,10 @@ class PickRead(BaseModel):
     step_scores: list[float | None] | None = Field(
         description="P(step is correct) per step from the model that scored it; null for a step that alone is longer than the model's token limit"
     )
+    detail: str | None = Field(
+        default=None,
+        description='why a routed pick went to humans: "rollout and PRM disagree on step 3"',
+    )
 
 
 class RoundSettingsRead(BaseModel):
@@ -95,6 +136,9 @@ class RoundSettingsRead(BaseModel):
     promote_min_heldout: int
     selector_mode: SelectorMode
     selector_version_id: int | None
+    accept_agreeing_machine_labels: bool = Field(
+        description="train on machine labels, without a human, of solutions whose machine sources agree with each other and with the served PRM"
+    )
     every_new_labels: int | None
     schedule_hours: float | None
     source_weights: dict[str, float] | None = Field(
@@ -147,6 +191,7 @@ class RoundSettingsUpdate(BaseModel):
     promote_min_heldout: int | None = Field(default=None, ge=1, le=10_000_000)
     selector_mode: SelectorMode | None = None
     selector_version_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    accept_agreeing_machine_labels: bool | None = None
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
     source_weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(

@@ -215,6 +215,7 @@ def list_picks(
             final_answer=solution.final_answer,
             steps=solution.steps,
             step_scores=step_scores,
+            detail=pick.detail,
         )
         for pick, solution, problem, step_scores in session.execute(query)
     ]

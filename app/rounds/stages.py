@@ -37,7 +37,7 @@ from active_learning.train import PROGRESS_FILE, train
 from app.db import session_scope
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
 from app.ops.metrics import ROUND_STAGE_FAILURES, ROUND_STAGE_SECONDS
-from app.rounds import lease, pool
+from app.rounds import lease, pool, routing
 from app.rounds.config import WorkerSettings
 from app.rounds.failpoints import failpoint
 from app.rounds.picking import enqueue_stage, select_stage
@@ -125,14 +125,16 @@ def _snapshot(run: RoundRun) -> None:
     with run.session() as session:
         run.progress(session, RoundStage.snapshot, 0, "taking the label snapshot")
         max_id, count = pool.label_snapshot(session, run.project_id)
-        records = pool.label_records(session, run.project_id, max_id)
+        machine = _machine_labels_taken(run, session, max_id)
+        records = pool.label_records(session, run.project_id, max_id, machine["ids"])
         examples = load_examples(weigh_sources(records, run.settings.source_weights))
         failpoint("snapshot.taken")
         lease.advance(
             session, run.round_id, run.owner, RoundStage.snapshot, RoundStage.train,
             snapshot_label_id=max_id, snapshot_labels=count,
             snapshot_hash=snapshot_hash(examples), percent=STAGE_START[RoundStage.train],
-            metrics={"settings": jsonable(settings_dict(run.settings)), "sources": _source_record(run, records)},
+            metrics={"settings": jsonable(settings_dict(run.settings)), "sources": _source_record(run, records),
+                     "machine_labels": {"accepted": len(machine["ids"]), "version_id": machine["version_id"]}},
         )
 
 
@@ -143,12 +145,31 @@ def _source_record(run: RoundRun, records: list[dict]) -> dict:
     return {"labels": labels, "weights": {source: weights.get(source, 0.0) for source in labels}}
 
 
+def _machine_labels_taken(run: RoundRun, session: Session, max_id: int) -> dict[str, Any]:
+    """The machine labels this round trains on without a human (none unless the settings say
+    so), judged against the model that ranks the pool now; its id is kept so that every stage
+    of the round reads the same labels."""
+    if not run.settings.accept_agreeing_machine_labels:
+        return {"ids": [], "version_id": None}
+    selector = selector_version(session, run.settings)
+    version_id = selector.id if selector else None
+    return {"ids": sorted(routing.accepted_label_ids(session, run.project_id, version_id, max_id)),
+            "version_id": version_id}
+
+
 def _split(run: RoundRun, session: Session) -> tuple[list[dict], list[dict]]:
     """The snapshot's records, split into training and held-out problems: training records
     weighed by source (weigh_sources), held-out ones the labelers' alone, since a model is judged
     against people, never against another model's labels."""
-    max_id = session.scalar(select(Round.snapshot_label_id).where(Round.id == run.round_id)) or 0
-    records = pool.label_records(session, run.project_id, max_id)
+    max_id, metrics = session.execute(
+        select(Round.snapshot_label_id, Round.metrics).where(Round.id == run.round_id)
+    ).one()
+    max_id = max_id or 0
+    machine: list[int] = []
+    if (metrics or {}).get("machine_labels", {}).get("accepted"):
+        version_id = metrics["machine_labels"]["version_id"]
+        machine = sorted(routing.accepted_label_ids(session, run.project_id, version_id, max_id))
+    records = pool.label_records(session, run.project_id, max_id, machine)
     heldout = _heldout_texts({r["question"]["problem"] for r in records}, run.settings.heldout_share)
     train_records = [r for r in records if r["question"]["problem"] not in heldout]
     heldout_records = [r for r in records if r["question"]["problem"] in heldout and record_source(r) == HUMAN_SOURCE]
@@ -256,9 +277,10 @@ def _evaluate(run: RoundRun) -> None:
         _, heldout_records = _split(run, session)
         candidate = _round_version(session, run)
         served = served_version(session, run.project_id)
+        machine_labels = (session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}).get("machine_labels")
         bon_rows = _best_of_n_rows(session, run, {r["question"]["problem"] for r in heldout_records})
     heldout = load_examples(heldout_records)
-    metrics: dict[str, Any] = {"heldout_labels": len(heldout)}
+    metrics: dict[str, Any] = {"heldout_labels": len(heldout), "machine_labels": machine_labels}
     metrics["candidate"] = _metrics_of(run, candidate.path, heldout, bon_rows)
     if served is not None:
         metrics["served"] = _metrics_of(run, served.path, heldout, bon_rows)

@@ -5,21 +5,26 @@ from __future__ import annotations
 import io
 import os
 import signal
+import time
 from pathlib import Path
 
 import orjson
 import pytest
-from sqlalchemy import text
+import torch
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from active_learning.model import load_base, save_checkpoint
 from active_learning.synthetic import iter_candidates, to_prm800k
 from app.db import session_scope
 from app.imports.service import import_file
-from app.models import Project
+from app.machine_labels.service import MachineLabel, store_machine_labels
+from app.models import ACTIVE_ROUND_STATUSES, LabelSource, ModelVersion, Project, Round, RoundStatus, SolutionScore
 from app.rounds.config import WorkerSettings
 from app.rounds.schemas import RoundSettingsUpdate
-from app.rounds.service import update_round_settings
-from tests.conftest import make_project
+from app.rounds.service import start_round, update_round_settings
+from app.rounds.stages import run_round
+from tests.conftest import add_solutions, make_project
 
 # Small enough to train in seconds on a CPU with the tiny preset.
 FAST_SETTINGS = RoundSettingsUpdate(
@@ -65,6 +70,63 @@ def synthetic_project(
                     filename="pool.jsonl", fmt="solutions", separator=None, user=None)
         update_round_settings(session, project.id, FAST_SETTINGS)
     return project
+
+
+def untrained_checkpoint(directory: Path) -> Path:
+    """An untrained tiny PRM, saved as a round's would be: for tests that need a model to load,
+    not one that knows anything."""
+    torch.manual_seed(0)
+    model, tokenizer = load_base("tiny")
+    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": "abc"})
+    return directory
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return untrained_checkpoint(tmp_path_factory.mktemp("ckpt") / "prm")
+
+
+PRM_SAYS_RIGHT = [0.9, 0.9, 0.9]
+
+
+def routed_project(factory: sessionmaker[Session], checkpoint: Path, *, accept: bool = False) -> tuple[Project, list[int]]:
+    """Six queued solutions the served PRM calls right throughout, five with a rollout label:
+    two that put an error where the PRM sees none, one uncertain, two that agree."""
+    project = make_project(factory, "routed")
+    ids = add_solutions(factory, project, 6, steps=3, priority=0.0)
+    with session_scope(factory) as session:
+        version = ModelVersion(project_id=project.id, path=str(checkpoint), base="tiny", data_hash="served",
+                               train_labels=0, is_served=True)
+        session.add(version)
+        session.flush()
+        session.add_all(SolutionScore(model_version_id=version.id, solution_id=sid, score=0.73,
+                                      step_scores=PRM_SAYS_RIGHT) for sid in ids)
+        store_machine_labels(session, project.id, LabelSource.rollout, {"model": "gen", "rollouts": 8}, [
+            MachineLabel(ids[0], [1, -1], {"shares": [0.9, 0.0]}),
+            MachineLabel(ids[1], [-1], {"shares": [0.0]}),
+            MachineLabel(ids[2], [1, 1, 1], {"shares": [0.9, 0.45, 1.0]}),
+            MachineLabel(ids[3], [1, 1, 1], {"shares": [1.0, 0.9, 1.0]}),
+            MachineLabel(ids[4], [1, 1, 1], {"shares": [1.0, 1.0, 1.0]}),
+        ])
+        update_round_settings(session, project.id, RoundSettingsUpdate(
+            picks_per_round=6, accept_agreeing_machine_labels=accept))
+    return project, ids
+
+
+def run_one_round(factory: sessionmaker[Session], project_id: int, worker_settings: WorkerSettings) -> int:
+    """Start a round and run it here; where a server's own worker claimed it first, wait for
+    that one to finish it."""
+    with session_scope(factory) as session:
+        round_id = start_round(session, session.get(Project, project_id)).id
+    status = run_round(factory, round_id, "worker-a", worker_settings)
+    deadline = time.monotonic() + 120
+    while status is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        with session_scope(factory) as session:
+            status = session.scalar(select(Round.status).where(
+                Round.id == round_id, Round.status.not_in(ACTIVE_ROUND_STATUSES)))
+    assert status == RoundStatus.done
+    return round_id
 
 
 @pytest.fixture

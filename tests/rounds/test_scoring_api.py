@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 from sqlalchemy.orm import Session, sessionmaker
 
 from active_learning.data import Solution
-from active_learning.model import load_base, load_checkpoint, save_checkpoint
+from active_learning.model import load_checkpoint
 from active_learning.score import score_solutions
 from app.db import session_scope
 from app.models import ModelVersion
@@ -17,15 +16,6 @@ from tests.conftest import api_headers, make_project, make_user
 
 PROBLEM = "Start with 10. Subtract 2, then multiply by 3."
 CANDIDATES = [["$10 - 2 = 8$.", "$8 \\times 3 = 24$.\n\n# Answer\n\n24"], ["$10 - 2 = 7$.", "# Answer\n\n21"]]
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(0)
-    model, tokenizer = load_base("tiny")
-    directory = tmp_path_factory.mktemp("ckpt") / "prm"
-    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": "abc"})
-    return directory
 
 
 def _version(factory: sessionmaker[Session], path: Path) -> int:
