@@ -201,7 +201,7 @@ def round_page(
             "counts": service.count_picks(session, round_.id),
             "loss": loss_chart(service.round_training_log(session, round_.id)),
             "reasons": list(PickReason),
-            "sources": round_sources(session, round_),
+            "label_sources": round_sources(session, round_),
             "can_research": can_research(user),
         },
     )

@@ -38,13 +38,6 @@ def test_machine_labels_train_only_when_weighted() -> None:
     assert len(weigh_sources(records, {"rollout": 2})) == 8
     examples = load_examples(both)
     assert {e.weight for e in examples} == {0.5, 1.0}
-
-
-def test_accepted_machine_labels_weigh_as_a_labelers() -> None:
-    records = _mixed()
-    accepted = [{**r, "accepted": True} if r.get("source") == "rollout" else r for r in records]
-    assert {r["weight"] for r in weigh_sources(accepted)} == {1.0} and len(weigh_sources(accepted)) == 20
-    assert {r["weight"] for r in weigh_sources(accepted, {"human": 0.5, "rollout": 0.1})} == {0.5}
     # Weight 1 leaves a snapshot's hash as it was before examples had weights.
     human = load_examples(_records(6, 1))
     assert snapshot_hash(load_examples(default)) == snapshot_hash(human)
@@ -91,3 +84,10 @@ def test_training_takes_the_sources_asked_for(tmp_path: Path) -> None:
     assert mixed_meta["train_examples"] == len(load_examples(records))
     assert mixed_meta["config"]["source_weights"] == "human=1,rollout=0.5"
     assert mixed_meta["data_hash"] != human_meta["data_hash"]
+
+
+def test_accepted_machine_labels_weigh_as_a_labelers() -> None:
+    records = _mixed()
+    accepted = [{**r, "accepted": True} if r.get("source") == "rollout" else r for r in records]
+    assert {r["weight"] for r in weigh_sources(accepted)} == {1.0} and len(weigh_sources(accepted)) == 20
+    assert {r["weight"] for r in weigh_sources(accepted, {"human": 0.5, "rollout": 0.1})} == {0.5}

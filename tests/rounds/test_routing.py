@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from active_learning.data import load_examples, snapshot_hash
+from active_learning.data import load_examples, snapshot_hash, weigh_sources
 from app.db import session_scope
 from app.models import Label, Round, RoundPick
 from app.rounds import pool
@@ -71,8 +71,8 @@ def test_agreeing_machine_labels_train_only_when_the_project_accepts_them(
         round_ = session.get(Round, round_id)
         agreeing = list(session.scalars(select(Label.id).where(Label.solution_id.in_([ids[3], ids[4]]))))
         hashes = {
-            taken: snapshot_hash(load_examples(pool.label_records(
-                session, project.id, round_.snapshot_label_id, agreeing if taken else [])))
+            taken: snapshot_hash(load_examples(weigh_sources(pool.label_records(
+                session, project.id, round_.snapshot_label_id, agreeing if taken else []))))
             for taken in (False, True)
         }
         assert hashes[True] != hashes[False]
