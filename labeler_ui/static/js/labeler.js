@@ -230,7 +230,7 @@ function phase1Status(complete) {
   if (complete && state.finishReason() === "found_error") {
     return `No alternative of step ${state.reach() + 1} is good: the solution ends there. Press Enter to submit.`;
   }
-  if (complete) return `All ${state.n} steps done. Press Enter to submit.`;
+  if (complete) return `${state.n === 1 ? "The step is" : `All ${state.n} steps`} done. Press Enter to submit.`;
   const i = state.reach();
   const left = state.ratings[i].filter((r) => r === null).length;
   if (left) return `Step ${i + 1}: rate its alternatives (${left} left).`;
