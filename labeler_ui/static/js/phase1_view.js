@@ -143,7 +143,14 @@ export function openEditor(nodes, i, initial, save, close) {
       input.focus();
       return;
     }
+    // Blurred here, not when the hidden editor loses focus at the next frame: a key typed
+    // straight after Ctrl+Enter belongs to the page (rating the next step), not the textarea.
+    input.blur();
     save(input.value.trim(), rating);
+  };
+  const cancel = () => {
+    input.blur();
+    close();
   };
   editor.onkeydown = (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -151,13 +158,13 @@ export function openEditor(nodes, i, initial, save, close) {
       keep(1);
     } else if (event.key === "Escape") {
       event.preventDefault();
-      close();
+      cancel();
     }
   };
   editor.onclick = (event) => {
     const button = event.target.closest("button");
     if (!button) return;
-    if (button.classList.contains("own-cancel")) close();
+    if (button.classList.contains("own-cancel")) cancel();
     else if (button.dataset.rating) keep(Number(button.dataset.rating));
   };
   return input;
