@@ -292,8 +292,6 @@ def prm800k_step(rating: StepRating) -> dict[str, object]:
 
 
 def check_ratings(mode: LabelingMode, n_steps: int, data: LabelSubmit) -> None:
-    if mode == LabelingMode.phase1:
-        raise BadInput("a phase-1 label cannot be corrected")
     if data.alternatives is not None:
         raise BadInput("`alternatives` is for phase-1 projects; this project takes `ratings`")
     ratings = [r.rating for r in data.ratings]

@@ -157,16 +157,17 @@ def _machine_labels_taken(run: RoundRun, session: Session, max_id: int) -> dict[
             "version_id": version_id}
 
 
-def _split(run: RoundRun, session: Session) -> tuple[list[dict], list[dict]]:
+def _split(run: RoundRun, session: Session, *, training: bool = True) -> tuple[list[dict], list[dict]]:
     """The snapshot's records, split into training and held-out problems: training records
     weighed by source (weigh_sources), held-out ones the labelers' alone, since a model is judged
-    against people, never against another model's labels."""
+    against people, never against another model's labels. Without `training`, the machine
+    labels routing accepted are not looked up again: they weigh only in training."""
     max_id, metrics = session.execute(
         select(Round.snapshot_label_id, Round.metrics).where(Round.id == run.round_id)
     ).one()
     max_id = max_id or 0
     machine: list[int] = []
-    if (metrics or {}).get("machine_labels", {}).get("accepted"):
+    if training and (metrics or {}).get("machine_labels", {}).get("accepted"):
         version_id = metrics["machine_labels"]["version_id"]
         machine = sorted(routing.accepted_label_ids(session, run.project_id, version_id, max_id))
     records = pool.label_records(session, run.project_id, max_id, machine)
@@ -274,7 +275,7 @@ def _device() -> str:
 
 def _evaluate(run: RoundRun) -> None:
     with run.session() as session:
-        _, heldout_records = _split(run, session)
+        _, heldout_records = _split(run, session, training=False)
         candidate = _round_version(session, run)
         served = served_version(session, run.project_id)
         machine_labels = (session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}).get("machine_labels")

@@ -12,6 +12,7 @@ from app.quality.service import first_error, labeler_accuracy
 from tests.conftest import browser_login, make_project, make_user
 from tests.exports.conftest import export
 from tests.imports.conftest import import_bytes, jsonl
+from tests.quality.conftest import labeled_record
 
 STEPS = {
     "A": ["$2 + 2 = 4$.", "$4 \\times 3 = 13$.", "# Answer\n\n13"],
@@ -22,27 +23,7 @@ STEPS = {
 
 
 def _record(labeler: str, solution: str, ratings: list[int], *, qc: bool = False, finish: str | None = None) -> dict[str, Any]:
-    steps = STEPS[solution]
-    return {
-        "labeler": labeler,
-        "timestamp": "2023-02-01T10:00:00",
-        "generation": 1,
-        "is_quality_control_question": qc,
-        "is_initial_screening_question": False,
-        "question": {"problem": f"Problem {solution}", "ground_truth_answer": "1", "pre_generated_steps": steps},
-        "label": {
-            "steps": [
-                {
-                    "completions": [{"text": steps[i], "rating": r, "flagged": False}],
-                    "human_completion": None,
-                    "chosen_completion": None if r == -1 else 0,
-                }
-                for i, r in enumerate(ratings)
-            ],
-            "total_time": 1000,
-            "finish_reason": finish or ("found_error" if -1 in ratings else "solution"),
-        },
-    }
+    return labeled_record(labeler, f"Problem {solution}", STEPS[solution], ratings, qc=qc, finish=finish)
 
 
 RECORDS = [

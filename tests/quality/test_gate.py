@@ -11,32 +11,14 @@ from app.db import session_scope
 from app.models import Assignment, Label
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl
+from tests.quality.conftest import labeled_record
 
 CANARY = "GOLD-CANARY-5b1e"
 
 
 def _gold(name: str, ratings: list[int], *, screening: bool = False) -> dict[str, Any]:
     steps = [f"{name} step {i}" for i in range(3)]
-    return {
-        "labeler": "reference",
-        "timestamp": "2023-02-01T10:00:00",
-        "generation": 1,
-        "is_quality_control_question": True,
-        "is_initial_screening_question": screening,
-        "question": {"problem": f"Problem {name}", "ground_truth_answer": "1", "pre_generated_steps": steps},
-        "label": {
-            "steps": [
-                {
-                    "completions": [{"text": steps[i], "rating": r, "flagged": False}],
-                    "human_completion": None,
-                    "chosen_completion": None if r == -1 else 0,
-                }
-                for i, r in enumerate(ratings)
-            ],
-            "total_time": 1000,
-            "finish_reason": "found_error" if -1 in ratings else "solution",
-        },
-    }
+    return labeled_record("reference", f"Problem {name}", steps, ratings, qc=True, screening=screening)
 
 
 def _project(session_factory, golds: list[dict[str, Any]], regular: int = 3, **settings: Any):  # type: ignore[no-untyped-def]
