@@ -115,7 +115,10 @@ class TaskSolution(BaseModel):
 
 
 class Task(BaseModel):
-    assignment_id: int
+    assignment_id: int = Field(
+        description="the task's id for submit and release: a keyed permutation of the queue "
+        "slot's row id, so that ids say nothing about when a slot was made"
+    )
     project_id: int
     project_name: str
     labeling_mode: LabelingMode

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.errors import BadInput, Conflict, NotFound
-from app.labeling import phase1, queue
+from app.labeling import phase1, queue, task_handles
 from app.projects.access import may_label, user_may_label
 from app.quality import gate
 from app.reports.service import record_reports
@@ -132,7 +132,7 @@ def next_task(session: Session, project_id: int, user_id: int, *, user_locked: b
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
     task = Task(
-        assignment_id=leased.assignment_id,
+        assignment_id=task_handles.handle_of(session, leased.assignment_id),
         project_id=project.id,
         project_name=project.name,
         labeling_mode=project.labeling_mode,
@@ -149,7 +149,9 @@ def next_task(session: Session, project_id: int, user_id: int, *, user_locked: b
     return NextTask(task=task, waiting=leased.waiting)
 
 
-def submit_label(session: Session, user_id: int, assignment_id: int, data: LabelSubmit) -> LabelReceipt:
+def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit) -> LabelReceipt:
+    """Store the label of the task a labeler knows as `task_id` (see task_handles)."""
+    assignment_id = task_handles.assignment_of(session, task_id)
     connection = session.connection()
     key = {"user": user_id, "key": data.idempotency_key}
     held = connection.execute(_HELD_ASSIGNMENT, {"assignment": assignment_id, **key}).first()
@@ -157,24 +159,24 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         # No such assignment; the key may still have been used for another one.
         earlier = connection.execute(_LABEL_WITH_KEY, key).first()
         if earlier is not None:
-            return _receipt_for_retry(earlier, assignment_id)
-        raise NotFound(f"you hold no assignment {assignment_id}")
+            return _receipt_for_retry(earlier, assignment_id, task_id)
+        raise NotFound(f"you hold no assignment {task_id}")
     if not held.may_label:
         # Taken out of the project (or the project closed to them): nothing of it is theirs
         # to send any more, a retry of a label already stored included.
-        raise NotFound(f"you hold no assignment {assignment_id}")
+        raise NotFound(f"you hold no assignment {task_id}")
     if held.earlier_id is not None:
-        return _receipt_for_retry(held, assignment_id)
+        return _receipt_for_retry(held, assignment_id, task_id)
     if held.user_id != user_id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
-        raise NotFound(f"you hold no assignment {assignment_id}")
+        raise NotFound(f"you hold no assignment {task_id}")
     if held.status == AssignmentStatus.done:
         # The lock was held by our own concurrent twin, which has committed in the meantime;
         # its label is newer than the snapshot the locking statement read, so look again.
         earlier = connection.execute(_LABEL_WITH_KEY, key).first()
         if earlier is not None:
-            return _receipt_for_retry(earlier, assignment_id)
-        raise Conflict(f"assignment {assignment_id} was already submitted")
+            return _receipt_for_retry(earlier, assignment_id, task_id)
+        raise Conflict(f"assignment {task_id} was already submitted")
     if held.status == AssignmentStatus.waiting:
         # The lease ran out and the slot went back to the queue, still naming this labeler as
         # its last holder: the late label is welcome, unless the labeler has since taken the
@@ -182,7 +184,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
         queue.lock_labeler(session, user_id)
         if queue.holds_solution_elsewhere(session, user_id, held.solution_id, assignment_id):
             raise Conflict(
-                f"your lease on assignment {assignment_id} ran out and you have taken this "
+                f"your lease on assignment {task_id} ran out and you have taken this "
                 "solution again since: submit that task instead"
             )
     ratings, steps = _checked_steps(session, held, data)
@@ -226,7 +228,7 @@ def submit_label(session: Session, user_id: int, assignment_id: int, data: Label
     record_reports(session, {**columns, "id": label_id}, held.problem_id, ratings)
     return LabelReceipt(
         label_id=label_id,
-        assignment_id=assignment_id,
+        assignment_id=task_id,
         finish_reason=data.finish_reason,
         duplicate=False,
         gold=gate.gold_ratings(session, held.project_id, held.solution_id)
@@ -248,17 +250,17 @@ def _checked_steps(
     return phase1.path_ratings(data), phase1.stored_steps(alternatives, held.steps, data)
 
 
-def release_task(session: Session, user: User, assignment_id: int) -> None:
+def release_task(session: Session, user: User, task_id: int) -> None:
     """Hand a lease back unlabeled, so that the next labeler can take it now."""
-    assignment = queue.lock_assignment(session, assignment_id)
+    assignment = queue.lock_assignment(session, task_handles.assignment_of(session, task_id))
     if (
         assignment is None
         or assignment.user_id != user.id
         or not user_may_label(session, user, assignment.project_id)
     ):
-        raise NotFound(f"you hold no assignment {assignment_id}")
+        raise NotFound(f"you hold no assignment {task_id}")
     if assignment.status != AssignmentStatus.leased:
-        raise Conflict(f"assignment {assignment_id} is not leased")
+        raise Conflict(f"assignment {task_id} is not leased")
     if assignment.slot < 0:
         # A check slot is the labeler's own (see app.quality.gate): it goes, not to the queue.
         session.delete(assignment)
@@ -268,14 +270,14 @@ def release_task(session: Session, user: User, assignment_id: int) -> None:
     assignment.user_id = None
 
 
-def _receipt_for_retry(earlier: Row[Any], assignment_id: int) -> LabelReceipt:
+def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int) -> LabelReceipt:
     """The receipt of the label `earlier` (its `earlier_*` columns), sent again."""
     if earlier.earlier_assignment_id != assignment_id:
         raise Conflict("this idempotency key was already used for another assignment")
     assert earlier.earlier_finish_reason is not None
     return LabelReceipt(
         label_id=earlier.earlier_id,
-        assignment_id=assignment_id,
+        assignment_id=task_id,
         finish_reason=earlier.earlier_finish_reason,
         duplicate=True,
     )

@@ -5,6 +5,7 @@ from app.models.assignment import Assignment, AssignmentStatus
 from app.models.auth_session import AuthSession
 from app.models.base import INT32_MAX, Base, utcnow
 from app.models.import_batch import ImportBatch, ImportFormat
+from app.models.instance_secret import InstanceSecret
 from app.models.label import MACHINE_SOURCES, FinishReason, Label, LabelSource
 from app.models.labeler_standing import LabelerStanding, StandingDecision
 from app.models.login_failure import LoginFailure, LoginKeyKind
@@ -32,6 +33,7 @@ __all__ = [
     "INT32_MAX",
     "ImportBatch",
     "ImportFormat",
+    "InstanceSecret",
     "Label",
     "LabelSource",
     "MACHINE_SOURCES",

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.db import session_scope
+from app.labeling.task_handles import assignment_of
 from app.models import Assignment, AssignmentStatus, Label
 from tests.conftest import api_headers, make_project, make_user
 from tests.exports.conftest import export
@@ -179,5 +180,5 @@ def test_bad_labels_are_refused_and_change_nothing(client, session_factory, chan
     assert words in response.text
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(Label).where(Label.user_id.is_not(None))) == 0
-        assert session.get(Assignment, task["assignment_id"]).status == AssignmentStatus.leased
+        assert session.get(Assignment, assignment_of(session, task["assignment_id"])).status == AssignmentStatus.leased
     assert _submit(client, headers, task, _label()).status_code == 200

@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from app.db import session_scope
 from app.deps import CSRF_HEADER
 from app.labeling import queue, service
+from app.labeling.task_handles import assignment_of
 from app.main import create_app
 from app.models import Assignment, Label, utcnow
 from tests.conftest import (
@@ -130,7 +131,7 @@ def test_a_late_submit_is_refused_once_the_labeler_took_the_solution_again(clien
     with session_scope(session_factory) as session:
         session.execute(
             update(Assignment)
-            .where(Assignment.id == first["assignment_id"])
+            .where(Assignment.id == assignment_of(session, first["assignment_id"]))
             .values(expires_at=utcnow() - timedelta(minutes=1))
         )
     monkeypatch.setattr(queue, "_next_sweep", {})
@@ -282,12 +283,12 @@ def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory
     assert _submit(client, sam, theirs["assignment_id"], "unused-key-02").status_code == 404
 
     held = {a.id: a for a in db.scalars(select(Assignment))}
-    assert held[second["assignment_id"]].status == "leased"
-    assert held[theirs["assignment_id"]].status == "leased"
-    done = held[first["assignment_id"]]
+    assert held[assignment_of(db, second["assignment_id"])].status == "leased"
+    assert held[assignment_of(db, theirs["assignment_id"])].status == "leased"
+    done = held[assignment_of(db, first["assignment_id"])]
     assert done.status == "done" and done.done_at is not None and done.expires_at is None
     label = db.scalars(select(Label)).one()
-    assert label.id == stored.json()["label_id"] and label.assignment_id == first["assignment_id"]
+    assert label.id == stored.json()["label_id"] and label.assignment_id == assignment_of(db, first["assignment_id"])
     assert (label.is_quality_control, label.is_initial_screening, label.extra) == (False, False, {})
     assert label.started_at == done.leased_at and label.total_time_ms == 1234
     assert label.finish_reason == "found_error" and label.idempotency_key == "first-key-01"
@@ -311,7 +312,7 @@ def test_among_equal_priorities_every_first_slot_goes_before_any_second(client, 
     assert order == list(reversed(ids))
     taken = _next_task(client, project, late)
     slots = {a.id: a.slot for a in db.scalars(select(Assignment))}
-    assert slots[taken["assignment_id"]] == 1 and taken["solution"]["id"] == ids[-1]
+    assert slots[assignment_of(db, taken["assignment_id"])] == 1 and taken["solution"]["id"] == ids[-1]
 
 
 # On SQLite each transaction begins IMMEDIATE, so labeling requests run one at a time anyway.

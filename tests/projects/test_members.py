@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.deps import CSRF_HEADER
+from app.labeling.task_handles import assignment_of
 from app.models import Assignment, AssignmentStatus
 from tests.auth.route_table import UNSAFE, endpoints
 from tests.auth.test_roles import LABELER_API, LABELER_API_PREFIXES, LABELER_PAGES
@@ -111,7 +112,7 @@ def test_removing_a_member_puts_their_lease_back_and_refuses_their_submit(client
     task = client.post(f"/api/v1/projects/{closed.id}/tasks/next", headers=mia).json()["task"]
     assert client.delete(f"/api/v1/projects/{closed.id}/members/{mia_id}", headers=manager).status_code == 204
     with session_scope(session_factory) as session:
-        slot = session.get(Assignment, task["assignment_id"])
+        slot = session.get(Assignment, assignment_of(session, task["assignment_id"]))
         assert (slot.status, slot.user_id, slot.expires_at) == (AssignmentStatus.waiting, None, None)
     late = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=mia, json=LABEL)
     assert late.status_code == 404
@@ -155,8 +156,8 @@ def test_closing_a_project_puts_back_the_leases_of_labelers_outside_it(client, s
     assert closing.status_code == 200 and closing.json()["open_to_all"] is False
     with session_scope(session_factory) as session:
         status = dict(session.execute(select(Assignment.id, Assignment.status)).all())
-    assert status[mine["assignment_id"]] == AssignmentStatus.leased
-    assert status[ottos["assignment_id"]] == AssignmentStatus.waiting
+        assert status[assignment_of(session, mine["assignment_id"])] == AssignmentStatus.leased
+        assert status[assignment_of(session, ottos["assignment_id"])] == AssignmentStatus.waiting
     assert client.post(f"/api/v1/projects/{closed.id}/tasks/next", headers=otto).status_code == 404
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from app.db import session_scope
+from app.labeling.task_handles import assignment_of
 from app.models import Assignment, Label
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl
@@ -112,7 +113,7 @@ def test_screening_first_then_held_back_until_admitted(client, session_factory) 
     assert held["task"] is None and "retired" in held["reason"]
     with session_scope(session_factory) as session:
         # The retired labeler's lease went back to the queue.
-        assert session.scalar(select(Assignment.status).where(Assignment.id == task["assignment_id"])) == "waiting"
+        assert session.scalar(select(Assignment.status).where(Assignment.id == assignment_of(session, task["assignment_id"]))) == "waiting"
 
 
 def test_decisions_refuse_bad_input(client, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -182,6 +183,14 @@ def test_qc_items_at_rate_look_like_any_task_and_hide_the_gold(client, session_f
     qc_body, regular_body = tasks[0], tasks[-1]
     assert _keys(qc_body) == _keys(regular_body)
     assert type(qc_body["task"]["assignment_id"]) is int and qc_body["task"]["expires_at"]
+    # A check slot is made when it is leased, so its row id is the newest; the ids the labeler
+    # saw are not row ids (app.labeling.task_handles), and each names its own slot.
+    with session_scope(session_factory) as session:
+        handles = [body["task"]["assignment_id"] for body in tasks]
+        rows = [assignment_of(session, handle) for handle in handles]
+        check_rows = {row for row, body in zip(rows, tasks) if body["task"]["solution"]["id"] in qc}
+        assert check_rows == set(sorted(rows)[-2:]) and not set(handles) & set(rows)
+        assert [session.get(Assignment, row).solution_id for row in rows] == seen
 
 
 def test_feedback_shows_the_gold_after_submitting(client, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from active_learning.select import Candidate
 from active_learning.select import select as rule_picks
 from app.db import session_scope
 from app.labeling.service import next_task
+from app.labeling.task_handles import assignment_of
 from app.models import (
     Assignment,
     Label,
@@ -94,7 +95,7 @@ def test_rounds_train_promote_score_select_and_enqueue(
         with session_scope(session_factory) as session:
             task = next_task(session, project.id, labeler.id).task
             served_order.append(task.solution.id)
-            session.get(Assignment, task.assignment_id).status = "done"
+            session.get(Assignment, assignment_of(session, task.assignment_id)).status = "done"
     assert served_order == [p.solution_id for p in picks[:3]]
 
     # A second round is judged against the model the first one serves.
