@@ -45,13 +45,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +98,7 @@ class ExperimentConfig:
         "help": "First seed; seed s draws the pool, the test set (s + 10000), the pretraining "
                 "data (s + 20000) and initialises training."})
     seeds: int = field(default=3, metadata={"help": "Seeds run, from `seed` on; the interval is over them."})
-    pool_problems: int = field(default=200, metadata={"help": "Problems whose candidates can be labeled."})
+    pool_problems: int = field(default=100, metadata={"help": "Problems whose candidates can be labeled."})
     pool_size: int = field(default=64, metadata={"help": "Candidates per pool problem (K)."})
     test_problems: int = field(default=100, metadata={"help": "Held-out problems the PRMs are measured on."})
     test_candidates: int = field(default=16, metadata={"help": "Candidates per test problem (best-of-N's N)."})
@@ -116,7 +119,7 @@ class ExperimentConfig:
                 "probabilities."})
     metric: str = field(default="best_of_n", metadata={
         "help": f"Quality the headline ratio is read from: {', '.join(METRICS)}."})
-    train_steps: int = field(default=320, metadata={
+    train_steps: int = field(default=160, metadata={
         "help": "Optimizer steps of every PRM, selectors included, whatever its labels."})
     learning_rate: float = field(default=1e-3, metadata={"help": "Peak learning rate (1e-3 suits tiny)."})
     batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step."})
@@ -128,7 +131,11 @@ class ExperimentConfig:
                 "problems, once a seed, and train every PRM from it with the recipe of "
                 "bench/prm_learning.py. 0 trains from `base` as it is."})
     bootstrap: int = field(default=2000, metadata={"help": "Bootstrap resamples of the ratio's interval."})
-    threads: int = field(default=1, metadata={"help": "CPU threads for torch."})
+    threads: int = field(default=1, metadata={"help": "CPU threads for torch, in each job."})
+    jobs: int = field(default=3, metadata={
+        "help": "Seeds run at once, each in a process of its own with `threads` threads. As many "
+                "jobs as seeds finishes soonest even on 2 cores: with fewer, the last seed runs "
+                "alone while a core idles."})
 
     def __post_init__(self) -> None:
         error_kinds(self.errors)
@@ -148,9 +155,9 @@ class ExperimentConfig:
         if not 0 <= self.wrong_share <= 1:
             raise ValueError("wrong_share must be between 0 and 1")
         if min(self.seeds, self.pool_problems, self.test_problems, self.selector_labels,
-               self.train_steps) < 1 or self.test_candidates < 2:
-            raise ValueError("seeds, problems, selector_labels and train_steps must be positive, "
-                             "test_candidates at least 2")
+               self.train_steps, self.jobs, self.threads) < 1 or self.test_candidates < 2:
+            raise ValueError("seeds, problems, selector_labels, train_steps, jobs and threads must be "
+                             "positive, test_candidates at least 2")
 
     @property
     def rungs(self) -> tuple[int, ...]:
@@ -168,7 +175,7 @@ class ExperimentConfig:
         """Seconds to a minute, not a measurement: for tests and for trying the command."""
         return cls(seed=seed, seeds=2, pool_problems=6, pool_size=8, test_problems=4,
                    test_candidates=4, ladder="1,2", train_steps=2, pretrain_steps=1,
-                   batch_size=8, max_length=192, bootstrap=200)
+                   batch_size=8, max_length=192, bootstrap=200, jobs=1)
 
 
 # ---- the sets each arm labels: pure functions on select.Candidate lists ----
@@ -215,8 +222,13 @@ def step_uncertainty(step_scores: Sequence[float | None]) -> float:
 
 @dataclass
 class PoolScores:
-    score: list[float]  # the selector's solution score, product or minimum
+    product: list[float]
+    minimum: list[float]
     uncertainty: list[float]
+
+    def score(self, kind: str) -> list[float]:
+        """The selector's solution score: product (the paper's) or minimum."""
+        return self.product if kind == "product" else self.minimum
 
 
 def _device(config: ExperimentConfig) -> str:
@@ -256,7 +268,7 @@ def _train_prm(config: ExperimentConfig, base: str, seed: int, records: list[dic
 def _score_pool(config: ExperimentConfig, checkpoint: Path, pool: Sequence[Synthetic]) -> PoolScores:
     model, tokenizer, _ = load_checkpoint(checkpoint, _device(config))
     scores = list(iter_scores(model, tokenizer, _solutions(pool), max_length=config.max_length))
-    return PoolScores([s.product if config.score == "product" else s.minimum for s in scores],
+    return PoolScores([s.product for s in scores], [s.minimum for s in scores],
                       [step_uncertainty(s.step_scores) for s in scores])
 
 
@@ -286,9 +298,13 @@ def _measure(config: ExperimentConfig, checkpoint: Path, test: Sequence[Syntheti
 
 
 class _Seed:
-    """One seed's pool, test set, base and selector, and the PRMs trained on its arms' sets."""
+    """One seed's pool, test set, base and selector, and the PRMs trained on its arms' sets.
 
-    def __init__(self, config: ExperimentConfig, seed: int, work: Path) -> None:
+    A model is trained once per set of labels (same base, recipe and seed: the same model), and
+    a selector once per set of seed labels, so that an ablation on this pool retrains only what
+    it changes: `minimum_score` and `wrong_share_half` train only their active arm."""
+
+    def __init__(self, config: ExperimentConfig, seed: int, work: Path, base: str | None = None) -> None:
         self.config, self.seed, self.work = config, seed, work
         kinds = error_kinds(config.errors)
         self.pool = list(iter_candidates(config.pool_problems, config.pool_size, seed, config.error_rate, kinds))
@@ -297,8 +313,9 @@ class _Seed:
         self.probe = [to_prm800k(c, first_error_only=False) for c in self.test[:config.test_candidates]]
         self.candidates = [Candidate(i, c.problem.problem_id, None, "right" if c.is_correct else "wrong")
                            for i, c in enumerate(self.pool)]
-        self.base = _pretrained_base(config, seed, work)
+        self.base = base if base is not None else _pretrained_base(config, seed, work)
         self._measured: dict[frozenset[int], dict[str, Any]] = {}
+        self._selectors: dict[frozenset[int], PoolScores] = {}
 
     def train(self, ids: Sequence[int], name: str) -> Path:
         records = [to_prm800k(self.pool[i]) for i in sorted(ids)]
@@ -307,7 +324,6 @@ class _Seed:
     def point(self, ids: Sequence[int], per_problem: int, name: str) -> dict[str, Any]:
         started = time.monotonic()
         key = frozenset(ids)
-        # The same labels train the same model (same base, recipe and seed): train it once.
         if key not in self._measured:
             checkpoint = self.train(ids, name)
             self._measured[key] = _measure(self.config, checkpoint, self.test)
@@ -325,38 +341,54 @@ class _Seed:
         }
 
     def selector_scores(self, ids: Sequence[int], name: str) -> PoolScores:
-        checkpoint = self.train(ids, name)
-        scores = _score_pool(self.config, checkpoint, self.pool)
-        shutil.rmtree(checkpoint)
-        return scores
+        key = frozenset(ids)
+        if key not in self._selectors:
+            checkpoint = self.train(ids, name)
+            self._selectors[key] = _score_pool(self.config, checkpoint, self.pool)
+            shutil.rmtree(checkpoint)
+        return self._selectors[key]
 
     def scored(self, scores: Sequence[float], among: set[int] | None = None) -> list[Candidate]:
         return [dataclasses.replace(c, score=scores[c.solution_id]) for c in self.candidates
                 if among is None or c.solution_id in among]
 
 
-def _run_seed(config: ExperimentConfig, seed: int, work: Path,
-              log: Callable[[str], None]) -> dict[str, list[dict]]:
+def _run_seed(config: ExperimentConfig, seed: int, work: Path, log: Callable[[str], None],
+              ablations: Sequence[str] = ()) -> dict[str, dict[str, list[dict]]]:
+    """The curves of every arm, under "main", and of the active and uniform arms under each
+    ablation's name."""
     run = _Seed(config, seed, work)
+    curves = {"main": _curves(run, config, seed, log)}
+    for name in ablations:
+        changed = config.replace(arms=ABLATION_ARMS, **ABLATIONS[name])
+        same_pool = changed.pool_size == config.pool_size
+        on = run if same_pool else _Seed(changed, seed, work / name, base=run.base)
+        curves[name] = _curves(on, changed, seed, lambda line, name=name: log(f"[{name}] {line}"))
+    return curves
+
+
+def _curves(run: _Seed, config: ExperimentConfig, seed: int,
+            log: Callable[[str], None]) -> dict[str, list[dict]]:
     arms = config.arm_names
     selector_ids = uniform_set(run.candidates, config.selector_labels, seed * 1000 + 7)
-    fixed = run.selector_scores(selector_ids, "selector")
+    selector = run.selector_scores(selector_ids, "selector")
+    fixed_score = selector.score(config.score)
     curves: dict[str, list[dict]] = {arm: [] for arm in arms}
     retrain_ids: list[int] = []
     previous = 0
     for rung in config.rungs:
         sets: dict[str, list[int]] = {}
         if "active" in arms:
-            sets["active"] = active_set(run.scored(fixed.score), rung, config.wrong_share, seed)
+            sets["active"] = active_set(run.scored(fixed_score), rung, config.wrong_share, seed)
         if "uniform" in arms:
             sets["uniform"] = uniform_set(run.candidates, rung, seed * 1000 + 1)
         if "uncertainty" in arms:
-            sets["uncertainty"] = uncertainty_set(run.candidates, fixed.uncertainty, rung, seed)
+            sets["uncertainty"] = uncertainty_set(run.candidates, selector.uncertainty, rung, seed)
         if "retrain" in arms:
-            scores = fixed.score
+            scores = fixed_score
             if retrain_ids:
                 labeled = sorted(set(selector_ids) | set(retrain_ids))
-                scores = run.selector_scores(labeled, f"retrain-selector-{rung}").score
+                scores = run.selector_scores(labeled, f"retrain-selector-{rung}").score(config.score)
             unlabeled = set(range(len(run.pool))) - set(retrain_ids)
             retrain_ids += active_set(run.scored(scores, unlabeled), rung - previous, config.wrong_share, seed)
             sets["retrain"] = list(retrain_ids)
@@ -383,27 +415,62 @@ def _efficiency(config: ExperimentConfig, arms: dict[str, dict[str, list[dict]]]
     }
 
 
-def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every seed and arm of `config`; returns the curves and the data-efficiency ratio."""
+def _seed_job(config: ExperimentConfig, seed: int, work: Path,
+              ablations: Sequence[str]) -> dict[str, dict[str, list[dict]]]:
+    """One seed in a process of its own; its lines go to this process's stderr."""
+    if _device(config) == "cpu":
+        torch.set_num_threads(config.threads)
+    try:
+        return _run_seed(config, seed, work, lambda line: print(line, file=sys.stderr, flush=True), ablations)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda _: None,
+                   ablations: Sequence[str] = ()) -> dict[str, Any]:
+    """Every seed and arm of `config`, and the named ablations (ABLATIONS) on the active and
+    uniform arms; returns the curves and the data-efficiency ratios."""
+    check_ablations(ablations)
     started = time.monotonic()
     if _device(config) == "cpu":
         torch.set_num_threads(config.threads)
-    arms: dict[str, dict[str, list[dict]]] = {arm: {} for arm in config.arm_names}
+    seeds = range(config.seed, config.seed + config.seeds)
     work = Path(tempfile.mkdtemp(prefix="stepwise-experiment-"))
     try:
-        for seed in range(config.seed, config.seed + config.seeds):
-            for arm, curve in _run_seed(config, seed, work / f"seed-{seed}", log).items():
-                arms[arm][str(seed)] = curve
-            shutil.rmtree(work / f"seed-{seed}", ignore_errors=True)
+        if config.jobs > 1 and config.seeds > 1:
+            # Spawned, not forked: a forked child inherits torch's thread pools in whatever state
+            # the parent left them. Seeds share nothing, so each job runs one whole seed.
+            with ProcessPoolExecutor(min(config.jobs, config.seeds),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = [pool.submit(_seed_job, config, seed, work / f"seed-{seed}", ablations)
+                           for seed in seeds]
+                runs = [future.result() for future in futures]
+        else:
+            runs = []
+            for seed in seeds:
+                runs.append(_run_seed(config, seed, work / f"seed-{seed}", log, ablations))
+                shutil.rmtree(work / f"seed-{seed}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+    def by_arm(part: str, names: Sequence[str]) -> dict[str, dict[str, list[dict]]]:
+        return {arm: {str(seed): run[part][arm] for seed, run in zip(seeds, runs)} for arm in names}
+
+    arms = by_arm("main", config.arm_names)
+    out_ablations = {}
+    for name in ablations:
+        changed = config.replace(arms=ABLATION_ARMS, **ABLATIONS[name])
+        curves = by_arm(name, changed.arm_names)
+        out_ablations[name] = {"overrides": {"arms": ABLATION_ARMS, **ABLATIONS[name]},
+                               "data_efficiency": _efficiency(changed, curves), "arms": curves}
     return {
         "data_efficiency": _efficiency(config, arms),
         "arms": arms,
         "config": dataclasses.asdict(config),
-        "ablations": {},
+        "ablations": out_ablations,
         "environment": {"torch": torch.__version__, "device": _device(config),
-                        "threads": torch.get_num_threads(), "machine": platform.machine(),
+                        "threads": config.threads, "jobs": min(config.jobs, config.seeds),
+                        "machine": platform.machine(),
                         "python": platform.python_version(), "base_parameters": _parameters(config.base),
                         "load_average_1m": round(os.getloadavg()[0], 1), "date": time.strftime("%Y-%m-%d")},
         "seconds": round(time.monotonic() - started, 1),
@@ -418,19 +485,6 @@ def _parameters(base: str) -> str | None:
 def check_ablations(names: Sequence[str]) -> None:
     if set(names) - set(ABLATIONS):
         raise ValueError(f"ablations: choose from {', '.join(ABLATIONS)}")
-
-
-def run_ablations(config: ExperimentConfig, names: Sequence[str],
-                  log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """The ratio under each named ablation of ABLATIONS, on the active and uniform arms."""
-    check_ablations(names)
-    out = {}
-    for name in names:
-        overrides = {"arms": ABLATION_ARMS, **ABLATIONS[name]}
-        results = run_experiment(config.replace(**overrides), log)
-        out[name] = {"overrides": overrides, "data_efficiency": results["data_efficiency"],
-                     "seconds": results["seconds"]}
-    return out
 
 
 def summary(results: dict[str, Any]) -> str:
@@ -462,9 +516,7 @@ def summary(results: dict[str, Any]) -> str:
 def run_and_report(config: ExperimentConfig, output: Path, ablations: Sequence[str] = (),
                    log: Callable[[str], None] = lambda _: None) -> str:
     """Run (and the named ablations), write the JSON and an SVG beside it; returns a summary."""
-    check_ablations(ablations)  # a typo fails now, not after the main run
-    results = run_experiment(config, log)
-    results["ablations"] = run_ablations(config, ablations, log)
+    results = run_experiment(config, log, ablations)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")
     plot = output.with_suffix(".svg")

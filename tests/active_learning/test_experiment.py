@@ -136,7 +136,7 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
     def fake_score(config, checkpoint: Path, pool) -> PoolScores:
         calls["score"].append(checkpoint.name)
         rng = random.Random(checkpoint.name)
-        return PoolScores([rng.random() for _ in pool], [rng.random() for _ in pool])
+        return PoolScores([rng.random() for _ in pool], [rng.random() for _ in pool], [rng.random() for _ in pool])
 
     def fake_measure(config, checkpoint: Path, test) -> dict:
         quality = 0.4 + 0.01 * len(calls["train"])
@@ -181,6 +181,25 @@ def test_the_retrain_arm_retrains_its_selector_between_rungs_on_its_labels(stand
     assert [p["labels"] for p in results["arms"]["retrain"]["0"]] == [6, 12, 24]
 
 
+def test_ablations_run_in_each_seed_and_train_only_what_they_change(stand_ins: dict[str, list]) -> None:
+    config = ExperimentConfig.quick().replace(arms="active,uniform", ladder="1,2,4", seeds=2)
+    results = run_experiment(config, ablations=list(experiment.ABLATIONS))
+    trained = [name for name, _ in stand_ins["train"]]
+    # Per seed: the main selector, one trained on 4 labels a problem, one on the 16-candidate pool.
+    assert trained.count("selector") == 6 and len(stand_ins["score"]) == 6
+    # The uniform arm is retrained only on the other pool: the same labels make the same model.
+    assert sum(name.startswith("uniform-") for name in trained) == 2 * (3 + 3)
+    assert set(results["ablations"]) == set(experiment.ABLATIONS)
+    for name, ablation in results["ablations"].items():
+        assert ablation["overrides"] == {"arms": "active,uniform", **experiment.ABLATIONS[name]}
+        assert set(ablation["arms"]) == {"active", "uniform"}
+        assert set(ablation["arms"]["uniform"]) == {"0", "1"}
+        assert set(ablation["data_efficiency"]) >= {"ratio", "ci95", "seeds"}
+    same_pool = results["ablations"]["minimum_score"]["arms"]["uniform"]
+    assert [p["best_of_n"] for p in same_pool["0"]] == [p["best_of_n"] for p in results["arms"]["uniform"]["0"]]
+    assert "ablation pool_16: ratio" in experiment.summary(results)
+
+
 def test_device_and_base_reach_pretraining_and_training(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen = {}
     monkeypatch.setattr(experiment, "pretrain", lambda settings, data: seen.setdefault("pretrain", settings) and tmp_path / "base")
@@ -208,13 +227,15 @@ def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) ->
     from app.cli import cli
 
     output = tmp_path / "active_learning.json"
-    done = CliRunner().invoke(cli, ["simulate", "--protocol", "paper", "--quick", "--output", str(output)])
+    # Two jobs: the seeds run in processes of their own and come back in order.
+    done = CliRunner().invoke(cli, ["simulate", "--protocol", "paper", "--quick", "--jobs", "2", "--output", str(output)])
     assert done.exit_code == 0, done.output[-3000:]
     results = json.loads(output.read_text())
     assert set(results) >= {"data_efficiency", "arms", "config", "ablations"}
     efficiency = results["data_efficiency"]
     assert set(efficiency) >= {"ratio", "ci95", "seeds", "protocol", "metric"}
     assert efficiency["protocol"] == "paper" and efficiency["seeds"] == 2 and efficiency["metric"] == "best_of_n"
+    assert results["environment"]["jobs"] == 2
     assert set(results["arms"]) == {"active", "uniform", "retrain", "uncertainty"}
     for arm, seeds in results["arms"].items():
         assert set(seeds) == {"0", "1"}
