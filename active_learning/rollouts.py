@@ -38,6 +38,7 @@ from typing import Protocol
 
 from active_learning.data import PROMPT_END
 from active_learning.generate import PROMPT, parse_solution
+from active_learning.generator_spec import check_generator_spec, is_local_path
 from active_learning.grading import extract_answer, grade
 from active_learning.tokenizer import STEP_MARKER
 
@@ -322,22 +323,15 @@ def open_generator(spec: str, device: str = "auto", api_key: str | None = None,
     """
     if prompt_format is not None and prompt_format not in FORMATS:
         raise ValueError(f"prompt format must be one of {', '.join(FORMATS)}, not {prompt_format!r}")
-    spec = spec.strip()
-    scheme = urllib.parse.urlsplit(spec).scheme
-    if scheme in ("http", "https"):
+    spec = check_generator_spec(spec)
+    if urllib.parse.urlsplit(spec).scheme in ("http", "https"):
         url, _, model = spec.partition("#")
         return OpenAIGenerator(url, model or None, prompt_format or "plain", api_key)
     if spec.startswith("vllm:"):
         model = spec.removeprefix("vllm:")
-        if not model:
-            raise ValueError("vllm:MODEL needs a model (a directory or hub id)")
         return VllmGenerator(model, prompt_format or _format_of(model))
-    if "://" in spec:
-        raise ValueError(f"generator {spec!r}: only http(s):// endpoints are understood")
     path = os.path.expanduser(spec)
-    # A hub id is owner/name; anything else that is not a directory is a path gone wrong, and
-    # must not turn into a download attempt.
-    if not os.path.isdir(path) and (not spec or spec.startswith(("/", ".", "~")) or os.path.exists(path)):
+    if not os.path.isdir(path) and is_local_path(spec):
         raise ValueError(f"generator {spec!r}: no such model directory")
     generator = TransformersGenerator(path, device)
     if prompt_format is not None:

@@ -26,6 +26,7 @@ _ACTIVE_SQL = text("status IN ('queued', 'running')")
 class RoundStage(enum.StrEnum):
     """The steps of a round, in order; `stage` names the next one to run."""
 
+    autolabel = "autolabel"
     snapshot = "snapshot"
     train = "train"
     evaluate = "evaluate"
@@ -71,7 +72,7 @@ class Round(Base):
         Enum(RoundStatus, native_enum=False, length=16), default=RoundStatus.queued
     )
     stage: Mapped[RoundStage] = mapped_column(
-        Enum(RoundStage, native_enum=False, length=16), default=RoundStage.snapshot
+        Enum(RoundStage, native_enum=False, length=16), default=RoundStage.autolabel
     )
     percent: Mapped[float] = mapped_column(Float, default=0.0)
     eta_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

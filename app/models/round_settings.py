@@ -84,6 +84,13 @@ class RoundSettings(Base):
     # Solutions whose machine sources agree with each other and with the served PRM train the
     # next model on their machine labels, with no human label; off: only humans' labels train.
     accept_agreeing_machine_labels: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The round's first stage labels up to autolabel_limit pool solutions by rollouts from this
+    # generator (a directory, hub id, vllm:MODEL or an OpenAI-compatible URL; null: off), as
+    # `stepwise autolabel` does, so that routing and training see them the same round.
+    autolabel_generator: Mapped[str | None] = mapped_column(String(500))
+    autolabel_rollouts: Mapped[int] = mapped_column(Integer, default=8)
+    autolabel_method: Mapped[str] = mapped_column(String(16), default="mc")
+    autolabel_limit: Mapped[int] = mapped_column(Integer, default=200)
     every_new_labels: Mapped[int | None] = mapped_column(Integer)
     schedule_hours: Mapped[float | None] = mapped_column(Float)
     # Training weight per label source ({"human": 1, "rollout": 0.5}); a source left out weighs

@@ -17,9 +17,12 @@ from app.rounds import lease
 from app.rounds.config import WorkerSettings
 
 # Where each stage starts on the round's progress bar; training dominates a round's time.
+# Percent of the round at each stage's start. Autolabel gets little because it is off unless a
+# generator is named; while on, its own message counts solutions labeled.
 STAGE_START = {
-    RoundStage.snapshot: 0.0,
-    RoundStage.train: 2.0,
+    RoundStage.autolabel: 0.0,
+    RoundStage.snapshot: 1.0,
+    RoundStage.train: 3.0,
     RoundStage.evaluate: 62.0,
     RoundStage.promote: 72.0,
     RoundStage.score: 73.0,

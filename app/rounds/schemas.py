@@ -1,11 +1,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from active_learning.generator_spec import check_generator_spec
 from app.models import LabelSource, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
+
+# active_learning.rollouts.METHODS, spelled out so that the API's schema lists them.
+RolloutMethod = Literal["mc", "binary"]
 
 
 class RoundRead(BaseModel):
@@ -139,6 +143,11 @@ class RoundSettingsRead(BaseModel):
     accept_agreeing_machine_labels: bool = Field(
         description="train on machine labels, without a human, of solutions whose machine sources agree with each other and with the served PRM"
     )
+    autolabel_generator: str | None = Field(
+        description="generator the round's first stage samples rollouts from; null: no autolabel stage")
+    autolabel_rollouts: int
+    autolabel_method: RolloutMethod
+    autolabel_limit: int = Field(description="most pool solutions one round labels by rollouts")
     every_new_labels: int | None
     schedule_hours: float | None
     source_weights: dict[str, float] | None = Field(
@@ -147,7 +156,8 @@ class RoundSettingsRead(BaseModel):
 
 
 # The settings a null turns off; every other one must have a value.
-NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours", "selector_version_id", "source_weights")
+NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours", "selector_version_id", "source_weights",
+                     "autolabel_generator")
 
 
 def _null_only_where_allowed(schema: dict[str, Any]) -> None:
@@ -192,6 +202,16 @@ class RoundSettingsUpdate(BaseModel):
     selector_mode: SelectorMode | None = None
     selector_version_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
     accept_agreeing_machine_labels: bool | None = None
+    autolabel_generator: str | None = Field(
+        default=None,
+        max_length=500,
+        description="a model directory or hub id (transformers), vllm:MODEL, or an OpenAI-compatible "
+        "http(s)://host/v1[#model]; the round's first stage labels pool solutions by rollouts from it, "
+        "as `stepwise autolabel` does; null: off",
+    )
+    autolabel_rollouts: int | None = Field(default=None, ge=1, le=1024)
+    autolabel_method: RolloutMethod | None = None
+    autolabel_limit: int | None = Field(default=None, ge=1, le=1_000_000)
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
     source_weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(
@@ -201,6 +221,11 @@ class RoundSettingsUpdate(BaseModel):
             "out is not trained on; null: human labels only. Held-out evaluation is human labels alone."
         ),
     )
+
+    @field_validator("autolabel_generator")
+    @classmethod
+    def _a_generator_spec(cls, spec: str | None) -> str | None:
+        return None if spec is None else check_generator_spec(spec)
 
     @field_validator("source_weights")
     @classmethod

@@ -1,10 +1,11 @@
 """Run one active-learning round: the module that joins the PRM engine (active_learning) to the database.
 
-snapshot → train → evaluate → promote → score → select → enqueue, each stage ending in one
+autolabel → snapshot → train → evaluate → promote → score → select → enqueue, each stage ending in one
 transaction that records its result and the next stage (see app.rounds.lease). What a stage
 leaves outside the database is made safe to redo: a checkpoint is renamed into place only when
 complete (active_learning.train) and is reused only when it was trained on the same data with
-the same settings; scores are keyed by (model version, solution); picks by (round, solution).
+the same settings; scores are keyed by (model version, solution); picks by (round, solution);
+rollout labels by (generator and its settings, solution), so a resumed autolabel goes on.
 A worker killed anywhere therefore leaves the served model as it was, and the next worker
 continues from the recorded stage without enqueuing anything twice.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import logging
+import os
 import shutil
 import time
 import traceback
@@ -32,9 +34,11 @@ from active_learning.data import (
 from active_learning.data import Solution as PrmSolution
 from active_learning.evaluate import best_of_n, evaluate_examples
 from active_learning.model import META_FILE, load_checkpoint
+from active_learning.rollouts import RolloutSettings, open_generator
 from active_learning.score import iter_scores
 from active_learning.train import PROGRESS_FILE, train
 from app.db import session_scope
+from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
 from app.ops.metrics import ROUND_STAGE_FAILURES, ROUND_STAGE_SECONDS
 from app.rounds import lease, pool, routing
@@ -119,6 +123,48 @@ def _stage(run: RoundRun) -> RoundStage | None:
     return row.stage
 
 
+# -- autolabel --------------------------------------------------------------------------------
+
+def _autolabel(run: RoundRun) -> None:
+    """Rollout labels for up to `autolabel_limit` pool solutions, before the snapshot, so that
+    routing and (when accepted) training see them this round; nothing without a generator."""
+    outcome = _rollout_labels(run) if run.settings.autolabel_generator else None
+    with run.session() as session:
+        values: dict[str, Any] = {}
+        if outcome is not None:
+            metrics = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+            values["metrics"] = {**metrics, "autolabel": outcome}
+        lease.advance(session, run.round_id, run.owner, RoundStage.autolabel, RoundStage.snapshot,
+                      percent=STAGE_START[RoundStage.snapshot], **values)
+
+
+def _rollout_labels(run: RoundRun) -> dict[str, Any]:
+    s = run.settings
+    assert s.autolabel_generator is not None
+    settings = RolloutSettings(rollouts=s.autolabel_rollouts, method=s.autolabel_method)
+    outcome: dict[str, Any] = {"generator": s.autolabel_generator, "rollouts": s.autolabel_rollouts,
+                               "method": s.autolabel_method}
+    try:
+        # An endpoint's key comes from the worker's environment, as for `stepwise autolabel`.
+        generator = open_generator(s.autolabel_generator, device=_device(), api_key=os.environ.get("OPENAI_API_KEY"))
+    except (ValueError, OSError) as exc:
+        # A generator that cannot be opened costs this round its machine labels, not its model:
+        # the round goes on with the labels it has, and the round page says why.
+        log.warning("round %s: autolabel skipped: %s", run.round_id, exc)
+        return {**outcome, "error": f"cannot open the generator: {exc}"}
+    with run.session() as session:
+        run.progress(session, RoundStage.autolabel, 0, f"autolabel: opening {s.autolabel_generator}")
+
+    def progress(done: int, total: int) -> None:
+        with run.session() as session:
+            run.progress(session, RoundStage.autolabel, done / max(total, 1),
+                         f"autolabel: {done} of {total} solutions")
+
+    result = label_by_rollouts(run.factory, run.project_id, generator, s.autolabel_generator, settings,
+                               limit=s.autolabel_limit, progress=progress)
+    return {**outcome, "stored": result.stored, "skipped": result.skipped, "candidates": result.candidates}
+
+
 # -- snapshot ---------------------------------------------------------------------------------
 
 def _snapshot(run: RoundRun) -> None:
@@ -129,11 +175,13 @@ def _snapshot(run: RoundRun) -> None:
         records = pool.label_records(session, run.project_id, max_id, machine["ids"])
         examples = load_examples(weigh_sources(records, run.settings.source_weights))
         failpoint("snapshot.taken")
+        earlier = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
         lease.advance(
             session, run.round_id, run.owner, RoundStage.snapshot, RoundStage.train,
             snapshot_label_id=max_id, snapshot_labels=count,
             snapshot_hash=snapshot_hash(examples), percent=STAGE_START[RoundStage.train],
-            metrics={"settings": jsonable(settings_dict(run.settings)), "sources": _source_record(run, records),
+            metrics={**earlier, "settings": jsonable(settings_dict(run.settings)),
+                     "sources": _source_record(run, records),
                      "machine_labels": {"accepted": len(machine["ids"]), "version_id": machine["version_id"]}},
         )
 
@@ -390,6 +438,7 @@ def _score(run: RoundRun) -> None:
 
 
 STAGES = {
+    RoundStage.autolabel: _autolabel,
     RoundStage.snapshot: _snapshot,
     RoundStage.train: _train,
     RoundStage.evaluate: _evaluate,

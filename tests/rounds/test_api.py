@@ -30,7 +30,7 @@ def test_researchers_and_admins_start_rounds_one_at_a_time(client, session_facto
     started = client.post(url, headers=api_headers(client, "rita"))
     assert started.status_code == 202, started.text
     body = started.json()
-    assert (body["number"], body["status"], body["stage"]) == (1, "queued", "snapshot")
+    assert (body["number"], body["status"], body["stage"]) == (1, "queued", "autolabel")
 
     again = client.post(url, headers=api_headers(client, "boss"))
     assert again.status_code == 409 and "still queued" in again.json()["detail"]

@@ -29,7 +29,7 @@ def test_start_list_and_run_rounds_from_the_command_line(session_factory, databa
     assert queued.returncode == 0 and "round 1 of cli queued" in queued.stdout, queued.stderr
     refused = stepwise(env, "rounds", "start", "--project", "cli")
     assert refused.returncode == 1 and "still queued" in refused.stderr
-    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tqueued\tsnapshot\t0%")
+    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tqueued\tautolabel\t0%")
 
     worked = stepwise(env, "worker", "--once")
     assert worked.returncode == 0, worked.stderr[-3000:]

@@ -41,11 +41,11 @@ def test_one_worker_holds_a_round_until_its_lease_lapses(session_factory, round_
     assert claim(session_factory, round_id, "b")
     # The old holder can no longer record anything.
     with pytest.raises(lease.LeaseLost), session_scope(session_factory) as session:
-        lease.advance(session, round_id, "a", RoundStage.snapshot, RoundStage.train)
+        lease.advance(session, round_id, "a", RoundStage.autolabel, RoundStage.snapshot)
     with session_scope(session_factory) as session:
-        lease.advance(session, round_id, "b", RoundStage.snapshot, RoundStage.train)
+        lease.advance(session, round_id, "b", RoundStage.autolabel, RoundStage.snapshot)
         round_ = session.get(Round, round_id)
-        assert (round_.stage, round_.attempts, round_.lease_owner) == (RoundStage.train, 2, "b")
+        assert (round_.stage, round_.attempts, round_.lease_owner) == (RoundStage.snapshot, 2, "b")
 
 
 def test_a_cancelled_round_stops_its_worker(session_factory, round_id) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,31 @@
+"""The forms a generator spec takes, checked without opening anything (see rollouts.open_generator)."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+
+def check_generator_spec(spec: str) -> str:
+    """The spec, stripped, when it has one of the forms `http(s)://host/v1[#model]`, `vllm:MODEL`
+    or a directory or hub id; ValueError otherwise. Whether the model is there is found out on
+    opening it."""
+    spec = spec.strip()
+    if not spec:
+        raise ValueError("generator: name a directory, hub id, vllm:MODEL or http(s):// endpoint")
+    if urllib.parse.urlsplit(spec).scheme in ("http", "https"):
+        return spec
+    if spec.startswith("vllm:"):
+        if not spec.removeprefix("vllm:"):
+            raise ValueError("vllm:MODEL needs a model (a directory or hub id)")
+        return spec
+    if "://" in spec:
+        raise ValueError(f"generator {spec!r}: only http(s):// endpoints are understood")
+    return spec
+
+
+def is_local_path(spec: str) -> bool:
+    """A spec that can only mean a directory here: a hub id is owner/name, and anything else that
+    is not a directory is a path gone wrong, which must not turn into a download attempt."""
+    path = os.path.expanduser(spec)
+    return spec.startswith(("/", ".", "~")) or os.path.exists(path)
