@@ -568,7 +568,7 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
 
 @cli.command("simulate")
 @click.option("--protocol", type=click.Choice(["iterative", "paper"]), default="iterative", show_default=True, help="iterative: the platform's retrain-every-round arms; paper: Lightman et al.'s fixed-selector ladder (active_learning.experiment)")
-@click.option("--output", default="bench/results/active_learning.json", show_default=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", default=None, type=click.Path(dir_okay=False, path_type=Path), help="JSON results, an SVG beside it (default bench/results/active_learning.json for paper, active_learning_iterative.json for iterative)")
 @click.option("--seed", default=0, show_default=True, help="seed of the pool, the held-out set and training (paper: the first seed)")
 @click.option("--rounds", "n_rounds", default=None, type=int, help="iterative: rounds after the seed round")
 @click.option("--seed-labels", default=None, type=click.IntRange(1), help="iterative: uniform labels both arms start from")
@@ -591,8 +591,10 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
 @click.option("--jobs", default=None, type=click.IntRange(1), help="paper: seeds run at once, each in a process of its own (default 3)")
 @click.option("--ablations", default="", help="paper: named ablations to run beside it, comma-separated, from pool_16,selector_4_labels,wrong_share_half,minimum_score")
 @click.option("--quick", is_flag=True, help="a smoke run of seconds to minutes, not a measurement")
-def simulate(protocol: str, output: Path, seed: int, quick: bool, ablations: str, **options: Any) -> None:
+def simulate(protocol: str, output: Path | None, seed: int, quick: bool, ablations: str, **options: Any) -> None:
     """Active learning against uniform selection on synthetic data with an oracle labeler."""
+    if output is None:
+        output = Path("bench/results") / ("active_learning.json" if protocol == "paper" else "active_learning_iterative.json")
     iterative_only = {"n_rounds", "seed_labels", "labels_per_round", "epochs"}
     paper_only = {"pool_size", "ladder", "seeds", "arms", "selector_labels", "wrong_share", "metric", "device", "jobs"}
     given = {k for k, v in options.items() if v is not None}

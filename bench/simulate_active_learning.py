@@ -1,6 +1,7 @@
 """Active learning against uniform selection, on synthetic verifiable data with an oracle labeler.
 
-Two protocols, both written to bench/results/active_learning.json and active_learning.svg beside it:
+Two protocols, written to bench/results/active_learning.json (paper) or
+active_learning_iterative.json (iterative), each with an SVG beside it:
 
 - `--protocol iterative` (the default; active_learning.simulate, as `stepwise simulate`): both
   arms start from the same seed labels and get the same label budget each round, the active arm's
@@ -31,7 +32,8 @@ from pathlib import Path
 from active_learning import experiment
 from active_learning.simulate import SimulationConfig, run_and_report
 
-RESULTS = Path(__file__).parent / "results" / "active_learning.json"
+RESULTS = {"paper": Path(__file__).parent / "results" / "active_learning.json",
+           "iterative": Path(__file__).parent / "results" / "active_learning_iterative.json"}
 
 
 def main() -> None:
@@ -44,7 +46,7 @@ def main() -> None:
     for f in dataclasses.fields(config_class):
         parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
                             help=f"{f.metadata['help']} (default {f.default})")
-    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--output", type=Path, default=RESULTS[protocol])
     parser.add_argument("--quick", action="store_true", help="a smoke run, not a measurement")
     if paper:
         parser.add_argument("--ablations", default="",
