@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test test-heavy serve install assets chromium asymptote
+.PHONY: demo test test-heavy gpu-suite serve install assets chromium asymptote
 
 demo: install assets
 	$(VENV)/bin/stepwise demo --host $(HOST) --port $(PORT)
@@ -19,6 +19,11 @@ test: install assets chromium
 
 test-heavy: install assets chromium
 	$(PY) -m pytest -m heavy
+
+# On a machine with a GPU: the 100M PRM, throughput with a 0.5B backbone and the paper-protocol
+# experiment, each against its goal (bench/gpu_suite.py; about 25 minutes on an H100).
+gpu-suite: install
+	$(PY) bench/gpu_suite.py
 
 install: $(VENV)/.installed
 

@@ -1,0 +1,54 @@
+"""The GPU suite's wiring, run at tiny sizes on CPU: every part runs its benchmark, writes its
+JSON, and the summary reads each goal from it. The figures themselves need a GPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def _suite(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_suite.py"), "--smoke", "--results-dir",
+                           str(results), *args], capture_output=True, text=True, cwd=ROOT, timeout=900)
+
+
+def test_every_part_writes_its_results_and_the_summary_reads_the_goals(tmp_path: Path) -> None:
+    done = _suite(tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "gpu_suite.json").read_text())
+    assert set(summary["parts"]) == {"learning", "throughput", "active_learning"}
+    for name, part in summary["parts"].items():
+        assert part["returncode"] == 0 and part["smoke"] is True
+        results = json.loads((tmp_path / part["results"]).read_text())
+        for goal in part["goals"]:
+            value = results
+            for key in goal["metric"].split("."):
+                value = value[key]
+            assert goal["value"] == value
+            assert goal["met"] is (None if value is None else value >= goal["goal"])
+    metrics = {g["metric"] for p in summary["parts"].values() for g in p["goals"]}
+    assert metrics == {"content_step_auroc", "score_mfu", "train_mfu", "score_speedup", "data_efficiency.ratio"}
+    # The summary ends the output, one line a part, after the benchmarks' own lines.
+    assert [line.split(" on ")[0] for line in done.stdout.splitlines()[-3:]] == ["learning", "throughput", "active_learning"]
+    leftovers = {p.name for p in tmp_path.iterdir()}
+    assert leftovers == {"gpu_suite.json", "gpu_learning.json", "gpu_throughput.json", "gpu_active_learning.json",
+                         "gpu_active_learning.svg"}
+
+    # One part again: the others' figures stay in the summary.
+    again = _suite(tmp_path, "--only", "throughput")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert set(json.loads((tmp_path / "gpu_suite.json").read_text())["parts"]) == set(summary["parts"])
+
+
+def test_an_unknown_part_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    done = _suite(tmp_path, "--only", "learning,speed")
+    assert done.returncode == 2 and "--only: choose from learning, throughput, active_learning" in done.stderr
+    assert list(tmp_path.iterdir()) == []
