@@ -27,7 +27,13 @@ problems: step AUROC, first-error F1 and best-of-N.
         --base 100m --pretrain-steps 2000 --train-steps 1000   # a real generator on a GPU
 
 `--generator` takes whatever active_learning.rollouts.open_generator takes: a local directory
-(transformers), vllm:MODEL, or http://host:port/v1#MODEL (an OpenAI-compatible server).
+(transformers), vllm:MODEL, or http://host:port/v1#MODEL (an OpenAI-compatible server), and here
+also `simulated:P`: a stand-in for a generator that can do the task, which continues every prefix
+from the value it last computed and slips on each remaining operation with chance P. It asks how
+good rollout labels are once the generator solves the task, which the tiny LM does not:
+
+    nice python bench/rollout_labels.py --generator simulated:0.1 --prms 0 \
+        --output bench/results/rollout_labels_simulated.json   # labels only, seconds
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import dataclasses
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import sys
@@ -54,8 +61,9 @@ from active_learning.config import PretrainConfig
 from active_learning.evaluate import first_error_f1
 from active_learning.model import is_preset
 from active_learning.pretrain import pretrain
+from active_learning.generate import PROMPT
 from active_learning.rollouts import RolloutLabel, RolloutSettings, RolloutTask, autolabel, open_generator
-from active_learning.synthetic import Candidate, error_kinds, iter_candidates, to_prm800k
+from active_learning.synthetic import _OPS, Candidate, Problem, _apply, _off_by, error_kinds, iter_candidates, to_prm800k
 
 RESULTS = Path(__file__).parent / "results" / "rollout_labels.json"
 METHODS = ("mc", "binary")
@@ -97,6 +105,9 @@ class BenchConfig:
                 "pretrained base."})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda."})
     threads: int = field(default=1, metadata={"help": "CPU threads for torch."})
+    prms: int = field(default=1, metadata={
+        "help": "1 trains the PRM arms; 0 measures the labels alone (and pretrains nothing when the "
+                "generator is simulated)."})
 
     @property
     def rungs(self) -> list[int]:
@@ -130,6 +141,41 @@ class SampleCache:
 
 
 _EQUATION = re.compile(r"^\$(-?\d+) (\+|-|\\times) (\d+) = (-?\d+)\$")
+SIMULATED = "simulated:"
+
+
+class SimulatedGenerator:
+    """A generator that can do the task, for asking what rollout labels are worth once one can.
+
+    It reads the problem and the prefix (PROMPT's plain format) and continues from the value the
+    prefix last computed, as a model that only ever saw right solutions would: a carried or
+    wrong result runs on to a wrong answer, a false remark or restatement changes nothing. Each
+    remaining operation slips (a result off by 1 to 3) with chance `slip`, so that a right
+    prefix reaches the answer with chance (1 - slip) ** (operations left)."""
+
+    def __init__(self, problems: list[Problem], slip: float, seed: int) -> None:
+        if not 0 <= slip < 1:
+            raise ValueError(f"{SIMULATED}P needs 0 <= P < 1, not {slip}")
+        self.bases = {PROMPT.format(problem=p.text): p for p in problems}
+        self.slip, self.rng = slip, random.Random(seed)
+        self.description = {"backend": "simulated", "model": f"slip {slip}", "format": "plain"}
+
+    def complete(self, prompts: list[str], settings: RolloutSettings) -> list[list[str]]:
+        return [[self._rollout(prompt) for _ in range(settings.rollouts)] for prompt in prompts]
+
+    def _rollout(self, prompt: str) -> str:
+        base = next(b for b in self.bases if prompt.startswith(b))
+        problem = self.bases[base]
+        done = [m for m in (_EQUATION.match(line.strip()) for line in prompt[len(base):].splitlines()) if m]
+        value = int(done[-1].group(4)) if done else problem.start
+        lines = []
+        for op, b in problem.ops[len(done):]:
+            result = _apply(op, value, b)
+            if self.rng.random() < self.slip:
+                result = _off_by(self.rng, result)
+            lines.append(f"${value} {_OPS[op]} {b} = {result}$.")
+            value = result
+        return "\n".join([*lines, f"# Answer\n\n{value}"])
 
 
 def error_kind(candidate: Candidate) -> str | None:
@@ -293,14 +339,21 @@ def run(config: BenchConfig) -> dict[str, Any]:
     test = list(iter_candidates(config.test_problems, config.test_solutions, config.seed + 10_000,
                                 config.error_rate, kinds))
     work = Path(tempfile.mkdtemp(prefix="stepwise-rollouts-"))
+    simulated = config.generator.startswith(SIMULATED)
     try:
-        base, pretrained = _pretrained_base(config, work)
-        _log(f"base ready: {pretrained}")
-        generator = open_generator(config.generator or base, device=device)
+        base, pretrained = config.base, None
+        if config.prms or not simulated:
+            base, pretrained = _pretrained_base(config, work)
+            _log(f"base ready: {pretrained}")
+        if simulated:
+            slip = float(config.generator.removeprefix(SIMULATED))
+            generator = SimulatedGenerator([c.problem for c in pool], slip, config.seed)
+        else:
+            generator = open_generator(config.generator or base, device=device)
         rows, sampled = label_ladder(config, generator, pool)
         kept = sampled.pop("labels")
         del generator
-        prms = prm_arms(config, base, pool, human, test, kept, work)
+        prms = prm_arms(config, base, pool, human, test, kept, work) if config.prms else {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {
@@ -355,6 +408,9 @@ def _bar_panel(prm: dict[str, dict], x0: float) -> list[str]:
     arms = list(prm)
     y = lambda v: TOP + (H - TOP - BOTTOM) * (1 - v)  # noqa: E731
     out = [f'<text x="{x0 + W / 2:.1f}" y="18" class="title">PRM on held-out problems</text>']
+    if not arms:
+        return out + [f'<text x="{x0 + W / 2:.1f}" y="{H / 2:.1f}" class="tick" text-anchor="middle">'
+                      'not trained in this run (--prms 0)</text>']
     for i in range(5):
         v = i / 4
         out.append(f'<line x1="{x0 + LEFT}" x2="{x0 + W - 14}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
@@ -386,8 +442,9 @@ def svg(results: dict[str, Any]) -> str:
     legend += [f'<text x="{3 * W + 10 + 150 * (i % 2)}" y="{H + 18 + 16 * (i // 2)}" class="legend" '
                f'fill="{ARM_COLORS[i % len(ARM_COLORS)]}">&#9632; {arm}</text>' for i, arm in enumerate(prm)]
     config = results["config"]
-    note = (f"seed {config['seed']}: {results['pool']['solutions']} pool solutions, human budget "
-            f"{config['human_problems']}, PRMs use K={config['prm_rollouts']}; threshold {config['threshold']}")
+    note = (f"seed {config['seed']}: {results['pool']['solutions']} pool solutions, generator "
+            f"{results['generator']['spec']}, threshold {config['threshold']}"
+            + (f"; human budget {config['human_problems']}, PRMs use K={config['prm_rollouts']}" if prm else ""))
     height = H + 60
     return "\n".join([
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{4 * W}" height="{height}" '

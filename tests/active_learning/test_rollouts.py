@@ -272,3 +272,22 @@ def test_the_benchmark_scores_labels_against_the_oracle_by_kind_of_mistake() -> 
     record = bench.rollout_record(pool[0], labels[0])
     rated = [s["completions"][0]["rating"] for s in record["label"]["steps"]]
     assert rated == [s.rating for s in labels[0].steps if s.rating is not None]
+
+
+def test_the_simulated_generator_continues_from_the_prefix_value_and_slips_at_its_rate() -> None:
+    bench = _bench()
+    pool = list(iter_candidates(30, 3, seed=0, error_rate=0.7, errors=(*VISIBLE, "remark")))
+    exact = bench.SimulatedGenerator([c.problem for c in pool], 0.0, seed=0)
+    labels = sorted(autolabel(exact, _tasks(pool), RolloutSettings(rollouts=2)), key=lambda label: int(label.key[1:]))
+    # Without slips it is the perfect finisher: every value-changing mistake found, no remark.
+    assert bench.agreement(labels, pool)["recall_by_kind"] == {"carry": 1.0, "operand": 1.0, "remark": 0.0, "result": 1.0}
+    clean = next(c for c in pool if c.first_error is None)
+    prompt = prefix_prompt("plain", clean.problem.text, clean.steps[:1])
+    sloppy = bench.SimulatedGenerator([clean.problem], 0.5, seed=1)
+    answers = [completed_answer("plain", text) for text in sloppy.complete([prompt], RolloutSettings(rollouts=400))[0]]
+    # From the first step on, each remaining operation slips with chance 0.5.
+    remaining = len(clean.problem.ops) - 1
+    right = sum(a == str(clean.problem.answer) for a in answers) / len(answers)
+    assert abs(right - 0.5 ** remaining) < 0.1
+    with pytest.raises(ValueError, match="0 <= P < 1"):
+        bench.SimulatedGenerator([clean.problem], 1.0, seed=0)
