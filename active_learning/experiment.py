@@ -25,6 +25,10 @@ module, on synthetic verifiable data (active_learning.synthetic) with an oracle 
    `metric` against ln(labels) over every seed, with a bootstrap 95% interval over seeds and,
    for best-of-N, over test problems within each seed. Each seed has its own pool, test set,
    pretrained base and training seed.
+6. Ablations (ABLATIONS: pool size, selector labels, wrong-answer share, minimum score) run in
+   each seed's job after the main arms, on the active and uniform arms, reusing the seed's
+   pretrained base and every model whose labels they do not change. Seeds run in processes of
+   their own (`jobs`), so the default three share a 2-core machine to the end.
 
 The mistakes are those the tiny model learns to find on CPU: `carry` (an equation starts from a
 miscopy of the previous result, off by 1 to 3; the slip runs on, so the answer is wrong) and
