@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+MAX_LOG_RATIO = math.log(1e6)
+
 # A curve: one point per rung, each {"labels": int, metric: float | None, "outcomes": [0/1, ...]}.
 Curve = Sequence[Mapping[str, Any]]
 
@@ -59,7 +61,12 @@ def fitted_ratio(active: Sequence[Curve], uniform: Sequence[Curve], metric: str)
     slope = sxy / sxx
     (mx_a, my_a), (mx_u, my_u) = intercepts
     gap = (my_a - slope * mx_a) - (my_u - slope * mx_u)
-    return math.exp(gap / slope)
+    exponent = gap / slope
+    # A nearly flat fit turns any gap between the arms into an astronomical ratio (the first
+    # full run overflowed a float): beyond a millionfold the lines say only that they are flat.
+    if abs(exponent) > MAX_LOG_RATIO:
+        return None
+    return math.exp(exponent)
 
 
 def _resampled(curve: Curve, metric: str, problems: np.ndarray | None) -> list[dict]:

@@ -86,6 +86,12 @@ def test_the_fitted_ratio_reads_how_many_more_labels_uniform_needs() -> None:
     flat = curve(labels, lambda n: 0.5)
     assert fitted_ratio([flat], [flat], "best_of_n") is None
     assert fitted_ratio([active[:1]], [uniform], "best_of_n") is None
+    # The first full run: lines all but flat and the active arm 0.04 above; its ratio overflowed
+    # a float. Beyond a millionfold a ratio only says the lines are flat.
+    nearly_flat = curve(labels, lambda n: 0.44 + 1e-6 * math.log(n))
+    above = curve(labels, lambda n: 0.48 + 1e-6 * math.log(n))
+    assert fitted_ratio([above], [nearly_flat], "best_of_n") is None
+    assert fitted_ratio([nearly_flat], [above], "best_of_n") is None
 
 
 def test_the_bootstrap_gives_an_interval_around_the_ratio_over_seeds_and_problems() -> None:
