@@ -137,9 +137,8 @@ class ExperimentConfig:
     bootstrap: int = field(default=2000, metadata={"help": "Bootstrap resamples of the ratio's interval."})
     threads: int = field(default=1, metadata={"help": "CPU threads for torch, in each job."})
     jobs: int = field(default=3, metadata={
-        "help": "Seeds run at once, each in a process of its own with `threads` threads. As many "
-                "jobs as seeds finishes soonest even on 2 cores: with fewer, the last seed runs "
-                "alone while a core idles."})
+        "help": "Seeds run at once, each in a process of its own with `threads` threads; as many as "
+                "the default seeds, since with fewer the last seed runs alone while a core idles."})
 
     def __post_init__(self) -> None:
         error_kinds(self.errors)

@@ -17,8 +17,8 @@ from app.rounds import lease
 from app.rounds.config import WorkerSettings
 
 # Where each stage starts on the round's progress bar; training dominates a round's time.
-# Percent of the round at each stage's start. Autolabel gets little because it is off unless a
-# generator is named; while on, its own message counts solutions labeled.
+# Autolabel gets little because it is off unless a generator is named; while on, its message
+# counts the solutions labeled.
 STAGE_START = {
     RoundStage.autolabel: 0.0,
     RoundStage.snapshot: 1.0,
@@ -47,6 +47,10 @@ class RoundRun:
 
     def session(self):  # type: ignore[no-untyped-def]
         return session_scope(self.factory)
+
+    def metrics(self, session: Session) -> dict[str, Any]:
+        """What the round's stages have recorded so far; a stage adds to it, never replaces it."""
+        return session.scalar(select(Round.metrics).where(Round.id == self.round_id)) or {}
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -130,10 +130,7 @@ def _autolabel(run: RoundRun) -> None:
     routing and (when accepted) training see them this round; nothing without a generator."""
     outcome = _rollout_labels(run) if run.settings.autolabel_generator else None
     with run.session() as session:
-        values: dict[str, Any] = {}
-        if outcome is not None:
-            metrics = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
-            values["metrics"] = {**metrics, "autolabel": outcome}
+        values = {} if outcome is None else {"metrics": {**run.metrics(session), "autolabel": outcome}}
         lease.advance(session, run.round_id, run.owner, RoundStage.autolabel, RoundStage.snapshot,
                       percent=STAGE_START[RoundStage.snapshot], **values)
 
@@ -153,7 +150,7 @@ def _rollout_labels(run: RoundRun) -> dict[str, Any]:
         log.warning("round %s: autolabel skipped: %s", run.round_id, exc)
         return {**outcome, "error": f"cannot open the generator: {exc}"}
     with run.session() as session:
-        run.progress(session, RoundStage.autolabel, 0, f"autolabel: opening {s.autolabel_generator}")
+        run.progress(session, RoundStage.autolabel, 0, f"autolabel: sampling from {s.autolabel_generator}")
 
     def progress(done: int, total: int) -> None:
         with run.session() as session:
@@ -175,7 +172,7 @@ def _snapshot(run: RoundRun) -> None:
         records = pool.label_records(session, run.project_id, max_id, machine["ids"])
         examples = load_examples(weigh_sources(records, run.settings.source_weights))
         failpoint("snapshot.taken")
-        earlier = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+        earlier = run.metrics(session)
         lease.advance(
             session, run.round_id, run.owner, RoundStage.snapshot, RoundStage.train,
             snapshot_label_id=max_id, snapshot_labels=count,
@@ -279,7 +276,7 @@ def _train(run: RoundRun) -> None:
         if len(examples) < run.settings.min_train_labels:
             message = (f"{len(examples)} training labels, fewer than the "
                        f"{run.settings.min_train_labels} needed: no model this round")
-            metrics = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+            metrics = run.metrics(session)
             lease.advance(session, run.round_id, run.owner, RoundStage.train, RoundStage.score,
                           message=message, promoted=False, metrics={**metrics, "rule": message},
                           percent=STAGE_START[RoundStage.score])
@@ -326,7 +323,7 @@ def _evaluate(run: RoundRun) -> None:
         _, heldout_records = _split(run, session, training=False)
         candidate = _round_version(session, run)
         served = served_version(session, run.project_id)
-        machine_labels = (session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}).get("machine_labels")
+        machine_labels = run.metrics(session).get("machine_labels")
         bon_rows = _best_of_n_rows(session, run, {r["question"]["problem"] for r in heldout_records})
     heldout = load_examples(heldout_records)
     metrics: dict[str, Any] = {"heldout_labels": len(heldout), "machine_labels": machine_labels}
@@ -407,7 +404,7 @@ def _score(run: RoundRun) -> None:
             session.execute(update(RoundSettings).where(
                 RoundSettings.project_id == run.project_id, RoundSettings.selector_version_id.is_(None)
             ).values(selector_version_id=selector.id))
-        metrics = session.scalar(select(Round.metrics).where(Round.id == run.round_id)) or {}
+        metrics = run.metrics(session)
         session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(metrics={
             **metrics, "selector": {"mode": run.settings.selector_mode.value, "version_id": selector.id}}))
         version_id, path = selector.id, selector.path

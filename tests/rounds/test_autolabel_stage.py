@@ -78,8 +78,7 @@ def test_without_a_generator_the_stage_passes_and_a_missing_one_is_reported(
     project = make_project(session_factory, "plain")
     add_solutions(session_factory, project, 3, steps=2)
     _settings(session_factory, project.id, min_train_labels=1000)
-    with session_scope(session_factory) as session:
-        assert Round.__table__.c.stage.default.arg == RoundStage.autolabel
+    assert Round.__table__.c.stage.default.arg == RoundStage.autolabel
     quiet = run_one_round(session_factory, project.id, worker_settings)
     with session_scope(session_factory) as session:
         assert "autolabel" not in session.get(Round, quiet).metrics
