@@ -6,7 +6,7 @@ module, on synthetic verifiable data (active_learning.synthetic) with an oracle 
 1. Every pool problem gets K candidates (`pool_size`, 64 by default): room to choose.
 2. A FIXED selector PRM is trained once, on `selector_labels` uniformly drawn candidates per
    problem, and scores every candidate once. Its labels are counted in no arm.
-3. For each rung of a ladder of samples per problem (1, 2, 4, 8, 16), each arm picks that many
+3. For each rung of a ladder of samples per problem (1, 2, 4 by default), each arm picks that many
    candidates per problem, the oracle labels them (stopping at the first wrong step, as PRM800K
    labelers did), and a fresh PRM is trained on them from the same base with the same recipe and
    the same number of optimizer steps (`train_steps`, whatever the number of labels). The arms:
@@ -110,7 +110,9 @@ class ExperimentConfig:
     errors: str = field(default="carry,restate", metadata={
         "help": f"Kinds of injected mistakes, comma-separated, from {','.join(ERRORS)} (see the "
                 "module docstring for why these two)."})
-    ladder: str = field(default="1,2,4,8,16", metadata={
+    # 1 to 4 a problem is where a tiny PRM of `train_steps` goes from chance to ranking well (seed
+    # 0, uniform: best-of-16 0.37, 0.58, 0.89, then 0.94 at 16); higher rungs add time, not slope.
+    ladder: str = field(default="1,2,4", metadata={
         "help": "Samples per problem at each rung, increasing, comma-separated."})
     arms: str = field(default=",".join(ARMS), metadata={
         "help": f"Arms to run, comma-separated, from {','.join(ARMS)}."})
@@ -123,7 +125,9 @@ class ExperimentConfig:
                 "probabilities."})
     metric: str = field(default="best_of_n", metadata={
         "help": f"Quality the headline ratio is read from: {', '.join(METRICS)}."})
-    train_steps: int = field(default=160, metadata={
+    # 160 steps left every PRM at chance whatever its labels (the first full run); 320 is the
+    # fewest measured that learn (seed 0, docs/prm.md); 2e-3 at 320 steps diverged.
+    train_steps: int = field(default=320, metadata={
         "help": "Optimizer steps of every PRM, selectors included, whatever its labels."})
     learning_rate: float = field(default=1e-3, metadata={"help": "Peak learning rate (1e-3 suits tiny)."})
     batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step."})
@@ -134,6 +138,9 @@ class ExperimentConfig:
         "help": "Pretrain the preset `base` this many steps on error-free solutions of other "
                 "problems, once a seed, and train every PRM from it with the recipe of "
                 "bench/prm_learning.py. 0 trains from `base` as it is."})
+    bases: str = field(default="", metadata={
+        "help": "Directory that keeps each seed's pretrained base for later runs, which reuse it "
+                "when base, pretrain_steps, max_length, errors and seed match; empty keeps none."})
     bootstrap: int = field(default=2000, metadata={"help": "Bootstrap resamples of the ratio's interval."})
     threads: int = field(default=1, metadata={"help": "CPU threads for torch, in each job."})
     jobs: int = field(default=3, metadata={
@@ -244,10 +251,26 @@ def _solutions(candidates: Sequence[Synthetic]) -> list[Solution]:
     return [Solution(c.problem.problem_id, c.problem.text, c.steps) for c in candidates]
 
 
+def _kept_base(config: ExperimentConfig, seed: int) -> Path:
+    """Where `bases` keeps a seed's pretrained base: named by everything that shapes it."""
+    errors = "+".join(error_kinds(config.errors))
+    return Path(config.bases) / (f"{config.base}-steps{config.pretrain_steps}-length{config.max_length}"
+                                 f"-{errors}-seed{seed}")
+
+
 def _pretrained_base(config: ExperimentConfig, seed: int, work: Path) -> str:
     if not config.pretrain_steps or not is_preset(config.base):
         return config.base
-    settings = PretrainConfig(output=str(work / "base"), base=config.base, steps=config.pretrain_steps,
+    output = work / "base"
+    if config.bases:
+        # A seed's base costs a fifth of a default run, and an ablation or a rerun of the seed
+        # needs exactly the same one. pretrain() renames a finished base into place, so a base
+        # found here is whole.
+        output = _kept_base(config, seed)
+        if output.is_dir():
+            return str(output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+    settings = PretrainConfig(output=str(output), base=config.base, steps=config.pretrain_steps,
                               max_length=config.max_length, seed=seed, device=config.device)
     # Problems of a seed of their own; the simulation's count, but never more than pretraining reads.
     count = min(max(2000, config.pretrain_steps * 8), config.pretrain_steps * settings.batch_size)

@@ -51,7 +51,9 @@ PARTS: dict[str, dict[str, Any]] = {
     "active_learning": {
         "script": "simulate_active_learning.py",
         "gpu": ["--protocol", "paper", "--device", "cuda", "--base", "100m", "--arms", "active,uniform",
-                "--pretrain-steps", "1000", "--train-steps", "400", "--learning-rate", "3e-4"],
+                "--pretrain-steps", "1000", "--train-steps", "400", "--learning-rate", "3e-4",
+                # Wider than the CPU default: where a 100M PRM starts to rank is not measured yet.
+                "--ladder", "1,2,4,8,16"],
         "smoke": ["--protocol", "paper", "--quick", "--device", "cpu", "--arms", "active,uniform"],
     },
 }

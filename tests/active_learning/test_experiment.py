@@ -126,7 +126,7 @@ def test_the_config_refuses_what_cannot_run() -> None:
                 {"metric": "accuracy"}, {"errors": "carry,typo"}, {"device": "tpu"}, {"seeds": 0}):
         with pytest.raises(ValueError):
             ExperimentConfig(**bad)
-    assert ExperimentConfig().rungs == (1, 2, 4, 8, 16) and ExperimentConfig().pool_size == 64
+    assert ExperimentConfig().rungs == (1, 2, 4) and ExperimentConfig().pool_size == 64
 
 
 @pytest.fixture
@@ -217,6 +217,27 @@ def test_device_and_base_reach_pretraining_and_training(monkeypatch: pytest.Monk
     settings = seen["train"]
     assert (settings.base, settings.device, settings.steps, settings.seed) == (str(tmp_path / "base"), "cuda", 7, 5)
     assert settings.step_token_labels and settings.lm_loss_weight == 1.0
+
+
+def test_kept_bases_are_pretrained_once_per_seed_and_settings(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    made = []
+
+    def fake_pretrain(settings, data) -> Path:
+        Path(settings.output).mkdir(parents=True)
+        made.append(settings.output)
+        return Path(settings.output)
+
+    monkeypatch.setattr(experiment, "pretrain", fake_pretrain)
+    config = ExperimentConfig.quick().replace(bases=str(tmp_path / "bases"))
+    first = experiment._pretrained_base(config, 3, tmp_path / "run-1")
+    assert experiment._pretrained_base(config, 3, tmp_path / "run-2") == first
+    assert experiment._pretrained_base(config, 4, tmp_path / "run-2") != first
+    assert experiment._pretrained_base(config.replace(pretrain_steps=2), 3, tmp_path / "run-2") != first
+    assert len(made) == 3 and all(Path(m).parent == tmp_path / "bases" for m in made)
+    # Without `bases`, a base lives in the run's own directory and goes with it.
+    plain = experiment._pretrained_base(config.replace(bases=""), 3, tmp_path / "run-3")
+    assert Path(plain) == tmp_path / "run-3" / "base" and len(made) == 4
 
 
 def finite(value) -> bool:
