@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 
 MAX_LOG_RATIO = math.log(1e6)
+# The metric a point's `outcomes` belong to: best-of-N, right or not per test problem.
+OUTCOME_METRIC = "best_of_n"
 
 # A curve: one point per rung, each {"labels": int, metric: float | None, "outcomes": [0/1, ...]}.
 Curve = Sequence[Mapping[str, Any]]
@@ -92,7 +94,9 @@ def bootstrap_ratio(active: Mapping[Any, Curve], uniform: Mapping[Any, Curve], m
         drawn_a, drawn_u = [], []
         for s in rng.choice(len(seeds), len(seeds)):
             key = seeds[s]
-            count = len(next((p["outcomes"] for p in active[key] if p.get("outcomes")), []))
+            # The outcomes are best-of-N's: any other metric is resampled over seeds only.
+            count = (len(next((p["outcomes"] for p in active[key] if p.get("outcomes")), []))
+                     if metric == OUTCOME_METRIC else 0)
             problems = rng.integers(0, count, count) if count else None
             drawn_a.append(_resampled(active[key], metric, problems))
             drawn_u.append(_resampled(uniform[key], metric, problems))

@@ -121,6 +121,23 @@ def test_the_bootstrap_gives_an_interval_around_the_ratio_over_seeds_and_problem
     assert single["ci95"] is None and single["ratio"] is not None
 
 
+def test_metrics_other_than_best_of_n_are_resampled_from_their_own_values() -> None:
+    # Points carry best-of-N outcomes; a step-AUROC interval drawn from them would be best-of-N's
+    # (the second full run's JSON gave all three metrics one interval).
+    def curve(seed: int, gain: float) -> list[dict]:
+        return [{"labels": n, "best_of_n": 0.5, "outcomes": [1, 0] * 50,
+                 "step_auroc": 0.5 + gain * math.log(n) + 0.01 * seed} for n in (100, 200, 400)]
+
+    active = {s: curve(s, 0.1) for s in range(3)}
+    uniform = {s: [{**p, "step_auroc": p["step_auroc"] - 0.05} for p in curve(s, 0.1)] for s in range(3)}
+    result = bootstrap_ratio(active, uniform, "step_auroc", samples=200, seed=2)
+    # Every seed gives the same lines, 0.05 apart at slope 0.1: every resample finds exp(0.5).
+    assert result["ratio"] == pytest.approx(math.exp(0.5))
+    assert result["ci95"] == pytest.approx([math.exp(0.5)] * 2)
+    # Best-of-N is flat in these curves: no ratio, whatever the outcomes say.
+    assert bootstrap_ratio(active, uniform, "best_of_n", samples=50)["ratio"] is None
+
+
 def test_the_config_refuses_what_cannot_run() -> None:
     for bad in ({"ladder": "2,1"}, {"ladder": "1,128"}, {"arms": "active,random"}, {"score": "mean"},
                 {"metric": "accuracy"}, {"errors": "carry,typo"}, {"device": "tpu"}, {"seeds": 0}):
