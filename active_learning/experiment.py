@@ -360,6 +360,8 @@ class _Seed:
         return {
             "per_problem": per_problem, "labels": len(ids),
             "wrong_answer_labels": sum(1 for c in picked if not c.is_correct),
+            # What a set shows the PRM: the second run's active sets held a tenth clean solutions.
+            "clean_labels": sum(1 for c in picked if c.first_error is None),
             # Labelers stop at the first error: a label rates the steps up to it, or all.
             "rated_steps": sum(len(c.steps) if c.first_error is None else c.first_error + 1 for c in picked),
             **{k: measured[k] for k in ("step_auroc", "step_f1", "first_error_f1", "best_of_n", "majority")},

@@ -293,6 +293,9 @@ def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) ->
     # Convincing wrong answers are what the active arm asks for.
     wrong = lambda arm: sum(p["wrong_answer_labels"] for s in results["arms"][arm].values() for p in s)  # noqa: E731
     assert wrong("active") > wrong("uniform")
+    for seeds in results["arms"].values():
+        for p in (p for points in seeds.values() for p in points):
+            assert p["clean_labels"] + p["wrong_answer_labels"] <= p["labels"]
     svg = output.with_suffix(".svg").read_text()
     assert svg.startswith("<svg") and svg.count("<polyline") == 12 and "log scale" in svg
     assert "best_of_n:" in done.output and "uniform mean best_of_n" in done.output
