@@ -82,11 +82,12 @@ def train(train_file, eval_file, **settings):
     """Train a PRM. Run again after a crash to resume; launch with `accelerate launch` or
     `torchrun` for several GPUs or nodes."""
     _quiet_transformers()
+    from active_learning.train import TrainingDiverged
     from active_learning.train import train as run_training
 
     try:
         run_training(TrainConfig(**settings), train_file, eval_file)
-    except (FileExistsError, ValueError) as e:
+    except (FileExistsError, ValueError, TrainingDiverged) as e:
         raise click.ClickException(str(e)) from None
 
 
@@ -101,10 +102,11 @@ def pretrain(data, **settings):
     `stepwise prm train --base`."""
     _quiet_transformers()
     from active_learning.pretrain import pretrain as run_pretraining
+    from active_learning.train import TrainingDiverged
 
     try:
         output = run_pretraining(PretrainConfig(**settings), data)
-    except (FileExistsError, ValueError) as e:
+    except (FileExistsError, ValueError, TrainingDiverged) as e:
         raise click.ClickException(str(e)) from None
     click.echo(json.dumps({"output": str(output)}))
 

@@ -93,7 +93,8 @@ class PretrainConfig:
     time_budget_s: float | None = field(default=None, metadata={
         "help": "Stop after this many seconds; the learning rate decays with whichever of time or "
                 "steps runs out first."})
-    learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
+    learning_rate: float | None = field(default=None, metadata={
+        "help": "Peak AdamW learning rate. Default: the preset's (tiny 3e-3, 100m 6e-4, 500m 3e-4)."})
     batch_size: int = field(default=32, metadata={"help": "Sequences per optimizer step."})
     max_length: int = field(default=1024, metadata={"help": "Tokens per sequence."})
     seed: int = field(default=0, metadata={"help": "Seed for initialisation and data order."})

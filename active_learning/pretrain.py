@@ -31,7 +31,7 @@ from active_learning.data import load_solutions, tokenize_example
 from active_learning.model import META_FILE, PRESETS, marker_id, preset_config, save_tokenizer
 from active_learning.score import pad_batch
 from active_learning.tokenizer import build_byte_tokenizer
-from active_learning.train import scheduled_learning_rate
+from active_learning.train import TrainingDiverged, scheduled_learning_rate
 
 
 def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Path:
@@ -57,7 +57,8 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
         feature = tokenize_example(tokenizer, marker, s.prompt, s.steps, None, config.max_length)
         # Every token is a target; HF shifts labels by one inside the model.
         features.append({"input_ids": feature["input_ids"], "labels": feature["input_ids"]})
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
+    peak = config.learning_rate or PRESETS[config.base].pretrain_learning_rate
+    optimizer = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
     rng = random.Random(config.seed)
     order: list[int] = []
     model.train()
@@ -70,7 +71,7 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
         if progress >= 1:
             break
         for group in optimizer.param_groups:
-            group["lr"] = scheduled_learning_rate(config.learning_rate, 0.05, progress)
+            group["lr"] = scheduled_learning_rate(peak, 0.05, progress)
         if len(order) < config.batch_size:
             order += rng.sample(range(len(features)), len(features))
         batch, order = order[:config.batch_size], order[config.batch_size:]
@@ -83,6 +84,11 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
         optimizer.zero_grad(set_to_none=True)
         step += 1
         loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            # Once a step is not finite every weight after it is NaN: stop before saving a base
+            # that would train nothing, and say what to change.
+            raise TrainingDiverged(f"pretraining diverged at step {step} (loss {loss_value}) with peak learning "
+                               f"rate {peak:g}: lower --learning-rate")
         if step % 50 == 0:
             print(json.dumps({"step": step, "loss": round(loss_value, 4)}), file=sys.stderr, flush=True)
 
@@ -90,7 +96,7 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
     shutil.rmtree(work, ignore_errors=True)
     model.save_pretrained(work)
     save_tokenizer(tokenizer, work)
-    meta = {"format": 1, "kind": "pretrained base", "config": config.to_dict(),
+    meta = {"format": 1, "kind": "pretrained base", "config": config.to_dict() | {"learning_rate": peak},
             "solutions": len(solutions), "steps": step, "last_loss": round(loss_value, 4),
             "train_seconds": round(time.monotonic() - started, 1)}
     (work / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")

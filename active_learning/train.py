@@ -144,6 +144,18 @@ def spread_step_labels(feature: dict) -> None:
         start = marker + 1
 
 
+class TrainingDiverged(RuntimeError):
+    """The loss went NaN or infinite: every weight after it is NaN, so nothing is saved."""
+
+
+def _stop_if_diverged(mean_loss: float, step: int, config: TrainConfig) -> None:
+    """Fail with what to change rather than write a checkpoint that scores NaN (read at log
+    time only, to keep the GPU unsynchronised)."""
+    if not math.isfinite(mean_loss):
+        raise TrainingDiverged(f"training diverged by step {step} (mean loss {mean_loss}) with peak learning rate "
+                           f"{config.learning_rate:g}: lower --learning-rate, or check the base for NaN weights")
+
+
 def weighted_step_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Cross-entropy over the labeled tokens, each token counting its example's weight, divided
     by the weights counted: with every weight 1, the token-classification model's own mean."""
@@ -272,6 +284,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             # The mean since the last entry, over every process (all reach this step together).
             mean_loss = accelerator.reduce(loss_sum / losses, "mean").item()
             loss_sum, losses = torch.zeros_like(loss_sum), 0
+            _stop_if_diverged(mean_loss, step, config)
             entry = {"step": step, "epoch": round(step / steps_per_epoch, 2),
                      "loss": round(mean_loss, 4), "lr": optimizer.param_groups[0]["lr"]}
             log(json.dumps({**entry, "of": total_steps,
@@ -284,6 +297,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         if step % config.save_every == 0 and step < total_steps:
             _save_snapshot(accelerator, work, step, time.monotonic() - started, fingerprint)
 
+    if losses:
+        _stop_if_diverged(accelerator.reduce(loss_sum / losses, "mean").item(), step, config)
     if hook is not None:
         hook.remove()
     accelerator.wait_for_everyone()

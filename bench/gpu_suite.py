@@ -11,8 +11,8 @@ bench/results/gpu_suite.json, printed at the end:
 - `active_learning`: the paper-protocol experiment (bench/simulate_active_learning.py) on the
   100M backbone, active against uniform.
 
-    make gpu-suite                                   # all three, about 25 minutes on an H100
-    .venv/bin/python bench/gpu_suite.py --only throughput   # one part (a device call is 10 minutes at most)
+    make gpu-suite                                   # all three, sized for one 10-minute device call
+    .venv/bin/python bench/gpu_suite.py --only throughput   # one part
     .venv/bin/python bench/gpu_suite.py --smoke --results-dir /tmp/suite   # tiny sizes on CPU: checks the wiring
 
 Running parts one at a time keeps the others' figures: the summary is merged with the one
@@ -26,37 +26,51 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).parent
 
-# Per part: the script, the GPU settings, and tiny CPU settings for --smoke.
+# Per part: the script, the GPU settings, tiny CPU settings for --smoke, and the seconds after
+# which the GPU run is stopped (the first H200 run, 2026-11-26, timed each part; docs/prm.md).
 PARTS: dict[str, dict[str, Any]] = {
     "learning": {
         "script": "prm_learning.py",
-        "gpu": ["--base", "100m", "--device", "cuda", "--budget-s", "240"],
+        # 3e-4: the CPU default 1e-3 is a tiny model's rate. Two models of 100 s each, after about
+        # 40 s of data; 120 s each took 330 s beside the experiment.
+        "gpu": ["--base", "100m", "--device", "cuda", "--budget-s", "100", "--learning-rate", "3e-4"],
         "smoke": ["--device", "cpu", "--budget-s", "3", "--pretrain-share", "0", "--train-problems", "60",
                   "--eval-problems", "12", "--threads", "1"],
         # Its checkpoints (two 100M models) are scratch: kept out of the results directory.
         "workdir": True,
+        "limit_s": 420,
     },
     "throughput": {
         "script": "prm_throughput.py",
-        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "4096", "--train-steps", "60"],
+        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "4096", "--train-steps", "60", "--profile"],
         "smoke": ["--device", "cpu", "--solutions", "16", "--naive-solutions", "8", "--train-steps", "3",
-                  "--threads", "1"],
+                  "--threads", "1", "--profile"],
+        "limit_s": 180,
     },
     "active_learning": {
         "script": "simulate_active_learning.py",
         "gpu": ["--protocol", "paper", "--device", "cuda", "--base", "100m", "--arms", "active,uniform",
-                "--pretrain-steps", "1000", "--train-steps", "400", "--learning-rate", "3e-4",
-                # Wider than the CPU default: where a 100M PRM starts to rank is not measured yet.
-                "--ladder", "1,2,4,8,16"],
+                "--pretrain-steps", "300", "--train-steps", "300", "--learning-rate", "3e-4",
+                # Sized to share one 10-minute device call with the learning part: rungs 1 and 2
+                # of three seeds took 285 s there.
+                "--ladder", "1,2,4"],
         "smoke": ["--protocol", "paper", "--quick", "--device", "cpu", "--arms", "active,uniform"],
+        "limit_s": 420,
     },
 }
+# Throughput runs alone, since it measures speed. The two learning parts run at once, each in a
+# process of its own: a 100M model at batch 16 leaves most of a Hopper GPU idle, and together
+# they fit a 10-minute device call. The learning part's budget is wall time, so sharing costs it
+# steps; its JSON records how many it took.
+SHARE_THE_GPU = ("learning", "active_learning")
 GOALS = {
     "learning": [("content_step_auroc", 0.95)],
     "throughput": [("score_mfu", 0.50), ("train_mfu", 0.40), ("score_speedup", 20.0)],
@@ -70,17 +84,22 @@ def _value(results: dict[str, Any], path: str) -> Any:
     return results
 
 
-def run_part(name: str, results_dir: Path, smoke: bool) -> dict[str, Any]:
+def run_part(name: str, results_dir: Path, smoke: bool, timeout_s: float | None) -> dict[str, Any]:
     part = PARTS[name]
     output = results_dir / f"gpu_{name}.json"
     command = [sys.executable, str(BENCH / part["script"]), *part["smoke" if smoke else "gpu"], "--output", str(output)]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"gpu-suite-{name}-") as scratch:
         scratched = command + (["--workdir", scratch] if part.get("workdir") else [])
-        done = subprocess.run(scratched, check=False)
+        try:
+            limit = timeout_s or (None if smoke else part["limit_s"])
+            returncode = subprocess.run(scratched, check=False, timeout=limit).returncode
+        except subprocess.TimeoutExpired:
+            # A device lease ends at a fixed time: a part that overruns is stopped and said so.
+            returncode = "timeout"
     seconds = round(time.monotonic() - started, 1)
-    if done.returncode != 0 or not output.exists():
-        return {"command": command[1:], "seconds": seconds, "returncode": done.returncode, "goals": []}
+    if returncode != 0 or not output.exists():
+        return {"command": command[1:], "seconds": seconds, "returncode": returncode, "goals": []}
     results = json.loads(output.read_text())
     goals = []
     for key, goal in GOALS[name]:
@@ -94,6 +113,9 @@ def run_part(name: str, results_dir: Path, smoke: bool) -> dict[str, Any]:
 def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines = []
     for name, part in summary["parts"].items():
+        if part["returncode"] == "timeout":
+            lines.append(f"{name}: STOPPED at its time limit after {part['seconds']:.0f} s")
+            continue
         if part["returncode"] != 0:
             lines.append(f"{name}: FAILED (exit {part['returncode']}) after {part['seconds']:.0f} s")
             continue
@@ -111,6 +133,8 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run, from {','.join(PARTS)}")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on CPU: checks the wiring, measures nothing")
     parser.add_argument("--results-dir", type=Path, default=BENCH / "results")
+    parser.add_argument("--timeout-s", type=float, default=None,
+                        help="stop each part after this many seconds (default: each part's own limit; none with --smoke)")
     args = parser.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = sorted(set(names) - set(PARTS))
@@ -118,11 +142,23 @@ def main() -> None:
         parser.error(f"--only: choose from {', '.join(PARTS)}")
     args.results_dir.mkdir(parents=True, exist_ok=True)
     summary_file = args.results_dir / "gpu_suite.json"
-    summary = json.loads(summary_file.read_text()) if summary_file.exists() else {"parts": {}}
-    for name in names:
-        summary["parts"][name] = {**run_part(name, args.results_dir, args.smoke),
-                                  "date": time.strftime("%Y-%m-%d"), "smoke": args.smoke}
-        summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+
+    def run(name: str) -> None:
+        part = {**run_part(name, args.results_dir, args.smoke, args.timeout_s),
+                "date": time.strftime("%Y-%m-%d"), "smoke": args.smoke}
+        with lock:
+            # Read again just before writing: another invocation may have run a part meanwhile.
+            summary = json.loads(summary_file.read_text()) if summary_file.exists() else {"parts": {}}
+            summary["parts"][name] = part
+            summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+
+    lock = threading.Lock()
+    for name in [n for n in names if n not in SHARE_THE_GPU]:
+        run(name)
+    with ThreadPoolExecutor(len(SHARE_THE_GPU)) as pool:
+        list(pool.map(run, [n for n in names if n in SHARE_THE_GPU]))
+    summary = json.loads(summary_file.read_text())
+    summary["parts"] = {n: summary["parts"][n] for n in [*PARTS, *summary["parts"]] if n in summary["parts"]}
     print("\n".join(summary_lines(summary)))
     sys.exit(1 if any(summary["parts"][n]["returncode"] for n in names) else 0)
 

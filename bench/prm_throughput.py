@@ -35,6 +35,17 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _train_step(model, optimizer, features, batch, pad_id, device, bf16) -> int:
+    """One optimizer step on `batch`; returns its real tokens."""
+    inputs = pad_batch([features[j] for j in batch], pad_id, device)
+    with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+        loss = model(**inputs).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return int(inputs["attention_mask"].sum())
+
+
 def _train_tokens_per_s(model, features, batches, pad_id, device, bf16) -> float:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
@@ -43,15 +54,38 @@ def _train_tokens_per_s(model, features, batches, pad_id, device, bf16) -> float
         if i == 1:  # the first step pays for allocator and kernel warm-up
             _sync(device)
             start, tokens = time.perf_counter(), 0
-        inputs = pad_batch([features[j] for j in batch], pad_id, device)
-        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
-            loss = model(**inputs).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        tokens += int(inputs["attention_mask"].sum())
+        tokens += _train_step(model, optimizer, features, batch, pad_id, device, bf16)
     _sync(device)
     return tokens / (time.perf_counter() - start)
+
+
+def _profile(work, device: str, rows: int = 12) -> dict:
+    """Where one call of `work` spends its time, after a warm-up call: the share of the wall
+    time the GPU is busy (low means the host, not the GPU, sets the pace: launches, Python,
+    synchronisation) and the operations that take the most of it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device == "cuda"
+    work()
+    _sync(device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        started = time.perf_counter()
+        work()
+        _sync(device)
+        wall = time.perf_counter() - started
+    # On CUDA the kernels themselves (operators' device time would count them twice); on CPU
+    # the operators' own time.
+    kind = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
+    events = [e for e in prof.key_averages() if e.device_type == kind]
+    busy = (lambda e: e.self_device_time_total) if cuda else (lambda e: e.self_cpu_time_total)
+    top = sorted(events, key=busy, reverse=True)[:rows]
+    return {
+        "wall_s": round(wall, 4),
+        "timeline": "GPU kernels" if cuda else "CPU operators",
+        "busy_share": round(sum(busy(e) for e in events) / 1e6 / wall, 3),
+        "launches": sum(e.count for e in events),
+        "top": [{"name": e.key, "self_s": round(busy(e) / 1e6, 5), "calls": e.count} for e in top],
+    }
 
 
 def _naive_scoring(model, tokenizer, solutions, device) -> float:
@@ -85,6 +119,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="Training sequences per step.")
     parser.add_argument("--batch-tokens", type=int, default=16384, help="Scoring token budget per batch.")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile one training step and one scoring batch (torch.profiler) into the JSON")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     if args.threads:
@@ -108,6 +144,11 @@ def main() -> None:
     train_ours = _train_tokens_per_s(model, features, batched, tokenizer.pad_token_id, device, bf16)
     single = [[i] for i in range(args.train_steps * 2 + 1)]
     train_naive = _train_tokens_per_s(model, features, single, tokenizer.pad_token_id, device, False)
+    profiles = {}
+    if args.profile:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        profiles["train_step"] = _profile(lambda: _train_step(
+            model, optimizer, features, batched[0], tokenizer.pad_token_id, device, bf16), device)
 
     # Scoring: ours with the weights as load_checkpoint would give them (bf16 on CUDA).
     naive_s = _naive_scoring(model, tokenizer, solutions[:args.naive_solutions], device)
@@ -121,6 +162,11 @@ def main() -> None:
     list(iter_scores(model, tokenizer, solutions, batch_tokens=args.batch_tokens))
     _sync(device)
     ours_s = time.perf_counter() - start
+    if args.profile:
+        # Solutions that fill one batch at the token budget, tokenising and reading back included.
+        one_batch = solutions[:max(1, args.batch_tokens // max(lengths))]
+        profiles["score_batch"] = _profile(
+            lambda: list(iter_scores(model, tokenizer, one_batch, batch_tokens=args.batch_tokens)), device)
     score_tokens = sum(len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
                        for s in solutions)
 
@@ -145,6 +191,7 @@ def main() -> None:
         # 6 FLOPs per parameter per token to train (forward + backward), 2 to score.
         "train_mfu": round(6 * params * train_ours / peak, 4) if peak else None,
         "score_mfu": round(2 * params * score_tokens / ours_s / peak, 4) if peak else None,
+        **({"profiles": profiles} if profiles else {}),
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(result, indent=2) + "\n")

@@ -334,3 +334,35 @@ def test_pretrain_refuses_what_it_cannot_build(files, tmp_path):
                                    "--output", str(tmp_path / "x"), "--base", "org/model"])
     assert hub.exit_code != 0 and "preset" in hub.output
     assert not (tmp_path / "x").exists()
+
+
+def test_a_diverging_run_stops_with_what_to_change_and_saves_nothing(files, tmp_path):
+    # A peak learning rate no model survives: the loss is NaN within a few steps.
+    reference = tmp_path / "reference.jsonl"
+    _cli("synth", "--output", reference, "--problems", 30, "--solutions-per-problem", 1, "--error-rate", 0)
+    base = CliRunner().invoke(prm, ["pretrain", "--data", str(reference), "--output", str(tmp_path / "base"),
+                                    "--steps", "6", "--batch-size", "4", "--max-length", "256",
+                                    "--learning-rate", "1e30"])
+    assert base.exit_code != 0 and "pretraining diverged at step" in base.output
+    assert "lower --learning-rate" in base.output and not list(tmp_path.glob("base*"))
+    trained = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--eval",
+                                       str(files / "eval.jsonl"), "--output", str(tmp_path / "prm"),
+                                       *FAST, "--learning-rate", "1e30"])
+    assert trained.exit_code != 0 and "training diverged by step" in trained.output
+    assert not (tmp_path / "prm" / "stepwise.json").exists()
+
+
+def test_pretraining_takes_its_presets_learning_rate_unless_given_one(tmp_path):
+    from active_learning.model import PRESETS
+
+    # Larger presets need lower rates: 3e-3 sent the 100m preset to NaN on a GPU.
+    rates = [PRESETS[name].pretrain_learning_rate for name in ("tiny", "100m", "500m")]
+    assert rates == sorted(rates, reverse=True) and len(set(rates)) == 3
+    reference = tmp_path / "reference.jsonl"
+    _cli("synth", "--output", reference, "--problems", 10, "--solutions-per-problem", 1, "--error-rate", 0)
+    for name, given in (("default", []), ("given", ["--learning-rate", "1e-4"])):
+        _cli("pretrain", "--data", reference, "--output", tmp_path / name, "--steps", 1, "--batch-size", 2,
+             "--max-length", 128, *given)
+    recorded = {name: json.loads((tmp_path / name / "stepwise.json").read_text())["config"]["learning_rate"]
+                for name in ("default", "given")}
+    assert recorded == {"default": PRESETS["tiny"].pretrain_learning_rate, "given": 1e-4}

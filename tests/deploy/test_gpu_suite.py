@@ -34,6 +34,10 @@ def test_every_part_writes_its_results_and_the_summary_reads_the_goals(tmp_path:
                 value = value[key]
             assert goal["value"] == value
             assert goal["met"] is (None if value is None else value >= goal["goal"])
+    # Where the time goes, for the next lease to read: one training step and one scoring batch.
+    profiles = json.loads((tmp_path / "gpu_throughput.json").read_text())["profiles"]
+    assert set(profiles) == {"train_step", "score_batch"}
+    assert all(p["launches"] > 0 and p["top"] and 0 < p["busy_share"] for p in profiles.values())
     metrics = {g["metric"] for p in summary["parts"].values() for g in p["goals"]}
     assert metrics == {"content_step_auroc", "score_mfu", "train_mfu", "score_speedup", "data_efficiency.ratio"}
     # The summary ends the output, one line a part, after the benchmarks' own lines.
@@ -52,3 +56,12 @@ def test_an_unknown_part_is_refused_before_anything_runs(tmp_path: Path) -> None
     done = _suite(tmp_path, "--only", "learning,speed")
     assert done.returncode == 2 and "--only: choose from learning, throughput, active_learning" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_part_past_its_time_limit_is_stopped_and_said_so(tmp_path: Path) -> None:
+    # A device lease ends at a fixed time; a part that overruns must not take the others with it.
+    done = _suite(tmp_path, "--only", "throughput", "--timeout-s", "0.5")
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1].startswith("throughput: STOPPED at its time limit after")
+    part = json.loads((tmp_path / "gpu_suite.json").read_text())["parts"]["throughput"]
+    assert part["returncode"] == "timeout" and part["goals"] == []
