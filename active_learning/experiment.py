@@ -17,7 +17,10 @@ module, on synthetic verifiable data (active_learning.synthetic) with an oracle 
    - `retrain`: the platform's iterative rounds: between rungs the selector is retrained on the
      labels so far (its seed labels and the arm's) and picks the rung's new candidates;
    - `uncertainty`: per problem the candidates whose least certain step is closest to 0.5
-     under the fixed selector (ActPRM, 2025), so that it differs from `active` in the rule only.
+     under the fixed selector (ActPRM, 2025), so that it differs from `active` in the rule only;
+   - `mixed` (not in the default run): `active` with `control_share` of each set drawn
+     uniformly first, as the platform's rounds draw their control slice, so that a set keeps
+     some of what a uniform one shows (clean solutions, right answers with a slip).
 4. Each PRM is measured on held-out problems with `test_candidates` candidates each: best-of-N
    accuracy (N = test_candidates, the candidate with the highest product score), step AUROC and
    first-error F1, all from one scoring pass of the test set.
@@ -78,16 +81,19 @@ from active_learning.synthetic import Candidate as Synthetic
 from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
 from active_learning.train import train
 
-ARMS = ("active", "uniform", "retrain", "uncertainty")
+ARMS = ("active", "uniform", "retrain", "uncertainty", "mixed")
+# Four arms fit the default run in 90 minutes on two cores; `mixed` is asked for by name.
+DEFAULT_ARMS = ("active", "uniform", "retrain", "uncertainty")
 METRICS = ("best_of_n", "step_auroc", "first_error_f1")
 
 # Named ablations: config overrides the bench script runs beside the main configuration, on the
-# two arms the ratio compares (the others would only add time).
+# two arms the ratio compares (the others would only add time), or on the arms they name.
 ABLATIONS: dict[str, dict[str, Any]] = {
     "pool_16": {"pool_size": 16},
     "selector_4_labels": {"selector_labels": 4},
     "wrong_share_half": {"wrong_share": 0.5},
     "minimum_score": {"score": "minimum"},
+    "control_half": {"control_share": 0.5, "arms": "mixed,uniform"},
 }
 ABLATION_ARMS = "active,uniform"
 
@@ -114,12 +120,15 @@ class ExperimentConfig:
     # 0, uniform: best-of-16 0.37, 0.58, 0.89, then 0.94 at 16); higher rungs add time, not slope.
     ladder: str = field(default="1,2,4", metadata={
         "help": "Samples per problem at each rung, increasing, comma-separated."})
-    arms: str = field(default=",".join(ARMS), metadata={
+    arms: str = field(default=",".join(DEFAULT_ARMS), metadata={
         "help": f"Arms to run, comma-separated, from {','.join(ARMS)}."})
     selector_labels: int = field(default=1, metadata={
         "help": "Uniform samples per problem the fixed selector is trained on."})
     wrong_share: float = field(default=0.8, metadata={
         "help": "Share of the active picks that are convincing wrong-answer candidates."})
+    control_share: float = field(default=0.1, metadata={
+        "help": "Share of the mixed arm's picks drawn uniformly first (the platform's control slice; "
+                "its round default)."})
     score: str = field(default="product", metadata={
         "help": "Selector score of a candidate: product (the paper's) or minimum of its step "
                 "probabilities."})
@@ -164,6 +173,8 @@ class ExperimentConfig:
             raise ValueError("device must be auto, cpu or cuda")
         if not 0 <= self.wrong_share <= 1:
             raise ValueError("wrong_share must be between 0 and 1")
+        if not 0 <= self.control_share <= 1:
+            raise ValueError("control_share must be between 0 and 1")
         if min(self.seeds, self.pool_problems, self.test_problems, self.selector_labels,
                self.train_steps, self.jobs, self.threads) < 1 or self.test_candidates < 2:
             raise ValueError("seeds, problems, selector_labels, train_steps, jobs and threads must be "
@@ -190,10 +201,11 @@ class ExperimentConfig:
 
 # ---- the sets each arm labels: pure functions on select.Candidate lists ----
 
-def _rule(per_problem: int, problems: int, seed: int, wrong_share: float = 0.0) -> SelectionRule:
+def _rule(per_problem: int, problems: int, seed: int, wrong_share: float = 0.0,
+          control_share: float = 0.0) -> SelectionRule:
     # Identical candidates are distinct samples of the pool, labeled as such in every arm, so the
     # near-duplicate check is off; it would otherwise cap clean solutions at one a problem.
-    return SelectionRule(budget=per_problem * problems, wrong_share=wrong_share, control_share=0.0,
+    return SelectionRule(budget=per_problem * problems, wrong_share=wrong_share, control_share=control_share,
                          per_problem_cap=per_problem, duplicate_similarity=2.0, seed=seed)
 
 
@@ -201,10 +213,12 @@ def _problems(candidates: Sequence[Candidate]) -> int:
     return len({c.problem_id for c in candidates})
 
 
-def active_set(scored: Sequence[Candidate], per_problem: int, wrong_share: float, seed: int) -> list[int]:
-    """Per problem `per_problem` picks by the platform's rule: the most convincing wrong-answer
-    candidates for `wrong_share` of them, the most convincing of the rest after."""
-    rule = _rule(per_problem, _problems(scored), seed, wrong_share)
+def active_set(scored: Sequence[Candidate], per_problem: int, wrong_share: float, seed: int,
+               control_share: float = 0.0) -> list[int]:
+    """Per problem `per_problem` picks by the platform's rule: `control_share` of the whole set
+    drawn uniformly first, then the most convincing wrong-answer candidates for `wrong_share` of
+    the others, the most convincing of the rest after."""
+    rule = _rule(per_problem, _problems(scored), seed, wrong_share, control_share)
     return [p.solution_id for p in select(scored, rule)]
 
 
@@ -388,7 +402,7 @@ def _run_seed(config: ExperimentConfig, seed: int, work: Path, log: Callable[[st
     run = _Seed(config, seed, work)
     curves = {"main": _curves(run, config, seed, log)}
     for name in ablations:
-        changed = config.replace(arms=ABLATION_ARMS, **ABLATIONS[name])
+        changed = config.replace(**{"arms": ABLATION_ARMS, **ABLATIONS[name]})
         same_pool = changed.pool_size == config.pool_size
         on = run if same_pool else _Seed(changed, seed, work / name, base=run.base)
         curves[name] = _curves(on, changed, seed, lambda line, name=name: log(f"[{name}] {line}"))
@@ -408,6 +422,9 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
         sets: dict[str, list[int]] = {}
         if "active" in arms:
             sets["active"] = active_set(run.scored(fixed_score), rung, config.wrong_share, seed)
+        if "mixed" in arms:
+            sets["mixed"] = active_set(run.scored(fixed_score), rung, config.wrong_share, seed,
+                                       config.control_share)
         if "uniform" in arms:
             sets["uniform"] = uniform_set(run.candidates, rung, seed * 1000 + 1)
         if "uncertainty" in arms:
@@ -431,11 +448,14 @@ def _efficiency(config: ExperimentConfig, arms: dict[str, dict[str, list[dict]]]
     def ratio(arm: str, metric: str) -> dict[str, Any]:
         return bootstrap_ratio(arms[arm], arms["uniform"], metric, config.bootstrap, config.seed)
 
-    headline = (ratio("active", config.metric) if {"active", "uniform"} <= set(arms)
-                else {"ratio": None, "ci95": None, "seeds": config.seeds, "extrapolated": None})
     others = [arm for arm in arms if arm != "uniform"] if "uniform" in arms else []
+    # The headline compares the paper's active arm; a run without it (an ablation on `mixed`)
+    # compares its first selecting arm.
+    chosen = "active" if "active" in others else next(iter(others), None)
+    headline = (ratio(chosen, config.metric) if chosen
+                else {"ratio": None, "ci95": None, "seeds": config.seeds, "extrapolated": None})
     return {
-        **headline, "metric": config.metric, "protocol": "paper",
+        **headline, "arm": chosen, "metric": config.metric, "protocol": "paper",
         "formula": "exp((a_active - a_uniform) / b) from quality = a_arm + b ln(labels), one slope "
                    "for both arms, fitted on every seed's rungs",
         "bootstrap": "percentile, over seeds and, for best_of_n, over test problems within a seed",
@@ -487,7 +507,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
     arms = by_arm("main", config.arm_names)
     out_ablations = {}
     for name in ablations:
-        changed = config.replace(arms=ABLATION_ARMS, **ABLATIONS[name])
+        changed = config.replace(**{"arms": ABLATION_ARMS, **ABLATIONS[name]})
         curves = by_arm(name, changed.arm_names)
         out_ablations[name] = {"overrides": {"arms": ABLATION_ARMS, **ABLATIONS[name]},
                                "data_efficiency": _efficiency(changed, curves), "arms": curves}
@@ -524,7 +544,7 @@ def summary(results: dict[str, Any]) -> str:
         ci = eff["ci95"]
         shown = "no interval" if ci is None else f"95% interval {ci[0]:.2f}-{ci[1]:.2f}"
         beyond = ", beyond the ladder's span" if eff["extrapolated"] else ""
-        lines.append(f"{eff['metric']}: active/uniform data efficiency {eff['ratio']:.2f}x "
+        lines.append(f"{eff['metric']}: {eff['arm']}/uniform data efficiency {eff['ratio']:.2f}x "
                      f"({shown}, {eff['seeds']} seeds{beyond})")
     for arm, seeds in results["arms"].items():
         by_rung: dict[int, list[float]] = defaultdict(list)
@@ -535,8 +555,9 @@ def summary(results: dict[str, Any]) -> str:
         shown = ", ".join(f"{n}: {sum(v) / len(v):.3f}" for n, v in sorted(by_rung.items()))
         lines.append(f"{arm} mean {eff['metric']} by samples per problem: {shown}")
     for name, ablation in results["ablations"].items():
-        ratio = ablation["data_efficiency"]["ratio"]
-        lines.append(f"ablation {name}: ratio {'none' if ratio is None else f'{ratio:.2f}x'}")
+        eff = ablation["data_efficiency"]
+        lines.append(f"ablation {name}: {eff['arm']}/uniform ratio "
+                     f"{'none' if eff['ratio'] is None else format(eff['ratio'], '.2f') + 'x'}")
     lines.append(f"{results['seconds']:.0f} s on {results['environment']['device']}")
     return "\n".join(lines)
 

@@ -45,6 +45,21 @@ def test_the_active_set_takes_the_most_convincing_wrong_answers_then_the_rest_pe
         assert extra.score >= max(c.score for c in rest)
 
 
+def test_the_mixed_set_draws_its_control_share_uniformly_before_choosing_the_rest() -> None:
+    candidates = pool(problems=20)
+    by_id = {c.solution_id: c for c in candidates}
+    assert active_set(candidates, 2, 0.8, seed=1, control_share=0.0) == active_set(candidates, 2, 0.8, seed=1)
+    right = lambda ids: sum(by_id[i].answer_grade == "right" for i in ids)  # noqa: E731
+    # Chosen picks are all wrong answers at a wrong share of 1; a control slice is drawn blind.
+    assert right(active_set(candidates, 2, 1.0, seed=1)) == 0
+    mixed = active_set(candidates, 2, 1.0, seed=1, control_share=0.5)
+    assert len(set(mixed)) == 40 and set(per_problem(mixed, candidates).values()) == {2}
+    assert 5 <= right(mixed) <= 15
+    # Over many seeds a quarter of a half-control set is a right answer: half the pool is right.
+    shares = [right(active_set(candidates, 2, 1.0, seed=s, control_share=0.5)) / 40 for s in range(200)]
+    assert abs(sum(shares) / len(shares) - 0.25) < 0.03
+
+
 def test_the_uniform_set_draws_per_problem_nested_across_rungs_and_varies_with_the_seed() -> None:
     candidates = pool()
     small, large = uniform_set(candidates, 2, seed=3), uniform_set(candidates, 4, seed=3)
@@ -215,12 +230,13 @@ def test_ablations_run_in_each_seed_and_train_only_what_they_change(stand_ins: d
     assert set(results["ablations"]) == set(experiment.ABLATIONS)
     for name, ablation in results["ablations"].items():
         assert ablation["overrides"] == {"arms": "active,uniform", **experiment.ABLATIONS[name]}
-        assert set(ablation["arms"]) == {"active", "uniform"}
+        assert set(ablation["arms"]) == set(ablation["overrides"]["arms"].split(","))
         assert set(ablation["arms"]["uniform"]) == {"0", "1"}
         assert set(ablation["data_efficiency"]) >= {"ratio", "ci95", "seeds"}
     same_pool = results["ablations"]["minimum_score"]["arms"]["uniform"]
     assert [p["best_of_n"] for p in same_pool["0"]] == [p["best_of_n"] for p in results["arms"]["uniform"]["0"]]
-    assert "ablation pool_16: ratio" in experiment.summary(results)
+    assert "ablation pool_16: active/uniform ratio" in experiment.summary(results)
+    assert "ablation control_half: mixed/uniform ratio" in experiment.summary(results)
 
 
 def test_device_and_base_reach_pretraining_and_training(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
