@@ -65,3 +65,15 @@ def test_a_part_past_its_time_limit_is_stopped_and_said_so(tmp_path: Path) -> No
     assert done.stdout.splitlines()[-1].startswith("throughput: STOPPED at its time limit after")
     part = json.loads((tmp_path / "gpu_suite.json").read_text())["parts"]["throughput"]
     assert part["returncode"] == "timeout" and part["goals"] == []
+
+
+def test_host_operators_are_counted_for_a_presets_depth(tmp_path: Path) -> None:
+    output = tmp_path / "ops.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "host_operators.py"), "--base", "tiny",
+                           "--sequences", "2", "--tokens", "16", "--output", str(output)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(output.read_text())
+    assert result["layers"] == 4
+    # Backward and the optimizer add to the forward pass: a step is several forward passes' worth.
+    assert result["train_step_operators"] > 3 * result["scoring_forward_operators"] > 0
