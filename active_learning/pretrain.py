@@ -88,7 +88,7 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
             # Once a step is not finite every weight after it is NaN: stop before saving a base
             # that would train nothing, and say what to change.
             raise TrainingDiverged(f"pretraining diverged at step {step} (loss {loss_value}) with peak learning "
-                               f"rate {peak:g}: lower --learning-rate")
+                               f"rate {peak:g}: lower the learning rate (--learning-rate)")
         if step % 50 == 0:
             print(json.dumps({"step": step, "loss": round(loss_value, 4)}), file=sys.stderr, flush=True)
 

@@ -42,7 +42,7 @@ def _summarise(step_probs: list, neutral_as_correct: bool) -> SolutionScore:
                          len(known) < len(scores))
 
 
-def _batches(lengths: list[int], batch_tokens: int) -> Iterator[list[int]]:
+def token_batches(lengths: list[int], batch_tokens: int) -> Iterator[list[int]]:
     """Indices grouped so that (longest in batch) * (batch size) <= batch_tokens."""
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
     batch: list[int] = []
@@ -84,7 +84,7 @@ def _score_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch
             owners.append(index)
     device = next(model.parameters()).device
     step_probs: list[list] = [[None] * len(s.steps) for s in chunk]
-    for batch in _batches([len(w["input_ids"]) for w in windows], batch_tokens):
+    for batch in token_batches([len(w["input_ids"]) for w in windows], batch_tokens):
         inputs = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
         logits = model(input_ids=inputs["input_ids"],
                        attention_mask=inputs["attention_mask"]).logits  # [B, T, 3]

@@ -148,12 +148,15 @@ class TrainingDiverged(RuntimeError):
     """The loss went NaN or infinite: every weight after it is NaN, so nothing is saved."""
 
 
-def _stop_if_diverged(mean_loss: float, step: int, config: TrainConfig) -> None:
+def _stop_if_diverged(mean_loss: float, step: int, config: TrainConfig, work: Path, main: bool) -> None:
     """Fail with what to change rather than write a checkpoint that scores NaN (read at log
-    time only, to keep the GPU unsynchronised)."""
+    time only, to keep the GPU unsynchronised). The work folder goes too: its snapshots may be
+    NaN already, and a rerun with another rate could not resume from them anyway."""
     if not math.isfinite(mean_loss):
+        if main:
+            shutil.rmtree(work, ignore_errors=True)
         raise TrainingDiverged(f"training diverged by step {step} (mean loss {mean_loss}) with peak learning rate "
-                           f"{config.learning_rate:g}: lower --learning-rate, or check the base for NaN weights")
+                           f"{config.learning_rate:g}: lower the learning rate (--learning-rate), or check the base for NaN weights")
 
 
 def weighted_step_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -284,7 +287,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             # The mean since the last entry, over every process (all reach this step together).
             mean_loss = accelerator.reduce(loss_sum / losses, "mean").item()
             loss_sum, losses = torch.zeros_like(loss_sum), 0
-            _stop_if_diverged(mean_loss, step, config)
+            _stop_if_diverged(mean_loss, step, config, work, accelerator.is_main_process)
             entry = {"step": step, "epoch": round(step / steps_per_epoch, 2),
                      "loss": round(mean_loss, 4), "lr": optimizer.param_groups[0]["lr"]}
             log(json.dumps({**entry, "of": total_steps,
@@ -298,7 +301,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             _save_snapshot(accelerator, work, step, time.monotonic() - started, fingerprint)
 
     if losses:
-        _stop_if_diverged(accelerator.reduce(loss_sum / losses, "mean").item(), step, config)
+        _stop_if_diverged(accelerator.reduce(loss_sum / losses, "mean").item(), step, config, work,
+                          accelerator.is_main_process)
     if hook is not None:
         hook.remove()
     accelerator.wait_for_everyone()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -617,7 +618,8 @@ def simulate(protocol: str, output: Path | None, seed: int, quick: bool, ablatio
             check_ablations(names)
         except ValueError as e:
             raise click.ClickException(str(e)) from None
-        click.echo(run_experiment(config, output, names, log=lambda line: click.echo(line, err=True)))
+        with _diverged_as_message():
+            click.echo(run_experiment(config, output, names, log=lambda line: click.echo(line, err=True)))
         return
     from active_learning.simulate import SimulationConfig, run_and_report
 
@@ -626,7 +628,19 @@ def simulate(protocol: str, output: Path | None, seed: int, quick: bool, ablatio
         config = config.replace(**overrides)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
-    click.echo(run_and_report(config, output))
+    with _diverged_as_message():
+        click.echo(run_and_report(config, output))
+
+
+@contextlib.contextmanager
+def _diverged_as_message() -> Iterator[None]:
+    """A run whose loss went NaN ends with the trainer's message (step, rate, what to change)."""
+    from active_learning.train import TrainingDiverged
+
+    try:
+        yield
+    except TrainingDiverged as e:
+        raise click.ClickException(str(e)) from None
 
 
 @cli.command("generate")

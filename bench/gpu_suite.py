@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,7 +42,8 @@ PARTS: dict[str, dict[str, Any]] = {
     "learning": {
         "script": "prm_learning.py",
         # 3e-4: the CPU default 1e-3 is a tiny model's rate. Two models of 100 s each, after about
-        # 40 s of data; 120 s each took 330 s beside the experiment.
+        # 40 s of data; at 120 s each the part was stopped at 285 s beside the experiment, in its
+        # second model.
         "gpu": ["--base", "100m", "--device", "cuda", "--budget-s", "100", "--learning-rate", "3e-4"],
         "smoke": ["--device", "cpu", "--budget-s", "3", "--pretrain-share", "0", "--train-problems", "60",
                   "--eval-problems", "12", "--threads", "1"],
@@ -53,7 +56,7 @@ PARTS: dict[str, dict[str, Any]] = {
         "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "4096", "--train-steps", "60", "--profile"],
         "smoke": ["--device", "cpu", "--solutions", "16", "--naive-solutions", "8", "--train-steps", "3",
                   "--threads", "1", "--profile"],
-        "limit_s": 180,
+        "limit_s": 150,
     },
     "active_learning": {
         "script": "simulate_active_learning.py",
@@ -71,6 +74,8 @@ PARTS: dict[str, dict[str, Any]] = {
 # they fit a 10-minute device call. The learning part's budget is wall time, so sharing costs it
 # steps; its JSON records how many it took.
 SHARE_THE_GPU = ("learning", "active_learning")
+# Every part stops by then: a device call is cut at 600 s, and what it wrote must come back.
+DEADLINE_S = 570.0
 GOALS = {
     "learning": [("content_step_auroc", 0.95)],
     "throughput": [("score_mfu", 0.50), ("train_mfu", 0.40), ("score_speedup", 20.0)],
@@ -84,19 +89,34 @@ def _value(results: dict[str, Any], path: str) -> Any:
     return results
 
 
-def run_part(name: str, results_dir: Path, smoke: bool, timeout_s: float | None) -> dict[str, Any]:
+def _run_within(command: list[str], limit: float | None) -> int | str:
+    """The command's exit status, or "timeout" once it has run `limit` seconds. It runs in a
+    session of its own so that a stop reaches its children too (the experiment's seed
+    processes), which would otherwise train on and load the GPU under the next part."""
+    process = subprocess.Popen(command, start_new_session=True)
+    try:
+        return process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, None)):
+            try:
+                os.killpg(process.pid, sig)
+                process.wait(timeout=grace)
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        return "timeout"
+
+
+def run_part(name: str, results_dir: Path, smoke: bool, limit: float | None) -> dict[str, Any]:
     part = PARTS[name]
     output = results_dir / f"gpu_{name}.json"
     command = [sys.executable, str(BENCH / part["script"]), *part["smoke" if smoke else "gpu"], "--output", str(output)]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"gpu-suite-{name}-") as scratch:
         scratched = command + (["--workdir", scratch] if part.get("workdir") else [])
-        try:
-            limit = timeout_s or (None if smoke else part["limit_s"])
-            returncode = subprocess.run(scratched, check=False, timeout=limit).returncode
-        except subprocess.TimeoutExpired:
-            # A device lease ends at a fixed time: a part that overruns is stopped and said so.
-            returncode = "timeout"
+        returncode = _run_within(scratched, limit)
     seconds = round(time.monotonic() - started, 1)
     if returncode != 0 or not output.exists():
         return {"command": command[1:], "seconds": seconds, "returncode": returncode, "goals": []}
@@ -135,22 +155,38 @@ def main() -> None:
     parser.add_argument("--results-dir", type=Path, default=BENCH / "results")
     parser.add_argument("--timeout-s", type=float, default=None,
                         help="stop each part after this many seconds (default: each part's own limit; none with --smoke)")
+    parser.add_argument("--deadline-s", type=float, default=None,
+                        help=f"stop every part this many seconds after the suite starts (default {DEADLINE_S:g}, "
+                             "inside one 10-minute device call; none with --smoke)")
     args = parser.parse_args()
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in args.only.split(",") if n.strip()))
     unknown = sorted(set(names) - set(PARTS))
     if unknown or not names:
         parser.error(f"--only: choose from {', '.join(PARTS)}")
+    for flag, value in (("--timeout-s", args.timeout_s), ("--deadline-s", args.deadline_s)):
+        if value is not None and value <= 0:
+            parser.error(f"{flag} must be positive")
     args.results_dir.mkdir(parents=True, exist_ok=True)
     summary_file = args.results_dir / "gpu_suite.json"
+    deadline = args.deadline_s if args.deadline_s is not None else None if args.smoke else DEADLINE_S
+    suite_started = time.monotonic()
+
+    def limit(name: str) -> float | None:
+        own = args.timeout_s if args.timeout_s is not None else None if args.smoke else PARTS[name]["limit_s"]
+        left = None if deadline is None else max(1.0, deadline - (time.monotonic() - suite_started))
+        return min((t for t in (own, left) if t is not None), default=None)
 
     def run(name: str) -> None:
-        part = {**run_part(name, args.results_dir, args.smoke, args.timeout_s),
+        part = {**run_part(name, args.results_dir, args.smoke, limit(name)),
                 "date": time.strftime("%Y-%m-%d"), "smoke": args.smoke}
         with lock:
-            # Read again just before writing: another invocation may have run a part meanwhile.
+            # Read again just before writing, and replace the file whole: an earlier invocation's
+            # parts stay, and a reader never sees half a file.
             summary = json.loads(summary_file.read_text()) if summary_file.exists() else {"parts": {}}
             summary["parts"][name] = part
-            summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+            partial = summary_file.with_suffix(".json.partial")
+            partial.write_text(json.dumps(summary, indent=2) + "\n")
+            os.replace(partial, summary_file)
 
     lock = threading.Lock()
     for name in [n for n in names if n not in SHARE_THE_GPU]:

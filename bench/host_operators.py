@@ -3,9 +3,11 @@
 On a GPU every operator is a trip through Python and the dispatcher before any kernel runs, so
 the count bounds how fast a small batch can go whatever the GPU. It depends on the depth and the
 code path, not on the width: the preset's layers are built at a width of 64 so that this runs on
-a CPU in seconds. Training is counted as the trainer runs on CUDA (bf16 autocast, AdamW with
-foreach), scoring as iter_scores does (bf16 weights, inference mode). Writes
-bench/results/host_operators.json.
+a CPU in seconds. The training step is bench/prm_throughput.py's (bf16 autocast, no gradient
+clipping, no auxiliary head, no padding), its optimizer step counted apart: AdamW with foreach on
+CPU still calls operators per tensor, where CUDA runs a few multi-tensor kernels, so that count
+is an upper bound of a GPU's. Scoring is a forward pass with bf16 weights in inference mode, as
+iter_scores runs it. Writes bench/results/host_operators.json.
 
     .venv/bin/python bench/host_operators.py --base 500m
 """
@@ -51,14 +53,18 @@ def main() -> None:
     mask, labels = torch.ones_like(ids), torch.randint(0, 3, ids.shape)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
 
-    def train_step() -> None:
+    def forward_backward() -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
 
-    training = _operators(train_step)
+    def optimizer_step() -> None:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=False)
+
+    training = _operators(forward_backward)
+    forward_backward()  # gradients for the optimizer to read
+    stepping = _operators(optimizer_step)
     model.to(torch.bfloat16).eval()
 
     def score() -> None:
@@ -69,7 +75,8 @@ def main() -> None:
         "benchmark": "host_operators", "date": time.strftime("%Y-%m-%d"), "base": args.base,
         "layers": narrow.layers, "parameter_tensors": len(list(model.parameters())),
         "settings": vars(args),
-        "train_step_operators": training, "scoring_forward_operators": _operators(score),
+        "forward_backward_operators": training, "optimizer_step_operators_upper_bound": stepping,
+        "scoring_forward_operators": _operators(score),
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(result, indent=2) + "\n")

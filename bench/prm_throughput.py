@@ -21,7 +21,7 @@ import torch
 
 from active_learning.data import load_examples, load_solutions, tokenize_example
 from active_learning.model import load_base, marker_id
-from active_learning.score import iter_scores, pad_batch
+from active_learning.score import iter_scores, pad_batch, token_batches
 from active_learning.synthetic import iter_candidates, to_prm800k
 from active_learning.train import epoch_batches
 
@@ -59,6 +59,14 @@ def _train_tokens_per_s(model, features, batches, pad_id, device, bf16) -> float
     return tokens / (time.perf_counter() - start)
 
 
+def _timed(work, device: str) -> float:
+    _sync(device)
+    started = time.perf_counter()
+    work()
+    _sync(device)
+    return time.perf_counter() - started
+
+
 def _profile(work, device: str, rows: int = 12) -> dict:
     """Where one call of `work` spends its time, after a warm-up call: the share of the wall
     time the GPU is busy (low means the host, not the GPU, sets the pace: launches, Python,
@@ -67,20 +75,21 @@ def _profile(work, device: str, rows: int = 12) -> dict:
 
     cuda = device == "cuda"
     work()
-    _sync(device)
+    # The profiler slows the host down, not the kernels: the share is of a call timed without it.
+    wall = _timed(work, device)
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-        started = time.perf_counter()
-        work()
-        _sync(device)
-        wall = time.perf_counter() - started
-    # On CUDA the kernels themselves (operators' device time would count them twice); on CPU
-    # the operators' own time.
+        profiled_wall = _timed(work, device)
+    # On CUDA the kernels themselves (operators' device time would count them twice, and a user
+    # annotation such as the optimizer's step spans kernels counted already); on CPU the
+    # operators' own time.
     kind = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
-    events = [e for e in prof.key_averages() if e.device_type == kind]
+    events = [e for e in prof.key_averages()
+              if e.device_type == kind and not getattr(e, "is_user_annotation", False)]
     busy = (lambda e: e.self_device_time_total) if cuda else (lambda e: e.self_cpu_time_total)
     top = sorted(events, key=busy, reverse=True)[:rows]
     return {
         "wall_s": round(wall, 4),
+        "profiled_wall_s": round(profiled_wall, 4),
         "timeline": "GPU kernels" if cuda else "CPU operators",
         "busy_share": round(sum(busy(e) for e in events) / 1e6 / wall, 3),
         "launches": sum(e.count for e in events),
@@ -162,13 +171,15 @@ def main() -> None:
     list(iter_scores(model, tokenizer, solutions, batch_tokens=args.batch_tokens))
     _sync(device)
     ours_s = time.perf_counter() - start
+    score_lengths = [len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
+                     for s in solutions]
+    score_tokens = sum(score_lengths)
     if args.profile:
-        # Solutions that fill one batch at the token budget, tokenising and reading back included.
-        one_batch = solutions[:max(1, args.batch_tokens // max(lengths))]
+        # The middle batch of the timed run's grouping, tokenising and reading back included.
+        batches = list(token_batches(score_lengths, args.batch_tokens))
+        one_batch = [solutions[i] for i in batches[len(batches) // 2]]
         profiles["score_batch"] = _profile(
             lambda: list(iter_scores(model, tokenizer, one_batch, batch_tokens=args.batch_tokens)), device)
-    score_tokens = sum(len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
-                       for s in solutions)
 
     gpu = torch.cuda.get_device_name() if device == "cuda" else None
     peak = next((v for k, v in PEAK_BF16_FLOPS.items() if gpu and k in gpu), None)

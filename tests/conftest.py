@@ -234,3 +234,12 @@ def browser_login(client: TestClient, username: str) -> str:
     assert response.status_code == 303, response.text
     home = client.get("/label/stats")
     return home.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process still runs; a zombie has exited and waits only to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")

@@ -36,7 +36,7 @@ from active_learning.evaluate import best_of_n, evaluate_examples
 from active_learning.model import META_FILE, load_checkpoint
 from active_learning.rollouts import RolloutSettings, open_generator
 from active_learning.score import iter_scores
-from active_learning.train import PROGRESS_FILE, train
+from active_learning.train import PROGRESS_FILE, TrainingDiverged, train
 from app.db import session_scope
 from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
@@ -91,6 +91,12 @@ def run_round(
     except lease.LeaseLost as lost:
         log.info("round %s: %s", round_id, lost)
         return None
+    except TrainingDiverged as diverged:
+        # Another attempt with the same settings diverges the same way: fail now and say why.
+        log.warning("round %s: %s", round_id, diverged)
+        with session_scope(factory) as session:
+            lease.fail(session, round_id, owner, f"failed: {diverged}")
+        return RoundStatus.failed
     except Exception:
         log.exception("round %s failed", round_id)
         return lease.give_up_or_retry(

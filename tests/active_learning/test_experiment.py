@@ -3,6 +3,7 @@ the run's bookkeeping with the model replaced by stand-ins, then one quick real 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -267,10 +268,14 @@ def test_kept_bases_are_pretrained_once_per_seed_and_settings(monkeypatch: pytes
     assert experiment._pretrained_base(config, 3, tmp_path / "run-2") == first
     assert experiment._pretrained_base(config, 4, tmp_path / "run-2") != first
     assert experiment._pretrained_base(config.replace(pretrain_steps=2), 3, tmp_path / "run-2") != first
-    assert len(made) == 3 and all(Path(m).parent == tmp_path / "bases" for m in made)
+    # A preset's pretraining rate shapes its base too (3e-3 sent the 100m preset to NaN).
+    slower = dataclasses.replace(experiment.PRESETS["tiny"], pretrain_learning_rate=1e-4)
+    monkeypatch.setitem(experiment.PRESETS, "tiny", slower)
+    assert experiment._pretrained_base(config, 3, tmp_path / "run-2") != first
+    assert len(made) == 4 and all(Path(m).parent == tmp_path / "bases" for m in made)
     # Without `bases`, a base lives in the run's own directory and goes with it.
     plain = experiment._pretrained_base(config.replace(bases=""), 3, tmp_path / "run-3")
-    assert Path(plain) == tmp_path / "run-3" / "base" and len(made) == 4
+    assert Path(plain) == tmp_path / "run-3" / "base" and len(made) == 5
 
 
 def finite(value) -> bool:
@@ -359,3 +364,20 @@ def test_simulate_passes_the_paper_flags_to_the_experiment(monkeypatch: pytest.M
         4, 32, (1, 4), 5, ("active", "uniform"))
     assert (config.device, config.base, config.score, config.bases) == ("cuda", "100m", "minimum", str(tmp_path / "bases"))
     assert seen["ablations"] == ["pool_16"] and config.train_steps == ExperimentConfig().train_steps
+
+
+def test_simulate_ends_a_diverged_run_with_the_trainers_message(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from active_learning.train import TrainingDiverged
+    from app.cli import cli
+
+    def diverge(*args, **kwargs):
+        raise TrainingDiverged("training diverged by step 3 (mean loss nan) with peak learning rate 1e+30")
+
+    monkeypatch.setattr(experiment, "run_experiment", diverge)
+    done = CliRunner().invoke(cli, ["simulate", "--protocol", "paper", "--quick", "--output", str(tmp_path / "r.json")])
+    assert done.exit_code == 1 and "Error: training diverged by step 3" in done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit)
+    assert not (tmp_path / "r.json").exists()

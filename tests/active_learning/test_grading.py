@@ -3,7 +3,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import math_verify
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from active_learning import grading
 from active_learning.grading import GRADER_VERSION, extract_answer, grade, is_equivalent
 from app.demo.service import MATH500
+from tests.conftest import process_alive
 
 
 
@@ -125,19 +125,12 @@ def test_the_comparison_helper_leaves_when_its_parent_is_killed() -> None:
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         helper = int(parent.stdout.readline())  # type: ignore[union-attr]
-        assert _alive(helper)
+        assert process_alive(helper)
     finally:
         parent.kill()
         parent.wait()
     deadline = time.monotonic() + 30
-    while _alive(helper) and time.monotonic() < deadline:
+    while process_alive(helper) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(helper)
+    assert not process_alive(helper)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"

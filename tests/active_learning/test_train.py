@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from active_learning.cli import prm
-from active_learning.config import TrainConfig
+from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
 from active_learning.train import mixed_precision
 
@@ -344,12 +345,13 @@ def test_a_diverging_run_stops_with_what_to_change_and_saves_nothing(files, tmp_
                                     "--steps", "6", "--batch-size", "4", "--max-length", "256",
                                     "--learning-rate", "1e30"])
     assert base.exit_code != 0 and "pretraining diverged at step" in base.output
-    assert "lower --learning-rate" in base.output and not list(tmp_path.glob("base*"))
+    assert "lower the learning rate (--learning-rate)" in base.output and not list(tmp_path.glob("base*"))
     trained = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--eval",
                                        str(files / "eval.jsonl"), "--output", str(tmp_path / "prm"),
                                        *FAST, "--learning-rate", "1e30"])
     assert trained.exit_code != 0 and "training diverged by step" in trained.output
-    assert not (tmp_path / "prm" / "stepwise.json").exists()
+    # Nothing to resume either: a rerun at a lower rate starts afresh.
+    assert not list(tmp_path.glob("prm*"))
 
 
 def test_pretraining_takes_its_presets_learning_rate_unless_given_one(tmp_path):
@@ -358,6 +360,10 @@ def test_pretraining_takes_its_presets_learning_rate_unless_given_one(tmp_path):
     # Larger presets need lower rates: 3e-3 sent the 100m preset to NaN on a GPU.
     rates = [PRESETS[name].pretrain_learning_rate for name in ("tiny", "100m", "500m")]
     assert rates == sorted(rates, reverse=True) and len(set(rates)) == 3
+    # The option's help names them, so it must follow the presets.
+    shown = PretrainConfig.__dataclass_fields__["learning_rate"].metadata["help"]
+    named = {name: float(rate) for name, rate in re.findall(r"(\w+) (\d[\d.]*e-\d+)", shown)}
+    assert named == {name: preset.pretrain_learning_rate for name, preset in PRESETS.items()}
     reference = tmp_path / "reference.jsonl"
     _cli("synth", "--output", reference, "--problems", 10, "--solutions-per-problem", 1, "--error-rate", 0)
     for name, given in (("default", []), ("given", ["--learning-rate", "1e-4"])):

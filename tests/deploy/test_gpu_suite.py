@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import process_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,9 +61,10 @@ def test_an_unknown_part_is_refused_before_anything_runs(tmp_path: Path) -> None
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_part_past_its_time_limit_is_stopped_and_said_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flag", ["--timeout-s", "--deadline-s"])
+def test_a_part_past_its_time_limit_is_stopped_and_said_so(tmp_path: Path, flag: str) -> None:
     # A device lease ends at a fixed time; a part that overruns must not take the others with it.
-    done = _suite(tmp_path, "--only", "throughput", "--timeout-s", "0.5")
+    done = _suite(tmp_path, "--only", "throughput", flag, "0.5")
     assert done.returncode == 1
     assert done.stdout.splitlines()[-1].startswith("throughput: STOPPED at its time limit after")
     part = json.loads((tmp_path / "gpu_suite.json").read_text())["parts"]["throughput"]
@@ -76,4 +80,23 @@ def test_host_operators_are_counted_for_a_presets_depth(tmp_path: Path) -> None:
     result = json.loads(output.read_text())
     assert result["layers"] == 4
     # Backward and the optimizer add to the forward pass: a step is several forward passes' worth.
-    assert result["train_step_operators"] > 3 * result["scoring_forward_operators"] > 0
+    assert result["forward_backward_operators"] > 2 * result["scoring_forward_operators"] > 0
+    assert result["optimizer_step_operators_upper_bound"] > 0
+
+
+def test_a_stopped_part_takes_its_child_processes_with_it(tmp_path: Path) -> None:
+    # The experiment runs its seeds in child processes; left running they would load the GPU
+    # under the next part.
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gpu_suite
+
+    pid_file = tmp_path / "child.pid"
+    parent = ("import subprocess, sys, time; child = subprocess.Popen(['sleep', '120']); "
+              "open(sys.argv[1], 'w').write(str(child.pid)); time.sleep(120)")
+    assert gpu_suite._run_within([sys.executable, "-c", parent, str(pid_file)], 3) == "timeout"
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process_alive(child):
+        time.sleep(0.1)
+    assert not process_alive(child)
+

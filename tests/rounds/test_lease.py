@@ -74,3 +74,25 @@ def test_a_round_whose_workers_keep_dying_is_failed(session_factory, round_id, w
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert round_.status == RoundStatus.failed and "died 20 times" in round_.message
+
+
+def test_a_round_whose_training_diverges_fails_at_once_and_says_why(  # type: ignore[no-untyped-def]
+    session_factory, worker_settings, monkeypatch
+) -> None:
+    from active_learning.train import TrainingDiverged
+    from app.rounds import stages
+    from tests.rounds.conftest import synthetic_project
+
+    def diverge(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise TrainingDiverged("training diverged by step 40 (mean loss nan) with peak learning rate 0.5")
+
+    # The same settings diverge the same way again: a retry would only spend another worker.
+    monkeypatch.setattr(stages, "train", diverge)
+    project = synthetic_project(session_factory, "diverging")
+    with session_scope(session_factory) as session:
+        round_id = start_round(session, session.get(Project, project.id)).id
+    assert run_round(session_factory, round_id, "w", worker_settings) == RoundStatus.failed
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert round_.status == RoundStatus.failed and round_.attempts == 1
+        assert round_.message == "failed: training diverged by step 40 (mean loss nan) with peak learning rate 0.5"
