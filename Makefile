@@ -21,7 +21,8 @@ test-heavy: install assets chromium
 	$(PY) -m pytest -m heavy
 
 # On a machine with a GPU: the 100M PRM, throughput with a 0.5B backbone and the paper-protocol
-# experiment, each against its goal (bench/gpu_suite.py; about 25 minutes on an H100).
+# experiment, each against its goal (bench/gpu_suite.py), sized for one 10-minute device call.
+# Where PyPI is reachable, torch==2.13.0 below is its CUDA build.
 gpu-suite: install
 	$(PY) bench/gpu_suite.py
 
