@@ -100,7 +100,8 @@ def learning_curves_svg(results: dict[str, Any]) -> str:
     ]) + "\n"
 
 
-EXPERIMENT_COLORS = {"active": "#c8322b", "uniform": "#4f46e5", "retrain": "#d97706", "uncertainty": "#059669"}
+EXPERIMENT_COLORS = {"active": "#c8322b", "uniform": "#4f46e5", "retrain": "#d97706", "uncertainty": "#059669",
+                     "mixed": "#0891b2"}
 EXPERIMENT_NAMES = {"active": "active (fixed selector)", "uniform": "uniform",
                     "retrain": "active, selector retrained", "uncertainty": "uncertainty"}
 
@@ -156,17 +157,19 @@ def experiment_svg(results: dict[str, Any]) -> str:
     body = []
     for i, (metric, title) in enumerate(panels):
         body += _experiment_panel(results, metric, title, i * W)
+    eff, config = results["data_efficiency"], results["config"]
+    # The mixed arm is named by its share: runs compare it at more than one.
+    names = {**EXPERIMENT_NAMES, "mixed": f'mixed ({config.get("control_share", 0.1):.0%} uniform first)'}
     legend = []
     for i, arm in enumerate(results["arms"]):
         color = EXPERIMENT_COLORS.get(arm, "#333")
         legend.append(f'<rect x="{LEFT + i * 230}" y="{H + 7}" width="14" height="4" fill="{color}"/>'
-                      f'<text x="{LEFT + 20 + i * 230}" y="{H + 12}" class="axis">{EXPERIMENT_NAMES.get(arm, arm)}</text>')
-    eff, config = results["data_efficiency"], results["config"]
+                      f'<text x="{LEFT + 20 + i * 230}" y="{H + 12}" class="axis">{names.get(arm, arm)}</text>')
     ratio = "no ratio" if eff["ratio"] is None else f'ratio {eff["ratio"]:.2f}x' + (
         "" if eff["ci95"] is None else f' (95% {eff["ci95"][0]:.2f}-{eff["ci95"][1]:.2f})')
     caption = (f'{eff["seeds"]} seeds, {config["pool_size"]} candidates a pool problem, '
                f'{config["test_candidates"]} a test problem; dots: seeds, lines: means by rung; '
-               f'{eff["metric"]} active/uniform {ratio}; y axes zoomed')
+               f'{eff["metric"]} {eff.get("arm") or "active"}/uniform {ratio}; y axes zoomed')
     return "\n".join([
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H + 40}" width="{width}" height="{H + 40}">',
         "<style>text{font-family:system-ui,sans-serif;fill:#333}.title{font-size:14px;font-weight:600;"

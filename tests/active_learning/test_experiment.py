@@ -205,6 +205,16 @@ def test_the_fixed_selector_scores_the_pool_once_a_seed(stand_ins: dict[str, lis
     assert svg.count("<polyline") == 9 and f'ratio {efficiency["ratio"]:.2f}x' in svg
 
 
+def test_a_run_without_the_active_arm_headlines_the_mixed_one(stand_ins: dict[str, list]) -> None:
+    config = ExperimentConfig.quick().replace(arms="uniform,mixed", ladder="1,2,4", seeds=2, control_share=0.5)
+    results = run_experiment(config)
+    efficiency = results["data_efficiency"]
+    assert efficiency["arm"] == "mixed" and efficiency["ratio"] > 0 and "a_mixed" in efficiency["formula"]
+    assert "mixed/uniform data efficiency" in experiment.summary(results)
+    svg = experiment.experiment_svg(results)
+    assert "mixed (50% uniform first)" in svg and "best_of_n mixed/uniform ratio" in svg
+
+
 def test_the_retrain_arm_retrains_its_selector_between_rungs_on_its_labels(stand_ins: dict[str, list]) -> None:
     config = ExperimentConfig.quick().replace(arms="active,retrain", ladder="1,2,4", seeds=1)
     results = run_experiment(config)
