@@ -99,6 +99,11 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 ABLATION_ARMS = "active,uniform"
 
 
+def ablation_overrides(name: str) -> dict[str, Any]:
+    """What the named ablation changes in the main configuration, its arms included."""
+    return {"arms": ABLATION_ARMS, **ABLATIONS[name]}
+
+
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(",") if part.strip())
 
@@ -404,7 +409,7 @@ def _run_seed(config: ExperimentConfig, seed: int, work: Path, log: Callable[[st
     run = _Seed(config, seed, work)
     curves = {"main": _curves(run, config, seed, log)}
     for name in ablations:
-        changed = config.replace(**{"arms": ABLATION_ARMS, **ABLATIONS[name]})
+        changed = config.replace(**ablation_overrides(name))
         same_pool = changed.pool_size == config.pool_size
         on = run if same_pool else _Seed(changed, seed, work / name, base=run.base)
         curves[name] = _curves(on, changed, seed, lambda line, name=name: log(f"[{name}] {line}"))
@@ -509,9 +514,9 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
     arms = by_arm("main", config.arm_names)
     out_ablations = {}
     for name in ablations:
-        changed = config.replace(**{"arms": ABLATION_ARMS, **ABLATIONS[name]})
+        changed = config.replace(**ablation_overrides(name))
         curves = by_arm(name, changed.arm_names)
-        out_ablations[name] = {"overrides": {"arms": ABLATION_ARMS, **ABLATIONS[name]},
+        out_ablations[name] = {"overrides": ablation_overrides(name),
                                "data_efficiency": _efficiency(changed, curves), "arms": curves}
     return {
         "data_efficiency": _efficiency(config, arms),

@@ -22,6 +22,7 @@ already in the results directory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -97,15 +98,14 @@ def _run_within(command: list[str], limit: float | None) -> int | str:
     try:
         return process.wait(timeout=limit)
     except subprocess.TimeoutExpired:
-        for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, None)):
+        # The group outlives its leader while children run; once all are gone there is no group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
             try:
-                os.killpg(process.pid, sig)
-                process.wait(timeout=grace)
-                break
-            except ProcessLookupError:
-                break
+                process.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                continue
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
         return "timeout"
 
 
@@ -168,11 +168,12 @@ def main() -> None:
             parser.error(f"{flag} must be positive")
     args.results_dir.mkdir(parents=True, exist_ok=True)
     summary_file = args.results_dir / "gpu_suite.json"
-    deadline = args.deadline_s if args.deadline_s is not None else None if args.smoke else DEADLINE_S
+    # Both flags are positive when given; --smoke runs have no limits of their own.
+    deadline = args.deadline_s or (None if args.smoke else DEADLINE_S)
     suite_started = time.monotonic()
 
     def limit(name: str) -> float | None:
-        own = args.timeout_s if args.timeout_s is not None else None if args.smoke else PARTS[name]["limit_s"]
+        own = args.timeout_s or (None if args.smoke else PARTS[name]["limit_s"])
         left = None if deadline is None else max(1.0, deadline - (time.monotonic() - suite_started))
         return min((t for t in (own, left) if t is not None), default=None)
 

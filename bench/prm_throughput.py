@@ -160,9 +160,10 @@ def main() -> None:
             model, optimizer, features, batched[0], tokenizer.pad_token_id, device, bf16), device)
 
     # Scoring: ours with the weights as load_checkpoint would give them (bf16 on CUDA).
+    score_lengths = [len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
+                     for s in solutions]
     naive_s = _naive_scoring(model, tokenizer, solutions[:args.naive_solutions], device)
-    naive_tokens = sum(len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
-                       for s in solutions[:args.naive_solutions])
+    naive_tokens = sum(score_lengths[:args.naive_solutions])
     if bf16:
         model.to(torch.bfloat16)
     list(iter_scores(model, tokenizer, solutions[:32], batch_tokens=args.batch_tokens))  # warm-up
@@ -171,8 +172,6 @@ def main() -> None:
     list(iter_scores(model, tokenizer, solutions, batch_tokens=args.batch_tokens))
     _sync(device)
     ours_s = time.perf_counter() - start
-    score_lengths = [len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
-                     for s in solutions]
     score_tokens = sum(score_lengths)
     if args.profile:
         # The middle batch of the timed run's grouping, tokenising and reading back included.
