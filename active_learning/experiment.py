@@ -20,7 +20,11 @@ module, on synthetic verifiable data (active_learning.synthetic) with an oracle 
      under the fixed selector (ActPRM, 2025), so that it differs from `active` in the rule only;
    - `mixed` (not in the default run): `active` with `control_share` of each set drawn
      uniformly first, as the platform's rounds draw their control slice, so that a set keeps
-     some of what a uniform one shows (clean solutions, right answers with a slip).
+     some of what a uniform one shows (clean solutions, right answers with a slip);
+   - `warm` (not in the default run): the uniform arm's own draw up to `warm_labels` a problem,
+     then, above it, those labels plus `active` picks among the rest by a fixed selector trained
+     on them: rounds that draw uniformly until the PRM ranks, then choose. Up to `warm_labels`
+     it is the uniform arm's set, so it differs from uniform only in the picks above it.
 4. Each PRM is measured on held-out problems with `test_candidates` candidates each: best-of-N
    accuracy (N = test_candidates, the candidate with the highest product score), step AUROC and
    first-error F1, all from one scoring pass of the test set.
@@ -81,10 +85,12 @@ from active_learning.synthetic import Candidate as Synthetic
 from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
 from active_learning.train import train
 
-ARMS = ("active", "uniform", "retrain", "uncertainty", "mixed")
+ARMS = ("active", "uniform", "retrain", "uncertainty", "mixed", "warm")
 # Four arms fit the default run in 90 minutes on two cores; `mixed` is asked for by name.
 DEFAULT_ARMS = ("active", "uniform", "retrain", "uncertainty")
-HEADLINE_ARMS = ("active", "mixed")
+HEADLINE_ARMS = ("active", "mixed", "warm")
+# Arms whose picks come from the fixed selector trained on `selector_labels` a problem.
+SELECTOR_ARMS = ("active", "mixed", "uncertainty", "retrain")
 METRICS = ("best_of_n", "step_auroc", "first_error_f1")
 
 # Named ablations: config overrides the bench script runs beside the main configuration, on the
@@ -132,6 +138,9 @@ class ExperimentConfig:
         "help": "Uniform samples per problem the fixed selector is trained on."})
     wrong_share: float = field(default=0.8, metadata={
         "help": "Share of the active picks that are convincing wrong-answer candidates."})
+    warm_labels: int = field(default=4, metadata={
+        "help": "Uniform samples per problem the warm arm draws before it picks by a selector "
+                "trained on them."})
     control_share: float = field(default=0.1, metadata={
         "help": "Share of the mixed arm's picks drawn uniformly first (the platform's control slice; "
                 "its round default)."})
@@ -167,8 +176,9 @@ class ExperimentConfig:
         rungs = self.rungs
         if not rungs or rungs[0] < 1 or list(rungs) != sorted(set(rungs)):
             raise ValueError("ladder: increasing positive samples per problem, e.g. 1,2,4")
-        if rungs[-1] > self.pool_size or self.selector_labels > self.pool_size:
-            raise ValueError("ladder and selector_labels cannot ask for more than pool_size candidates a problem")
+        if max(rungs[-1], self.selector_labels, self.warm_labels) > self.pool_size:
+            raise ValueError("ladder, selector_labels and warm_labels cannot ask for more than pool_size "
+                             "candidates a problem")
         if not self.arm_names or not set(self.arm_names) <= set(ARMS):
             raise ValueError(f"arms: choose from {', '.join(ARMS)}")
         if self.score not in ("product", "minimum"):
@@ -182,9 +192,9 @@ class ExperimentConfig:
         if not 0 <= self.control_share <= 1:
             raise ValueError("control_share must be between 0 and 1")
         if min(self.seeds, self.pool_problems, self.test_problems, self.selector_labels,
-               self.train_steps, self.jobs, self.threads) < 1 or self.test_candidates < 2:
-            raise ValueError("seeds, problems, selector_labels, train_steps, jobs and threads must be "
-                             "positive, test_candidates at least 2")
+               self.warm_labels, self.train_steps, self.jobs, self.threads) < 1 or self.test_candidates < 2:
+            raise ValueError("seeds, problems, selector_labels, warm_labels, train_steps, jobs and threads "
+                             "must be positive, test_candidates at least 2")
 
     @property
     def rungs(self) -> tuple[int, ...]:
@@ -389,11 +399,15 @@ class _Seed:
             "outcomes": measured["outcomes"], "seconds": round(time.monotonic() - started, 1),
         }
 
-    def selector_scores(self, ids: Sequence[int], name: str) -> PoolScores:
+    def selector_scores(self, ids: Sequence[int], name: str, measure: bool = False) -> PoolScores:
+        """The pool scored by a PRM trained on `ids`; with `measure`, that PRM is also measured
+        for point(), which then need not train the same model again."""
         key = frozenset(ids)
         if key not in self._selectors:
             checkpoint = self.train(ids, name)
             self._selectors[key] = _score_pool(self.config, checkpoint, self.pool)
+            if measure and key not in self._measured:
+                self._measured[key] = _measure(self.config, checkpoint, self.test)
             shutil.rmtree(checkpoint)
         return self._selectors[key]
 
@@ -420,8 +434,9 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
             log: Callable[[str], None]) -> dict[str, list[dict]]:
     arms = config.arm_names
     selector_ids = uniform_set(run.candidates, config.selector_labels, seed * 1000 + 7)
-    selector = run.selector_scores(selector_ids, "selector")
-    fixed_score = selector.score(config.score)
+    if set(arms) & set(SELECTOR_ARMS):
+        selector = run.selector_scores(selector_ids, "selector")
+        fixed_score = selector.score(config.score)
     curves: dict[str, list[dict]] = {arm: [] for arm in arms}
     retrain_ids: list[int] = []
     previous = 0
@@ -434,6 +449,8 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
                                        config.control_share)
         if "uniform" in arms:
             sets["uniform"] = uniform_set(run.candidates, rung, seed * 1000 + 1)
+        if "warm" in arms:
+            sets["warm"] = _warm_set(run, config, rung, seed)
         if "uncertainty" in arms:
             sets["uncertainty"] = uncertainty_set(run.candidates, selector.uncertainty, rung, seed)
         if "retrain" in arms:
@@ -449,6 +466,19 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
             log(f"seed {seed} {arm} {rung}/problem: {config.metric} {curves[arm][-1][config.metric]}")
         previous = rung
     return curves
+
+
+def _warm_set(run: _Seed, config: ExperimentConfig, rung: int, seed: int) -> list[int]:
+    drawn = uniform_set(run.candidates, min(rung, config.warm_labels), seed * 1000 + 1)
+    if rung < config.warm_labels:
+        return drawn
+    # From the warm rung on, the selector is the PRM the uniform arm trains on the same draw:
+    # trained once, it scores the pool and is measured as that arm's point.
+    scores = run.selector_scores(drawn, "warm-selector", measure=True).score(config.score)
+    if rung == config.warm_labels:
+        return drawn
+    unlabeled = set(range(len(run.pool))) - set(drawn)
+    return drawn + active_set(run.scored(scores, unlabeled), rung - config.warm_labels, config.wrong_share, seed)
 
 
 def _efficiency(config: ExperimentConfig, arms: dict[str, dict[str, list[dict]]]) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def learning_curves_svg(results: dict[str, Any]) -> str:
 
 
 EXPERIMENT_COLORS = {"active": "#c8322b", "uniform": "#4f46e5", "retrain": "#d97706", "uncertainty": "#059669",
-                     "mixed": "#0891b2"}
+                     "mixed": "#0891b2", "warm": "#7c3aed"}
 EXPERIMENT_NAMES = {"active": "active (fixed selector)", "uniform": "uniform",
                     "retrain": "active, selector retrained", "uncertainty": "uncertainty"}
 
@@ -159,7 +159,8 @@ def experiment_svg(results: dict[str, Any]) -> str:
         body += _experiment_panel(results, metric, title, i * W)
     eff, config = results["data_efficiency"], results["config"]
     # The mixed arm is named by its share: runs compare it at more than one.
-    names = {**EXPERIMENT_NAMES, "mixed": f'mixed ({config.get("control_share", 0.1):.0%} uniform first)'}
+    names = {**EXPERIMENT_NAMES, "mixed": f'mixed ({config.get("control_share", 0.1):.0%} uniform first)',
+             "warm": f'warm (uniform to {config.get("warm_labels", 4)} a problem, then active)'}
     legend = []
     for i, arm in enumerate(results["arms"]):
         color = EXPERIMENT_COLORS.get(arm, "#333")

@@ -18,6 +18,9 @@ class PickReason(enum.StrEnum):
     qc = "qc"
     # No model has been served yet, so there is nothing to rank with.
     no_model = "no_model"
+    # Drawn uniformly: the selector does not yet rank well enough on held-out labels
+    # (RoundSettings.selector_min_step_auroc).
+    selector_warmup = "selector_warmup"
     # Routed to humans because machine labels contradict each other or the served PRM, or a
     # rollout could not tell; the pick's detail says which (active_learning.disagreement).
     machine_disagreement = "machine_disagreement"

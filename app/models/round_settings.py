@@ -24,6 +24,9 @@ class SelectorMode(enum.StrEnum):
     retrain = "retrain"
 
 
+SELECTOR_MIN_STEP_AUROC = 0.9
+
+
 class PromoteMetric(enum.StrEnum):
     step_auroc = "step_auroc"
     first_error_f1 = "first_error_f1"
@@ -42,6 +45,8 @@ class RoundSettings(Base):
         CheckConstraint("control_share >= 0 AND control_share <= 1", name="control_share_range"),
         CheckConstraint("qc_share >= 0 AND qc_share <= 1", name="qc_share_range"),
         CheckConstraint("heldout_share > 0 AND heldout_share < 1", name="heldout_range"),
+        CheckConstraint("selector_min_step_auroc IS NULL OR (selector_min_step_auroc >= 0 AND "
+                        "selector_min_step_auroc <= 1)", name="selector_min_range"),
     )
 
     project_id: Mapped[int] = mapped_column(
@@ -81,6 +86,11 @@ class RoundSettings(Base):
     selector_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL")
     )
+    # Rounds draw uniformly until the selector's held-out step AUROC (the lower end of its 95%
+    # interval, on at least promote_min_heldout labels) reaches this; null: any served model
+    # ranks. While a PRM is still learning the task, chosen picks taught it less than uniform
+    # ones in every condition measured (docs/prm.md, "When choosing pays").
+    selector_min_step_auroc: Mapped[float | None] = mapped_column(Float, default=SELECTOR_MIN_STEP_AUROC)
     # Solutions whose machine sources agree with each other and with the served PRM train the
     # next model on their machine labels, with no human label; off: only humans' labels train.
     accept_agreeing_machine_labels: Mapped[bool] = mapped_column(Boolean, default=False)

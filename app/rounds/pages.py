@@ -52,6 +52,7 @@ class SettingsForm(BaseModel):
     promote_min_heldout: str = Field(default="", max_length=50)
     selector_mode: str = Field(default="", max_length=50)
     selector_version_id: str = Field(default="", max_length=50)
+    selector_min_step_auroc: str = Field(default="", max_length=50)
     accept_agreeing_machine_labels: str = Field(default="", max_length=50)
     autolabel_generator: str = Field(default="", max_length=600)
     autolabel_rollouts: str = Field(default="", max_length=50)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from active_learning.select import NO_MODEL, Candidate, Pick, SelectionRule, select_uniform
 from active_learning.select import select as select_picks
-from app.models import Project, Round, RoundSettings, RoundStage
+from app.models import PickReason, Project, Round, RoundSettings, RoundStage
 from app.rounds import lease, pool, routing
 from app.rounds.failpoints import failpoint
 from app.rounds.run import STAGE_START, RoundRun
@@ -35,10 +35,11 @@ def select_stage(run: RoundRun) -> None:
         round_ = session.get(Round, run.round_id)
         assert round_ is not None
         # The model the score stage ranked the pool with (a round from before selector modes
-        # ranked with the served one); none when no model was served.
+        # ranked with the served one); none when no model was served or none ranks well enough.
         selector = round_.metrics.get("selector")
         served = served_version(session, run.project_id) if selector is None else None
         version_id = selector["version_id"] if selector else served.id if served else None
+        uniform_reason = PickReason.selector_warmup if selector and selector.get("uniform_because") else NO_MODEL
         rows = pool.pool_candidates(session, run.project_id, version_id)
         rule = selection_rule(run.settings, seed=run.round_id)
         if version_id is None:
@@ -49,7 +50,7 @@ def select_stage(run: RoundRun) -> None:
         texts = pool.solution_texts(session, [r[0] for r in shortlist] + [r[0] for r in qc_rows])
         candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in shortlist]
         if version_id is None:
-            picks = select_uniform(candidates, rule, NO_MODEL)
+            picks = select_uniform(candidates, rule, uniform_reason)
         else:
             scored = [c for c in candidates if c.score is not None]
             qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]

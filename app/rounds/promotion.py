@@ -1,5 +1,5 @@
 """The project's promotion rule: which held-out metric, how high, judged on how much, and
-against what.
+against what; and the bar a model must pass before it ranks a round's pool.
 
 Held-out sets are small in a labeling project (a few dozen labels in early rounds), and a metric
 measured on them swings widely: the rule judges the lower end of the metric's 95% bootstrap
@@ -57,3 +57,23 @@ def passes(settings: RoundSettings, candidate: dict | None, served: dict | None)
     return True, f"{measured} passes" + (
         f" (served model: {incumbent:.3f})" if incumbent is not None else ""
     )
+
+
+def selector_ready(settings: RoundSettings, metrics: dict | None) -> tuple[bool, str]:
+    """Whether a model ranks well enough on held-out labels to choose a round's picks, judged
+    as promotion is (the lower end of the 95% interval, on enough held-out labels), and why."""
+    bar = settings.selector_min_step_auroc
+    if bar is None:
+        return True, "any served model ranks the pool"
+    metric = PromoteMetric.step_auroc
+    value, interval = metric_value(metrics, metric), metric_interval(metrics, metric)
+    if metrics is None or value is None or interval is None:
+        return False, f"the selector has no held-out step AUROC with an interval to judge by (needs {bar:.2f})"
+    size, _ = heldout_size(metrics, metric)
+    if size < settings.promote_min_heldout:
+        return False, (f"the selector's step AUROC was measured on {size} held-out labels, fewer than "
+                       f"the {settings.promote_min_heldout} needed")
+    measured = f"the selector's step AUROC {value:.3f} (95% interval {interval[0]:.3f} to {interval[1]:.3f})"
+    if interval[0] < bar:
+        return False, f"{measured}: its lower end is below {bar:.2f}"
+    return True, f"{measured} reaches {bar:.2f}"

@@ -140,6 +140,8 @@ class RoundSettingsRead(BaseModel):
     promote_min_heldout: int
     selector_mode: SelectorMode
     selector_version_id: int | None
+    selector_min_step_auroc: float | None = Field(
+        description="rounds draw uniformly until the selector's held-out step AUROC (lower end of its 95% interval) reaches this; null: any served model ranks")
     accept_agreeing_machine_labels: bool = Field(
         description="train on machine labels, without a human, of solutions whose machine sources agree with each other and with the served PRM"
     )
@@ -157,7 +159,7 @@ class RoundSettingsRead(BaseModel):
 
 # The settings a null turns off; every other one must have a value.
 NULLABLE_SETTINGS = ("every_new_labels", "schedule_hours", "selector_version_id", "source_weights",
-                     "autolabel_generator")
+                     "autolabel_generator", "selector_min_step_auroc")
 
 
 def _null_only_where_allowed(schema: dict[str, Any]) -> None:
@@ -176,8 +178,8 @@ def _null_only_where_allowed(schema: dict[str, Any]) -> None:
 
 class RoundSettingsUpdate(BaseModel):
     """Fields left out stay as they are; send null for `every_new_labels` or `schedule_hours`
-    to turn that trigger off, and for `selector_version_id` to let the next round pin the served
-    model as the fixed selector."""
+    to turn that trigger off, for `selector_version_id` to let the next round pin the served
+    model as the fixed selector, and for `selector_min_step_auroc` to let any served model rank."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_null_only_where_allowed)
 
@@ -201,6 +203,11 @@ class RoundSettingsUpdate(BaseModel):
     promote_min_heldout: int | None = Field(default=None, ge=1, le=10_000_000)
     selector_mode: SelectorMode | None = None
     selector_version_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    selector_min_step_auroc: float | None = Field(
+        default=None, ge=0, le=1,
+        description="rounds draw uniformly until the selector's held-out step AUROC, the lower end of its 95% "
+        "interval on at least promote_min_heldout labels, reaches this; null: any served model ranks",
+    )
     accept_agreeing_machine_labels: bool | None = None
     autolabel_generator: str | None = Field(
         default=None,

@@ -45,7 +45,7 @@ from app.rounds import lease, pool, routing
 from app.rounds.config import WorkerSettings
 from app.rounds.failpoints import failpoint
 from app.rounds.picking import enqueue_stage, select_stage
-from app.rounds.promotion import passes
+from app.rounds.promotion import passes, selector_ready
 from app.rounds.run import STAGE_START, RoundRun, frozen_settings, jsonable, settings_dict
 from app.rounds.service import round_settings, selector_version, served_version
 
@@ -405,12 +405,22 @@ def _score(run: RoundRun) -> None:
                           message="no model served yet: picking uniformly",
                           percent=STAGE_START[RoundStage.select])
             return
+        metrics = run.metrics(session)
+        ready, why = selector_ready(run.settings, selector.metrics)
+        if not ready:
+            # No model id: the select stage draws the whole budget uniformly, as before any model.
+            session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
+                metrics={**metrics, "selector": {"mode": run.settings.selector_mode.value, "version_id": None,
+                                                 "candidate_id": selector.id, "uniform_because": why}}))
+            lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
+                          message=f"picking uniformly: {why}", percent=STAGE_START[RoundStage.select])
+            return
         if run.settings.selector_mode == SelectorMode.fixed and run.settings.selector_version_id is None:
-            # The first served model becomes the fixed selector, for this round and the next.
+            # The first served model that ranks well enough becomes the fixed selector, for this
+            # round and the next.
             session.execute(update(RoundSettings).where(
                 RoundSettings.project_id == run.project_id, RoundSettings.selector_version_id.is_(None)
             ).values(selector_version_id=selector.id))
-        metrics = run.metrics(session)
         session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(metrics={
             **metrics, "selector": {"mode": run.settings.selector_mode.value, "version_id": selector.id}}))
         version_id, path = selector.id, selector.path

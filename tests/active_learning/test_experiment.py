@@ -391,3 +391,27 @@ def test_simulate_ends_a_diverged_run_with_the_trainers_message(monkeypatch: pyt
     assert done.exit_code == 1 and "Error: training diverged by step 3" in done.output
     assert done.exception is None or isinstance(done.exception, SystemExit)
     assert not (tmp_path / "r.json").exists()
+
+
+def test_the_warm_arm_is_the_uniform_draw_then_picks_by_a_selector_trained_on_it(stand_ins: dict[str, list]) -> None:
+    config = ExperimentConfig.quick().replace(arms="uniform,warm", ladder="1,2,4", warm_labels=2, seeds=1)
+    results = run_experiment(config)
+    # No arm asks the one-label selector; the warm selector is the uniform arm's 2-a-problem PRM,
+    # trained once: it scores the pool and is that rung's point for both arms.
+    assert stand_ins["score"] == ["warm-selector"]
+    trained = [name for name, _ in stand_ins["train"]]
+    assert trained == ["uniform-1", "warm-selector", "uniform-4", "warm-4"]
+    uniform, warm = results["arms"]["uniform"]["0"], results["arms"]["warm"]["0"]
+    assert [p["best_of_n"] for p in warm[:2]] == [p["best_of_n"] for p in uniform[:2]]
+    assert warm[2]["best_of_n"] != uniform[2]["best_of_n"]
+    assert [p["labels"] for p in warm] == [6, 12, 24]
+    assert results["data_efficiency"]["arm"] == "warm"
+    assert "warm (uniform to 2 a problem, then active)" in experiment.experiment_svg(results)
+
+
+def test_the_warm_set_holds_the_uniform_draw_and_picks_only_among_the_rest(stand_ins: dict[str, list]) -> None:
+    config = ExperimentConfig.quick().replace(warm_labels=2)
+    run = experiment._Seed(config, 0, Path("unused"), base="tiny")
+    drawn = experiment.uniform_set(run.candidates, 2, 1)
+    warm = experiment._warm_set(run, config, 5, seed=0)
+    assert warm[:len(drawn)] == drawn and len(set(warm)) == len(warm) == 5 * config.pool_problems

@@ -75,6 +75,7 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
     defaults = client.get(url, headers=headers).json()
     assert (defaults["picks_per_round"], defaults["wrong_share"], defaults["control_share"]) == (100, 0.8, 0.1)
     assert (defaults["selector_mode"], defaults["selector_version_id"], defaults["promote_min_heldout"]) == ("fixed", None, 50)
+    assert defaults["selector_min_step_auroc"] == 0.9
 
     changed = client.patch(url, headers=headers, json={"picks_per_round": 40, "every_new_labels": 25})
     assert changed.status_code == 200, changed.text
@@ -82,13 +83,14 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
 
     for bad in [{"wrong_share": 1.5}, {"picks_per_round": 0}, {"qc_share": 0.95}, {"bogus": 1},
                 {"picks_per_round": None}, {"promote_metric": "vibes"}, {"selector_mode": "sometimes"},
-                {"selector_version_id": 999}, {"promote_min_heldout": 0}]:
+                {"selector_version_id": 999}, {"promote_min_heldout": 0}, {"selector_min_step_auroc": 1.5},
+                {"selector_min_step_auroc": "high"}]:
         response = client.patch(url, headers=headers, json=bad)
         assert response.status_code == 422, (bad, response.text)
     assert client.get(url, headers=headers).json() == changed.json()
 
-    off = client.patch(url, headers=headers, json={"every_new_labels": None})
-    assert off.json()["every_new_labels"] is None
+    off = client.patch(url, headers=headers, json={"every_new_labels": None, "selector_min_step_auroc": None})
+    assert off.json()["every_new_labels"] is None and off.json()["selector_min_step_auroc"] is None
     assert client.patch(url, headers=api_headers(client, "max"), json={"picks_per_round": 5}).status_code == 403
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(RoundSettings)) == 1

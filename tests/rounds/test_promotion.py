@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.models import PromoteMetric, Round, RoundSettings
 from app.rounds.charts import quality_chart
-from app.rounds.promotion import passes
+from app.rounds.promotion import passes, selector_ready
 
 
 def _settings(**overrides) -> RoundSettings:
@@ -15,6 +15,21 @@ def _settings(**overrides) -> RoundSettings:
 
 def _metrics(value: float, interval: list[float] | None, labels: int) -> dict:
     return {"step_auroc": value, "ci95": {"step_auroc": interval}, "n_labels": labels}
+
+
+def test_a_selector_ranks_only_once_its_interval_clears_the_bar_on_enough_labels() -> None:
+    settings = _settings(selector_min_step_auroc=0.9)
+    ok, why = selector_ready(settings, _metrics(0.93, [0.86, 0.97], 400))
+    assert not ok and why == ("the selector's step AUROC 0.930 (95% interval 0.860 to 0.970): "
+                              "its lower end is below 0.90")
+    ok, why = selector_ready(settings, _metrics(0.95, [0.91, 0.98], 400))
+    assert ok and why.endswith("reaches 0.90")
+    ok, why = selector_ready(settings, _metrics(0.99, [0.95, 1.0], 6))
+    assert not ok and "measured on 6 held-out labels, fewer than the 50 needed" in why
+    for metrics in (None, {}, _metrics(0.95, None, 400)):
+        ok, why = selector_ready(settings, metrics)
+        assert not ok and "no held-out step AUROC with an interval" in why
+    assert selector_ready(_settings(selector_min_step_auroc=None), None) == (True, "any served model ranks the pool")
 
 
 def test_six_held_out_labels_promote_nothing() -> None:

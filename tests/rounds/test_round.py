@@ -142,6 +142,39 @@ def test_without_enough_labels_a_round_picks_uniformly(
         assert all(p.score is None and p.model_version_id is None for p in picks)
 
 
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_until_the_selector_ranks_well_enough_rounds_pick_uniformly_and_pin_nothing(
+    session_factory: sessionmaker[Session], worker_settings, backend: str
+) -> None:
+    project = synthetic_project(session_factory)
+    with session_scope(session_factory) as session:
+        # A bar no model trained in seconds reaches: the product's default behaviour early on.
+        update_round_settings(session, project.id, RoundSettingsUpdate(selector_min_step_auroc=0.999))
+    first = start(session_factory, project.id)
+    assert run_round(session_factory, first, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        served = served_version(session, project.id)
+        assert served is not None and round_settings(session, project.id).selector_version_id is None
+        selector = session.get(Round, first).metrics["selector"]
+        assert selector["version_id"] is None and selector["candidate_id"] == served.id
+        assert "its lower end is below 1.00" in selector["uniform_because"]
+        picks = session.scalars(select(RoundPick).where(RoundPick.round_id == first)).all()
+        assert len(picks) == 12 and {p.reason.value for p in picks} == {"selector_warmup"}
+        assert all(p.score is None and p.model_version_id is None for p in picks)
+        # Nothing was scored for a ranking that did not happen.
+        assert session.scalar(select(func.count()).select_from(SolutionScore)) == 0
+        update_round_settings(session, project.id, RoundSettingsUpdate(selector_min_step_auroc=0.0))
+    second = start(session_factory, project.id)
+    assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        # The model served when the second round ranked is the first to clear the bar: pinned.
+        pinned = round_settings(session, project.id).selector_version_id
+        assert pinned == served_version(session, project.id).id
+        assert session.get(Round, second).metrics["selector"] == {"mode": "fixed", "version_id": pinned}
+        reasons = {p.reason.value for p in session.scalars(select(RoundPick).where(RoundPick.round_id == second))}
+        assert "convincing_wrong" in reasons and "selector_warmup" not in reasons
+
+
 @pytest.mark.parametrize(("mode", "backend"), [("fixed", "postgresql"), ("retrain", "sqlite")], indirect=["backend"])
 def test_a_fixed_selector_keeps_ranking_while_new_models_are_served(
     session_factory: sessionmaker[Session], worker_settings, backend: str, mode: str
