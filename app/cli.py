@@ -584,9 +584,10 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
 @click.option("--pool-size", default=None, type=click.IntRange(1), help="paper: candidates per pool problem (K, default 64)")
 @click.option("--ladder", default=None, help="paper: samples per problem at each rung (default 1,2,4)")
 @click.option("--seeds", default=None, type=click.IntRange(1), help="paper: seeds run (default 3)")
-@click.option("--arms", default=None, help="paper: arms, from active,uniform,retrain,uncertainty,mixed (default: all but mixed)")
+@click.option("--arms", default=None, help="paper: arms, from active,uniform,retrain,uncertainty,mixed,warm (default: all but mixed and warm)")
 @click.option("--selector-labels", default=None, type=click.IntRange(1), help="paper: uniform samples per problem the fixed selector learns from")
 @click.option("--wrong-share", default=None, type=click.FloatRange(0, 1), help="paper: share of active picks that are convincing wrong answers")
+@click.option("--warm-labels", default=None, type=click.IntRange(1), help="paper: uniform samples per problem the warm arm draws before it picks by a selector trained on them (default 4)")
 @click.option("--control-share", default=None, type=click.FloatRange(0, 1), help="paper: share of the mixed arm's picks drawn uniformly first, as a round's control slice (default 0.1)")
 @click.option("--metric", type=click.Choice(["best_of_n", "step_auroc", "first_error_f1"]), default=None, help="paper: quality the ratio is read from (default best_of_n)")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="paper: where to train and score (default auto)")
@@ -600,7 +601,7 @@ def simulate(protocol: str, output: Path | None, seed: int, quick: bool, ablatio
         output = Path("bench/results") / ("active_learning.json" if protocol == "paper" else "active_learning_iterative.json")
     iterative_only = {"n_rounds", "seed_labels", "labels_per_round", "epochs"}
     paper_only = {"pool_size", "ladder", "seeds", "arms", "selector_labels", "wrong_share", "control_share", "metric",
-                  "device", "jobs", "bases"}
+                  "device", "jobs", "bases", "warm_labels"}
     given = {k for k, v in options.items() if v is not None}
     wrong = given & (iterative_only if protocol == "paper" else paper_only)
     if wrong or (ablations and protocol != "paper"):

@@ -18,6 +18,8 @@ class PickReason(enum.StrEnum):
     qc = "qc"
     # No model has been served yet, so there is nothing to rank with.
     no_model = "no_model"
+    # Drawn uniformly: the project's selector mode is uniform.
+    uniform = "uniform"
     # Drawn uniformly: the selector does not yet rank well enough on held-out labels
     # (RoundSettings.selector_min_step_auroc).
     selector_warmup = "selector_warmup"

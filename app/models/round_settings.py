@@ -17,6 +17,10 @@ class ScoreKind(enum.StrEnum):
 
 
 class SelectorMode(enum.StrEnum):
+    # No model ranks: rounds draw their picks uniformly. The default for new projects: in every
+    # condition our experiments measured, picks ranked by a PRM taught the next PRM less than
+    # uniform ones, even with a selector that ranked well (docs/prm.md, "When choosing pays").
+    uniform = "uniform"
     # The paper's protocol: one selector, trained once, ranks every round's pool. Retraining it
     # each round is the variant the paper's authors could not make work, and the one our
     # simulation measured at a quarter of uniform's efficiency (docs/prm.md).
@@ -78,18 +82,19 @@ class RoundSettings(Base):
     promote_min: Mapped[float] = mapped_column(Float, default=0.5)
     promote_margin: Mapped[float] = mapped_column(Float, default=0.0)
     promote_min_heldout: Mapped[int] = mapped_column(Integer, default=50)
-    # Which model ranks the pool: in fixed mode the pinned version (the first served one when
-    # none is pinned yet), in retrain mode the served one. Rounds train and promote either way.
+    # Which model ranks the pool: none in uniform mode, in fixed mode the pinned version (the
+    # first served one that clears selector_min_step_auroc when none is pinned yet), in retrain
+    # mode the served one. Rounds train and promote in every mode.
     selector_mode: Mapped[SelectorMode] = mapped_column(
-        Enum(SelectorMode, native_enum=False, length=16), default=SelectorMode.fixed
+        Enum(SelectorMode, native_enum=False, length=16), default=SelectorMode.uniform
     )
     selector_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL")
     )
-    # Rounds draw uniformly until the selector's held-out step AUROC (the lower end of its 95%
-    # interval, on at least promote_min_heldout labels) reaches this; null: any served model
-    # ranks. While a PRM is still learning the task, chosen picks taught it less than uniform
-    # ones in every condition measured (docs/prm.md, "When choosing pays").
+    # In fixed and retrain modes, rounds draw uniformly until the selector's held-out step AUROC
+    # (the lower end of its 95% interval, on at least promote_min_heldout labels) reaches this;
+    # null: any served model ranks. A selector that cannot rank picks no better than chance,
+    # and such picks taught a PRM less than uniform ones (docs/prm.md).
     selector_min_step_auroc: Mapped[float | None] = mapped_column(Float, default=SELECTOR_MIN_STEP_AUROC)
     # Solutions whose machine sources agree with each other and with the served PRM train the
     # next model on their machine labels, with no human label; off: only humans' labels train.

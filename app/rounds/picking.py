@@ -39,18 +39,18 @@ def select_stage(run: RoundRun) -> None:
         selector = round_.metrics.get("selector")
         served = served_version(session, run.project_id) if selector is None else None
         version_id = selector["version_id"] if selector else served.id if served else None
-        uniform_reason = PickReason.selector_warmup if selector and selector.get("uniform_because") else NO_MODEL
+        ranked = version_id is not None and not (selector or {}).get("uniform_because")
         rows = pool.pool_candidates(session, run.project_id, version_id)
         rule = selection_rule(run.settings, seed=run.round_id)
-        if version_id is None:
-            shortlist = random.Random(rule.seed).sample(rows, min(len(rows), 3 * rule.budget + 10))
-        else:
+        if ranked:
             shortlist = reachable(rows, rule)
+        else:
+            shortlist = random.Random(rule.seed).sample(rows, min(len(rows), 3 * rule.budget + 10))
         qc_rows = pool.qc_candidates(session, run.project_id) if rule.qc_share else []
         texts = pool.solution_texts(session, [r[0] for r in shortlist] + [r[0] for r in qc_rows])
         candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in shortlist]
-        if version_id is None:
-            picks = select_uniform(candidates, rule, uniform_reason)
+        if not ranked:
+            picks = select_uniform(candidates, rule, uniform_reason(selector))
         else:
             scored = [c for c in candidates if c.score is not None]
             qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]
@@ -92,6 +92,14 @@ def queue_order(
         *((sid, scores.get(sid), routing.pick_reason(v).value, v.reason) for sid, v in routed),
         *((p.solution_id, p.score, str(p.reason), None) for p in picks if p.solution_id not in taken),
     ]
+
+
+def uniform_reason(selector: dict | None) -> str:
+    """Why a round drew its picks uniformly: its project's mode, a selector below the bar, or
+    no model yet."""
+    if selector and selector.get("uniform_because"):
+        return PickReason.uniform if selector["mode"] == "uniform" else PickReason.selector_warmup
+    return NO_MODEL
 
 
 def reachable(rows: list[tuple], rule: SelectionRule) -> list[tuple]:

@@ -397,32 +397,35 @@ def _round_version(session: Session, run: RoundRun) -> ModelVersion:
 
 # -- score (select and enqueue: app.rounds.picking) -------------------------------------------
 
+UNIFORM_MODE = "the project's selector mode is uniform"
+
+
 def _score(run: RoundRun) -> None:
+    mode = run.settings.selector_mode
     with run.session() as session:
         selector = selector_version(session, run.settings)
         if selector is None:
+            if mode == SelectorMode.uniform:
+                session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
+                    metrics={**run.metrics(session), "selector": {
+                        "mode": mode.value, "version_id": None, "uniform_because": UNIFORM_MODE}}))
             lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
                           message="no model served yet: picking uniformly",
                           percent=STAGE_START[RoundStage.select])
             return
-        metrics = run.metrics(session)
-        ready, why = selector_ready(run.settings, selector.metrics)
-        if not ready:
-            # No model id: the select stage draws the whole budget uniformly, as before any model.
-            session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
-                metrics={**metrics, "selector": {"mode": run.settings.selector_mode.value, "version_id": None,
-                                                 "candidate_id": selector.id, "uniform_because": why}}))
-            lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
-                          message=f"picking uniformly: {why}", percent=STAGE_START[RoundStage.select])
-            return
-        if run.settings.selector_mode == SelectorMode.fixed and run.settings.selector_version_id is None:
+        # The pool is scored even when the picks are drawn uniformly: routing compares machine
+        # labels with these step scores, and the picks inspector shows how convincing each was.
+        ready, why = (False, UNIFORM_MODE) if mode == SelectorMode.uniform else selector_ready(
+            run.settings, selector.metrics)
+        if ready and mode == SelectorMode.fixed and run.settings.selector_version_id is None:
             # The first served model that ranks well enough becomes the fixed selector, for this
             # round and the next.
             session.execute(update(RoundSettings).where(
                 RoundSettings.project_id == run.project_id, RoundSettings.selector_version_id.is_(None)
             ).values(selector_version_id=selector.id))
-        session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(metrics={
-            **metrics, "selector": {"mode": run.settings.selector_mode.value, "version_id": selector.id}}))
+        recorded = {"mode": mode.value, "version_id": selector.id} | ({} if ready else {"uniform_because": why})
+        session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
+            metrics={**run.metrics(session), "selector": recorded}))
         version_id, path = selector.id, selector.path
         total = pool.count_unscored(session, run.project_id, version_id)
         run.progress(session, RoundStage.score, 0, f"scoring {total} solutions")
@@ -447,7 +450,8 @@ def _score(run: RoundRun) -> None:
         failpoint("score.chunk")
     with run.session() as session:
         lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
-                      percent=STAGE_START[RoundStage.select], message="selecting")
+                      percent=STAGE_START[RoundStage.select],
+                      message="selecting" if ready else f"picking uniformly: {why}")
 
 
 STAGES = {

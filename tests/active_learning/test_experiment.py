@@ -339,6 +339,7 @@ def test_a_quick_paper_protocol_run_writes_results_and_a_plot(tmp_path: Path) ->
     (["--protocol", "paper", "--rounds", "3"], "not an option of --protocol paper: --rounds"),
     (["--pool-size", "8"], "not an option of --protocol iterative: --pool-size"),
     (["--bases", "somewhere"], "not an option of --protocol iterative: --bases"),
+    (["--warm-labels", "2"], "not an option of --protocol iterative: --warm-labels"),
 ])
 def test_simulate_flags_are_checked_before_anything_runs(tmp_path: Path, args: list[str], message: str) -> None:
     from click.testing import CliRunner
@@ -365,13 +366,14 @@ def test_simulate_passes_the_paper_flags_to_the_experiment(monkeypatch: pytest.M
     monkeypatch.setattr(experiment, "run_and_report", fake_report)
     result = CliRunner().invoke(cli, [
         "simulate", "--protocol", "paper", "--output", str(tmp_path / "r.json"), "--seed", "4",
-        "--pool-size", "32", "--ladder", "1,4", "--seeds", "5", "--arms", "active,uniform",
+        "--pool-size", "32", "--ladder", "1,4", "--seeds", "5", "--arms", "uniform,warm", "--warm-labels", "2",
         "--device", "cuda", "--base", "100m", "--score", "minimum", "--ablations", "pool_16",
         "--bases", str(tmp_path / "bases")])
     assert result.exit_code == 0, result.output
     config = seen["config"]
     assert (config.seed, config.pool_size, config.rungs, config.seeds, config.arm_names) == (
-        4, 32, (1, 4), 5, ("active", "uniform"))
+        4, 32, (1, 4), 5, ("uniform", "warm"))
+    assert config.warm_labels == 2
     assert (config.device, config.base, config.score, config.bases) == ("cuda", "100m", "minimum", str(tmp_path / "bases"))
     assert seen["ablations"] == ["pool_16"] and config.train_steps == ExperimentConfig().train_steps
 

@@ -1,4 +1,5 @@
-"""The bar a selector must clear before rounds rank the pool, set on the research page."""
+"""The selector mode, and the bar a selector must clear before rounds rank the pool, set on
+the research page."""
 
 from __future__ import annotations
 
@@ -10,19 +11,23 @@ from tests.browser.conftest import login, screenshot
 from tests.conftest import make_project, make_user
 
 
-def test_a_researcher_sets_and_clears_the_selector_bar(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+def test_a_researcher_turns_ranking_on_with_a_bar_and_clears_it(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "bar")
     make_user(session_factory, "rita", "researcher")
     login(page, "rita", f"/research/projects/{project.id}")
     field = page.get_by_label("Rank from step AUROC")
+    expect(page.locator("select[name=selector_mode]")).to_have_value("uniform")
     expect(field).to_have_value("0.9")
-    expect(page.locator(".pool-guidance")).to_contain_text("every way of choosing lost to uniform")
+    expect(page.locator(".pool-guidance")).to_contain_text("so new projects start uniform")
+    page.locator("select[name=selector_mode]").select_option("fixed")
     field.fill("1.5")
     page.get_by_role("button", name="Save round settings").click()
     expect(page.locator("#settings [role=alert]")).to_be_visible()
     expect(page.locator("#settings")).to_contain_text("less than or equal to 1")
     with session_scope(session_factory) as session:
-        assert round_settings(session, project.id).selector_min_step_auroc == 0.9
+        saved = round_settings(session, project.id)
+        assert (saved.selector_mode.value, saved.selector_min_step_auroc) == ("uniform", 0.9)
+    expect(page.locator("select[name=selector_mode]")).to_have_value("fixed")
     page.get_by_label("Rank from step AUROC").fill("0.85")
     page.get_by_role("button", name="Save round settings").click()
     page.wait_for_url("**saved=1**")
@@ -34,4 +39,5 @@ def test_a_researcher_sets_and_clears_the_selector_bar(page: Page, session_facto
     page.wait_for_url("**saved=1**")
     expect(page.get_by_label("Rank from step AUROC")).to_have_value("")
     with session_scope(session_factory) as session:
-        assert round_settings(session, project.id).selector_min_step_auroc is None
+        saved = round_settings(session, project.id)
+        assert (saved.selector_mode.value, saved.selector_min_step_auroc) == ("fixed", None)

@@ -74,7 +74,7 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
     headers = api_headers(client, "rita")
     defaults = client.get(url, headers=headers).json()
     assert (defaults["picks_per_round"], defaults["wrong_share"], defaults["control_share"]) == (100, 0.8, 0.1)
-    assert (defaults["selector_mode"], defaults["selector_version_id"], defaults["promote_min_heldout"]) == ("fixed", None, 50)
+    assert (defaults["selector_mode"], defaults["selector_version_id"], defaults["promote_min_heldout"]) == ("uniform", None, 50)
     assert defaults["selector_min_step_auroc"] == 0.9
 
     changed = client.patch(url, headers=headers, json={"picks_per_round": 40, "every_new_labels": 25})

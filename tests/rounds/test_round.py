@@ -143,26 +143,40 @@ def test_without_enough_labels_a_round_picks_uniformly(
 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
-def test_until_the_selector_ranks_well_enough_rounds_pick_uniformly_and_pin_nothing(
+def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothing(
     session_factory: sessionmaker[Session], worker_settings, backend: str
 ) -> None:
     project = synthetic_project(session_factory)
     with session_scope(session_factory) as session:
-        # A bar no model trained in seconds reaches: the product's default behaviour early on.
-        update_round_settings(session, project.id, RoundSettingsUpdate(selector_min_step_auroc=0.999))
+        update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode="uniform"))
     first = start(session_factory, project.id)
     assert run_round(session_factory, first, "worker-a", worker_settings) == RoundStatus.done
     with session_scope(session_factory) as session:
         served = served_version(session, project.id)
-        assert served is not None and round_settings(session, project.id).selector_version_id is None
-        selector = session.get(Round, first).metrics["selector"]
-        assert selector["version_id"] is None and selector["candidate_id"] == served.id
-        assert "its lower end is below 1.00" in selector["uniform_because"]
+        assert served is not None and session.get(Round, first).promoted
+        # The round's own model scored the pool; the picks are uniform by the project's choice.
+        assert session.get(Round, first).metrics["selector"] == {
+            "mode": "uniform", "version_id": served.id, "uniform_because": "the project's selector mode is uniform"}
         picks = session.scalars(select(RoundPick).where(RoundPick.round_id == first)).all()
+        assert len(picks) == 12 and {p.reason.value for p in picks} == {"uniform"}
+        assert all(p.score is not None for p in picks)
+        # A bar no model trained in seconds reaches.
+        update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode="fixed",
+                                                                       selector_min_step_auroc=0.999))
+    warmup = start(session_factory, project.id)
+    assert run_round(session_factory, warmup, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        served = served_version(session, project.id)
+        assert round_settings(session, project.id).selector_version_id is None
+        selector = session.get(Round, warmup).metrics["selector"]
+        assert selector["version_id"] == served.id and selector["mode"] == "fixed"
+        assert "its lower end is below 1.00" in selector["uniform_because"]
+        picks = session.scalars(select(RoundPick).where(RoundPick.round_id == warmup)).all()
         assert len(picks) == 12 and {p.reason.value for p in picks} == {"selector_warmup"}
-        assert all(p.score is None and p.model_version_id is None for p in picks)
-        # Nothing was scored for a ranking that did not happen.
-        assert session.scalar(select(func.count()).select_from(SolutionScore)) == 0
+        # Drawn uniformly from a pool the served model scored (routing reads those scores).
+        assert all(p.score is not None and p.model_version_id == served.id for p in picks)
+        ranked = expected_picks(session, project.id, session.get(Round, warmup), served.id)
+        assert {p.solution_id for p in picks} != {sid for sid, _ in ranked}
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_min_step_auroc=0.0))
     second = start(session_factory, project.id)
     assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
