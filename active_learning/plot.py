@@ -101,7 +101,7 @@ def learning_curves_svg(results: dict[str, Any]) -> str:
 
 
 EXPERIMENT_COLORS = {"active": "#c8322b", "uniform": "#4f46e5", "retrain": "#d97706", "uncertainty": "#059669",
-                     "mixed": "#0891b2", "warm": "#7c3aed"}
+                     "mixed": "#0891b2", "warm": "#db2777"}
 EXPERIMENT_NAMES = {"active": "active (fixed selector)", "uniform": "uniform",
                     "retrain": "active, selector retrained", "uncertainty": "uncertainty"}
 
