@@ -19,6 +19,7 @@ def test_a_researcher_turns_ranking_on_with_a_bar_and_clears_it(page: Page, sess
     expect(page.locator("select[name=selector_mode]")).to_have_value("uniform")
     expect(field).to_have_value("0.9")
     expect(page.locator(".pool-guidance")).to_contain_text("so new projects start uniform")
+    expect(page.locator("#payoff")).to_contain_text("draw their picks uniformly (selector mode uniform)")
     page.locator("select[name=selector_mode]").select_option("fixed")
     field.fill("1.5")
     page.get_by_role("button", name="Save round settings").click()

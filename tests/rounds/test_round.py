@@ -32,8 +32,8 @@ from app.rounds.picking import selection_rule
 from app.rounds.schemas import RoundSettingsUpdate
 from app.rounds.service import round_settings, served_version, start_round, update_round_settings
 from app.rounds.stages import run_round
-from tests.conftest import make_user
-from tests.rounds.conftest import synthetic_project
+from tests.conftest import browser_login, make_user
+from tests.rounds.conftest import run_one_round, synthetic_project
 
 pytestmark = pytest.mark.slow
 
@@ -144,13 +144,13 @@ def test_without_enough_labels_a_round_picks_uniformly(
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothing(
-    session_factory: sessionmaker[Session], worker_settings, backend: str
+    client, session_factory: sessionmaker[Session], worker_settings, backend: str  # type: ignore[no-untyped-def]
 ) -> None:
     project = synthetic_project(session_factory)
     with session_scope(session_factory) as session:
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode="uniform"))
-    first = start(session_factory, project.id)
-    assert run_round(session_factory, first, "worker-a", worker_settings) == RoundStatus.done
+    # The app's own worker may run a round before this test does: run_one_round waits for it.
+    first = run_one_round(session_factory, project.id, worker_settings)
     with session_scope(session_factory) as session:
         served = served_version(session, project.id)
         assert served is not None and session.get(Round, first).promoted
@@ -163,10 +163,10 @@ def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothin
         # A bar no model trained in seconds reaches.
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode="fixed",
                                                                        selector_min_step_auroc=0.999))
-    warmup = start(session_factory, project.id)
-    assert run_round(session_factory, warmup, "worker-a", worker_settings) == RoundStatus.done
+    warmup = run_one_round(session_factory, project.id, worker_settings)
     with session_scope(session_factory) as session:
         served = served_version(session, project.id)
+        served_id = served.id
         assert round_settings(session, project.id).selector_version_id is None
         selector = session.get(Round, warmup).metrics["selector"]
         assert selector["version_id"] == served.id and selector["mode"] == "fixed"
@@ -177,9 +177,14 @@ def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothin
         assert all(p.score is not None and p.model_version_id == served.id for p in picks)
         ranked = expected_picks(session, project.id, session.get(Round, warmup), served.id)
         assert {p.solution_id for p in picks} != {sid for sid, _ in ranked}
+    make_user(session_factory, "rita", "researcher")
+    browser_login(client, "rita")
+    shown = client.get(f"/research/rounds/{warmup}").text
+    assert "uniform picks" in shown and "its lower end is below 1.00" in shown
+    assert f"pool scored by version {served_id}, fixed mode" in shown and "selector warmup" in shown
+    with session_scope(session_factory) as session:
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_min_step_auroc=0.0))
-    second = start(session_factory, project.id)
-    assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
+    second = run_one_round(session_factory, project.id, worker_settings)
     with session_scope(session_factory) as session:
         # The model served when the second round ranked is the first to clear the bar: pinned.
         pinned = round_settings(session, project.id).selector_version_id
