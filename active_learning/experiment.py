@@ -176,9 +176,12 @@ class ExperimentConfig:
         rungs = self.rungs
         if not rungs or rungs[0] < 1 or list(rungs) != sorted(set(rungs)):
             raise ValueError("ladder: increasing positive samples per problem, e.g. 1,2,4")
-        if max(rungs[-1], self.selector_labels, self.warm_labels) > self.pool_size:
-            raise ValueError("ladder, selector_labels and warm_labels cannot ask for more than pool_size "
-                             "candidates a problem")
+        if max(rungs[-1], self.selector_labels) > self.pool_size:
+            raise ValueError("ladder and selector_labels cannot ask for more than pool_size candidates a problem")
+        # The warm selector is the uniform arm's PRM at that rung, and the arm differs from
+        # uniform only above it.
+        if "warm" in self.arm_names and self.warm_labels not in rungs[:-1]:
+            raise ValueError("warm_labels must be a rung of the ladder below its last")
         if not self.arm_names or not set(self.arm_names) <= set(ARMS):
             raise ValueError(f"arms: choose from {', '.join(ARMS)}")
         if self.score not in ("product", "minimum"):
@@ -192,9 +195,9 @@ class ExperimentConfig:
         if not 0 <= self.control_share <= 1:
             raise ValueError("control_share must be between 0 and 1")
         if min(self.seeds, self.pool_problems, self.test_problems, self.selector_labels,
-               self.warm_labels, self.train_steps, self.jobs, self.threads) < 1 or self.test_candidates < 2:
-            raise ValueError("seeds, problems, selector_labels, warm_labels, train_steps, jobs and threads "
-                             "must be positive, test_candidates at least 2")
+               self.train_steps, self.jobs, self.threads) < 1 or self.test_candidates < 2:
+            raise ValueError("seeds, problems, selector_labels, train_steps, jobs and threads must be "
+                             "positive, test_candidates at least 2")
 
     @property
     def rungs(self) -> tuple[int, ...]:
@@ -434,6 +437,7 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
             log: Callable[[str], None]) -> dict[str, list[dict]]:
     arms = config.arm_names
     selector_ids = uniform_set(run.candidates, config.selector_labels, seed * 1000 + 7)
+    selector, fixed_score = None, []
     if set(arms) & set(SELECTOR_ARMS):
         selector = run.selector_scores(selector_ids, "selector")
         fixed_score = selector.score(config.score)
@@ -452,6 +456,7 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
         if "warm" in arms:
             sets["warm"] = _warm_set(run, config, rung, seed)
         if "uncertainty" in arms:
+            assert selector is not None
             sets["uncertainty"] = uncertainty_set(run.candidates, selector.uncertainty, rung, seed)
         if "retrain" in arms:
             scores = fixed_score

@@ -189,13 +189,17 @@ def select(
 
 
 def select_uniform(
-    candidates: Sequence[Candidate], rule: SelectionRule, reason: str = NO_MODEL
+    candidates: Sequence[Candidate], rule: SelectionRule, reason: str = NO_MODEL,
+    qc_items: Sequence[Candidate] = (),
 ) -> list[Pick]:
-    """A uniform sample of the whole budget under the same caps: the selection before any
-    model exists, and the uniform arm of the simulation."""
+    """The rule's QC share, then a uniform sample of the rest of the budget under the same
+    caps: the selection before any model exists or while none ranks, and the uniform arm of
+    the simulation."""
+    qc = min(round(rule.budget * rule.qc_share), len(qc_items))
     picker = _Picker(rule)
-    picker.fill(_shuffled(candidates, rule.seed), reason, rule.budget)
-    return interleave([(reason, picker.slice(reason))])
+    picker.fill(_shuffled(qc_items, rule.seed + 1), QC, qc)
+    picker.fill(_shuffled(candidates, rule.seed), reason, rule.budget - len(picker.slice(QC)))
+    return interleave([(reason, picker.slice(reason)), (QC, picker.slice(QC))])
 
 
 def interleave(slices: Sequence[tuple[str, Sequence[Candidate]]]) -> list[Pick]:

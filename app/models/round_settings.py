@@ -17,9 +17,10 @@ class ScoreKind(enum.StrEnum):
 
 
 class SelectorMode(enum.StrEnum):
-    # No model ranks: rounds draw their picks uniformly. The default for new projects: in every
-    # condition our experiments measured, picks ranked by a PRM taught the next PRM less than
-    # uniform ones, even with a selector that ranked well (docs/prm.md, "When choosing pays").
+    # No model ranks: rounds draw their picks uniformly. The default for new projects: no
+    # condition our experiments measured made ranked picks teach the next PRM more than uniform
+    # ones; with half the labels chosen by a selector that ranked well they were level, with
+    # three quarters they hurt (docs/prm.md, "When choosing pays").
     uniform = "uniform"
     # The paper's protocol: one selector, trained once, ranks every round's pool. Retraining it
     # each round is the variant the paper's authors could not make work, and the one our
@@ -93,8 +94,9 @@ class RoundSettings(Base):
     )
     # In fixed and retrain modes, rounds draw uniformly until the selector's held-out step AUROC
     # (the lower end of its 95% interval, on at least promote_min_heldout labels) reaches this;
-    # null: any served model ranks. A selector that cannot rank picks no better than chance,
-    # and such picks taught a PRM less than uniform ones (docs/prm.md).
+    # null: any served model ranks. 0.9 is a judgement, not a measured threshold: with selectors
+    # below it, every way of choosing lost to uniform, and the selectors that were level ranked
+    # at 0.88-0.96 (docs/prm.md).
     selector_min_step_auroc: Mapped[float | None] = mapped_column(Float, default=SELECTOR_MIN_STEP_AUROC)
     # Solutions whose machine sources agree with each other and with the served PRM train the
     # next model on their machine labels, with no human label; off: only humans' labels train.

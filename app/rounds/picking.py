@@ -34,8 +34,9 @@ def select_stage(run: RoundRun) -> None:
     with run.session() as session:
         round_ = session.get(Round, run.round_id)
         assert round_ is not None
-        # The model the score stage ranked the pool with (a round from before selector modes
-        # ranked with the served one); none when no model was served or none ranks well enough.
+        # The model the score stage scored the pool with (a round from before selector modes
+        # ranked with the served one); none when no model was served. It ranks unless the
+        # stage said why the picks are uniform.
         selector = round_.metrics.get("selector")
         served = served_version(session, run.project_id) if selector is None else None
         version_id = selector["version_id"] if selector else served.id if served else None
@@ -49,12 +50,11 @@ def select_stage(run: RoundRun) -> None:
         qc_rows = pool.qc_candidates(session, run.project_id) if rule.qc_share else []
         texts = pool.solution_texts(session, [r[0] for r in shortlist] + [r[0] for r in qc_rows])
         candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in shortlist]
-        if not ranked:
-            picks = select_uniform(candidates, rule, uniform_reason(selector))
+        qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]
+        if ranked:
+            picks = select_picks([c for c in candidates if c.score is not None], rule, qc)
         else:
-            scored = [c for c in candidates if c.score is not None]
-            qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]
-            picks = select_picks(scored, rule, qc)
+            picks = select_uniform(candidates, rule, uniform_reason(selector), qc)
         grades = {sid: grade for sid, _, grade, _ in rows} | {sid: grade for sid, _, grade in qc_rows}
         ordered = queue_order(session, run, version_id, rows, picks)
         count = len(ordered)

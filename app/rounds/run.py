@@ -84,15 +84,20 @@ def settings_dict(settings: RoundSettings) -> dict[str, Any]:
     return {k: getattr(settings, k) for k in _SETTINGS_FIELDS}
 
 
+# Migrations 0009 and 0017 gave existing projects these values, not the new-project defaults.
+BEFORE_THEY_EXISTED = {"selector_mode": "retrain", "selector_min_step_auroc": None}
+
+
 def frozen_settings(saved: dict[str, Any] | None) -> RoundSettings | None:
     """The settings the round started with: editing them mid-round must not change the data
     or training settings of a resumed attempt."""
     if not saved:
         return None
-    # A setting added after the round started takes its default.
+    # A setting added after the round started takes its default, or what its project had before
+    # the setting existed where new projects get something else.
     defaults = {c.key: c.default.arg for c in RoundSettings.__table__.columns
                 if c.key in _SETTINGS_FIELDS and c.default is not None}
-    values = {**defaults, **saved}
+    values = {**defaults, **BEFORE_THEY_EXISTED, **saved}
     values |= {"score_kind": ScoreKind(values["score_kind"]),
                "promote_metric": PromoteMetric(values["promote_metric"]),
                "selector_mode": SelectorMode(values["selector_mode"])}

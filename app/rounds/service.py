@@ -157,8 +157,9 @@ def list_model_versions(session: Session, project_id: int) -> list[ModelVersion]
 
 
 def selector_version(session: Session, settings: RoundSettings) -> ModelVersion | None:
-    """The model that ranks the pool: the pinned one in fixed mode (the served one until a
-    round pins it), the served one in retrain mode."""
+    """The model that scores the pool: the pinned one in fixed mode (the served one until a
+    round pins it), the served one in retrain and uniform modes (uniform rounds score the pool
+    for routing and the picks inspector, and do not rank by it)."""
     if settings.selector_mode == SelectorMode.fixed and settings.selector_version_id is not None:
         pinned = session.get(ModelVersion, settings.selector_version_id)
         if pinned is not None:

@@ -400,23 +400,36 @@ def _round_version(session: Session, run: RoundRun) -> ModelVersion:
 UNIFORM_MODE = "the project's selector mode is uniform"
 
 
+def _latest_measurement(metrics: dict[str, Any], selector: ModelVersion) -> dict | None:
+    """The selector's held-out metrics from this round when it measured that model (the served
+    one, on this round's larger held-out set), else from the round that trained it."""
+    if metrics.get("served_version_id") == selector.id and metrics.get("served"):
+        return metrics["served"]
+    return selector.metrics
+
+
+def _record_selector(session: Session, run: RoundRun, metrics: dict[str, Any], recorded: dict[str, Any]) -> None:
+    session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
+        metrics={**metrics, "selector": recorded}))
+
+
 def _score(run: RoundRun) -> None:
     mode = run.settings.selector_mode
     with run.session() as session:
         selector = selector_version(session, run.settings)
         if selector is None:
             if mode == SelectorMode.uniform:
-                session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
-                    metrics={**run.metrics(session), "selector": {
-                        "mode": mode.value, "version_id": None, "uniform_because": UNIFORM_MODE}}))
+                _record_selector(session, run, run.metrics(session),
+                                 {"mode": mode.value, "version_id": None, "uniform_because": UNIFORM_MODE})
+            why = UNIFORM_MODE if mode == SelectorMode.uniform else "no model served yet"
             lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
-                          message="no model served yet: picking uniformly",
-                          percent=STAGE_START[RoundStage.select])
+                          message=f"picking uniformly: {why}", percent=STAGE_START[RoundStage.select])
             return
         # The pool is scored even when the picks are drawn uniformly: routing compares machine
         # labels with these step scores, and the picks inspector shows how convincing each was.
+        metrics = run.metrics(session)
         ready, why = (False, UNIFORM_MODE) if mode == SelectorMode.uniform else selector_ready(
-            run.settings, selector.metrics)
+            run.settings, _latest_measurement(metrics, selector))
         if ready and mode == SelectorMode.fixed and run.settings.selector_version_id is None:
             # The first served model that ranks well enough becomes the fixed selector, for this
             # round and the next.
@@ -424,8 +437,7 @@ def _score(run: RoundRun) -> None:
                 RoundSettings.project_id == run.project_id, RoundSettings.selector_version_id.is_(None)
             ).values(selector_version_id=selector.id))
         recorded = {"mode": mode.value, "version_id": selector.id} | ({} if ready else {"uniform_because": why})
-        session.execute(update(Round).where(Round.id == run.round_id, Round.lease_owner == run.owner).values(
-            metrics={**run.metrics(session), "selector": recorded}))
+        _record_selector(session, run, metrics, recorded)
         version_id, path = selector.id, selector.path
         total = pool.count_unscored(session, run.project_id, version_id)
         run.progress(session, RoundStage.score, 0, f"scoring {total} solutions")

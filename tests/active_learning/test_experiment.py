@@ -156,10 +156,13 @@ def test_metrics_other_than_best_of_n_are_resampled_from_their_own_values() -> N
 
 def test_the_config_refuses_what_cannot_run() -> None:
     for bad in ({"ladder": "2,1"}, {"ladder": "1,128"}, {"arms": "active,random"}, {"score": "mean"},
-                {"metric": "accuracy"}, {"errors": "carry,typo"}, {"device": "tpu"}, {"seeds": 0}):
+                {"metric": "accuracy"}, {"errors": "carry,typo"}, {"device": "tpu"}, {"seeds": 0},
+                {"arms": "uniform,warm", "warm_labels": 3}, {"arms": "uniform,warm", "warm_labels": 4}):
         with pytest.raises(ValueError):
             ExperimentConfig(**bad)
     assert ExperimentConfig().rungs == (1, 2, 4) and ExperimentConfig().pool_size == 64
+    # warm_labels is judged only when the warm arm runs.
+    assert ExperimentConfig(pool_size=2, ladder="1,2").warm_labels == 4
 
 
 @pytest.fixture
@@ -366,14 +369,14 @@ def test_simulate_passes_the_paper_flags_to_the_experiment(monkeypatch: pytest.M
     monkeypatch.setattr(experiment, "run_and_report", fake_report)
     result = CliRunner().invoke(cli, [
         "simulate", "--protocol", "paper", "--output", str(tmp_path / "r.json"), "--seed", "4",
-        "--pool-size", "32", "--ladder", "1,4", "--seeds", "5", "--arms", "uniform,warm", "--warm-labels", "2",
+        "--pool-size", "32", "--ladder", "1,4", "--seeds", "5", "--arms", "uniform,warm", "--warm-labels", "1",
         "--device", "cuda", "--base", "100m", "--score", "minimum", "--ablations", "pool_16",
         "--bases", str(tmp_path / "bases")])
     assert result.exit_code == 0, result.output
     config = seen["config"]
     assert (config.seed, config.pool_size, config.rungs, config.seeds, config.arm_names) == (
         4, 32, (1, 4), 5, ("uniform", "warm"))
-    assert config.warm_labels == 2
+    assert config.warm_labels == 1
     assert (config.device, config.base, config.score, config.bases) == ("cuda", "100m", "minimum", str(tmp_path / "bases"))
     assert seen["ablations"] == ["pool_16"] and config.train_steps == ExperimentConfig().train_steps
 

@@ -162,6 +162,16 @@ def test_uniform_selection_needs_no_scores() -> None:
         select(rows, SelectionRule(budget=10))
 
 
+def test_uniform_selection_keeps_the_qc_share() -> None:
+    rows = [Candidate(i, f"P{i % 5}", None, "ungraded", f"text {i}") for i in range(30)]
+    qc_items = [Candidate(100 + i, f"Q{i}", None, "right", f"gold {i}") for i in range(5)]
+    picks = select_uniform(rows, SelectionRule(budget=10, qc_share=0.2, seed=1), "uniform", qc_items)
+    assert len(picks) == 10 and Counter(p.reason for p in picks) == {"uniform": 8, QC: 2}
+    # Fewer QC items than the share asks for: the uniform draw fills the budget.
+    picks = select_uniform(rows, SelectionRule(budget=10, qc_share=0.5, seed=1), "uniform", qc_items[:1])
+    assert Counter(p.reason for p in picks) == {"uniform": 9, QC: 1}
+
+
 @pytest.mark.parametrize(
     "bad",
     [dict(budget=-1), dict(budget=1, per_problem_cap=0), dict(budget=1, wrong_share=1.5),

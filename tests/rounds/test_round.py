@@ -140,6 +140,15 @@ def test_without_enough_labels_a_round_picks_uniformly(
         picks = session.scalars(select(RoundPick).where(RoundPick.round_id == round_id)).all()
         assert len(picks) == 12 and {p.reason.value for p in picks} == {"no_model"}
         assert all(p.score is None and p.model_version_id is None for p in picks)
+        # In the uniform mode the picks say so, model or not.
+        update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode="uniform"))
+    again = start(session_factory, project.id)
+    assert run_round(session_factory, again, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        assert session.get(Round, again).metrics["selector"] == {
+            "mode": "uniform", "version_id": None, "uniform_because": "the project's selector mode is uniform"}
+        picks = session.scalars(select(RoundPick).where(RoundPick.round_id == again)).all()
+        assert picks and {p.reason.value for p in picks} == {"uniform"}
 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
