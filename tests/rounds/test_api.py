@@ -114,6 +114,9 @@ def test_a_manager_sees_rounds_but_no_button(client, project) -> None:  # type: 
     page = client.get(f"/research/projects/{project.id}")
     assert page.status_code == 200
     assert "Start a round" not in page.text and "Researchers and admins start rounds" in page.text
+    # A new project's settings, read-only: uniform picks, no ranking shares.
+    assert "uniform: rounds draw their picks uniformly" in page.text and "all picks uniform; 0% QC" in page.text
+    assert "wrong-answer of the ranked picks" not in page.text
     assert client.get("/research").status_code == 200
 
 
