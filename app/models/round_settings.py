@@ -29,9 +29,6 @@ class SelectorMode(enum.StrEnum):
     retrain = "retrain"
 
 
-SELECTOR_MIN_STEP_AUROC = 0.9
-
-
 class PromoteMetric(enum.StrEnum):
     step_auroc = "step_auroc"
     first_error_f1 = "first_error_f1"
@@ -97,7 +94,7 @@ class RoundSettings(Base):
     # null: any served model ranks. 0.9 is a judgement, not a measured threshold: with selectors
     # below it, every way of choosing lost to uniform, and the selectors that were level ranked
     # at 0.88-0.96 (docs/prm.md).
-    selector_min_step_auroc: Mapped[float | None] = mapped_column(Float, default=SELECTOR_MIN_STEP_AUROC)
+    selector_min_step_auroc: Mapped[float | None] = mapped_column(Float, default=0.9)
     # Solutions whose machine sources agree with each other and with the served PRM train the
     # next model on their machine labels, with no human label; off: only humans' labels train.
     accept_agreeing_machine_labels: Mapped[bool] = mapped_column(Boolean, default=False)

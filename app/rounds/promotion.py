@@ -35,23 +35,35 @@ def heldout_size(metrics: dict, metric: PromoteMetric) -> tuple[int, str]:
     return metrics.get("n_labels", 0), "labels"
 
 
-def passes(settings: RoundSettings, candidate: dict | None, served: dict | None) -> tuple[bool, str]:
-    """The project's promotion rule, and a sentence saying why it passed or not."""
-    metric = settings.promote_metric
-    value, incumbent = metric_value(candidate, metric), metric_value(served, metric)
-    if candidate is None or value is None:
+def lower_end_reaches(metrics: dict | None, metric: PromoteMetric, minimum: float,
+                      min_heldout: int) -> tuple[bool, str]:
+    """Whether the lower end of the metric's 95% interval reaches `minimum`, measured on at
+    least `min_heldout` held-out labels (best-of-N: problems), and a sentence saying what was
+    measured or why it cannot be judged."""
+    value = metric_value(metrics, metric)
+    if metrics is None or value is None:
         return False, f"no held-out {metric.value} to judge by"
-    size, unit = heldout_size(candidate, metric)
-    if size < settings.promote_min_heldout:
-        return False, (f"{metric.value} was measured on {size} held-out {unit}, fewer than the "
-                       f"{settings.promote_min_heldout} the rule needs")
-    interval = metric_interval(candidate, metric)
+    size, unit = heldout_size(metrics, metric)
+    if size < min_heldout:
+        return False, f"{metric.value} was measured on {size} held-out {unit}, fewer than the {min_heldout} needed"
+    interval = metric_interval(metrics, metric)
     if interval is None:
         return False, f"{metric.value} {value:.3f} has no 95% interval on this held-out set"
     low, high = interval
     measured = f"{metric.value} {value:.3f} (95% interval {low:.3f} to {high:.3f}, {size} {unit})"
-    if low < settings.promote_min:
-        return False, f"{measured}: its lower end is below the minimum {settings.promote_min:.3f}"
+    if low < minimum:
+        return False, f"{measured}: its lower end is below the minimum {minimum:.3f}"
+    return True, measured
+
+
+def passes(settings: RoundSettings, candidate: dict | None, served: dict | None) -> tuple[bool, str]:
+    """The project's promotion rule, and a sentence saying why it passed or not."""
+    metric = settings.promote_metric
+    ok, measured = lower_end_reaches(candidate, metric, settings.promote_min, settings.promote_min_heldout)
+    if not ok:
+        return False, measured
+    value, incumbent = metric_value(candidate, metric), metric_value(served, metric)
+    assert value is not None
     if incumbent is not None and value < incumbent - settings.promote_margin:
         return False, f"{measured} is below the served model's {incumbent:.3f}"
     return True, f"{measured} passes" + (
@@ -61,19 +73,9 @@ def passes(settings: RoundSettings, candidate: dict | None, served: dict | None)
 
 def selector_ready(settings: RoundSettings, metrics: dict | None) -> tuple[bool, str]:
     """Whether a model ranks well enough on held-out labels to choose a round's picks, judged
-    as promotion is (the lower end of the 95% interval, on enough held-out labels), and why."""
-    bar = settings.selector_min_step_auroc
-    if bar is None:
+    as promotion is, and why."""
+    if settings.selector_min_step_auroc is None:
         return True, "any served model ranks the pool"
-    metric = PromoteMetric.step_auroc
-    value, interval = metric_value(metrics, metric), metric_interval(metrics, metric)
-    if metrics is None or value is None or interval is None:
-        return False, f"the selector has no held-out step AUROC with an interval to judge by (needs {bar:.2f})"
-    size, _ = heldout_size(metrics, metric)
-    if size < settings.promote_min_heldout:
-        return False, (f"the selector's step AUROC was measured on {size} held-out labels, fewer than "
-                       f"the {settings.promote_min_heldout} needed")
-    measured = f"the selector's step AUROC {value:.3f} (95% interval {interval[0]:.3f} to {interval[1]:.3f})"
-    if interval[0] < bar:
-        return False, f"{measured}: its lower end is below {bar:.2f}"
-    return True, f"{measured} reaches {bar:.2f}"
+    ok, measured = lower_end_reaches(metrics, PromoteMetric.step_auroc, settings.selector_min_step_auroc,
+                                     settings.promote_min_heldout)
+    return ok, f"the selector's {measured}" if ok else f"the selector: {measured}"

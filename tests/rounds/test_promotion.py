@@ -20,21 +20,21 @@ def _metrics(value: float, interval: list[float] | None, labels: int) -> dict:
 def test_a_selector_ranks_only_once_its_interval_clears_the_bar_on_enough_labels() -> None:
     settings = _settings(selector_min_step_auroc=0.9)
     ok, why = selector_ready(settings, _metrics(0.93, [0.86, 0.97], 400))
-    assert not ok and why == ("the selector's step AUROC 0.930 (95% interval 0.860 to 0.970): "
-                              "its lower end is below 0.90")
+    assert not ok and why == ("the selector: step_auroc 0.930 (95% interval 0.860 to 0.970, 400 labels): "
+                              "its lower end is below the minimum 0.900")
     ok, why = selector_ready(settings, _metrics(0.95, [0.91, 0.98], 400))
-    assert ok and why.endswith("reaches 0.90")
+    assert ok and why == "the selector's step_auroc 0.950 (95% interval 0.910 to 0.980, 400 labels)"
     ok, why = selector_ready(settings, _metrics(0.99, [0.95, 1.0], 6))
-    assert not ok and "measured on 6 held-out labels, fewer than the 50 needed" in why
-    for metrics in (None, {}, _metrics(0.95, None, 400)):
-        ok, why = selector_ready(settings, metrics)
-        assert not ok and "no held-out step AUROC with an interval" in why
+    assert not ok and why == "the selector: step_auroc was measured on 6 held-out labels, fewer than the 50 needed"
+    for metrics, reason in ((None, "no held-out step_auroc to judge by"), ({}, "no held-out step_auroc to judge by"),
+                            (_metrics(0.95, None, 400), "step_auroc 0.950 has no 95% interval on this held-out set")):
+        assert selector_ready(settings, metrics) == (False, f"the selector: {reason}")
     assert selector_ready(_settings(selector_min_step_auroc=None), None) == (True, "any served model ranks the pool")
 
 
 def test_six_held_out_labels_promote_nothing() -> None:
     ok, why = passes(_settings(), _metrics(0.95, [0.7, 1.0], 6), None)
-    assert not ok and "measured on 6 held-out labels, fewer than the 50 the rule needs" in why
+    assert not ok and "measured on 6 held-out labels, fewer than the 50 needed" in why
 
 
 def test_the_lower_end_of_the_interval_decides() -> None:

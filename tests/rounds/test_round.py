@@ -179,7 +179,7 @@ def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothin
         assert round_settings(session, project.id).selector_version_id is None
         selector = session.get(Round, warmup).metrics["selector"]
         assert selector["version_id"] == served.id and selector["mode"] == "fixed"
-        assert "its lower end is below 1.00" in selector["uniform_because"]
+        assert "its lower end is below the minimum 0.999" in selector["uniform_because"]
         picks = session.scalars(select(RoundPick).where(RoundPick.round_id == warmup)).all()
         assert len(picks) == 12 and {p.reason.value for p in picks} == {"selector_warmup"}
         # Drawn uniformly from a pool the served model scored (routing reads those scores).
@@ -189,7 +189,7 @@ def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothin
     make_user(session_factory, "rita", "researcher")
     browser_login(client, "rita")
     shown = client.get(f"/research/rounds/{warmup}").text
-    assert "uniform picks" in shown and "its lower end is below 1.00" in shown
+    assert "uniform picks" in shown and "its lower end is below the minimum 0.999" in shown
     assert f"pool scored by version {served_id}, fixed mode" in shown and "selector warmup" in shown
     with session_scope(session_factory) as session:
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_min_step_auroc=0.0))
