@@ -121,16 +121,20 @@ def pretrain(data, **settings):
 @click.option("--batch-tokens", default=16384, show_default=True, help="Padded tokens per batch.")
 @click.option("--max-length", default=2048, show_default=True, help="Tokens per solution; later steps get no score.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
-def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_length, device):
+@click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
+              help="Compile the backbone's repeated layer first (torch.compile): pays off on large pools.")
+def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_length, device, compile_model):
     """Per-step probabilities and solution scores (product and min) for every solution."""
     _quiet_transformers()
     import orjson
 
     from active_learning.data import load_solutions
-    from active_learning.model import load_checkpoint
+    from active_learning.model import compile_layers, load_checkpoint
     from active_learning.score import iter_scores
 
     model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
+    if compile_model:
+        compile_layers(model)
     solutions = load_solutions(input_file)
     scores = iter_scores(model, tokenizer, solutions, max_length=max_length,
                          batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)

@@ -66,6 +66,7 @@ def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
     config = preset_config(preset, tokenizer)
     config._attn_implementation = attn
     model = AutoModelForTokenClassification.from_config(config, dtype=dtype)
+    model.config.use_cache = False  # see load_base
     return model, tokenizer
 
 
@@ -118,7 +119,32 @@ def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa")
     if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(tokenizer))
     model.config.pad_token_id = tokenizer.pad_token_id
+    # A PRM reads whole sequences and never decodes: a key-value cache would only be filled and
+    # dropped at every forward pass (and make a compiled layer recompile for each layer).
+    model.config.use_cache = False
     return model, tokenizer
+
+
+def compile_layers(model) -> int:
+    """Compile the backbone's repeated layer in place (`torch.compile`, dynamic shapes); returns
+    how many layers were compiled.
+
+    Eager transformers runs each norm, rotary embedding and activation as kernels of their own,
+    each reading and writing the activations in memory; at the hidden sizes of our presets that
+    traffic is, by estimate, of the order of the matrix products' time, and compiling fuses it
+    (bench/prm_throughput.py measures both ways). Only the repeated layer class is compiled (the one
+    transformers keeps whole, `_no_split_modules`): every layer runs the same code, so it compiles
+    once, in seconds rather than the minutes a whole model takes. In place, so the state dict keeps
+    its names and checkpoints load anywhere; dynamic shapes, so a new batch shape does not
+    recompile.
+    """
+    kinds = set(getattr(model, "_no_split_modules", None) or ())
+    layers = [m for m in model.modules() if type(m).__name__ in kinds]
+    if not layers:
+        raise ValueError(f"{type(model).__name__} names no repeated layer (_no_split_modules) to compile")
+    for layer in layers:
+        layer.compile(dynamic=True)
+    return len(layers)
 
 
 def marker_id(tokenizer) -> int:
@@ -164,6 +190,7 @@ def load_checkpoint(directory: str | Path, device: str = "cpu"):
     model = AutoModelForTokenClassification.from_pretrained(
         directory, local_files_only=True, attn_implementation="sdpa",
         dtype=torch.bfloat16 if cuda else torch.float32)
+    model.config.use_cache = False  # as in load_base; older checkpoints have it on
     tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
     meta_path = directory / META_FILE
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}

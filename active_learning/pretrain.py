@@ -34,6 +34,20 @@ from active_learning.tokenizer import build_byte_tokenizer
 from active_learning.train import TrainingDiverged, scheduled_learning_rate
 
 
+LOG_EVERY = 50
+
+
+def _mean_loss(loss_sum: torch.Tensor, losses: int, step: int, peak: float) -> tuple[float, torch.Tensor, int]:
+    """The mean loss of the steps since the last reading, and the sum and count started afresh.
+    Once a step is not finite every weight after it is NaN: stop before saving a base that would
+    train nothing, and say what to change."""
+    mean = (loss_sum / losses).item()
+    if not math.isfinite(mean):
+        raise TrainingDiverged(f"pretraining diverged by step {step} (mean loss {mean}) with peak learning "
+                               f"rate {peak:g}: lower the learning rate (--learning-rate)")
+    return mean, torch.zeros_like(loss_sum), 0
+
+
 def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Path:
     """Train a preset backbone on the solutions in `source` (any format `load_solutions` reads)
     and write it to `config.output`; returns its path."""
@@ -58,11 +72,15 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
         # Every token is a target; HF shifts labels by one inside the model.
         features.append({"input_ids": feature["input_ids"], "labels": feature["input_ids"]})
     peak = config.learning_rate or PRESETS[config.base].pretrain_learning_rate
-    optimizer = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
+    # Fused on CUDA: one kernel for every tensor's update instead of several a tensor.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01, fused=cuda)
     rng = random.Random(config.seed)
     order: list[int] = []
     model.train()
     started, step, loss_value = time.monotonic(), 0, math.nan
+    # Summed on the device and read every LOG_EVERY steps: .item() every step would make the host
+    # wait for the GPU, which then idles while the next step is prepared.
+    loss_sum, losses = torch.zeros((), device=device), 0
     while step < config.steps:
         elapsed = time.monotonic() - started
         progress = step / config.steps
@@ -77,27 +95,28 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
         batch, order = order[:config.batch_size], order[config.batch_size:]
         inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
-            loss = model(**inputs).loss
+            # No key-value cache while training; the saved base keeps it on for generating.
+            loss = model(**inputs, use_cache=False).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        loss_value = loss.item()
-        if not math.isfinite(loss_value):
-            # Once a step is not finite every weight after it is NaN: stop before saving a base
-            # that would train nothing, and say what to change.
-            raise TrainingDiverged(f"pretraining diverged at step {step} (loss {loss_value}) with peak learning "
-                               f"rate {peak:g}: lower the learning rate (--learning-rate)")
-        if step % 50 == 0:
+        loss_sum, losses = loss_sum + loss.detach().float(), losses + 1
+        if step % LOG_EVERY == 0:
+            loss_value, loss_sum, losses = _mean_loss(loss_sum, losses, step, peak)
             print(json.dumps({"step": step, "loss": round(loss_value, 4)}), file=sys.stderr, flush=True)
+    if losses:
+        loss_value, _, _ = _mean_loss(loss_sum, losses, step, peak)
 
     work = output.with_name(output.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     model.save_pretrained(work)
     save_tokenizer(tokenizer, work)
     meta = {"format": 1, "kind": "pretrained base", "config": config.to_dict() | {"learning_rate": peak},
-            "solutions": len(solutions), "steps": step, "last_loss": round(loss_value, 4),
+            "solutions": len(solutions), "steps": step,
+            # The mean of the steps since the last log line (up to LOG_EVERY).
+            "last_loss": round(loss_value, 4),
             "train_seconds": round(time.monotonic() - started, 1)}
     (work / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     os.rename(work, output)

@@ -69,8 +69,16 @@ def pad_batch(features: list[dict], pad_id: int, device) -> dict:
         mask[row, :n] = 1
         for key, tensor in targets.items():
             tensor[row, :n] = torch.tensor(f[key])
-    return {"input_ids": ids.to(device), "attention_mask": mask.to(device),
-            **{key: tensor.to(device) for key, tensor in targets.items()}}
+    return {"input_ids": to_device(ids, device), "attention_mask": to_device(mask, device),
+            **{key: to_device(tensor, device) for key, tensor in targets.items()}}
+
+
+def to_device(tensor: torch.Tensor, device) -> torch.Tensor:
+    """A host tensor on `device`. To CUDA from pinned memory, so that the copy runs beside the
+    host, which goes on queueing work; from pageable memory the host would wait for the GPU."""
+    if torch.device(device).type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 @torch.inference_mode()
@@ -86,12 +94,16 @@ def _score_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch
     step_probs: list[list] = [[None] * len(s.steps) for s in chunk]
     for batch in token_batches([len(w["input_ids"]) for w in windows], batch_tokens):
         inputs = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
+        reads = [(owners[i], step, row, position)
+                 for row, i in enumerate(batch) for step, position in windows[i]["reads"]]
+        rows = to_device(torch.tensor([r[2] for r in reads]), device)
+        positions = to_device(torch.tensor([r[3] for r in reads]), device)
         logits = model(input_ids=inputs["input_ids"],
                        attention_mask=inputs["attention_mask"]).logits  # [B, T, 3]
-        probs = logits.float().softmax(-1).cpu()
-        for row, i in enumerate(batch):
-            for step, position in windows[i]["reads"]:
-                step_probs[owners[i]][step] = probs[row, position].tolist()
+        # Only the markers' logits come back to the host, in one copy.
+        probs = logits[rows, positions].float().softmax(-1).tolist()
+        for (owner, step, _, _), p in zip(reads, probs):
+            step_probs[owner][step] = p
     return [_summarise(probs, neutral_as_correct) for probs in step_probs]
 
 

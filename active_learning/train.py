@@ -26,8 +26,8 @@ from active_learning.data import (IGNORE_INDEX, Example, load_examples, parse_so
                                   snapshot_hash, split_by_problem, tokenize_example, weigh_sources)
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.grading import GRADER_VERSION
-from active_learning.model import LABEL2ID, is_preset, load_base, marker_id, save_checkpoint
-from active_learning.score import pad_batch
+from active_learning.model import LABEL2ID, compile_layers, is_preset, load_base, marker_id, save_checkpoint
+from active_learning.score import pad_batch, to_device, token_batches
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.tracking import TRAINING_LOG_FILE, TrainingLog, resolve_report_to, scalars
 
@@ -35,28 +35,55 @@ PROGRESS_FILE = "progress.json"
 LOGS_DIR = "logs"  # the tracker's files (TensorBoard events), inside the checkpoint at the end
 
 
-def epoch_batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
-    """Shuffled batches of similar length: sort within windows of 50 batches, so padding is
-    small but the order stays random. Deterministic in `seed`, which makes resuming exact."""
+def epoch_batches(lengths: list[int], batch_size: int, seed: int,
+                  batch_tokens: int | None = None) -> list[list[int]]:
+    """Shuffled batches of similar length: sort within windows of about 50 batches, so padding is
+    small but the order stays random. `batch_size` sequences a batch, or with `batch_tokens` as
+    many as fit that many tokens, padding included. Deterministic in `seed`, which makes
+    resuming exact."""
     rng = random.Random(seed)
     order = list(range(len(lengths)))
     rng.shuffle(order)
-    window = batch_size * 50
+    if batch_tokens is None:
+        window = batch_size * 50
+    else:
+        window = max(1, 50 * batch_tokens * len(lengths) // max(1, sum(lengths)))
     batches = []
     for start in range(0, len(order), window):
         chunk = sorted(order[start:start + window], key=lengths.__getitem__)
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        if batch_tokens is None:
+            batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        else:
+            batches += [[chunk[i] for i in batch]
+                        for batch in token_batches([lengths[i] for i in chunk], batch_tokens)]
     rng.shuffle(batches)
     return batches
 
 
-def _process_batches(lengths: list[int], config: TrainConfig, steps_per_epoch: int,
+def steps_per_epoch(lengths: list[int], config: TrainConfig, world: int) -> int:
+    """Optimizer steps per epoch, the same in every epoch and every process (or gradient
+    all-reduce would hang, and resuming would land elsewhere): whole batches of `batch_size`, or
+    with `batch_tokens` the fewest batches any packing can give. A batch holds at most
+    `batch_tokens` tokens, or one longer sequence, so it counts at most `batch_tokens` of
+    min(length, batch_tokens) summed over the sequences."""
+    if config.batch_tokens is None:
+        batches = len(lengths) // config.batch_size
+    else:
+        batches = math.ceil(sum(min(n, config.batch_tokens) for n in lengths) / config.batch_tokens)
+    if world > 1 and batches < world:
+        # A process left without a batch would never step, and the others would wait for it.
+        raise ValueError(f"{len(lengths)} training sequences make {batches} batches an epoch, fewer "
+                         f"than the {world} processes: use a smaller batch or fewer processes")
+    return max(1, batches // world)
+
+
+def _process_batches(lengths: list[int], config: TrainConfig, epoch_steps: int,
                      world: int, rank: int, start_step: int) -> Iterator[list[int]]:
     """This process's share of every epoch from `start_step` on, endlessly."""
-    epoch, offset = divmod(start_step, steps_per_epoch)
+    epoch, offset = divmod(start_step, epoch_steps)
     while True:
-        batches = epoch_batches(lengths, config.batch_size, config.seed * 1000 + epoch)
-        yield from batches[:steps_per_epoch * world][rank::world][offset:]
+        batches = epoch_batches(lengths, config.batch_size, config.seed * 1000 + epoch, config.batch_tokens)
+        yield from batches[:epoch_steps * world][rank::world][offset:]
         epoch, offset = epoch + 1, 0
 
 
@@ -193,6 +220,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     """
     if config.steps < 0:
         raise ValueError(f"steps must be 0 (use epochs) or more, not {config.steps}")
+    if config.batch_tokens is not None and config.batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be 1 or more, not {config.batch_tokens}")
     tracker = resolve_report_to(config.report_to)
     output = Path(config.output)
     if output.exists():
@@ -220,9 +249,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     weighted = any(f["weight"] != 1.0 for f in features)
     lengths = [len(f["input_ids"]) for f in features]
     world, rank = accelerator.num_processes, accelerator.process_index
-    # Every process must run the same number of steps, or gradient all-reduce would hang.
-    steps_per_epoch = max(1, len(features) // (config.batch_size * world))
-    total_steps = config.steps or math.ceil(config.epochs * steps_per_epoch)
+    epoch_steps = steps_per_epoch(lengths, config, world)
+    total_steps = config.steps or math.ceil(config.epochs * epoch_steps)
     fingerprint = {"data_hash": snapshot_hash(examples), "config": config.fingerprint(), "world": world}
 
     # The auxiliary next-token head reads the backbone's last hidden states, caught by a hook so
@@ -235,8 +263,11 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         parameters += list(lm_head.parameters())
         hook = model.base_model.register_forward_hook(
             lambda _module, _args, out: hidden.__setitem__("last", out.last_hidden_state))
+    if config.compile:
+        compile_layers(model)
+    # Fused on CUDA: one kernel for every tensor's update instead of several a tensor.
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate,
-                                  weight_decay=config.weight_decay)
+                                  weight_decay=config.weight_decay, fused=cuda)
     if lm_head is None:
         model, optimizer = accelerator.prepare(model, optimizer)
     else:
@@ -253,12 +284,14 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     started, tokens, step = time.monotonic() - spent, 0, start_step
     # Summed on the device and read at log time only: .item() every step would sync the GPU.
     loss_sum, losses = torch.zeros((), device=accelerator.device), 0
-    for batch in _process_batches(lengths, config, steps_per_epoch, world, rank, start_step):
+    for batch in _process_batches(lengths, config, epoch_steps, world, rank, start_step):
         elapsed, progress = time.monotonic() - started, step / total_steps
         if config.time_budget_s is not None:
-            # Processes must agree on the clock, or their learning rates and their decision to
-            # stop would differ (a process left alone would wait forever in all-reduce).
-            elapsed = accelerator.reduce(torch.tensor(elapsed, device=accelerator.device), "max").item()
+            if world > 1:
+                # Processes must agree on the clock, or their learning rates and their decision to
+                # stop would differ (a process left alone would wait forever in all-reduce). One
+                # process skips it: reading the result back would wait for the GPU every step.
+                elapsed = accelerator.reduce(torch.tensor(elapsed, device=accelerator.device), "max").item()
             progress = max(progress, elapsed / config.time_budget_s)
         if progress >= 1:
             break
@@ -268,7 +301,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         targets = inputs.pop("lm_labels", None)
         if weighted:
             labels = inputs.pop("labels")
-            example_weights = torch.tensor([features[i]["weight"] for i in batch], device=accelerator.device)
+            example_weights = to_device(torch.tensor([features[i]["weight"] for i in batch]), accelerator.device)
             loss = weighted_step_loss(model(**inputs).logits, labels, example_weights)
         else:
             loss = model(**inputs).loss
@@ -281,14 +314,15 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        tokens += int(inputs["attention_mask"].sum()) * world
+        # Counted from the lengths on the host: reading the mask back would wait for the GPU.
+        tokens += sum(lengths[i] for i in batch) * world
         loss_sum, losses = loss_sum + loss.detach().float(), losses + 1
         if step % config.log_every == 0 or step == total_steps:
             # The mean since the last entry, over every process (all reach this step together).
             mean_loss = accelerator.reduce(loss_sum / losses, "mean").item()
             loss_sum, losses = torch.zeros_like(loss_sum), 0
             _stop_if_diverged(mean_loss, step, config, work, accelerator.is_main_process)
-            entry = {"step": step, "epoch": round(step / steps_per_epoch, 2),
+            entry = {"step": step, "epoch": round(step / epoch_steps, 2),
                      "loss": round(mean_loss, 4), "lr": optimizer.param_groups[0]["lr"]}
             log(json.dumps({**entry, "of": total_steps,
                             "tokens_per_s": round(tokens / (time.monotonic() - started - spent))}),

@@ -2,8 +2,14 @@
 
 Ours: length-bucketed batches (training: `epoch_batches`; scoring: `iter_scores` under a token
 budget), torch.inference_mode for scoring, and on CUDA bf16 (autocast for training, bf16 weights
-for scoring) with SDPA attention. Naive: one solution at a time, fp32, in file order.
-Tokens are real (non-padding) tokens. Writes bench/results/prm_throughput.json.
+for scoring) with SDPA attention and fused AdamW. Naive: one solution at a time, fp32, in file
+order. Tokens are real (non-padding) tokens. Writes bench/results/prm_throughput.json.
+
+Ours is measured in several settings the product offers, one after another on the same model:
+training at `--batch-size` sequences a step (the default) and at `--train-batch-tokens` tokens a
+step (`prm train --batch-tokens`), scoring at `--batch-tokens` (the default) and at
+`--large-batch-tokens`, each eager and then with the repeated layer compiled (`--compile`). The
+headline figures are the best setting's, named in `train_best` and `score_best`.
 
     python bench/prm_throughput.py                          # CPU, tiny preset, small sizes
     python bench/prm_throughput.py --base 500m --device cuda --solutions 4096 --train-steps 60
@@ -18,9 +24,10 @@ import time
 from pathlib import Path
 
 import torch
+from torch._dynamo.utils import counters  # private, but the only count of compiled graphs
 
 from active_learning.data import load_examples, load_solutions, tokenize_example
-from active_learning.model import load_base, marker_id
+from active_learning.model import compile_layers, load_base, marker_id
 from active_learning.score import iter_scores, pad_batch, token_batches
 from active_learning.synthetic import iter_candidates, to_prm800k
 from active_learning.train import epoch_batches
@@ -36,27 +43,52 @@ def _sync(device: str) -> None:
 
 
 def _train_step(model, optimizer, features, batch, pad_id, device, bf16) -> int:
-    """One optimizer step on `batch`; returns its real tokens."""
+    """One optimizer step on `batch`, as `train` takes it; returns its real tokens, counted on
+    the host so that the GPU is never waited for."""
     inputs = pad_batch([features[j] for j in batch], pad_id, device)
     with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
         loss = model(**inputs).loss
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return int(inputs["attention_mask"].sum())
+    return sum(len(features[j]["input_ids"]) for j in batch)
 
 
-def _train_tokens_per_s(model, features, batches, pad_id, device, bf16) -> float:
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+def _optimizer(model, device):
+    return torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device == "cuda")
+
+
+# Steps or batches run before timing a compiled model: the first compiles, and a later shape may
+# compile again (a guard on a size); compiles while timed are counted in the results.
+COMPILED_WARMUP = 3
+
+
+def _batches(lengths: list[int], batch_size: int, count: int, batch_tokens: int | None = None) -> list[list[int]]:
+    """`count` training batches as train draws them, over as many epochs as it takes."""
+    batches: list[list[int]] = []
+    while len(batches) < count:
+        batches += epoch_batches(lengths, batch_size, len(batches), batch_tokens)
+    return batches[:count]
+
+
+def _compiles() -> int:
+    return counters["stats"]["unique_graphs"]
+
+
+def _train_tokens_per_s(model, features, batches, pad_id, device, bf16, warmup: int = 1) -> tuple[float, float, int]:
+    """(tokens a second, seconds of warm-up, compiles while timed): the first `warmup` steps pay
+    for allocation and kernel selection, and a compiled model's for compiling."""
+    optimizer = _optimizer(model, device)
     model.train()
-    tokens = 0
-    for i, batch in enumerate(batches):
-        if i == 1:  # the first step pays for allocator and kernel warm-up
-            _sync(device)
-            start, tokens = time.perf_counter(), 0
-        tokens += _train_step(model, optimizer, features, batch, pad_id, device, bf16)
     _sync(device)
-    return tokens / (time.perf_counter() - start)
+    started = time.perf_counter()
+    for batch in batches[:warmup]:
+        _train_step(model, optimizer, features, batch, pad_id, device, bf16)
+    _sync(device)
+    start, compiles = time.perf_counter(), _compiles()
+    tokens = sum(_train_step(model, optimizer, features, batch, pad_id, device, bf16) for batch in batches[warmup:])
+    _sync(device)
+    return tokens / (time.perf_counter() - start), start - started, _compiles() - compiles
 
 
 def _timed(work, device: str) -> float:
@@ -118,18 +150,40 @@ def _peak_memory_mb(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
+def _reset_peak_memory(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _figures(tokens_per_s: float, flops_per_token: float, peak: float | None, device: str, **extra) -> dict:
+    return {"tokens_per_s": round(tokens_per_s),
+            "mfu": round(flops_per_token * tokens_per_s / peak, 4) if peak else None,
+            "peak_memory_mb": round(_peak_memory_mb(device)), **extra}
+
+
+def _best(settings: dict) -> str:
+    return max(settings, key=lambda name: settings[name]["tokens_per_s"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default="tiny", help="Preset (tiny, 100m, 500m) or directory.")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda.")
     parser.add_argument("--solutions", type=int, default=512, help="Solutions scored by our scorer.")
     parser.add_argument("--naive-solutions", type=int, default=128, help="Solutions scored naively.")
-    parser.add_argument("--train-steps", type=int, default=12, help="Batched training steps timed.")
-    parser.add_argument("--batch-size", type=int, default=16, help="Training sequences per step.")
-    parser.add_argument("--batch-tokens", type=int, default=16384, help="Scoring token budget per batch.")
+    parser.add_argument("--train-steps", type=int, default=12, help="Batched training steps timed at --batch-size.")
+    parser.add_argument("--batch-size", type=int, default=16, help="Training sequences per step (train's default).")
+    parser.add_argument("--train-batch-tokens", type=int, default=24576,
+                        help="Training tokens per step in the token-budget setting; it runs as many steps "
+                             "as make about the same tokens as the --batch-size setting, at least 4.")
+    parser.add_argument("--batch-tokens", type=int, default=16384, help="Scoring token budget per batch (score's default).")
+    parser.add_argument("--large-batch-tokens", type=int, default=65536, help="Scoring token budget, the larger setting.")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure every setting with the repeated layer compiled")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
     parser.add_argument("--profile", action="store_true",
-                        help="also profile one training step and one scoring batch (torch.profiler) into the JSON")
+                        help="also profile (torch.profiler) a training step and a scoring batch of the default "
+                             "settings, eager and compiled, into the JSON")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     if args.threads:
@@ -143,69 +197,142 @@ def main() -> None:
     model, tokenizer = load_base(args.base)
     model.to(device)
     params = sum(p.numel() for p in model.parameters())
+    gpu = torch.cuda.get_device_name() if device == "cuda" else None
+    peak = next((v for k, v in PEAK_BF16_FLOPS.items() if gpu and k in gpu), None)
     marker = marker_id(tokenizer)
+    pad_id = tokenizer.pad_token_id
     examples = load_examples(records)
     features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, 2048) for e in examples]
     lengths = [len(f["input_ids"]) for f in features]
-
-    # Training: bucketed batches (+ bf16 on CUDA) against one fp32 sequence at a time.
-    batched = epoch_batches(lengths, args.batch_size, seed=0)[:args.train_steps + 1]
-    train_ours = _train_tokens_per_s(model, features, batched, tokenizer.pad_token_id, device, bf16)
-    single = [[i] for i in range(args.train_steps * 2 + 1)]
-    train_naive = _train_tokens_per_s(model, features, single, tokenizer.pad_token_id, device, False)
-    profiles = {}
-    if args.profile:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        profiles["train_step"] = _profile(lambda: _train_step(
-            model, optimizer, features, batched[0], tokenizer.pad_token_id, device, bf16), device)
-
-    # Scoring: ours with the weights as load_checkpoint would give them (bf16 on CUDA).
     score_lengths = [len(tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)["input_ids"])
                      for s in solutions]
-    naive_s = _naive_scoring(model, tokenizer, solutions[:args.naive_solutions], device)
-    naive_tokens = sum(score_lengths[:args.naive_solutions])
-    if bf16:
-        model.to(torch.bfloat16)
-    list(iter_scores(model, tokenizer, solutions[:32], batch_tokens=args.batch_tokens))  # warm-up
-    _sync(device)
-    start = time.perf_counter()
-    list(iter_scores(model, tokenizer, solutions, batch_tokens=args.batch_tokens))
-    _sync(device)
-    ours_s = time.perf_counter() - start
     score_tokens = sum(score_lengths)
-    if args.profile:
-        # The middle batch of the timed run's grouping, tokenising and reading back included.
+
+    # Training: 6 FLOPs per parameter per token (forward + backward).
+    by_size = _batches(lengths, args.batch_size, args.train_steps + COMPILED_WARMUP)
+    size_tokens = sum(lengths[i] for batch in by_size[COMPILED_WARMUP:] for i in batch)
+    by_tokens = _batches(lengths, args.batch_size, COMPILED_WARMUP + max(4, round(size_tokens / args.train_batch_tokens)),
+                         args.train_batch_tokens)
+    train_runs = {f"batch_{args.batch_size}": by_size, f"tokens_{args.train_batch_tokens}": by_tokens}
+    train: dict[str, dict] = {}
+    score: dict[str, dict] = {}
+    failed: dict[str, str] = {}
+    profiles: dict[str, dict] = {}
+    naive: dict[str, float] = {}
+    state: dict = {"compiled_layers": None}
+
+    def write() -> dict:
+        """The results so far, written whole after every setting: a run stopped at its time limit
+        keeps what it measured."""
+        result = {
+            "benchmark": "prm_throughput",
+            "date": time.strftime("%Y-%m-%d"),
+            "device": gpu or f"CPU ({torch.get_num_threads()} threads, {platform.machine()})",
+            "load_average_1m": round(os.getloadavg()[0], 1),
+            "base": args.base, "parameters": params, "precision": "bf16" if bf16 else "fp32",
+            "settings": vars(args), "compiled_layers": state["compiled_layers"],
+            "train": train, "score": score, "failed": failed,
+            "peak_memory_kind": "max allocated on the GPU" if device == "cuda" else "max RSS of the process",
+            "peak_memory_mb": max((v["peak_memory_mb"] for v in [*train.values(), *score.values()]), default=None),
+            **({"profiles": profiles} if profiles else {}),
+        }
+        for part, settings in (("train", train), ("score", score)):
+            best = _best(settings) if settings else None
+            rate = settings[best]["tokens_per_s"] if best else None
+            result |= {f"{part}_best": best, f"{part}_tokens_per_s": rate,
+                       f"{part}_tokens_per_s_naive": round(naive[part]) if part in naive else None,
+                       f"{part}_speedup": round(rate / naive[part], 2) if best and part in naive else None,
+                       f"{part}_mfu": settings[best]["mfu"] if best else None}
+        if score:
+            result["score_solutions_per_s"] = score[result["score_best"]]["solutions_per_s"]
+        if "score_solutions_per_s" in naive:
+            result["score_solutions_per_s_naive"] = round(naive["score_solutions_per_s"], 1)
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(args.output).with_suffix(".partial")
+        partial.write_text(json.dumps(result, indent=2) + "\n")
+        os.replace(partial, args.output)
+        return result
+
+    def attempt(name: str, work) -> None:
+        """Run one setting; one that runs out of GPU memory (a large batch on a smaller card) or
+        that the compiler fails on is recorded as failed, and the others still run."""
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - recorded in the results, which the suite reads
+            failed[name] = f"{type(e).__name__}: {e}"[:1000]
+            model.zero_grad(set_to_none=True)
+            if device == "cuda":
+                torch.cuda.empty_cache()
+        write()
+
+    def measure_training(name: str, batches: list, warmup: int) -> None:
+        _reset_peak_memory(device)
+        rate, warm_s, compiles = _train_tokens_per_s(model, features, batches[COMPILED_WARMUP - warmup:],
+                                                     pad_id, device, bf16, warmup)
+        train[name] = _figures(rate, 6 * params, peak, device, steps=len(batches) - COMPILED_WARMUP,
+                               warmup_s=round(warm_s, 1), compiles_while_timed=compiles)
+
+    def profile_training(key: str) -> None:
+        optimizer = _optimizer(model, device)
+        profiles[key] = _profile(lambda: _train_step(model, optimizer, features, by_size[0], pad_id, device, bf16),
+                                 device)
+
+    def measure_scoring(name: str, budget: int) -> None:
+        _reset_peak_memory(device)
+        # A warm-up, or a compile.
+        warm_s = _timed(lambda: list(iter_scores(model, tokenizer, solutions[:64], batch_tokens=budget)), device)
+        compiles = _compiles()
+        seconds = _timed(lambda: list(iter_scores(model, tokenizer, solutions, batch_tokens=budget)), device)
+        # 2 FLOPs per parameter per token.
+        score[name] = _figures(score_tokens / seconds, 2 * params, peak, device,
+                               solutions_per_s=round(len(solutions) / seconds, 1), warmup_s=round(warm_s, 1),
+                               compiles_while_timed=_compiles() - compiles)
+
+    def profile_scoring(key: str) -> None:
+        # The middle batch of the default budget's grouping, tokenising and reading back included.
         batches = list(token_batches(score_lengths, args.batch_tokens))
         one_batch = [solutions[i] for i in batches[len(batches) // 2]]
-        profiles["score_batch"] = _profile(
-            lambda: list(iter_scores(model, tokenizer, one_batch, batch_tokens=args.batch_tokens)), device)
+        profiles[key] = _profile(lambda: list(iter_scores(model, tokenizer, one_batch, batch_tokens=args.batch_tokens)),
+                                 device)
 
-    gpu = torch.cuda.get_device_name() if device == "cuda" else None
-    peak = next((v for k, v in PEAK_BF16_FLOPS.items() if gpu and k in gpu), None)
-    result = {
-        "benchmark": "prm_throughput",
-        "date": time.strftime("%Y-%m-%d"),
-        "device": gpu or f"CPU ({torch.get_num_threads()} threads, {platform.machine()})",
-        "load_average_1m": round(os.getloadavg()[0], 1),
-        "base": args.base, "parameters": params, "precision": "bf16" if bf16 else "fp32",
-        "settings": vars(args),
-        "train_tokens_per_s": round(train_ours), "train_tokens_per_s_naive": round(train_naive),
-        "train_speedup": round(train_ours / train_naive, 2),
-        "score_tokens_per_s": round(score_tokens / ours_s),
-        "score_tokens_per_s_naive": round(naive_tokens / naive_s),
-        "score_solutions_per_s": round(len(solutions) / ours_s, 1),
-        "score_solutions_per_s_naive": round(args.naive_solutions / naive_s, 1),
-        "score_speedup": round((score_tokens / ours_s) / (naive_tokens / naive_s), 2),
-        "peak_memory_mb": round(_peak_memory_mb(device)),
-        "peak_memory_kind": "max allocated on the GPU" if device == "cuda" else "max RSS of the process",
-        # 6 FLOPs per parameter per token to train (forward + backward), 2 to score.
-        "train_mfu": round(6 * params * train_ours / peak, 4) if peak else None,
-        "score_mfu": round(2 * params * score_tokens / ours_s / peak, 4) if peak else None,
-        **({"profiles": profiles} if profiles else {}),
-    }
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    def as_trained() -> None:
+        # fp32 weights: autocast keeps fp32 master weights, as train does.
+        model.to(torch.float32)
+        model.train()
+
+    def as_scored() -> None:
+        # As load_checkpoint gives them: bf16 on CUDA.
+        if bf16:
+            model.to(torch.bfloat16)
+        model.eval()
+
+    def measure_all(suffix: str, warmup: int) -> None:
+        """Every setting, training then scoring; the profiles are of the default settings (16
+        solutions a step, the default scoring budget), eager and compiled alike."""
+        as_trained()
+        for name, batches in train_runs.items():
+            attempt(name + suffix, lambda: measure_training(name + suffix, batches, warmup))
+        if args.profile:
+            attempt("train_step" + suffix, lambda: profile_training("train_step" + suffix))
+        if not suffix:
+            # The naive baselines, fp32 one solution at a time, on the eager model.
+            single = [[i] for i in range(args.train_steps * 2 + 1)]
+            naive["train"] = _train_tokens_per_s(model, features, single, pad_id, device, False)[0]
+            naive_s = _naive_scoring(model, tokenizer, solutions[:args.naive_solutions], device)
+            naive["score"] = sum(score_lengths[:args.naive_solutions]) / naive_s
+            naive["score_solutions_per_s"] = args.naive_solutions / naive_s
+        as_scored()
+        for budget in (args.batch_tokens, args.large_batch_tokens):
+            attempt(f"tokens_{budget}{suffix}", lambda: measure_scoring(f"tokens_{budget}{suffix}", budget))
+        if args.profile:
+            attempt("score_batch" + suffix, lambda: profile_scoring("score_batch" + suffix))
+
+    # Eager and compiled time the same batches, after one warm-up step and COMPILED_WARMUP.
+    measure_all("", warmup=1)
+    if args.compile:
+        state["compiled_layers"] = compile_layers(model)
+        measure_all("_compiled", warmup=COMPILED_WARMUP)
+    print(json.dumps(write(), indent=2))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from active_learning.cli import prm
 from active_learning.config import TrainConfig
 
 from active_learning.data import Solution
-from active_learning.model import ID2LABEL, load_base, load_checkpoint, marker_id, save_checkpoint
+from active_learning.model import ID2LABEL, compile_layers, load_base, load_checkpoint, marker_id, save_checkpoint
 from active_learning.score import score_solutions
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.train import train
@@ -184,3 +184,37 @@ def test_checkpoint_names_its_base_and_prompt_format_without_local_paths(tmp_pat
         assert f"`{expected}`" in card and meta["data_hash"] in card and "step AUROC" in card
         assert f'path = "{name}"' in card
     assert "base_model: org/math-base" in card
+
+
+def test_a_prm_keeps_no_key_value_cache(checkpoint):
+    # It reads whole sequences and never decodes; a cache would be filled and dropped each pass.
+    assert load_base("tiny")[0].config.use_cache is False
+    assert load_checkpoint(checkpoint)[0].config.use_cache is False
+
+
+@pytest.mark.slow
+def test_compiled_layers_score_and_train_as_eager_ones(checkpoint):
+    eager, tokenizer, _ = load_checkpoint(checkpoint)
+    compiled, _, _ = load_checkpoint(checkpoint)
+    assert compile_layers(compiled) == 4  # the tiny preset's layers
+    # The state dict keeps its names: a compiled model saves a checkpoint like any other.
+    assert list(compiled.state_dict()) == list(eager.state_dict())
+    for ours, theirs in zip(score_solutions(compiled, tokenizer, SOLUTIONS * 2, batch_tokens=1024),
+                            score_solutions(eager, tokenizer, SOLUTIONS * 2, batch_tokens=1024)):
+        assert ours.step_scores == pytest.approx(theirs.step_scores, abs=1e-5)
+
+    ids = torch.tensor([tokenizer.encode("Q?\n\n$3 + 4 = 7$." + STEP_MARKER, add_special_tokens=False)] * 2)
+    labels = torch.full_like(ids, -100)
+    labels[:, -1] = 2
+    # Gradients in eval mode: the head's dropout would make two eager passes differ too.
+    for model in (eager, compiled):
+        model(input_ids=ids, labels=labels).loss.backward()
+    assert torch.allclose(compiled.score.weight.grad, eager.score.weight.grad, atol=1e-5)
+    layer = "model.layers.0.mlp.down_proj.weight"
+    grads = [dict(m.named_parameters())[layer].grad for m in (compiled, eager)]
+    assert torch.allclose(*grads, atol=1e-5)
+
+
+def test_compiling_a_model_without_repeated_layers_is_refused():
+    with pytest.raises(ValueError, match="no repeated layer"):
+        compile_layers(torch.nn.Linear(2, 2))

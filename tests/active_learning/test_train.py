@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer
 from active_learning.cli import prm
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
-from active_learning.train import mixed_precision
+from active_learning.train import epoch_batches, mixed_precision, steps_per_epoch
 
 pytestmark = pytest.mark.slow
 
@@ -165,6 +166,39 @@ def test_steps_replace_epochs(files, tmp_path):
                                        "--output", str(tmp_path / "never"), *FAST, "--steps", "-1"])
     assert refused.exit_code != 0 and "steps must be 0" in refused.output
     assert not (tmp_path / "never").exists() and not (tmp_path / "never.partial").exists()
+
+
+def test_token_budget_batches_pack_similar_lengths_under_the_budget():
+    lengths = [random.Random(n).randint(20, 400) for n in range(500)] + [900]
+    for seed in range(5):
+        batches = epoch_batches(lengths, 16, seed, batch_tokens=800)
+        assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+        for batch in batches:
+            # Only a sequence longer than the budget makes a batch past it, alone.
+            assert max(lengths[i] for i in batch) * len(batch) <= 800 or len(batch) == 1
+        assert batches == epoch_batches(lengths, 16, seed, batch_tokens=800)
+        # Every epoch has the steps train counts on, in every process.
+        for world in (1, 2, 3):
+            config = TrainConfig(output="x", batch_tokens=800)
+            assert len(batches) >= steps_per_epoch(lengths, config, world) * world
+    padded = sum(max(lengths[i] for i in b) * len(b) for b in epoch_batches(lengths, 16, 0, batch_tokens=800))
+    assert padded < 1.15 * sum(lengths)  # sorted within windows: little padding
+    # A process left without a batch would hang the others: refused before training.
+    with pytest.raises(ValueError, match="fewer than the 2 processes"):
+        steps_per_epoch([100] * 3, TrainConfig(output="x", batch_size=2), world=2)
+
+
+def test_train_takes_a_token_budget_and_compiles(files, tmp_path):
+    output = tmp_path / "budget"
+    _cli("train", "--train", files / "train.jsonl", "--output", output, *FAST, "--steps", 3,
+         "--batch-tokens", 1500, "--compile")
+    meta = json.loads((output / "stepwise.json").read_text())
+    assert meta["steps"] == 3 and meta["config"]["batch_tokens"] == 1500 and meta["config"]["compile"] is True
+    assert AutoModelForTokenClassification.from_pretrained(output).config.use_cache is False
+    refused = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--output",
+                                       str(tmp_path / "never"), *FAST, "--batch-tokens", "0"])
+    assert refused.exit_code != 0 and "batch_tokens must be 1 or more" in refused.output
+    assert not list(tmp_path.glob("never*"))
 
 
 def test_eval_prints_metrics(files, checkpoint):
@@ -344,7 +378,7 @@ def test_a_diverging_run_stops_with_what_to_change_and_saves_nothing(files, tmp_
     base = CliRunner().invoke(prm, ["pretrain", "--data", str(reference), "--output", str(tmp_path / "base"),
                                     "--steps", "6", "--batch-size", "4", "--max-length", "256",
                                     "--learning-rate", "1e30"])
-    assert base.exit_code != 0 and "pretraining diverged at step" in base.output
+    assert base.exit_code != 0 and "pretraining diverged by step" in base.output
     assert "lower the learning rate (--learning-rate)" in base.output and not list(tmp_path.glob("base*"))
     trained = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--eval",
                                        str(files / "eval.jsonl"), "--output", str(tmp_path / "prm"),

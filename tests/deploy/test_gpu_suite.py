@@ -37,9 +37,15 @@ def test_every_part_writes_its_results_and_the_summary_reads_the_goals(tmp_path:
                 value = value[key]
             assert goal["value"] == value
             assert goal["met"] is (None if value is None else value >= goal["goal"])
-    # Where the time goes, for the next lease to read: one training step and one scoring batch.
-    profiles = json.loads((tmp_path / "gpu_throughput.json").read_text())["profiles"]
-    assert set(profiles) == {"train_step", "score_batch"}
+    # Where the time goes, for the next lease to read: one training step and one scoring batch,
+    # eager and compiled, and every setting measured.
+    throughput = json.loads((tmp_path / "gpu_throughput.json").read_text())
+    profiles = throughput["profiles"]
+    assert set(profiles) == {"train_step", "score_batch", "train_step_compiled", "score_batch_compiled"}
+    assert set(throughput["train"]) == {"batch_16", "tokens_24576", "batch_16_compiled", "tokens_24576_compiled"}
+    assert set(throughput["score"]) == {"tokens_16384", "tokens_65536", "tokens_16384_compiled", "tokens_65536_compiled"}
+    assert all(s["tokens_per_s"] > 0 and s["steps"] > 0 for s in throughput["train"].values())
+    assert throughput["train_best"] in throughput["train"] and throughput["score_best"] in throughput["score"]
     assert all(p["launches"] > 0 and p["top"] and 0 < p["busy_share"] for p in profiles.values())
     metrics = {g["metric"] for p in summary["parts"].values() for g in p["goals"]}
     assert metrics == {"content_step_auroc", "score_mfu", "train_mfu", "score_speedup", "data_efficiency.ratio"}
