@@ -27,10 +27,7 @@ class TrainConfig:
     batch_tokens: int | None = field(default=None, metadata={
         "help": "Tokens, padding included, per optimizer step per process (replaces batch_size): "
                 "sequences of similar length are packed up to it, so a GPU gets full batches "
-                "whatever the lengths; a sequence longer than it is a batch of its own. Each epoch "
-                "runs the fewest steps any packing could need, so some batches, drawn afresh each "
-                "epoch, are left out of it: about 5% at 16384 with lengths up to 1024, more when "
-                "the budget holds only a few sequences."})
+                "whatever the lengths; a sequence longer than it is a batch of its own."})
     compile: bool = field(default=False, metadata={
         "help": "Compile the backbone's repeated layer (torch.compile, dynamic shapes): fuses the "
                 "small kernels eager mode runs one by one, after a compile of seconds to a minute "

@@ -60,31 +60,26 @@ def epoch_batches(lengths: list[int], batch_size: int, seed: int,
     return batches
 
 
-def steps_per_epoch(lengths: list[int], config: TrainConfig, world: int) -> int:
-    """Optimizer steps per epoch, the same in every epoch and every process (or gradient
-    all-reduce would hang, and resuming would land elsewhere): whole batches of `batch_size`, or
-    with `batch_tokens` the fewest batches any packing can give. A batch holds at most
-    `batch_tokens` tokens, or one longer sequence, so it counts at most `batch_tokens` of
-    min(length, batch_tokens) summed over the sequences."""
-    if config.batch_tokens is None:
-        batches = len(lengths) // config.batch_size
-    else:
-        batches = math.ceil(sum(min(n, config.batch_tokens) for n in lengths) / config.batch_tokens)
-    if world > 1 and batches < world:
-        # A process left without a batch would never step, and the others would wait for it.
-        raise ValueError(f"{len(lengths)} training sequences make {batches} batches an epoch, fewer "
-                         f"than the {world} processes: use a smaller batch or fewer processes")
-    return max(1, batches // world)
+def batches_per_epoch(lengths: list[int], config: TrainConfig) -> int:
+    """Batches in the first epoch, which sets the steps that `epochs` means (with token budgets
+    a later epoch may pack into a batch more or fewer)."""
+    return len(epoch_batches(lengths, config.batch_size, config.seed * 1000, config.batch_tokens))
 
 
-def _process_batches(lengths: list[int], config: TrainConfig, epoch_steps: int,
-                     world: int, rank: int, start_step: int) -> Iterator[list[int]]:
-    """This process's share of every epoch from `start_step` on, endlessly."""
-    epoch, offset = divmod(start_step, epoch_steps)
+def process_batches(lengths: list[int], config: TrainConfig, world: int, rank: int,
+                    start_step: int) -> Iterator[list[int]]:
+    """This process's batches from `start_step` on, endlessly. The epochs' batches follow one
+    another in one stream, and process `rank` takes every `world`-th from its own place: at each
+    step every process has a batch (so gradient all-reduce never waits for one without), no batch
+    of any epoch is left out, and a resumed run picks up the stream where the snapshot left it."""
+    local = start_step * world + rank  # the stream position, counted from this epoch's start
+    epoch = 0
     while True:
         batches = epoch_batches(lengths, config.batch_size, config.seed * 1000 + epoch, config.batch_tokens)
-        yield from batches[:epoch_steps * world][rank::world][offset:]
-        epoch, offset = epoch + 1, 0
+        yield from batches[local::world]
+        # Where this process's next batch lies in the next epoch.
+        local = (local - len(batches)) % world if local < len(batches) else local - len(batches)
+        epoch += 1
 
 
 def scheduled_learning_rate(peak: float, warmup_fraction: float, progress: float) -> float:
@@ -249,7 +244,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     weighted = any(f["weight"] != 1.0 for f in features)
     lengths = [len(f["input_ids"]) for f in features]
     world, rank = accelerator.num_processes, accelerator.process_index
-    epoch_steps = steps_per_epoch(lengths, config, world)
+    epoch_steps = batches_per_epoch(lengths, config) / world
     total_steps = config.steps or math.ceil(config.epochs * epoch_steps)
     fingerprint = {"data_hash": snapshot_hash(examples), "config": config.fingerprint(), "world": world}
 
@@ -284,7 +279,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     started, tokens, step = time.monotonic() - spent, 0, start_step
     # Summed on the device and read at log time only: .item() every step would sync the GPU.
     loss_sum, losses = torch.zeros((), device=accelerator.device), 0
-    for batch in _process_batches(lengths, config, epoch_steps, world, rank, start_step):
+    for batch in process_batches(lengths, config, world, rank, start_step):
         elapsed, progress = time.monotonic() - started, step / total_steps
         if config.time_budget_s is not None:
             if world > 1:

@@ -1,6 +1,7 @@
 """One real tiny training run, driven the way users drive it: the CLI, a kill, torchrun."""
 
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -18,7 +19,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer
 from active_learning.cli import prm
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
-from active_learning.train import epoch_batches, mixed_precision, steps_per_epoch
+from active_learning.train import batches_per_epoch, epoch_batches, mixed_precision, process_batches
 
 pytestmark = pytest.mark.slow
 
@@ -177,15 +178,26 @@ def test_token_budget_batches_pack_similar_lengths_under_the_budget():
             # Only a sequence longer than the budget makes a batch past it, alone.
             assert max(lengths[i] for i in batch) * len(batch) <= 800 or len(batch) == 1
         assert batches == epoch_batches(lengths, 16, seed, batch_tokens=800)
-        # Every epoch has the steps train counts on, in every process.
-        for world in (1, 2, 3):
-            config = TrainConfig(output="x", batch_tokens=800)
-            assert len(batches) >= steps_per_epoch(lengths, config, world) * world
     padded = sum(max(lengths[i] for i in b) * len(b) for b in epoch_batches(lengths, 16, 0, batch_tokens=800))
     assert padded < 1.15 * sum(lengths)  # sorted within windows: little padding
-    # A process left without a batch would hang the others: refused before training.
-    with pytest.raises(ValueError, match="fewer than the 2 processes"):
-        steps_per_epoch([100] * 3, TrainConfig(output="x", batch_size=2), world=2)
+
+
+@pytest.mark.parametrize("budget", [None, 800])
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_processes_share_every_epochs_batches_and_resume_in_place(budget, world):
+    lengths = [random.Random(n).randint(20, 400) for n in range(203)]
+    config = TrainConfig(output="x", batch_size=16, batch_tokens=budget, seed=4)
+    epochs = [epoch_batches(lengths, 16, 4000 + e, budget) for e in range(3)]
+    stream = [batch for epoch in epochs for batch in epoch]
+    steps = len(stream) // world
+    taken = [list(itertools.islice(process_batches(lengths, config, world, rank, 0), steps)) for rank in range(world)]
+    # Step by step, the processes take the stream's batches in turn: no batch of an epoch is left out.
+    assert [b for step in zip(*taken) for b in step] == stream[:steps * world]
+    # A run resumed at a step takes the batches an uninterrupted one would have.
+    for rank in range(world):
+        resumed = process_batches(lengths, config, world, rank, steps // 2)
+        assert list(itertools.islice(resumed, steps - steps // 2)) == taken[rank][steps // 2:]
+    assert batches_per_epoch(lengths, config) == len(epochs[0])
 
 
 def test_train_takes_a_token_budget_and_compiles(files, tmp_path):
