@@ -60,8 +60,10 @@ import multiprocessing
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -419,22 +421,43 @@ class _Seed:
                 if among is None or c.solution_id in among]
 
 
+def _progress_file(work: Path, seed: int) -> Path:
+    """Where a seed keeps the curves it has so far, beside (not in) its work folder, which goes
+    when the seed ends however it ends."""
+    return work.parent / f"progress-seed-{seed}.json"
+
+
+def _progress(work: Path, seed: int) -> dict[str, dict[str, list[dict]]]:
+    path = _progress_file(work, seed)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def _run_seed(config: ExperimentConfig, seed: int, work: Path, log: Callable[[str], None],
               ablations: Sequence[str] = ()) -> dict[str, dict[str, list[dict]]]:
     """The curves of every arm, under "main", and of the active and uniform arms under each
-    ablation's name."""
+    ablation's name; rewritten to the seed's progress file after every point."""
     run = _Seed(config, seed, work)
-    curves = {"main": _curves(run, config, seed, log)}
+    curves: dict[str, dict[str, list[dict]]] = {}
+    progress = _progress_file(work, seed)
+
+    def keep(part: str, so_far: dict[str, list[dict]]) -> None:
+        curves[part] = so_far
+        partial = progress.with_suffix(".partial")
+        partial.write_text(json.dumps(curves))
+        os.replace(partial, progress)
+
+    _curves(run, config, seed, log, lambda so_far: keep("main", so_far))
     for name in ablations:
         changed = config.replace(**ablation_overrides(name))
         same_pool = changed.pool_size == config.pool_size
         on = run if same_pool else _Seed(changed, seed, work / name, base=run.base)
-        curves[name] = _curves(on, changed, seed, lambda line, name=name: log(f"[{name}] {line}"))
+        _curves(on, changed, seed, lambda line, name=name: log(f"[{name}] {line}"),
+                lambda so_far, name=name: keep(name, so_far))
     return curves
 
 
-def _curves(run: _Seed, config: ExperimentConfig, seed: int,
-            log: Callable[[str], None]) -> dict[str, list[dict]]:
+def _curves(run: _Seed, config: ExperimentConfig, seed: int, log: Callable[[str], None],
+            keep: Callable[[dict[str, list[dict]]], None]) -> dict[str, list[dict]]:
     arms = config.arm_names
     selector_ids = uniform_set(run.candidates, config.selector_labels, seed * 1000 + 7)
     selector, fixed_score = None, []
@@ -468,6 +491,7 @@ def _curves(run: _Seed, config: ExperimentConfig, seed: int,
             sets["retrain"] = list(retrain_ids)
         for arm, ids in sets.items():
             curves[arm].append(run.point(ids, rung, f"{arm}-{rung}"))
+            keep(curves)
             log(f"seed {seed} {arm} {rung}/problem: {config.metric} {curves[arm][-1][config.metric]}")
         previous = rung
     return curves
@@ -519,32 +543,29 @@ def _seed_job(config: ExperimentConfig, seed: int, work: Path,
 def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda _: None,
                    ablations: Sequence[str] = ()) -> dict[str, Any]:
     """Every seed and arm of `config`, and the named ablations (ABLATIONS) on the active and
-    uniform arms; returns the curves and the data-efficiency ratios."""
+    uniform arms; returns the curves and the data-efficiency ratios. Interrupted, it returns
+    what every seed had finished, with `stopped` true."""
     check_ablations(ablations)
     started = time.monotonic()
     if _device(config) == "cpu":
         torch.set_num_threads(config.threads)
     seeds = range(config.seed, config.seed + config.seeds)
     work = Path(tempfile.mkdtemp(prefix="stepwise-experiment-"))
+    stopped = False
     try:
-        if config.jobs > 1 and config.seeds > 1:
-            # Spawned, not forked: a forked child inherits torch's thread pools in whatever state
-            # the parent left them. Seeds share nothing, so each job runs one whole seed.
-            with ProcessPoolExecutor(min(config.jobs, config.seeds),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = [pool.submit(_seed_job, config, seed, work / f"seed-{seed}", ablations)
-                           for seed in seeds]
-                runs = [future.result() for future in futures]
-        else:
-            runs = []
-            for seed in seeds:
-                runs.append(_run_seed(config, seed, work / f"seed-{seed}", log, ablations))
-                shutil.rmtree(work / f"seed-{seed}", ignore_errors=True)
+        try:
+            runs = _run_seeds(config, seeds, work, log, ablations)
+        except KeyboardInterrupt:
+            # Stopped (Ctrl-C, or the SIGTERM run_and_report turns into one): the results are
+            # the points every seed had finished, marked as stopped.
+            stopped = True
+            runs = [_progress(work / f"seed-{seed}", seed) for seed in seeds]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     def by_arm(part: str, names: Sequence[str]) -> dict[str, dict[str, list[dict]]]:
-        return {arm: {str(seed): run[part][arm] for seed, run in zip(seeds, runs)} for arm in names}
+        return {arm: {str(seed): run.get(part, {}).get(arm, []) for seed, run in zip(seeds, runs)}
+                for arm in names}
 
     arms = by_arm("main", config.arm_names)
     out_ablations = {}
@@ -555,6 +576,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
                                "data_efficiency": _efficiency(changed, curves), "arms": curves}
     return {
         "data_efficiency": _efficiency(config, arms),
+        "stopped": stopped,
         "arms": arms,
         "config": dataclasses.asdict(config),
         "ablations": out_ablations,
@@ -565,6 +587,24 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
                         "load_average_1m": round(os.getloadavg()[0], 1), "date": time.strftime("%Y-%m-%d")},
         "seconds": round(time.monotonic() - started, 1),
     }
+
+
+def _run_seeds(config: ExperimentConfig, seeds: range, work: Path, log: Callable[[str], None],
+               ablations: Sequence[str]) -> list[dict[str, dict[str, list[dict]]]]:
+    """Every seed's curves, in seed order."""
+    if config.jobs > 1 and config.seeds > 1:
+        # Spawned, not forked: a forked child inherits torch's thread pools in whatever state
+        # the parent left them. Seeds share nothing, so each job runs one whole seed.
+        with ProcessPoolExecutor(min(config.jobs, config.seeds),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_seed_job, config, seed, work / f"seed-{seed}", ablations)
+                       for seed in seeds]
+            return [future.result() for future in futures]
+    runs = []
+    for seed in seeds:
+        runs.append(_run_seed(config, seed, work / f"seed-{seed}", log, ablations))
+        shutil.rmtree(work / f"seed-{seed}", ignore_errors=True)
+    return runs
 
 
 def _parameters(base: str) -> str | None:
@@ -579,7 +619,7 @@ def check_ablations(names: Sequence[str]) -> None:
 
 def summary(results: dict[str, Any]) -> str:
     eff = results["data_efficiency"]
-    lines = []
+    lines = ["STOPPED before the end: the rungs every seed had finished"] if results.get("stopped") else []
     if eff["ratio"] is None:
         lines.append(f"{eff['metric']}: no ratio (the fitted lines do not rise, or an arm is missing)")
     else:
@@ -606,8 +646,17 @@ def summary(results: dict[str, Any]) -> str:
 
 def run_and_report(config: ExperimentConfig, output: Path, ablations: Sequence[str] = (),
                    log: Callable[[str], None] = lambda _: None) -> str:
-    """Run (and the named ablations), write the JSON and an SVG beside it; returns a summary."""
-    results = run_experiment(config, log, ablations)
+    """Run (and the named ablations), write the JSON and an SVG beside it; returns a summary.
+    A SIGTERM (a time limit, as the GPU suite's) stops it as Ctrl-C does: what was finished is
+    written, marked as stopped."""
+    # Only the main thread may set a handler; elsewhere a SIGTERM ends the process as it did.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    try:
+        results = run_experiment(config, log, ablations)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")
     plot = output.with_suffix(".svg")

@@ -170,7 +170,8 @@ def experiment_svg(results: dict[str, Any]) -> str:
         "" if eff["ci95"] is None else f' (95% {eff["ci95"][0]:.2f}-{eff["ci95"][1]:.2f})')
     caption = (f'{eff["seeds"]} seeds, {config["pool_size"]} candidates a pool problem, '
                f'{config["test_candidates"]} a test problem; dots: seeds, lines: means by rung; '
-               f'{eff["metric"]} {eff.get("arm") or "active"}/uniform {ratio}; y axes zoomed')
+               f'{eff["metric"]} {eff.get("arm") or "active"}/uniform {ratio}; y axes zoomed'
+               + ("; STOPPED early: the rungs finished" if results.get("stopped") else ""))
     return "\n".join([
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H + 40}" width="{width}" height="{H + 40}">',
         "<style>text{font-family:system-ui,sans-serif;fill:#333}.title{font-size:14px;font-weight:600;"

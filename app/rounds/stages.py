@@ -252,7 +252,8 @@ def _train_config(run: RoundRun, n_examples: int) -> TrainConfig:
 
 
 def _total_steps(config: TrainConfig, n_examples: int) -> int:
-    return math.ceil(config.epochs * max(1, n_examples // config.batch_size))
+    # As train counts them: every batch of an epoch, its last one partial (train.batches_per_epoch).
+    return math.ceil(config.epochs * max(1, math.ceil(n_examples / config.batch_size)))
 
 
 def _report_training(run: RoundRun, session: Session) -> None:

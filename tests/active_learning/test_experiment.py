@@ -6,7 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import random
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +21,9 @@ from active_learning.efficiency import bootstrap_ratio, fitted_ratio
 from active_learning.experiment import (ExperimentConfig, PoolScores, active_set, run_experiment,
                                         step_uncertainty, uncertainty_set, uniform_set)
 from active_learning.select import Candidate
+
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def pool(problems: int = 6, per_problem: int = 10, seed: int = 0) -> list[Candidate]:
     rng = random.Random(seed)
@@ -420,3 +427,40 @@ def test_the_warm_set_holds_the_uniform_draw_and_picks_only_among_the_rest(stand
     drawn = experiment.uniform_set(run.candidates, 2, 1)
     warm = experiment._warm_set(run, config, 5, seed=0)
     assert warm[:len(drawn)] == drawn and len(set(warm)) == len(warm) == 5 * config.pool_problems
+
+
+def test_an_interrupted_run_keeps_the_points_it_finished(stand_ins: dict[str, list], monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    measured = experiment._measure
+
+    def stopped_at_the_fourth(config, checkpoint: Path, test) -> dict:
+        if len(stand_ins["train"]) > 4:  # the selector, then three arm-rungs
+            raise KeyboardInterrupt
+        return measured(config, checkpoint, test)
+
+    monkeypatch.setattr(experiment, "_measure", stopped_at_the_fourth)
+    config = ExperimentConfig.quick().replace(arms="active,uniform", ladder="1,2,4", seeds=2)
+    summary = experiment.run_and_report(config, tmp_path / "r.json")
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["stopped"] is True and summary.startswith("STOPPED before the end")
+    # Seed 0 finished rung 1 of both arms and rung 2 of the active arm; seed 1 never started.
+    assert [p["per_problem"] for p in results["arms"]["active"]["0"]] == [1, 2]
+    assert [p["per_problem"] for p in results["arms"]["uniform"]["0"]] == [1]
+    assert results["arms"]["active"]["1"] == results["arms"]["uniform"]["1"] == []
+    assert "STOPPED early" in (tmp_path / "r.svg").read_text()
+
+
+def test_a_time_limits_sigterm_stops_the_experiment_and_keeps_its_points(tmp_path: Path) -> None:
+    output = tmp_path / "r.json"
+    run = subprocess.Popen([sys.executable, "bench/simulate_active_learning.py", "--protocol", "paper", "--quick",
+                            "--output", str(output)], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+    for line in run.stderr:
+        if "/problem:" in line:  # a first point is finished
+            run.send_signal(signal.SIGTERM)
+            break
+    run.stderr.read()
+    assert run.wait(timeout=120) == 0
+    results = json.loads(output.read_text())
+    assert results["stopped"] is True
+    assert any(points for seeds in results["arms"].values() for points in seeds.values())

@@ -106,3 +106,28 @@ def test_a_stopped_part_takes_its_child_processes_with_it(tmp_path: Path) -> Non
         time.sleep(0.1)
     assert not process_alive(child)
 
+
+
+def test_a_stopped_part_reports_what_it_wrote_before_its_limit_and_not_an_earlier_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Throughput rewrites its JSON after every setting, the experiment after a SIGTERM: a part cut
+    # off by a lease's clock still gives what it measured.
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gpu_suite
+
+    script = tmp_path / "slow.py"
+    script.write_text("import json, sys, time\n"
+                      "out = sys.argv[sys.argv.index('--output') + 1]\n"
+                      "json.dump({'device': 'test card', 'score_mfu': 0.3}, open(out, 'w'))\n"
+                      "time.sleep(60)\n")
+    monkeypatch.setitem(gpu_suite.PARTS, "throughput", {"script": str(script), "smoke": [], "gpu": [], "limit_s": 5})
+    part = gpu_suite.run_part("throughput", tmp_path, smoke=True, limit=3)
+    assert part["returncode"] == "timeout" and part["results"] == "gpu_throughput.json"
+    assert {g["metric"]: g["value"] for g in part["goals"]}["score_mfu"] == 0.3
+    [line] = gpu_suite.summary_lines({"parts": {"throughput": part}})
+    assert line.startswith("throughput: STOPPED at its time limit after 3 s; what it finished, on test card:")
+
+    # Stopped before it wrote anything, the file left by an earlier run is not taken for its own.
+    script.write_text("import time\ntime.sleep(60)\n")
+    stale = gpu_suite.run_part("throughput", tmp_path, smoke=True, limit=2)
+    assert stale["returncode"] == "timeout" and stale["goals"] == [] and "results" not in stale
