@@ -122,7 +122,8 @@ def pretrain(data, **settings):
 @click.option("--max-length", default=2048, show_default=True, help="Tokens per solution; later steps get no score.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
-              help="Compile the backbone's repeated layer first (torch.compile): pays off on large pools.")
+              help="Compile the backbone's repeated layer first (torch.compile): seconds of compiling, then "
+                   "fused kernels; bench/prm_throughput.py measures the gain.")
 def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_length, device, compile_model):
     """Per-step probabilities and solution scores (product and min) for every solution."""
     _quiet_transformers()
