@@ -432,6 +432,13 @@ def _progress(work: Path, seed: int) -> dict[str, dict[str, list[dict]]]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _finished_rungs(parts: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, list[dict]]]:
+    """A stopped seed's curves cut back, in each part, to the rungs every arm finished: a ratio
+    fitted on one arm's extra rung would compare unequal ladders."""
+    return {part: {arm: points[:min(map(len, curves.values()))] for arm, points in curves.items()}
+            for part, curves in parts.items()}
+
+
 def _run_seed(config: ExperimentConfig, seed: int, work: Path, log: Callable[[str], None],
               ablations: Sequence[str] = ()) -> dict[str, dict[str, list[dict]]]:
     """The curves of every arm, under "main", and of the active and uniform arms under each
@@ -559,7 +566,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
             # Stopped (Ctrl-C, or the SIGTERM run_and_report turns into one): the results are
             # the points every seed had finished, marked as stopped.
             stopped = True
-            runs = [_progress(work / f"seed-{seed}", seed) for seed in seeds]
+            runs = [_finished_rungs(_progress(work / f"seed-{seed}", seed)) for seed in seeds]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -595,11 +602,19 @@ def _run_seeds(config: ExperimentConfig, seeds: range, work: Path, log: Callable
     if config.jobs > 1 and config.seeds > 1:
         # Spawned, not forked: a forked child inherits torch's thread pools in whatever state
         # the parent left them. Seeds share nothing, so each job runs one whole seed.
-        with ProcessPoolExecutor(min(config.jobs, config.seeds),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_seed_job, config, seed, work / f"seed-{seed}", ablations)
-                       for seed in seeds]
+        pool = ProcessPoolExecutor(min(config.jobs, config.seeds), mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = [pool.submit(_seed_job, config, seed, work / f"seed-{seed}", ablations) for seed in seeds]
             return [future.result() for future in futures]
+        except BaseException:
+            # Stopped or failed: no queued seed starts, and running ones end now rather than
+            # when they finish (a SIGTERM to this process alone does not reach them).
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in multiprocessing.active_children():
+                child.terminate()
+            raise
+        finally:
+            pool.shutdown()
     runs = []
     for seed in seeds:
         runs.append(_run_seed(config, seed, work / f"seed-{seed}", log, ablations))
@@ -619,7 +634,7 @@ def check_ablations(names: Sequence[str]) -> None:
 
 def summary(results: dict[str, Any]) -> str:
     eff = results["data_efficiency"]
-    lines = ["STOPPED before the end: the rungs every seed had finished"] if results.get("stopped") else []
+    lines = ["STOPPED before the end: in each seed, the rungs all its arms had finished"] if results.get("stopped") else []
     if eff["ratio"] is None:
         lines.append(f"{eff['metric']}: no ratio (the fitted lines do not rise, or an arm is missing)")
     else:
@@ -650,16 +665,19 @@ def run_and_report(config: ExperimentConfig, output: Path, ablations: Sequence[s
     A SIGTERM (a time limit, as the GPU suite's) stops it as Ctrl-C does: what was finished is
     written, marked as stopped."""
     # Only the main thread may set a handler; elsewhere a SIGTERM ends the process as it did.
+    # Each file is written whole or not at all, whatever signal comes while it is written.
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
         results = run_experiment(config, log, ablations)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        plot = output.with_suffix(".svg")
+        for path, text in ((output, json.dumps(results, indent=2) + "\n"), (plot, experiment_svg(results))):
+            partial = path.with_name(path.name + ".partial")
+            partial.write_text(text)
+            os.replace(partial, path)
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(results, indent=2) + "\n")
-    plot = output.with_suffix(".svg")
-    plot.write_text(experiment_svg(results))
     return f"{summary(results)}\nwrote {output} and {plot}"
 

@@ -125,9 +125,14 @@ def run_part(name: str, results_dir: Path, smoke: bool, limit: float | None) -> 
     # A part stopped at its limit may have written what it finished (throughput after every
     # setting, the experiment its finished rungs): its goals are read from that, marked partial.
     fresh = output.exists() and output.stat().st_mtime >= began  # not an earlier run's
-    if returncode not in (0, "timeout") or not fresh:
-        return {"command": command[1:], "seconds": seconds, "returncode": returncode, "goals": []}
-    results = json.loads(output.read_text())
+    try:
+        results = json.loads(output.read_text()) if fresh and returncode in (0, "timeout") else None
+    except ValueError:  # cut off mid-write by the kill after the SIGTERM
+        results = None
+    if results is None:
+        # Exit status 0 without a file of this run's is a failure too.
+        return {"command": command[1:], "seconds": seconds, "goals": [],
+                "returncode": "no results" if returncode == 0 else returncode}
     goals = []
     for key, goal in GOALS[name]:
         value = _value(results, key)
@@ -146,8 +151,10 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             for g in part["goals"]
         )
         if part["returncode"] == "timeout":
-            kept = f"; what it finished, on {part['device']}: {shown}" if part.get("results") else ""
+            kept = f"; what it finished, on {part.get('device')}: {shown}" if part.get("results") else ""
             lines.append(f"{name}: STOPPED at its time limit after {part['seconds']:.0f} s{kept}")
+        elif part["returncode"] == "no results":
+            lines.append(f"{name}: FAILED, exit 0 but no results written, after {part['seconds']:.0f} s")
         elif part["returncode"] != 0:
             lines.append(f"{name}: FAILED (exit {part['returncode']}) after {part['seconds']:.0f} s")
         else:

@@ -120,8 +120,16 @@ def main() -> None:
         results[name] = {"metrics": meta["metrics"], "steps": meta["steps"],
                          "pretrain_seconds": round(pretrain_seconds, 1),
                          "train_seconds": meta["train_seconds"]}
+        # After each model: a run stopped at a time limit keeps the content model's figure.
+        summary = _summary(args, results, len(train_records), len(eval_records))
+    print(json.dumps({k: summary[k] for k in ("content_step_auroc", "position_only_step_auroc", "auroc_gain")}))
 
+
+def _summary(args, results: dict, train_records: int, eval_records: int) -> dict:
+    """The results so far, written whole to `args.output` (never half a file)."""
     cuda = torch.cuda.is_available() and args.device != "cpu"
+    auroc = {name: results[name]["metrics"]["step_auroc"] if name in results else None
+             for name in ("content", "position_only")}
     summary = {
         "benchmark": "prm_learning",
         "date": time.strftime("%Y-%m-%d"),
@@ -129,16 +137,19 @@ def main() -> None:
         "load_average_1m": round(os.getloadavg()[0], 1),
         "base": args.base,
         "settings": vars(args),
-        "train_records": len(train_records),
-        "eval_records": len(eval_records),
-        "content_step_auroc": results["content"]["metrics"]["step_auroc"],
-        "position_only_step_auroc": results["position_only"]["metrics"]["step_auroc"],
-        "auroc_gain": results["content"]["metrics"]["step_auroc"] - results["position_only"]["metrics"]["step_auroc"],
+        "train_records": train_records,
+        "eval_records": eval_records,
+        "content_step_auroc": auroc["content"],
+        "position_only_step_auroc": auroc["position_only"],
+        "auroc_gain": None if None in auroc.values() else auroc["content"] - auroc["position_only"],
         "models": results,
     }
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({k: summary[k] for k in ("content_step_auroc", "position_only_step_auroc", "auroc_gain")}))
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_suffix(".partial")
+    partial.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(partial, output)
+    return summary
 
 
 if __name__ == "__main__":

@@ -252,7 +252,9 @@ def _train_config(run: RoundRun, n_examples: int) -> TrainConfig:
 
 
 def _total_steps(config: TrainConfig, n_examples: int) -> int:
-    # As train counts them: every batch of an epoch, its last one partial (train.batches_per_epoch).
+    # As train counts them (train.batches_per_epoch), every batch of an epoch, its last one
+    # partial: exact when every example has a rated step, since rounds give train their held-out
+    # records and it holds none back; otherwise a little over, which only the progress bar reads.
     return math.ceil(config.epochs * max(1, math.ceil(n_examples / config.batch_size)))
 
 

@@ -443,24 +443,27 @@ def test_an_interrupted_run_keeps_the_points_it_finished(stand_ins: dict[str, li
     summary = experiment.run_and_report(config, tmp_path / "r.json")
     results = json.loads((tmp_path / "r.json").read_text())
     assert results["stopped"] is True and summary.startswith("STOPPED before the end")
-    # Seed 0 finished rung 1 of both arms and rung 2 of the active arm; seed 1 never started.
-    assert [p["per_problem"] for p in results["arms"]["active"]["0"]] == [1, 2]
+    # Seed 0 finished rung 1 of both arms and rung 2 of the active arm alone, which is left out:
+    # the arms are compared on the rungs both reached. Seed 1 never started.
+    assert [p["per_problem"] for p in results["arms"]["active"]["0"]] == [1]
     assert [p["per_problem"] for p in results["arms"]["uniform"]["0"]] == [1]
     assert results["arms"]["active"]["1"] == results["arms"]["uniform"]["1"] == []
     assert "STOPPED early" in (tmp_path / "r.svg").read_text()
 
 
 def test_a_time_limits_sigterm_stops_the_experiment_and_keeps_its_points(tmp_path: Path) -> None:
+    # Seeds in worker processes, and the SIGTERM to the parent alone: the workers stop with it.
     output = tmp_path / "r.json"
     run = subprocess.Popen([sys.executable, "bench/simulate_active_learning.py", "--protocol", "paper", "--quick",
-                            "--output", str(output)], cwd=ROOT, stderr=subprocess.PIPE, text=True,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            "--jobs", "2", "--ladder", "1,2,4", "--output", str(output)], cwd=ROOT,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     for line in run.stderr:
         if "/problem:" in line:  # a first point is finished
             run.send_signal(signal.SIGTERM)
             break
-    run.stderr.read()
-    assert run.wait(timeout=120) == 0
+    run.communicate(timeout=120)
+    assert run.returncode == 0
     results = json.loads(output.read_text())
     assert results["stopped"] is True
-    assert any(points for seeds in results["arms"].values() for points in seeds.values())
+    rungs = [len(points) for seeds in results["arms"].values() for points in seeds.values()]
+    assert max(rungs) < 3  # stopped well before the ladder's end

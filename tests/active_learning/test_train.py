@@ -200,6 +200,13 @@ def test_processes_share_every_epochs_batches_and_resume_in_place(budget, world)
     assert batches_per_epoch(lengths, config) == len(epochs[0])
 
 
+def test_more_processes_than_an_epochs_batches_still_step_together():
+    lengths, config = [50, 60, 70], TrainConfig(output="x", batch_size=2, seed=1)  # two batches an epoch
+    stream = [b for e in range(6) for b in epoch_batches(lengths, 2, 1000 + e)]
+    taken = [list(itertools.islice(process_batches(lengths, config, 3, rank, 0), 3)) for rank in range(3)]
+    assert [b for step in zip(*taken) for b in step] == stream[:9]
+
+
 def test_train_takes_a_token_budget_and_compiles(files, tmp_path):
     output = tmp_path / "budget"
     _cli("train", "--train", files / "train.jsonl", "--output", output, *FAST, "--steps", 3,

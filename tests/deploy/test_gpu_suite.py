@@ -4,6 +4,7 @@ JSON, and the summary reads each goal from it. The figures themselves need a GPU
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -125,9 +126,16 @@ def test_a_stopped_part_reports_what_it_wrote_before_its_limit_and_not_an_earlie
     assert part["returncode"] == "timeout" and part["results"] == "gpu_throughput.json"
     assert {g["metric"]: g["value"] for g in part["goals"]}["score_mfu"] == 0.3
     [line] = gpu_suite.summary_lines({"parts": {"throughput": part}})
-    assert line.startswith("throughput: STOPPED at its time limit after 3 s; what it finished, on test card:")
+    assert re.match(r"throughput: STOPPED at its time limit after \d+ s; what it finished, on test card: score_mfu 0.3",
+                    line)
 
     # Stopped before it wrote anything, the file left by an earlier run is not taken for its own.
     script.write_text("import time\ntime.sleep(60)\n")
     stale = gpu_suite.run_part("throughput", tmp_path, smoke=True, limit=2)
     assert stale["returncode"] == "timeout" and stale["goals"] == [] and "results" not in stale
+    # Exit status 0 without results of this run is a failure, said so.
+    script.write_text("pass\n")
+    silent = gpu_suite.run_part("throughput", tmp_path, smoke=True, limit=30)
+    assert silent["returncode"] == "no results"
+    assert gpu_suite.summary_lines({"parts": {"throughput": silent}})[0].startswith(
+        "throughput: FAILED, exit 0 but no results written")
