@@ -78,6 +78,7 @@ from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import Solution
 from active_learning.efficiency import bootstrap_ratio
 from active_learning.evaluate import first_error_f1, step_metrics
+from active_learning.files import replace_whole
 from active_learning.model import PRESETS, is_preset, load_checkpoint
 from active_learning.plot import experiment_svg
 from active_learning.pretrain import pretrain
@@ -449,9 +450,7 @@ def _run_seed(config: ExperimentConfig, seed: int, work: Path, log: Callable[[st
 
     def keep(part: str, so_far: dict[str, list[dict]]) -> None:
         curves[part] = so_far
-        partial = progress.with_suffix(".partial")
-        partial.write_text(json.dumps(curves))
-        os.replace(partial, progress)
+        replace_whole(progress, json.dumps(curves))
 
     _curves(run, config, seed, log, lambda so_far: keep("main", so_far))
     for name in ablations:
@@ -672,10 +671,8 @@ def run_and_report(config: ExperimentConfig, output: Path, ablations: Sequence[s
         results = run_experiment(config, log, ablations)
         output.parent.mkdir(parents=True, exist_ok=True)
         plot = output.with_suffix(".svg")
-        for path, text in ((output, json.dumps(results, indent=2) + "\n"), (plot, experiment_svg(results))):
-            partial = path.with_name(path.name + ".partial")
-            partial.write_text(text)
-            os.replace(partial, path)
+        replace_whole(output, json.dumps(results, indent=2) + "\n")
+        replace_whole(plot, experiment_svg(results))
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)

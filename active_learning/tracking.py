@@ -7,8 +7,9 @@ module, and a web server should not load torch to draw a line.
 
 import json
 import math
-import os
 from pathlib import Path
+
+from active_learning.files import replace_whole
 
 TRAINING_LOG_FILE = "training_log.json"
 # accelerate's tracker name -> the package it needs.
@@ -65,9 +66,7 @@ class TrainingLog:
 
     def add(self, kind: str, entry: dict) -> None:
         self.data[kind].append(entry)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, default=str) + "\n")
-        os.replace(tmp, self.path)  # atomic: a reader never sees half a log
+        replace_whole(self.path, json.dumps(self.data, indent=1, default=str) + "\n")
 
 
 def read_training_log(checkpoint: str | Path) -> dict | None:

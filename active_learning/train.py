@@ -25,6 +25,7 @@ from active_learning.config import TrainConfig
 from active_learning.data import (IGNORE_INDEX, Example, load_examples, parse_source_weights, read_records,
                                   snapshot_hash, split_by_problem, tokenize_example, weigh_sources)
 from active_learning.evaluate import evaluate, evaluate_examples
+from active_learning.files import replace_whole
 from active_learning.grading import GRADER_VERSION
 from active_learning.model import LABEL2ID, compile_layers, is_preset, load_base, marker_id, save_checkpoint
 from active_learning.score import pad_batch, to_device, token_batches
@@ -66,6 +67,12 @@ def batches_per_epoch(lengths: list[int], config: TrainConfig) -> int:
     return len(epoch_batches(lengths, config.batch_size, config.seed * 1000, config.batch_tokens))
 
 
+def planned_steps(config: TrainConfig, epoch_batches: int, world: int = 1) -> int:
+    """The optimizer steps a run takes: `steps`, or `epochs` passes over an epoch of
+    `epoch_batches` batches shared by `world` processes."""
+    return config.steps or math.ceil(config.epochs * max(1, epoch_batches) / world)
+
+
 def process_batches(lengths: list[int], config: TrainConfig, world: int, rank: int,
                     start_step: int) -> Iterator[list[int]]:
     """This process's batches from `start_step` on, endlessly. The epochs' batches follow one
@@ -101,9 +108,7 @@ def mixed_precision(config: TrainConfig, cuda: bool) -> str | None:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    os.replace(tmp, path)  # atomic: a kill leaves the old file or the new one
+    replace_whole(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 def _save_snapshot(accelerator: Accelerator, work: Path, step: int, seconds: float,
@@ -244,8 +249,9 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     weighted = any(f["weight"] != 1.0 for f in features)
     lengths = [len(f["input_ids"]) for f in features]
     world, rank = accelerator.num_processes, accelerator.process_index
-    epoch_steps = batches_per_epoch(lengths, config) / world
-    total_steps = config.steps or math.ceil(config.epochs * epoch_steps)
+    epoch_batches_count = batches_per_epoch(lengths, config)
+    epoch_steps = epoch_batches_count / world
+    total_steps = planned_steps(config, epoch_batches_count, world)
     fingerprint = {"data_hash": snapshot_hash(examples), "config": config.fingerprint(), "world": world}
 
     # The auxiliary next-token head reads the backbone's last hidden states, caught by a hook so

@@ -35,6 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench_results import write_results
+
 BENCH = Path(__file__).parent
 
 # Per part: the script, the GPU settings, tiny CPU settings for --smoke, and the seconds after
@@ -199,9 +201,7 @@ def main() -> None:
             # parts stay, and a reader never sees half a file.
             summary = json.loads(summary_file.read_text()) if summary_file.exists() else {"parts": {}}
             summary["parts"][name] = part
-            partial = summary_file.with_suffix(".json.partial")
-            partial.write_text(json.dumps(summary, indent=2) + "\n")
-            os.replace(partial, summary_file)
+            write_results(summary_file, summary)
 
     lock = threading.Lock()
     for name in [n for n in names if n not in SHARE_THE_GPU]:

@@ -28,6 +28,7 @@ from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.pretrain import pretrain
 from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
 from active_learning.train import train
+from bench_results import write_results
 
 RESULTS = Path(__file__).parent / "results" / "prm_learning.json"
 
@@ -144,11 +145,7 @@ def _summary(args, results: dict, train_records: int, eval_records: int) -> dict
         "auroc_gain": None if None in auroc.values() else auroc["content"] - auroc["position_only"],
         "models": results,
     }
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_suffix(".partial")
-    partial.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(partial, output)
+    write_results(Path(args.output), summary)
     return summary
 
 

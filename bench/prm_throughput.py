@@ -16,6 +16,7 @@ headline figures are the best setting's, named in `train_best` and `score_best`.
 """
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -26,11 +27,13 @@ from pathlib import Path
 import torch
 from torch._dynamo.utils import counters  # private, but the only count of compiled graphs
 
+from active_learning.config import TrainConfig
 from active_learning.data import load_examples, load_solutions, tokenize_example
 from active_learning.model import compile_layers, load_base, marker_id
 from active_learning.score import iter_scores, pad_batch, token_batches
 from active_learning.synthetic import iter_candidates, to_prm800k
-from active_learning.train import epoch_batches
+from active_learning.train import process_batches
+from bench_results import write_results
 
 RESULTS = Path(__file__).parent / "results" / "prm_throughput.json"
 # Dense bf16 tensor-core peaks, for model FLOP utilisation.
@@ -64,11 +67,9 @@ COMPILED_WARMUP = 3
 
 
 def _batches(lengths: list[int], batch_size: int, count: int, batch_tokens: int | None = None) -> list[list[int]]:
-    """`count` training batches as train draws them, over as many epochs as it takes."""
-    batches: list[list[int]] = []
-    while len(batches) < count:
-        batches += epoch_batches(lengths, batch_size, len(batches), batch_tokens)
-    return batches[:count]
+    """`count` training batches as one training process draws them, over as many epochs as it takes."""
+    config = TrainConfig(output="-", batch_size=batch_size, batch_tokens=batch_tokens)
+    return list(itertools.islice(process_batches(lengths, config, world=1, rank=0, start_step=0), count))
 
 
 def _compiles() -> int:
@@ -219,7 +220,7 @@ def main() -> None:
     failed: dict[str, str] = {}
     profiles: dict[str, dict] = {}
     naive: dict[str, float] = {}
-    state: dict = {"compiled_layers": None}
+    compiled_layers = None
 
     def write() -> dict:
         """The results so far, written whole after every setting: a run stopped at its time limit
@@ -230,7 +231,7 @@ def main() -> None:
             "device": gpu or f"CPU ({torch.get_num_threads()} threads, {platform.machine()})",
             "load_average_1m": round(os.getloadavg()[0], 1),
             "base": args.base, "parameters": params, "precision": "bf16" if bf16 else "fp32",
-            "settings": vars(args), "compiled_layers": state["compiled_layers"],
+            "settings": vars(args), "compiled_layers": compiled_layers,
             "train": train, "score": score, "failed": failed,
             "peak_memory_kind": "max allocated on the GPU" if device == "cuda" else "max RSS of the process",
             "peak_memory_mb": max((v["peak_memory_mb"] for v in [*train.values(), *score.values()]), default=None),
@@ -247,10 +248,7 @@ def main() -> None:
             result["score_solutions_per_s"] = score[result["score_best"]]["solutions_per_s"]
         if "score_solutions_per_s" in naive:
             result["score_solutions_per_s_naive"] = round(naive["score_solutions_per_s"], 1)
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(args.output).with_suffix(".partial")
-        partial.write_text(json.dumps(result, indent=2) + "\n")
-        os.replace(partial, args.output)
+        write_results(Path(args.output), result)
         return result
 
     def attempt(name: str, work) -> None:
@@ -330,7 +328,7 @@ def main() -> None:
     # Eager and compiled time the same batches, after one warm-up step and COMPILED_WARMUP.
     measure_all("", warmup=1)
     if args.compile:
-        state["compiled_layers"] = compile_layers(model)
+        compiled_layers = compile_layers(model)
         measure_all("_compiled", warmup=COMPILED_WARMUP)
     print(json.dumps(write(), indent=2))
 

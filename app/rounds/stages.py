@@ -36,7 +36,7 @@ from active_learning.evaluate import best_of_n, evaluate_examples
 from active_learning.model import META_FILE, load_checkpoint
 from active_learning.rollouts import RolloutSettings, open_generator
 from active_learning.score import iter_scores
-from active_learning.train import PROGRESS_FILE, TrainingDiverged, train
+from active_learning.train import PROGRESS_FILE, TrainingDiverged, planned_steps, train
 from app.db import session_scope
 from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
@@ -252,10 +252,10 @@ def _train_config(run: RoundRun, n_examples: int) -> TrainConfig:
 
 
 def _total_steps(config: TrainConfig, n_examples: int) -> int:
-    # As train counts them (train.batches_per_epoch), every batch of an epoch, its last one
-    # partial: exact when every example has a rated step, since rounds give train their held-out
-    # records and it holds none back; otherwise a little over, which only the progress bar reads.
-    return math.ceil(config.epochs * max(1, math.ceil(n_examples / config.batch_size)))
+    # An epoch's batches of batch_size, its last one partial: exact when every example has a
+    # rated step, since rounds give train their held-out records and it holds none back;
+    # otherwise a little over, which only the progress bar reads.
+    return planned_steps(config, math.ceil(n_examples / config.batch_size))
 
 
 def _report_training(run: RoundRun, session: Session) -> None:

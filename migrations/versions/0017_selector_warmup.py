@@ -2,9 +2,8 @@
 
 No way of choosing measured so far taught a PRM more than uniform picks (at best, half the labels
 chosen by a selector that ranked, it was level; docs/prm.md). New projects get selector mode
-`uniform`; in fixed and retrain
-modes a round ranks the pool only with a selector whose held-out step AUROC, the lower end of its
-95% interval, reaches selector_min_step_auroc. Existing round settings keep their mode and get no
+`uniform`; in fixed and retrain modes a round ranks the pool only with a selector whose held-out
+step AUROC, the lower end of its 95% interval, reaches selector_min_step_auroc. Existing round settings keep their mode and get no
 bar, so their rounds pick as before (a project that has none yet gets the new defaults).
 
 Revision ID: 0017

@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 import torch
+from torch._dynamo.utils import counters
 from click.testing import CliRunner
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForTokenClassification, AutoTokenizer, PreTrainedTokenizerFast
@@ -199,9 +200,11 @@ def test_compiled_layers_score_and_train_as_eager_ones(checkpoint):
     assert compile_layers(compiled) == 4  # the tiny preset's layers
     # The state dict keeps its names: a compiled model saves a checkpoint like any other.
     assert list(compiled.state_dict()) == list(eager.state_dict())
+    graphs = counters["stats"]["unique_graphs"]
     for ours, theirs in zip(score_solutions(compiled, tokenizer, SOLUTIONS * 2, batch_tokens=1024),
                             score_solutions(eager, tokenizer, SOLUTIONS * 2, batch_tokens=1024)):
         assert ours.step_scores == pytest.approx(theirs.step_scores, abs=1e-5)
+    assert counters["stats"]["unique_graphs"] > graphs  # the compiled model did run compiled code
 
     ids = torch.tensor([tokenizer.encode("Q?\n\n$3 + 4 = 7$." + STEP_MARKER, add_special_tokens=False)] * 2)
     labels = torch.full_like(ids, -100)

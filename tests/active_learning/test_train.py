@@ -19,6 +19,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer
 from active_learning.cli import prm
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
+from active_learning.model import compile_layers
 from active_learning.train import batches_per_epoch, epoch_batches, mixed_precision, process_batches
 
 pytestmark = pytest.mark.slow
@@ -207,12 +208,19 @@ def test_more_processes_than_an_epochs_batches_still_step_together():
     assert [b for step in zip(*taken) for b in step] == stream[:9]
 
 
-def test_train_takes_a_token_budget_and_compiles(files, tmp_path):
+def test_train_takes_a_token_budget_and_compiles(files, tmp_path, monkeypatch):
+    import active_learning.train as training
+
+    compiled = []
+    monkeypatch.setattr(training, "compile_layers", lambda model: compiled.append(compile_layers(model)))
     output = tmp_path / "budget"
-    _cli("train", "--train", files / "train.jsonl", "--output", output, *FAST, "--steps", 3,
-         "--batch-tokens", 1500, "--compile")
+    # One epoch under a budget that holds every sequence (at most 256 tokens each) is one step,
+    # where the batch size of 8 would take dozens.
+    _cli("train", "--train", files / "train.jsonl", "--output", output, *FAST, "--batch-tokens", 100_000,
+         "--compile")
     meta = json.loads((output / "stepwise.json").read_text())
-    assert meta["steps"] == 3 and meta["config"]["batch_tokens"] == 1500 and meta["config"]["compile"] is True
+    assert meta["steps"] == 1 and meta["config"]["batch_tokens"] == 100_000 and meta["config"]["compile"] is True
+    assert compiled == [4]  # the tiny preset's layers, compiled before training
     assert AutoModelForTokenClassification.from_pretrained(output).config.use_cache is False
     refused = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--output",
                                        str(tmp_path / "never"), *FAST, "--batch-tokens", "0"])
