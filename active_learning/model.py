@@ -125,6 +125,20 @@ def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa")
     return model, tokenizer
 
 
+def needs_padding_mask(model) -> bool:
+    """Whether a right-padded batch needs its padding mask for the real tokens' outputs to be
+    those of each sequence alone.
+
+    A causal backbone's token attends to the tokens before it only, and right padding comes after
+    every real token, so the mask changes nothing the PRM reads (positions count from the start
+    either way); without one, SDPA may take its causal flash kernel, which a padding mask rules
+    out, and transformers builds no mask at all. An encoder's token attends both ways, so it keeps
+    the mask, as does a model whose attention says nothing either way.
+    """
+    flags = [m.is_causal for m in model.modules() if isinstance(getattr(m, "is_causal", None), bool)]
+    return not flags or not all(flags)
+
+
 def compile_layers(model) -> int:
     """Compile the backbone's repeated layer in place (`torch.compile`, dynamic shapes); returns
     how many layers were compiled.

@@ -28,7 +28,7 @@ from transformers import AutoModelForCausalLM
 
 from active_learning.config import PretrainConfig
 from active_learning.data import load_solutions, tokenize_example
-from active_learning.model import META_FILE, PRESETS, marker_id, preset_config, save_tokenizer
+from active_learning.model import META_FILE, PRESETS, marker_id, needs_padding_mask, preset_config, save_tokenizer
 from active_learning.score import pad_batch
 from active_learning.tokenizer import build_byte_tokenizer
 from active_learning.train import TrainingDiverged, scheduled_learning_rate
@@ -66,6 +66,7 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
     tokenizer = build_byte_tokenizer()
     model = AutoModelForCausalLM.from_config(preset_config(PRESETS[config.base], tokenizer)).to(device)
     marker = marker_id(tokenizer)
+    padding_mask = needs_padding_mask(model)
     features = []
     for s in solutions:
         feature = tokenize_example(tokenizer, marker, s.prompt, s.steps, None, config.max_length)
@@ -93,7 +94,7 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
         if len(order) < config.batch_size:
             order += rng.sample(range(len(features)), len(features))
         batch, order = order[:config.batch_size], order[config.batch_size:]
-        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, device)
+        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, device, padding_mask)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
             # No key-value cache while training; the saved base keeps it on for generating.
             loss = model(**inputs, use_cache=False).loss

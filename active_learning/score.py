@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from active_learning.data import IGNORE_INDEX, Solution, scoring_windows
-from active_learning.model import marker_id
+from active_learning.model import marker_id, needs_padding_mask
 
 
 @dataclass
@@ -55,8 +55,9 @@ def token_batches(lengths: list[int], batch_tokens: int) -> Iterator[list[int]]:
         yield batch
 
 
-def pad_batch(features: list[dict], pad_id: int, device) -> dict:
-    """Right-padded tensors; padding is masked, so it changes nothing at the markers."""
+def pad_batch(features: list[dict], pad_id: int, device, padding_mask: bool = True) -> dict:
+    """Right-padded tensors, with the padding mask unless `padding_mask` is False (a causal
+    backbone's, `model.needs_padding_mask`): either way padding changes nothing at the markers."""
     width = max(len(f["input_ids"]) for f in features)
     ids = torch.full((len(features), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(features), width), dtype=torch.long)
@@ -69,7 +70,8 @@ def pad_batch(features: list[dict], pad_id: int, device) -> dict:
         mask[row, :n] = 1
         for key, tensor in targets.items():
             tensor[row, :n] = torch.tensor(f[key])
-    return {"input_ids": to_device(ids, device), "attention_mask": to_device(mask, device),
+    masks = {"attention_mask": to_device(mask, device)} if padding_mask else {}
+    return {"input_ids": to_device(ids, device), **masks,
             **{key: to_device(tensor, device) for key, tensor in targets.items()}}
 
 
@@ -82,8 +84,10 @@ def to_device(tensor: torch.Tensor, device) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def _score_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch_tokens: int,
-                 neutral_as_correct: bool) -> list[SolutionScore]:
+def _queue_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch_tokens: int,
+                 padding_mask: bool) -> tuple[list[tuple[int, int]], list[torch.Tensor]]:
+    """Queues the chunk's forward passes; returns each marker read's (solution, step) and the
+    reads' class probabilities, batch by batch, still on the model's device."""
     marker = marker_id(tokenizer)
     windows, owners = [], []
     for index, s in enumerate(chunk):
@@ -91,31 +95,49 @@ def _score_chunk(model, tokenizer, chunk: list[Solution], max_length: int, batch
             windows.append(window)
             owners.append(index)
     device = next(model.parameters()).device
-    step_probs: list[list] = [[None] * len(s.steps) for s in chunk]
+    reads: list[tuple[int, int]] = []
+    probs: list[torch.Tensor] = []
     for batch in token_batches([len(w["input_ids"]) for w in windows], batch_tokens):
-        inputs = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
-        reads = [(owners[i], step, row, position)
+        inputs = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device, padding_mask)
+        marks = [(owners[i], step, row, position)
                  for row, i in enumerate(batch) for step, position in windows[i]["reads"]]
-        rows = to_device(torch.tensor([r[2] for r in reads]), device)
-        positions = to_device(torch.tensor([r[3] for r in reads]), device)
-        logits = model(input_ids=inputs["input_ids"],
-                       attention_mask=inputs["attention_mask"]).logits  # [B, T, 3]
-        # Only the markers' logits come back to the host, in one copy.
-        probs = logits[rows, positions].float().softmax(-1).tolist()
-        for (owner, step, _, _), p in zip(reads, probs):
-            step_probs[owner][step] = p
-    return [_summarise(probs, neutral_as_correct) for probs in step_probs]
+        rows = to_device(torch.tensor([m[2] for m in marks]), device)
+        positions = to_device(torch.tensor([m[3] for m in marks]), device)
+        logits = model(**inputs).logits  # [B, T, 3]
+        # Only the markers' logits are kept.
+        probs.append(logits[rows, positions].float().softmax(-1))
+        reads += [(owner, step) for owner, step, _, _ in marks]
+    return reads, probs
+
+
+def _read_back(chunk: list[Solution], reads: list[tuple[int, int]], probs: list[torch.Tensor],
+               neutral_as_correct: bool) -> list[SolutionScore]:
+    step_probs: list[list] = [[None] * len(s.steps) for s in chunk]
+    for (owner, step), p in zip(reads, torch.cat(probs).tolist() if probs else []):
+        step_probs[owner][step] = p
+    return [_summarise(p, neutral_as_correct) for p in step_probs]
 
 
 def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: int = 2048,
                 batch_tokens: int = 16384, chunk_size: int = 4096,
                 neutral_as_correct: bool = True) -> Iterator[SolutionScore]:
-    """Scores in input order, holding one chunk of solutions in memory at a time."""
+    """Scores in input order, holding one chunk of solutions in memory at a time, and the next.
+
+    A chunk is read back from the device in one copy, once the next chunk is queued behind it:
+    the host tokenises and pads while the GPU computes, and waits for it once a chunk, not once a
+    batch (a GPU that waits for the host at every batch idles for the host's share of the time).
+    """
     model.eval()
+    padding_mask = needs_padding_mask(model)
     solutions = iter(solutions)
+    queued = None  # (chunk, reads, probabilities): on the device, not yet read back
     while chunk := list(itertools.islice(solutions, chunk_size)):
-        yield from _score_chunk(model, tokenizer, chunk, max_length, batch_tokens,
-                                neutral_as_correct)
+        launched = (chunk, *_queue_chunk(model, tokenizer, chunk, max_length, batch_tokens, padding_mask))
+        if queued is not None:
+            yield from _read_back(*queued, neutral_as_correct)
+        queued = launched
+    if queued is not None:
+        yield from _read_back(*queued, neutral_as_correct)
 
 
 def score_solutions(model, tokenizer, solutions: Iterable[Solution], **options) -> list[SolutionScore]:

@@ -27,7 +27,8 @@ from active_learning.data import (IGNORE_INDEX, Example, load_examples, parse_so
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.files import replace_whole
 from active_learning.grading import GRADER_VERSION
-from active_learning.model import LABEL2ID, compile_layers, is_preset, load_base, marker_id, save_checkpoint
+from active_learning.model import (LABEL2ID, compile_layers, is_preset, load_base, marker_id, needs_padding_mask,
+                                   save_checkpoint)
 from active_learning.score import pad_batch, to_device, token_batches
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.tracking import TRAINING_LOG_FILE, TrainingLog, resolve_report_to, scalars
@@ -264,6 +265,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         parameters += list(lm_head.parameters())
         hook = model.base_model.register_forward_hook(
             lambda _module, _args, out: hidden.__setitem__("last", out.last_hidden_state))
+    padding_mask = needs_padding_mask(model)
     if config.compile:
         compile_layers(model)
     # Fused on CUDA: one kernel for every tensor's update instead of several a tensor.
@@ -298,7 +300,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             break
         for group in optimizer.param_groups:
             group["lr"] = scheduled_learning_rate(config.learning_rate, config.warmup_fraction, progress)
-        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device)
+        inputs = pad_batch([features[i] for i in batch], tokenizer.pad_token_id, accelerator.device, padding_mask)
         targets = inputs.pop("lm_labels", None)
         if weighted:
             labels = inputs.pop("labels")

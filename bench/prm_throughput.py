@@ -29,7 +29,7 @@ from torch._dynamo.utils import counters  # private, but the only count of compi
 
 from active_learning.config import TrainConfig
 from active_learning.data import load_examples, load_solutions, tokenize_example
-from active_learning.model import compile_layers, load_base, marker_id
+from active_learning.model import compile_layers, load_base, marker_id, needs_padding_mask
 from active_learning.score import iter_scores, pad_batch, token_batches
 from active_learning.synthetic import iter_candidates, to_prm800k
 from active_learning.train import process_batches
@@ -45,10 +45,10 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _train_step(model, optimizer, features, batch, pad_id, device, bf16) -> int:
+def _train_step(model, optimizer, features, batch, pad_id, device, bf16, padding_mask: bool) -> int:
     """One optimizer step on `batch`, as `train` takes it; returns its real tokens, counted on
     the host so that the GPU is never waited for."""
-    inputs = pad_batch([features[j] for j in batch], pad_id, device)
+    inputs = pad_batch([features[j] for j in batch], pad_id, device, padding_mask)
     with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
         loss = model(**inputs).loss
     loss.backward()
@@ -80,14 +80,15 @@ def _train_tokens_per_s(model, features, batches, pad_id, device, bf16, warmup: 
     """(tokens a second, seconds of warm-up, compiles while timed): the first `warmup` steps pay
     for allocation and kernel selection, and a compiled model's for compiling."""
     optimizer = _optimizer(model, device)
+    padding_mask = needs_padding_mask(model)
     model.train()
     _sync(device)
     started = time.perf_counter()
     for batch in batches[:warmup]:
-        _train_step(model, optimizer, features, batch, pad_id, device, bf16)
+        _train_step(model, optimizer, features, batch, pad_id, device, bf16, padding_mask)
     _sync(device)
     start, compiles = time.perf_counter(), _compiles()
-    tokens = sum(_train_step(model, optimizer, features, batch, pad_id, device, bf16) for batch in batches[warmup:])
+    tokens = sum(_train_step(model, optimizer, features, batch, pad_id, device, bf16, padding_mask) for batch in batches[warmup:])
     _sync(device)
     return tokens / (time.perf_counter() - start), start - started, _compiles() - compiles
 
@@ -272,8 +273,9 @@ def main() -> None:
 
     def profile_training(key: str) -> None:
         optimizer = _optimizer(model, device)
-        profiles[key] = _profile(lambda: _train_step(model, optimizer, features, by_size[0], pad_id, device, bf16),
-                                 device)
+        padding_mask = needs_padding_mask(model)
+        profiles[key] = _profile(lambda: _train_step(model, optimizer, features, by_size[0], pad_id, device, bf16,
+                                                     padding_mask), device)
 
     def measure_scoring(name: str, budget: int) -> None:
         _reset_peak_memory(device)

@@ -2,8 +2,11 @@ import json
 
 import pytest
 
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
 from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id,
-                                  scoring_windows, split_by_problem, tokenize_example)
+                                  scoring_windows, split_by_problem, text_encoder, tokenize_example)
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 
@@ -151,3 +154,34 @@ def test_trl_records_with_every_completion_load_as_they_are():
     rows = [{"prompt": "P", "completions": ["x", "h"], "labels": [True, True], "human_written": [False, True]},
             {"prompt": "P", "completions": ["x", "y"], "labels": [True, False], "human_written": [False, False]}]
     assert [(e.steps, e.labels) for e in load_examples(rows)] == [(["x", "h"], [1, 1]), (["x", "y"], [1, -1])]
+
+
+TEXTS = ["What is $\\frac{1}{2} + \\frac{1}{3}$?\n\n", "  two  spaces, then\ttab", "é ∑ 数学 🙂",
+         "$x^2 - 4 = 0$, so $x = \\pm 2$.\n\n# Answer\n\n\\pm 2", ""]
+
+
+def _bpe_tokenizer() -> PreTrainedTokenizerFast:
+    core = Tokenizer(models.BPE(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.train_from_iterator(TEXTS * 20, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<unk>", "<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", unk_token="<unk>")
+
+
+@pytest.mark.parametrize("make", [build_byte_tokenizer, _bpe_tokenizer])
+def test_text_encoder_gives_transformers_ids(make):
+    tokenizer = make()
+    encode = text_encoder(tokenizer)
+    for text in TEXTS:
+        assert encode(text) == tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_text_encoder_leaves_a_truncating_backend_to_transformers():
+    # A tokenizer.json saved with truncation on: transformers turns it off before encoding, so
+    # the backend called directly would cut the text short.
+    tokenizer = _bpe_tokenizer()
+    tokenizer.backend_tokenizer.enable_truncation(max_length=3)
+    ours = text_encoder(tokenizer)(TEXTS[0])
+    assert len(ours) > 3
+    assert ours == tokenizer.encode(TEXTS[0], add_special_tokens=False)

@@ -9,14 +9,16 @@ import torch
 from torch._dynamo.utils import counters
 from click.testing import CliRunner
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import AutoModelForTokenClassification, AutoTokenizer, PreTrainedTokenizerFast
+from transformers import (AutoModelForTokenClassification, AutoTokenizer, BertConfig, BertForTokenClassification,
+                          PreTrainedTokenizerFast)
 
 from active_learning.cli import prm
 from active_learning.config import TrainConfig
 
-from active_learning.data import Solution
-from active_learning.model import ID2LABEL, compile_layers, load_base, load_checkpoint, marker_id, save_checkpoint
-from active_learning.score import score_solutions
+from active_learning.data import Solution, tokenize_example
+from active_learning.model import (ID2LABEL, compile_layers, load_base, load_checkpoint, marker_id,
+                                   needs_padding_mask, save_checkpoint)
+from active_learning.score import pad_batch, score_solutions
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.train import train
 
@@ -75,9 +77,59 @@ def test_bucketed_batches_match_one_at_a_time(checkpoint):
     batched = score_solutions(model, tokenizer, SOLUTIONS * 3, batch_tokens=2048, chunk_size=5)
     single = [score_solutions(model, tokenizer, [s], batch_tokens=1)[0] for s in SOLUTIONS * 3]
     for a, b in zip(batched, single):
-        assert len(a.step_scores) == len(b.step_scores)
+        assert a.step_scores == pytest.approx(b.step_scores, abs=1e-5)
         assert a.product == pytest.approx(b.product, abs=1e-5)
         assert a.minimum == pytest.approx(b.minimum, abs=1e-5)
+
+
+def test_chunks_with_nothing_to_read_keep_the_order(checkpoint):
+    # Each chunk is read back after the next is queued; a chunk with no step to read has no
+    # batch at all.
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    odd = [Solution("e", "Q", []), Solution("g", "Q", ["z" * 400]), *SOLUTIONS, Solution("e2", "Q", [])]
+    one_by_one = score_solutions(model, tokenizer, odd, max_length=256, chunk_size=1)
+    together = score_solutions(model, tokenizer, odd, max_length=256)
+    assert [len(s.step_scores) for s in one_by_one] == [0, 1, 2, 3, 4, 0]
+    assert one_by_one[1].step_scores == [None] and one_by_one[1].truncated
+    for a, b in zip(one_by_one[2:5], together[2:5], strict=True):
+        assert a.step_scores == pytest.approx(b.step_scores, abs=1e-5)
+
+
+def _encoder_prm(tokenizer):
+    torch.manual_seed(0)
+    return BertForTokenClassification(BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, pad_token_id=tokenizer.pad_token_id, num_labels=3,
+        initializer_range=1.0))  # large weights, so that a read of the padding would show
+
+
+def test_padding_is_masked_for_an_encoder_only():
+    causal, tokenizer = load_base("tiny")
+    encoder = _encoder_prm(tokenizer)
+    assert not needs_padding_mask(causal) and needs_padding_mask(encoder)
+    assert needs_padding_mask(torch.nn.Linear(2, 2))  # attention that says nothing either way
+    # Solutions of different lengths in one padded batch score as each does alone: the causal
+    # backbone without a mask, the encoder (whose tokens would read the padding) with one.
+    for model in (causal, encoder):
+        batched = score_solutions(model, tokenizer, SOLUTIONS, batch_tokens=4096, max_length=256)
+        single = [score_solutions(model, tokenizer, [s], batch_tokens=1, max_length=256)[0] for s in SOLUTIONS]
+        for a, b in zip(batched, single, strict=True):
+            assert a.step_scores == pytest.approx(b.step_scores, abs=1e-5)
+
+
+def test_a_causal_backbone_trains_on_padded_batches_without_a_mask():
+    model, tokenizer = load_base("tiny")
+    model.eval()  # no dropout: the two passes must see the same network
+    marker = marker_id(tokenizer)
+    features = [tokenize_example(tokenizer, marker, s.prompt, s.steps, [1] * len(s.steps), 256) for s in SOLUTIONS]
+    assert "attention_mask" not in pad_batch(features, tokenizer.pad_token_id, "cpu", padding_mask=False)
+    grads = []
+    for padding_mask in (True, False):
+        model.zero_grad()
+        model(**pad_batch(features, tokenizer.pad_token_id, "cpu", padding_mask)).loss.backward()
+        grads.append([p.grad.clone() for p in (model.score.weight, model.model.layers[0].self_attn.q_proj.weight)])
+    for masked, unmasked in zip(*grads):
+        assert torch.allclose(masked, unmasked, atol=1e-6)
 
 
 def test_score_shapes_and_long_solutions(checkpoint):
