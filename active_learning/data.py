@@ -277,16 +277,26 @@ def snapshot_hash(examples: list[Example]) -> str:
     return digest.hexdigest()[:16]
 
 
+# What transformers' `encode` runs for a fast tokenizer, by version; a tokenizer class that
+# overrides any of them (CodeLlama splits its infilling marker, LayoutLM takes boxes) encodes in
+# Python too, and is left to transformers.
+_ENCODE_METHODS = ("encode", "encode_plus", "_encode_plus", "_batch_encode_plus")
+
+
 def text_encoder(tokenizer) -> Callable[[str], list[int]]:
     """A text's token ids without special tokens, as `tokenizer.encode` gives them.
 
     From a fast tokenizer's Rust backend directly: transformers' wrapper around it costs more than
     the encoding (2.4x the time on the byte tokenizer), and a GPU scoring a pool waits for it.
-    transformers turns the backend's own truncation and padding off before it encodes; a backend
+    Before it encodes, transformers only turns the backend's truncation and padding off; a backend
     saved with either on is left to transformers, so the ids are the same either way.
     """
+    from transformers import PreTrainedTokenizerFast  # here: reading label files needs no transformers
+
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or backend.truncation is not None or backend.padding is not None:
+    plain = all(getattr(type(tokenizer), name, None) is getattr(PreTrainedTokenizerFast, name, None)
+                for name in _ENCODE_METHODS)
+    if backend is None or not plain or backend.truncation is not None or backend.padding is not None:
         return lambda text: tokenizer.encode(text, add_special_tokens=False)
     return lambda text: backend.encode(text, add_special_tokens=False).ids
 

@@ -123,21 +123,32 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
                 neutral_as_correct: bool = True) -> Iterator[SolutionScore]:
     """Scores in input order, holding one chunk of solutions in memory at a time, and the next.
 
-    A chunk is read back from the device in one copy, once the next chunk is queued behind it:
-    the host tokenises and pads while the GPU computes, and waits for it once a chunk, not once a
-    batch (a GPU that waits for the host at every batch idles for the host's share of the time).
+    A chunk's batches are queued one after another without reading anything back, and the chunk
+    comes back in one copy once the next chunk is queued behind it: the host pads each batch while
+    the GPU computes the one before, and tokenises the next chunk while it computes the chunk's
+    last. (transformers itself still waits for the GPU once a forward pass, reading a flag of the
+    batch's positions, so the host is at most about a batch ahead.)
     """
     model.eval()
     padding_mask = needs_padding_mask(model)
     solutions = iter(solutions)
     queued = None  # (chunk, reads, probabilities): on the device, not yet read back
-    while chunk := list(itertools.islice(solutions, chunk_size)):
-        launched = (chunk, *_queue_chunk(model, tokenizer, chunk, max_length, batch_tokens, padding_mask))
+    while True:
+        try:
+            chunk = list(itertools.islice(solutions, chunk_size))
+            launched = (chunk, *_queue_chunk(model, tokenizer, chunk, max_length, batch_tokens,
+                                             padding_mask)) if chunk else None
+        except BaseException:
+            # A bad record, an out-of-memory or Ctrl-C in this chunk: the chunk before it, scored
+            # already, still comes out first.
+            if queued is not None:
+                yield from _read_back(*queued, neutral_as_correct)
+            raise
         if queued is not None:
             yield from _read_back(*queued, neutral_as_correct)
+        if launched is None:
+            return
         queued = launched
-    if queued is not None:
-        yield from _read_back(*queued, neutral_as_correct)
 
 
 def score_solutions(model, tokenizer, solutions: Iterable[Solution], **options) -> list[SolutionScore]:

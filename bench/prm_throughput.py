@@ -22,6 +22,7 @@ import os
 import platform
 import resource
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -101,10 +102,24 @@ def _timed(work, device: str) -> float:
     return time.perf_counter() - started
 
 
+def _host_waits(work) -> int:
+    """How many times one call of `work` makes the host wait for the GPU (a read-back, `.item()`,
+    a tensor's truth value): PyTorch warns at each while its sync debug mode is on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            work()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchronizing" in str(w.message) for w in caught)
+
+
 def _profile(work, device: str, rows: int = 12) -> dict:
     """Where one call of `work` spends its time, after a warm-up call: the share of the wall
     time the GPU is busy (low means the host, not the GPU, sets the pace: launches, Python,
-    synchronisation) and the operations that take the most of it."""
+    synchronisation), the operations that take the most of it, and on CUDA how often the host
+    waited for the GPU."""
     from torch.profiler import ProfilerActivity, profile
 
     cuda = device == "cuda"
@@ -127,6 +142,7 @@ def _profile(work, device: str, rows: int = 12) -> dict:
         "timeline": "GPU kernels" if cuda else "CPU operators",
         "busy_share": round(sum(busy(e) for e in events) / 1e6 / wall, 3),
         "launches": sum(e.count for e in events),
+        "host_waits": _host_waits(work) if cuda else None,
         "top": [{"name": e.key, "self_s": round(busy(e) / 1e6, 5), "calls": e.count} for e in top],
     }
 

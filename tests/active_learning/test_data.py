@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id,
@@ -161,11 +161,13 @@ TEXTS = ["What is $\\frac{1}{2} + \\frac{1}{3}$?\n\n", "  two  spaces, then\ttab
 
 
 def _bpe_tokenizer() -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer that adds BOS itself, as Llama's and Mistral's do."""
     core = Tokenizer(models.BPE(unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     core.train_from_iterator(TEXTS * 20, trainers.BpeTrainer(
         vocab_size=400, special_tokens=["<unk>", "<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    core.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
     return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", unk_token="<unk>")
 
 
@@ -177,11 +179,31 @@ def test_text_encoder_gives_transformers_ids(make):
         assert encode(text) == tokenizer.encode(text, add_special_tokens=False)
 
 
-def test_text_encoder_leaves_a_truncating_backend_to_transformers():
-    # A tokenizer.json saved with truncation on: transformers turns it off before encoding, so
-    # the backend called directly would cut the text short.
+def test_text_encoder_adds_no_special_tokens():
     tokenizer = _bpe_tokenizer()
-    tokenizer.backend_tokenizer.enable_truncation(max_length=3)
+    assert tokenizer.encode(TEXTS[0])[0] == tokenizer.bos_token_id  # the post-processor's BOS
+    assert tokenizer.bos_token_id not in text_encoder(tokenizer)(TEXTS[0])
+
+
+@pytest.mark.parametrize("setting", ["truncation", "padding"])
+def test_text_encoder_leaves_a_truncating_or_padding_backend_to_transformers(setting):
+    # A tokenizer.json saved with truncation or padding on: transformers turns both off before
+    # encoding, so the backend called directly would cut the text short or pad it.
+    tokenizer = _bpe_tokenizer()
+    if setting == "truncation":
+        tokenizer.backend_tokenizer.enable_truncation(max_length=3)
+    else:
+        tokenizer.backend_tokenizer.enable_padding(length=64, pad_id=0)
     ours = text_encoder(tokenizer)(TEXTS[0])
-    assert len(ours) > 3
+    assert 3 < len(ours) < 64
     assert ours == tokenizer.encode(TEXTS[0], add_special_tokens=False)
+
+
+def test_text_encoder_leaves_a_tokenizer_that_encodes_in_python_to_transformers():
+    class Infilling(PreTrainedTokenizerFast):
+        def _encode_plus(self, text, *args, **kwargs):
+            return super()._encode_plus(text.replace("<FILL>", "?"), *args, **kwargs)
+
+    tokenizer = Infilling(tokenizer_object=_bpe_tokenizer().backend_tokenizer, bos_token="<s>", unk_token="<unk>")
+    text = "What is <FILL>?"
+    assert text_encoder(tokenizer)(text) == tokenizer.encode(text, add_special_tokens=False)

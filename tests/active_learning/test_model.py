@@ -18,7 +18,7 @@ from active_learning.config import TrainConfig
 from active_learning.data import Solution, tokenize_example
 from active_learning.model import (ID2LABEL, compile_layers, load_base, load_checkpoint, marker_id,
                                    needs_padding_mask, save_checkpoint)
-from active_learning.score import pad_batch, score_solutions
+from active_learning.score import iter_scores, pad_batch, score_solutions
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.train import train
 
@@ -93,6 +93,20 @@ def test_chunks_with_nothing_to_read_keep_the_order(checkpoint):
     assert one_by_one[1].step_scores == [None] and one_by_one[1].truncated
     for a, b in zip(one_by_one[2:5], together[2:5], strict=True):
         assert a.step_scores == pytest.approx(b.step_scores, abs=1e-5)
+
+
+def test_a_failure_in_one_chunk_keeps_the_chunks_before_it(checkpoint):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+
+    def records():
+        yield from SOLUTIONS[:2]
+        raise ValueError("line 3: not a solution")
+
+    scored = []
+    with pytest.raises(ValueError, match="line 3"):
+        for score in iter_scores(model, tokenizer, records(), chunk_size=1):
+            scored.append(score)
+    assert [len(s.step_scores) for s in scored] == [2, 3]
 
 
 def _encoder_prm(tokenizer):
