@@ -81,6 +81,10 @@ def _metrics_table(metrics: dict) -> str:
     counts = ", ".join(f"{metrics[k]} {label}" for k, label in
                        (("n_labels", "labels"), ("n_steps", "rated steps"), ("n_solutions", "whole solutions"))
                        if k in metrics)
+    if metrics.get("n_labels") == 0:
+        return "\n".join(rows) + ("\n\nNo held-out labels: no problem fell in the held-out share, so "
+                                  "nothing was measured; train with `--eval FILE` or a larger "
+                                  "`--eval-fraction`.")
     return "\n".join(rows) + (f"\n\nMeasured on held-out labels: {counts}." if counts else "")
 
 

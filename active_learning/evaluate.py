@@ -22,13 +22,15 @@ from active_learning.score import SolutionScore, score_solutions
 
 
 def step_metrics(ratings: list[int], p_correct: list[float], threshold: float = 0.5) -> dict:
+    """AUROC, F1 and accuracy of P(correct) against the ratings; None where undefined (AUROC
+    without both classes, anything without a rated step)."""
     correct = [r >= 0 for r in ratings]
     predicted_error = [p < threshold for p in p_correct]
     both_classes = 0 < sum(correct) < len(correct)
     return {
         "step_auroc": roc_auc_score(correct, p_correct) if both_classes else None,
-        "step_f1": f1_score([not c for c in correct], predicted_error, zero_division=0.0),
-        "step_accuracy": sum(c != e for c, e in zip(correct, predicted_error)) / max(len(correct), 1),
+        "step_f1": f1_score([not c for c in correct], predicted_error, zero_division=0.0) if correct else None,
+        "step_accuracy": sum(c != e for c, e in zip(correct, predicted_error)) / len(correct) if correct else None,
         "n_steps": len(ratings),
     }
 
@@ -36,6 +38,9 @@ def step_metrics(ratings: list[int], p_correct: list[float], threshold: float = 
 def first_error_f1(gold: list[int | None], predicted: list[int | None]) -> dict:
     """ProcessBench: accuracy of the first-error index on erroneous solutions and of "no error"
     on correct ones, combined by harmonic mean so neither can be bought with the other."""
+    if not gold:
+        return {"first_error_f1": None, "first_error_acc_erroneous": None, "first_error_acc_correct": None,
+                "n_solutions": 0}
     erroneous = [p == g for g, p in zip(gold, predicted) if g is not None]
     clean = [p is None for g, p in zip(gold, predicted) if g is None]
     acc_err = sum(erroneous) / len(erroneous) if erroneous else 0.0

@@ -277,6 +277,11 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         model, lm_head, optimizer = accelerator.prepare(model, lm_head, optimizer)
     start_step, spent = _resume(accelerator, work, fingerprint)
     log = print if accelerator.is_main_process else (lambda *a, **k: None)
+    if eval_source is None and not held_out:
+        log(json.dumps({"warning": f"no problem of {len({e.problem_id for e in examples})} fell in the held-out "
+                                   f"share ({config.eval_fraction}); the checkpoint will have no held-out "
+                                   "metrics: give --eval FILE or a larger --eval-fraction"}),
+            file=sys.stderr, flush=True)
     if start_step:
         log(json.dumps({"resumed_from_step": start_step}), file=sys.stderr, flush=True)
     history = TrainingLog(work / TRAINING_LOG_FILE, total_steps, start_step)

@@ -30,6 +30,12 @@ def test_first_error_f1_is_harmonic_mean():
     assert first_error_f1([1], [None])["first_error_f1"] == 0.0
 
 
+def test_metrics_of_nothing_are_undefined_not_zero():
+    assert step_metrics([], []) == {"step_auroc": None, "step_f1": None, "step_accuracy": None, "n_steps": 0}
+    assert first_error_f1([], []) == {"first_error_f1": None, "first_error_acc_erroneous": None,
+                                      "first_error_acc_correct": None, "n_solutions": 0}
+
+
 def test_neutral_handling():
     assert correct_probability([0.2, 0.3, 0.5]) == pytest.approx(0.8)
     assert correct_probability([0.2, 0.3, 0.5], neutral_as_correct=False) == pytest.approx(0.5)

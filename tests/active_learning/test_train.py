@@ -127,6 +127,20 @@ def test_train_learns_from_every_alternative_and_written_step_of_phase_1_labels(
     assert sum(e.labels[-1] == -1 for e in examples) == 8 * 3
 
 
+def test_a_file_too_small_to_hold_a_problem_out_still_trains_and_says_so(tmp_path):
+    # Three problems, none of which falls in the default 10% held out (the split hashes problems).
+    train = tmp_path / "small.jsonl"
+    train.write_text("".join(json.dumps(_phase_1_record(n)) + "\n" for n in range(3, 6)))
+    output = tmp_path / "model"
+    result = CliRunner().invoke(prm, ["train", "--train", str(train), "--output", str(output), *FAST,
+                                      "--steps", "2", "--report-to", "none"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "no problem of 3 fell in the held-out share" in result.output
+    metrics = json.loads((output / "stepwise.json").read_text())["metrics"]
+    assert metrics["n_labels"] == 0 and metrics["step_auroc"] is None and metrics["first_error_f1"] is None
+    assert "No held-out labels" in (output / "README.md").read_text()
+
+
 def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):
     if importlib.util.find_spec("wandb") is not None:
         pytest.skip("wandb is installed here")
