@@ -133,10 +133,13 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
     from active_learning.model import compile_layers, load_checkpoint
     from active_learning.score import iter_scores
 
+    try:
+        solutions = load_solutions(input_file)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
     if compile_model:
         compile_layers(model)
-    solutions = load_solutions(input_file)
     scores = iter_scores(model, tokenizer, solutions, max_length=max_length,
                          batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)
     with open(output, "wb") as f:

@@ -61,9 +61,24 @@ def read_records(source: str | Path | Iterable[dict]) -> Iterator[dict]:
         for line_no, line in enumerate(f, 1):
             if line.strip():
                 try:
-                    yield orjson.loads(line)
+                    record = orjson.loads(line)
                 except orjson.JSONDecodeError as e:
                     raise ValueError(f"{source}:{line_no}: not valid JSON ({e})") from None
+                if not isinstance(record, dict):
+                    raise ValueError(f"{source}:{line_no}: not a JSON object but {type(record).__name__}")
+                yield record
+
+
+def _malformed(number: int, kind: str, error: Exception) -> ValueError:
+    """A record of a known layout with a field missing or of the wrong type, named by its place
+    in the file (blank lines not counted)."""
+    what = f"no {error}" if isinstance(error, KeyError) else str(error)
+    return ValueError(f"record {number}: a {kind} record, but {what}")
+
+
+def _keys(record: dict) -> list[str]:
+    # `weight` is added by weigh_sources, not read from the file.
+    return sorted(key for key in record if key != "weight")
 
 
 def _until_first_error(steps: list[str], labels: list[int | None]) -> tuple[list[str], list]:
@@ -116,7 +131,13 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
 
 
 def _trl_example(record: dict) -> Example:
-    labels = [1 if ok else -1 for ok in record["labels"]]
+    completions, ratings = record["completions"], record["labels"]
+    if not isinstance(completions, list) or not all(isinstance(step, str) for step in completions):
+        raise TypeError("its completions are not a list of text")
+    if not isinstance(ratings, list) or len(ratings) != len(completions) \
+            or not all(isinstance(ok, int) and ok in (0, 1) for ok in ratings):  # bool is an int
+        raise TypeError("its labels are not a list of true or false (or 1 or 0), one per completion")
+    labels = [1 if ok else -1 for ok in ratings]
     steps, labels = _until_first_error(list(record["completions"]), labels)
     return Example(problem_id(record["prompt"]), record["prompt"], steps, labels)
 
@@ -125,13 +146,18 @@ def load_examples(source: str | Path | Iterable[dict]) -> list[Example]:
     """Training examples from PRM800K or TRL records (a JSONL path or dicts in memory); a
     record's `weight` (see weigh_sources) becomes its examples' weight."""
     examples = []
-    for record in read_records(source):
+    for number, record in enumerate(read_records(source), 1):
         if "label" in record and "question" in record:
-            found = list(_prm800k_examples(record))
+            kind, read = "PRM800K", lambda r: list(_prm800k_examples(r))
         elif "completions" in record and "labels" in record:
-            found = [_trl_example(record)]
+            kind, read = "TRL", lambda r: [_trl_example(r)]
         else:
-            raise ValueError(f"neither a PRM800K nor a TRL record: keys {sorted(record)}")
+            raise ValueError(f"record {number}: neither a PRM800K record (question, label) nor a TRL one "
+                             f"(prompt, completions, labels); its keys: {', '.join(_keys(record))}")
+        try:
+            found = read(record)
+        except (KeyError, TypeError, IndexError, AttributeError) as e:
+            raise _malformed(number, kind, e) from None
         for example in found:
             example.weight = float(record.get("weight", 1.0))
         examples.extend(found)
@@ -210,24 +236,35 @@ def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
     """Whole solutions to score: PRM800K (pre-generated steps, else the labeled trajectory),
     TRL (`prompt`, `completions`), or candidate files (`problem`, `steps`, optional `answer`)."""
     solutions = []
-    for record in read_records(source):
-        if "question" in record:
-            question = record["question"]
-            steps = question.get("pre_generated_steps") or _trajectory(record["label"]["steps"])
-            solutions.append(Solution(problem_id(question["problem"]), question["problem"], steps,
-                                      question.get("pre_generated_answer"),
-                                      question.get("ground_truth_answer")))
-        elif "completions" in record:
-            solutions.append(Solution(problem_id(record["prompt"]), record["prompt"],
-                                      list(record["completions"])))
-        elif "steps" in record:
-            prompt = record["problem"]
-            solutions.append(Solution(record.get("problem_id") or problem_id(prompt), prompt,
-                                      list(record["steps"]), record.get("answer"),
-                                      record.get("ground_truth_answer")))
-        else:
-            raise ValueError(f"not a solution record: keys {sorted(record)}")
+    for number, record in enumerate(read_records(source), 1):
+        kind = ("PRM800K" if "question" in record else "TRL" if "completions" in record
+                else "candidate" if "steps" in record else None)
+        if kind is None:
+            raise ValueError(f"record {number}: not a solution: neither PRM800K (question, label), TRL "
+                             f"(prompt, completions) nor a candidate (problem, steps); its keys: "
+                             f"{', '.join(_keys(record))}")
+        try:
+            solutions.append(_solution(record))
+        except (KeyError, TypeError, IndexError, AttributeError) as e:
+            raise _malformed(number, kind, e) from None
     return solutions
+
+
+def _solution(record: dict) -> Solution:
+    if "question" in record:
+        question = record["question"]
+        steps = question.get("pre_generated_steps") or _trajectory(record["label"]["steps"])
+        solution = Solution(problem_id(question["problem"]), question["problem"], list(steps),
+                            question.get("pre_generated_answer"), question.get("ground_truth_answer"))
+    elif "completions" in record:
+        solution = Solution(problem_id(record["prompt"]), record["prompt"], list(record["completions"]))
+    else:
+        prompt = record["problem"]
+        solution = Solution(record.get("problem_id") or problem_id(prompt), prompt, list(record["steps"]),
+                            record.get("answer"), record.get("ground_truth_answer"))
+    if not all(isinstance(step, str) for step in solution.steps):
+        raise TypeError("its steps are not all text")
+    return solution
 
 
 def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solution], list[int | None]]:

@@ -243,9 +243,9 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         eval_records = list(read_records(eval_source))
     # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
-    work.mkdir(parents=True, exist_ok=True)
     lm_weight = language_loss_weight(config)
     features = _features(examples, tokenizer, config, lm_weight > 0)
+    work.mkdir(parents=True, exist_ok=True)
     # Equal weights keep the model's own loss, which the weighted one then equals anyway.
     weighted = any(f["weight"] != 1.0 for f in features)
     lengths = [len(f["input_ids"]) for f in features]

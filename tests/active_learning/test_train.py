@@ -141,6 +141,14 @@ def test_a_file_too_small_to_hold_a_problem_out_still_trains_and_says_so(tmp_pat
     assert "No held-out labels" in (output / "README.md").read_text()
 
 
+def test_a_file_without_labels_is_refused_and_leaves_nothing(tmp_path):
+    unlabeled = tmp_path / "unlabeled.jsonl"
+    unlabeled.write_text(json.dumps({"prompt": "P", "completions": [], "labels": []}) + "\n")
+    result = CliRunner().invoke(prm, ["train", "--train", str(unlabeled), "--output", str(tmp_path / "model")])
+    assert result.exit_code == 1 and "no labeled steps to train on" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unlabeled.jsonl"]
+
+
 def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):
     if importlib.util.find_spec("wandb") is not None:
         pytest.skip("wandb is installed here")
