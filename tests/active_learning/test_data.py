@@ -80,33 +80,27 @@ def test_bad_input_names_the_line(tmp_path):
         load_examples([{"foo": 1}])
 
 
-@pytest.mark.parametrize("line, message", [
-    ('[1, 2]', "bad.jsonl:1: not a JSON object but list"),
-    ('{"problem": "1+1", "solution": "2", "weight": 2}', "record 1: neither .*its keys: problem, solution$"),
-    ('{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": "x"}]}}', "record 1: a PRM800K record, but"),
-    ('{"question": {"problem": "1+1"}, "label": {"steps": [{}]}}', "record 1: a PRM800K record, but no 'completions'"),
-    ('{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "record 1: a TRL record, but its labels"),
-    ('{"prompt": "1+1", "completions": ["a", "b"], "labels": [true]}', "one per completion"),
-    ('{"prompt": "1+1", "completions": "ab", "labels": [true, true]}', "its completions are not a list of text"),
+@pytest.mark.parametrize("load, line, message", [
+    (load_examples, '[1, 2]', "bad.jsonl:1: not a JSON object but list"),
+    (load_examples, '{"problem": "1+1", "solution": "2", "weight": 2}', "record 1: neither .*its keys: problem, solution$"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": "x"}]}}',
+     "record 1: a PRM800K record, but"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{}]}}',
+     "record 1: a PRM800K record, but no 'completions'"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "record 1: a TRL record, but its labels"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a", "b"], "labels": [true]}', "one per completion"),
+    (load_examples, '{"prompt": "1+1", "completions": "ab", "labels": [true, true]}',
+     "its completions are not a list of text"),
+    (load_solutions, '{"problem": "1+1", "solution": "2"}', "record 1: not a solution.*its keys: problem, solution$"),
+    (load_solutions, '{"problem": "1+1", "steps": [2, 3]}', "record 1: a candidate record, but its steps are not all text"),
+    (load_solutions, '{"steps": ["a"]}', "record 1: a candidate record, but no 'problem'"),
+    (load_solutions, '{"question": {"problem": "1+1"}, "label": {"steps": "x"}}', "record 1: a PRM800K record, but"),
 ])
-def test_a_malformed_label_record_is_named_with_what_is_wrong(tmp_path, line, message):
+def test_a_malformed_record_is_named_with_what_is_wrong(tmp_path, load, line, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(line + "\n")
     with pytest.raises(ValueError, match=message):
-        load_examples(path)
-
-
-@pytest.mark.parametrize("line, message", [
-    ('{"problem": "1+1", "solution": "2"}', "record 1: not a solution.*its keys: problem, solution$"),
-    ('{"problem": "1+1", "steps": [2, 3]}', "record 1: a candidate record, but its steps are not all text"),
-    ('{"steps": ["a"]}', "record 1: a candidate record, but no 'problem'"),
-    ('{"question": {"problem": "1+1"}, "label": {"steps": "x"}}', "record 1: a PRM800K record, but"),
-])
-def test_a_malformed_solution_record_is_named_with_what_is_wrong(tmp_path, line, message):
-    path = tmp_path / "bad.jsonl"
-    path.write_text(line + "\n")
-    with pytest.raises(ValueError, match=message):
-        load_solutions(path)
+        load(path)
 
 
 def test_trl_labels_may_be_ones_and_zeros():
