@@ -142,8 +142,9 @@ the metrics.
 
 ## Scoring with transformers
 
-This gives the scores `stepwise prm score --model {name}` gives (for a solution that fits in
-its `--max-length`, 2048 tokens by default):
+This gives the scores `stepwise prm score --model {name}` gives for the same problem and steps
+(of a PRM800K record, `prm score` reads `question.pre_generated_steps`), for a solution that fits
+in its `--max-length`, 2048 tokens by default:
 
 ```python
 {scoring_snippet(name)}```

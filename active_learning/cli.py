@@ -137,6 +137,8 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
         solutions = load_solutions(input_file)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
+    if not solutions:
+        raise click.ClickException(f"{input_file}: no solutions to score")
     model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
     if compile_model:
         compile_layers(model)

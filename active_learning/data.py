@@ -54,8 +54,16 @@ def problem_id(problem: str) -> str:
 
 def read_records(source: str | Path | Iterable[dict]) -> Iterator[dict]:
     """JSON objects from a JSONL path, or the dicts of an in-memory iterable as they are."""
+    for _, record in placed_records(source):
+        yield record
+
+
+def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, dict]]:
+    """(place, record): the place is `FILE:LINE` for a JSONL path, `record N` for dicts in
+    memory, so that a message about a record says where it is."""
     if not isinstance(source, (str, Path)):
-        yield from source
+        for number, record in enumerate(source, 1):
+            yield f"record {number}", record
         return
     with open(source, "rb") as f:
         for line_no, line in enumerate(f, 1):
@@ -66,19 +74,16 @@ def read_records(source: str | Path | Iterable[dict]) -> Iterator[dict]:
                     raise ValueError(f"{source}:{line_no}: not valid JSON ({e})") from None
                 if not isinstance(record, dict):
                     raise ValueError(f"{source}:{line_no}: not a JSON object but {type(record).__name__}")
-                yield record
+                yield f"{source}:{line_no}", record
 
 
-def _malformed(number: int, kind: str, error: Exception) -> ValueError:
-    """A record of a known layout with a field missing or of the wrong type, named by its place
-    in the file (blank lines not counted)."""
+# What a record of a known layout can raise when a field is missing or of the wrong type.
+_MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
+
+
+def _malformed(place: str, kind: str, error: Exception) -> ValueError:
     what = f"no {error}" if isinstance(error, KeyError) else str(error)
-    return ValueError(f"record {number}: a {kind} record, but {what}")
-
-
-def _keys(record: dict) -> list[str]:
-    # `weight` is added by weigh_sources, not read from the file.
-    return sorted(key for key in record if key != "weight")
+    return ValueError(f"{place}: a {kind} record, but {what}")
 
 
 def _until_first_error(steps: list[str], labels: list[int | None]) -> tuple[list[str], list]:
@@ -134,32 +139,45 @@ def _trl_example(record: dict) -> Example:
     completions, ratings = record["completions"], record["labels"]
     if not isinstance(completions, list) or not all(isinstance(step, str) for step in completions):
         raise TypeError("its completions are not a list of text")
-    if not isinstance(ratings, list) or len(ratings) != len(completions) \
-            or not all(isinstance(ok, int) and ok in (0, 1) for ok in ratings):  # bool is an int
-        raise TypeError("its labels are not a list of true or false (or 1 or 0), one per completion")
+    if not isinstance(ratings, list) or not all(isinstance(ok, int) and ok in (0, 1) for ok in ratings):  # bool is an int
+        raise TypeError("its labels are not a list of true or false (or 1 or 0)")
+    if len(ratings) != len(completions):
+        raise ValueError(f"it has {len(ratings)} labels for {len(completions)} completions")
     labels = [1 if ok else -1 for ok in ratings]
     steps, labels = _until_first_error(list(record["completions"]), labels)
     return Example(problem_id(record["prompt"]), record["prompt"], steps, labels)
 
 
-def load_examples(source: str | Path | Iterable[dict]) -> list[Example]:
-    """Training examples from PRM800K or TRL records (a JSONL path or dicts in memory); a
-    record's `weight` (see weigh_sources) becomes its examples' weight."""
+def load_examples(source: str | Path | Iterable[dict], source_weights: dict[str, float] | None = None) -> list[Example]:
+    """Training examples from PRM800K or TRL records (a JSONL path or dicts in memory).
+
+    With `source_weights` (see weigh_sources), a record weighs its label source's weight and
+    records weighing 0 are left out; without, a record's `weight` (weigh_sources writes it), or 1.
+    """
+    if source_weights is not None:
+        check_source_weights(source_weights)
     examples = []
-    for number, record in enumerate(read_records(source), 1):
+    for place, record in placed_records(source):
+        if source_weights is None:
+            weight = record.get("weight", 1.0)
+        else:
+            weight = source_weight(record, source_weights)
+            if weight <= 0:
+                continue
         if "label" in record and "question" in record:
             kind, read = "PRM800K", lambda r: list(_prm800k_examples(r))
         elif "completions" in record and "labels" in record:
             kind, read = "TRL", lambda r: [_trl_example(r)]
         else:
-            raise ValueError(f"record {number}: neither a PRM800K record (question, label) nor a TRL one "
-                             f"(prompt, completions, labels); its keys: {', '.join(_keys(record))}")
+            raise ValueError(f"{place}: neither a PRM800K record (question, label) nor a TRL one "
+                             f"(prompt, completions, labels); its keys: {', '.join(sorted(record))}")
         try:
             found = read(record)
-        except (KeyError, TypeError, IndexError, AttributeError) as e:
-            raise _malformed(number, kind, e) from None
+            weight = float(weight)
+        except _MALFORMED as e:
+            raise _malformed(place, kind, e) from None
         for example in found:
-            example.weight = float(record.get("weight", 1.0))
+            example.weight = weight
         examples.extend(found)
     return examples
 
@@ -208,11 +226,16 @@ def weigh_sources(records: Iterable[dict], weights: dict[str, float] | None = No
     weights = check_source_weights(DEFAULT_SOURCE_WEIGHTS if weights is None else weights)
     kept = []
     for record in records:
-        source = HUMAN_SOURCE if record.get("accepted") else record_source(record)
-        weight = weights.get(source, 0.0)
+        weight = source_weight(record, weights)
         if weight > 0:
             kept.append({**record, "weight": weight})
     return kept
+
+
+def source_weight(record: dict, weights: dict[str, float]) -> float:
+    """The record's weight under `weights`: its source's, or 0 for a source they leave out. A
+    machine record marked `accepted` weighs what a human record does."""
+    return weights.get(HUMAN_SOURCE if record.get("accepted") else record_source(record), 0.0)
 
 
 def source_mix(records: Iterable[dict]) -> dict[str, int]:
@@ -236,17 +259,17 @@ def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
     """Whole solutions to score: PRM800K (pre-generated steps, else the labeled trajectory),
     TRL (`prompt`, `completions`), or candidate files (`problem`, `steps`, optional `answer`)."""
     solutions = []
-    for number, record in enumerate(read_records(source), 1):
+    for place, record in placed_records(source):
         kind = ("PRM800K" if "question" in record else "TRL" if "completions" in record
                 else "candidate" if "steps" in record else None)
         if kind is None:
-            raise ValueError(f"record {number}: not a solution: neither PRM800K (question, label), TRL "
+            raise ValueError(f"{place}: not a solution: neither PRM800K (question, label), TRL "
                              f"(prompt, completions) nor a candidate (problem, steps); its keys: "
-                             f"{', '.join(_keys(record))}")
+                             f"{', '.join(sorted(record))}")
         try:
             solutions.append(_solution(record))
-        except (KeyError, TypeError, IndexError, AttributeError) as e:
-            raise _malformed(number, kind, e) from None
+        except _MALFORMED as e:
+            raise _malformed(place, kind, e) from None
     return solutions
 
 
@@ -272,9 +295,9 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
     -1 when every step is right; optional `id`, `generator`): the solutions, and each one's first
     wrong step (None for none)."""
     solutions, first_errors = [], []
-    for n, record in enumerate(read_records(source), 1):
+    for place, record in placed_records(source):
         problem, steps, label = record.get("problem"), record.get("steps"), record.get("label")
-        where = f"record {n}" + (f" (id {record['id']})" if "id" in record else "")
+        where = place + (f" (id {record['id']})" if "id" in record else "")
         if not isinstance(problem, str) or not isinstance(steps, list) or not steps \
                 or not all(isinstance(step, str) for step in steps):
             raise ValueError(f"{where}: a ProcessBench record needs `problem` (text) and `steps` "
@@ -284,6 +307,8 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
                              f"{len(steps)} steps, not {label!r}")
         solutions.append(Solution(str(record.get("id") or problem_id(problem)), problem, steps))
         first_errors.append(None if label == -1 else label)
+    if not solutions:
+        raise ValueError("no ProcessBench records to evaluate on")
     return solutions, first_errors
 
 

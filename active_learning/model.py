@@ -105,8 +105,8 @@ def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa")
                          "save the tokenizer beside the model (tokenizer.save_pretrained)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
-    except OSError as e:
-        raise ValueError(f"cannot load the tokenizer of {base}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a damaged tokenizer file raises whatever its parser does
+        raise ValueError(f"cannot load the tokenizer of {base}: {type(e).__name__}: {e}") from None
     check_tokenizer(tokenizer, base)
     model = AutoModelForTokenClassification.from_pretrained(
         base, local_files_only=local, dtype=dtype, attn_implementation=attn,

@@ -22,8 +22,9 @@ from accelerate import Accelerator
 from accelerate.utils import ProjectConfiguration, set_seed
 
 from active_learning.config import TrainConfig
-from active_learning.data import (IGNORE_INDEX, Example, load_examples, parse_source_weights, read_records,
-                                  snapshot_hash, split_by_problem, tokenize_example, weigh_sources)
+from active_learning.data import (DEFAULT_SOURCE_WEIGHTS, IGNORE_INDEX, Example, load_examples, load_solutions,
+                                  parse_source_weights, read_records, snapshot_hash, split_by_problem,
+                                  tokenize_example)
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.files import replace_whole
 from active_learning.grading import GRADER_VERSION
@@ -235,12 +236,16 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     set_seed(config.seed)
 
     weights = parse_source_weights(config.source_weights) if config.source_weights is not None else None
-    examples = load_examples(weigh_sources(read_records(train_source), weights))
+    examples = load_examples(train_source, DEFAULT_SOURCE_WEIGHTS if weights is None else weights)
     held_out, eval_records = [], None
     if eval_source is None:
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
     else:
         eval_records = list(read_records(eval_source))
+        # Read as the evaluation will read them, now: a bad file must not cost a training first.
+        if not load_examples(eval_source):
+            raise ValueError(f"{eval_source}: no labeled steps to evaluate on")
+        load_solutions(eval_source)
     # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
     lm_weight = language_loss_weight(config)

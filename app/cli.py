@@ -52,7 +52,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ServiceError as exc:
-            click.echo(f"error: {exc.message}", err=True)
+            click.echo(f"Error: {exc.message}", err=True)
             details = exc.details if isinstance(exc.details, list) else []
             for detail in details[:50]:
                 click.echo(f"  {_format_detail(detail)}", err=True)

@@ -82,19 +82,19 @@ def test_bad_input_names_the_line(tmp_path):
 
 @pytest.mark.parametrize("load, line, message", [
     (load_examples, '[1, 2]', "bad.jsonl:1: not a JSON object but list"),
-    (load_examples, '{"problem": "1+1", "solution": "2", "weight": 2}', "record 1: neither .*its keys: problem, solution$"),
+    (load_examples, '{"problem": "1+1", "solution": "2"}', "bad.jsonl:1: neither .*its keys: problem, solution$"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": "x"}]}}',
-     "record 1: a PRM800K record, but"),
+     "bad.jsonl:1: a PRM800K record, but"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{}]}}',
-     "record 1: a PRM800K record, but no 'completions'"),
-    (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "record 1: a TRL record, but its labels"),
-    (load_examples, '{"prompt": "1+1", "completions": ["a", "b"], "labels": [true]}', "one per completion"),
+     "bad.jsonl:1: a PRM800K record, but no 'completions'"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "bad.jsonl:1: a TRL record, but its labels"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a", "b"], "labels": [true]}', "it has 1 labels for 2 completions"),
     (load_examples, '{"prompt": "1+1", "completions": "ab", "labels": [true, true]}',
      "its completions are not a list of text"),
-    (load_solutions, '{"problem": "1+1", "solution": "2"}', "record 1: not a solution.*its keys: problem, solution$"),
-    (load_solutions, '{"problem": "1+1", "steps": [2, 3]}', "record 1: a candidate record, but its steps are not all text"),
-    (load_solutions, '{"steps": ["a"]}', "record 1: a candidate record, but no 'problem'"),
-    (load_solutions, '{"question": {"problem": "1+1"}, "label": {"steps": "x"}}', "record 1: a PRM800K record, but"),
+    (load_solutions, '{"problem": "1+1", "solution": "2"}', "bad.jsonl:1: not a solution.*its keys: problem, solution$"),
+    (load_solutions, '{"problem": "1+1", "steps": [2, 3]}', "bad.jsonl:1: a candidate record, but its steps are not all text"),
+    (load_solutions, '{"steps": ["a"]}', "bad.jsonl:1: a candidate record, but no 'problem'"),
+    (load_solutions, '{"question": {"problem": "1+1"}, "label": {"steps": "x"}}', "bad.jsonl:1: a PRM800K record, but"),
 ])
 def test_a_malformed_record_is_named_with_what_is_wrong(tmp_path, load, line, message):
     path = tmp_path / "bad.jsonl"

@@ -176,6 +176,13 @@ def test_base_without_tokenizer_files_is_refused(tmp_path):
         load_base(str(base))
 
 
+def test_base_with_a_damaged_tokenizer_file_is_refused(tmp_path):
+    base = _base_without_tokenizer(tmp_path / "base")
+    (base / "tokenizer.json").write_text('{"not": "a tokenizer"}')
+    with pytest.raises(ValueError, match="cannot load the tokenizer of .*base"):
+        load_base(str(base))
+
+
 def test_base_whose_tokenizer_reads_nothing_is_refused(tmp_path):
     base = _base_without_tokenizer(tmp_path / "base")
     # Only special tokens: the probe text has no token of its own.

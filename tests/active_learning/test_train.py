@@ -149,6 +149,32 @@ def test_a_file_without_labels_is_refused_and_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["unlabeled.jsonl"]
 
 
+@pytest.mark.parametrize("content, message", [
+    ("", "no labeled steps to evaluate on"),
+    ('{"prompt": "P", "completions": ["a", "b"], "labels": [true]}\n', "held_out.jsonl:1: a TRL record, but it has 1 labels"),
+])
+def test_a_bad_eval_file_is_refused_before_training(files, tmp_path, content, message):
+    held_out = tmp_path / "held_out.jsonl"
+    held_out.write_text(content)
+    result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--eval", str(held_out),
+                                      "--output", str(tmp_path / "model")])
+    assert result.exit_code == 1 and message in result.output
+    assert '"step"' not in result.output  # not a step trained
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["held_out.jsonl"]
+
+
+@pytest.mark.parametrize("command", [["score", "--output", "{tmp}/scores.jsonl", "--input"], ["eval"],
+                                     ["eval", "--format", "processbench"]])
+def test_an_empty_file_is_refused_by_score_and_eval(checkpoint, tmp_path, command):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    options = [option.format(tmp=tmp_path) for option in command[1:]]
+    result = CliRunner().invoke(prm, [command[0], "--model", str(checkpoint), *options, str(empty)])
+    assert result.exit_code == 1
+    assert re.search(r"Error: .*no (solutions|labeled steps|ProcessBench records)", result.output), result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl"]
+
+
 def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):
     if importlib.util.find_spec("wandb") is not None:
         pytest.skip("wandb is installed here")

@@ -221,7 +221,7 @@ def test_a_bad_setting_is_named_without_a_traceback(env: dict[str, str]) -> None
         [STEPWISE, "projects", "list"], env={**env, "STEPWISE_DB_POOL_SIZE": "many"}, capture_output=True, text=True
     )
     assert result.returncode == 1
-    assert "error: bad setting in the environment" in result.stderr
+    assert "Error: bad setting in the environment" in result.stderr
     assert "STEPWISE_DB_POOL_SIZE: Input should be a valid integer" in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -92,7 +92,7 @@ def test_upgrade_create_import_export_and_failures(fresh_database: str, tmp_path
     bad.write_bytes(b'{"problem": "a", "answer": "1"}\n{"problem": "b", "level": "hard"}\n')
     done = _run(url, "import", "--project", "cli", "--format", "math", bad)
     assert done.returncode == 2
-    assert "error: 1 bad line in bad.jsonl: nothing was imported" in done.stderr
+    assert "Error: 1 bad line in bad.jsonl: nothing was imported" in done.stderr
     assert "bad.jsonl:2 level: must be an integer or 'Level N'" in done.stderr
     assert "Traceback" not in done.stderr
     after = _ok(url, "export", "--project", "cli", "--format", "prm800k", "--output", tmp_path / "again.jsonl")

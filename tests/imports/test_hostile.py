@@ -133,7 +133,7 @@ def test_the_cli_exits_2_for_every_hostile_line(session_factory, settings, proje
     before = row_counts(session_factory)
     result = CliRunner().invoke(cli, ["import", "--project", project.name, "--format", fmt, str(path)])
     assert result.exit_code == 2, result.output
-    assert f"error: {len(expected)} bad lines in hostile.jsonl: nothing was imported" in result.stderr
+    assert f"Error: {len(expected)} bad lines in hostile.jsonl: nothing was imported" in result.stderr
     for number, field, words in expected:
         assert f"hostile.jsonl:{number} {field}: " in result.stderr
         assert words in result.stderr.split(f"hostile.jsonl:{number} {field}: ", 1)[1].split("\n", 1)[0]
