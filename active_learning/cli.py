@@ -174,6 +174,13 @@ def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, 
     from active_learning.evaluate import evaluate_processbench
     from active_learning.model import load_checkpoint
 
+    from active_learning.data import load_examples
+
+    try:
+        if data_format == "labels" and not load_examples(file or data):
+            raise ValueError(f"{file or data}: no labeled steps to evaluate on")
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
     run = evaluate_processbench if data_format == "processbench" else run_evaluation
     try:

@@ -82,8 +82,65 @@ _MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
 
 
 def _malformed(place: str, kind: str, error: Exception) -> ValueError:
-    what = f"no {error}" if isinstance(error, KeyError) else str(error)
+    what = f"no `{error.args[0]}`" if isinstance(error, KeyError) and error.args else str(error)
     return ValueError(f"{place}: a {kind} record, but {what}")
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`{what}` is not text but {type(value).__name__}")
+    return value
+
+
+def _texts(value, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"`{what}` is not a list of text")
+    return value
+
+
+def _rating(value, what: str) -> int | None:
+    if value is not None and (type(value) is not int or value not in (-1, 0, 1)):  # true is not a rating
+        raise ValueError(f"`{what}.rating` is -1, 0, 1 or null, not {value!r}")
+    return value
+
+
+def _problem(record: dict) -> str:
+    question = record["question"]
+    if not isinstance(question, dict):
+        raise TypeError("`question` is not an object")
+    return _text(question.get("problem"), "question.problem")
+
+
+def _label_steps(record: dict) -> list[dict]:
+    """A PRM800K record's `label.steps`, each step checked: completions with text and a rating,
+    the chosen one's index, the labeler's own step."""
+    label = record.get("label") or {}
+    if not isinstance(label, dict):
+        raise TypeError("`label` is not an object")
+    steps = label.get("steps", [])
+    if not isinstance(steps, list):
+        raise TypeError("`label.steps` is not a list")
+    for n, step in enumerate(steps):
+        where = f"label.steps[{n}]"
+        if not isinstance(step, dict):
+            raise TypeError(f"`{where}` is not an object")
+        completions = step.get("completions")
+        if not isinstance(completions, list) or not all(isinstance(c, dict) for c in completions):
+            raise TypeError(f"`{where}.completions` is not a list of objects")
+        for i, completion in enumerate(completions):
+            _text(completion.get("text"), f"{where}.completions[{i}].text")
+            _rating(completion.get("rating"), f"{where}.completions[{i}]")
+        chosen = step.get("chosen_completion")
+        if chosen is not None and (type(chosen) is not int or not 0 <= chosen < len(completions)):
+            raise ValueError(f"`{where}.chosen_completion` {chosen!r} is not the index of one of its "
+                             f"{len(completions)} completions")
+        human = step.get("human_completion")
+        if isinstance(human, dict):
+            _text(human.get("text"), f"{where}.human_completion.text")
+            _rating(human.get("rating"), f"{where}.human_completion")
+        elif human is not None:
+            _text(human, f"{where}.human_completion")
+    return steps
 
 
 def _until_first_error(steps: list[str], labels: list[int | None]) -> tuple[list[str], list]:
@@ -101,12 +158,12 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
     if record.get("is_quality_control_question") or record.get("is_initial_screening_question"):
         return
     label = record.get("label") or {}
-    if label.get("finish_reason") in SKIPPED_FINISH_REASONS:
+    if isinstance(label, dict) and label.get("finish_reason") in SKIPPED_FINISH_REASONS:
         return
-    prompt = record["question"]["problem"]
+    prompt = _problem(record)
     pid = problem_id(prompt)
     steps, labels = [], []
-    for step in label.get("steps", []):
+    for step in _label_steps(record):
         completions = step["completions"]
         chosen = step.get("chosen_completion")
         human = step.get("human_completion")
@@ -136,16 +193,15 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
 
 
 def _trl_example(record: dict) -> Example:
-    completions, ratings = record["completions"], record["labels"]
-    if not isinstance(completions, list) or not all(isinstance(step, str) for step in completions):
-        raise TypeError("its completions are not a list of text")
+    prompt = _text(record.get("prompt"), "prompt")
+    completions, ratings = _texts(record["completions"], "completions"), record["labels"]
     if not isinstance(ratings, list) or not all(isinstance(ok, int) and ok in (0, 1) for ok in ratings):  # bool is an int
-        raise TypeError("its labels are not a list of true or false (or 1 or 0)")
+        raise TypeError("`labels` is not a list of true or false (or 1 or 0)")
     if len(ratings) != len(completions):
         raise ValueError(f"it has {len(ratings)} labels for {len(completions)} completions")
     labels = [1 if ok else -1 for ok in ratings]
-    steps, labels = _until_first_error(list(record["completions"]), labels)
-    return Example(problem_id(record["prompt"]), record["prompt"], steps, labels)
+    steps, labels = _until_first_error(list(completions), labels)
+    return Example(problem_id(prompt), prompt, steps, labels)
 
 
 def load_examples(source: str | Path | Iterable[dict], source_weights: dict[str, float] | None = None) -> list[Example]:
@@ -158,12 +214,6 @@ def load_examples(source: str | Path | Iterable[dict], source_weights: dict[str,
         check_source_weights(source_weights)
     examples = []
     for place, record in placed_records(source):
-        if source_weights is None:
-            weight = record.get("weight", 1.0)
-        else:
-            weight = source_weight(record, source_weights)
-            if weight <= 0:
-                continue
         if "label" in record and "question" in record:
             kind, read = "PRM800K", lambda r: list(_prm800k_examples(r))
         elif "completions" in record and "labels" in record:
@@ -172,8 +222,10 @@ def load_examples(source: str | Path | Iterable[dict], source_weights: dict[str,
             raise ValueError(f"{place}: neither a PRM800K record (question, label) nor a TRL one "
                              f"(prompt, completions, labels); its keys: {', '.join(sorted(record))}")
         try:
+            weight = _weight(record) if source_weights is None else source_weight(record, source_weights)
+            if source_weights is not None and weight <= 0:
+                continue
             found = read(record)
-            weight = float(weight)
         except _MALFORMED as e:
             raise _malformed(place, kind, e) from None
         for example in found:
@@ -182,10 +234,20 @@ def load_examples(source: str | Path | Iterable[dict], source_weights: dict[str,
     return examples
 
 
+def _weight(record: dict) -> float:
+    value = record.get("weight", 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"`weight` {value!r} is not a number")
+    return float(value)
+
+
 def record_source(record: dict) -> str:
     """Who labeled the record: its `source` (Stepwise's exports write it on machine labels),
     human when it has none."""
-    return record.get("source") or HUMAN_SOURCE
+    source = record.get("source") or HUMAN_SOURCE
+    if not isinstance(source, str):
+        raise TypeError(f"`source` {source!r} is not text")
+    return source
 
 
 def parse_source_weights(text: str) -> dict[str, float]:
@@ -275,19 +337,19 @@ def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
 
 def _solution(record: dict) -> Solution:
     if "question" in record:
-        question = record["question"]
-        steps = question.get("pre_generated_steps") or _trajectory(record["label"]["steps"])
-        solution = Solution(problem_id(question["problem"]), question["problem"], list(steps),
-                            question.get("pre_generated_answer"), question.get("ground_truth_answer"))
-    elif "completions" in record:
-        solution = Solution(problem_id(record["prompt"]), record["prompt"], list(record["completions"]))
-    else:
-        prompt = record["problem"]
-        solution = Solution(record.get("problem_id") or problem_id(prompt), prompt, list(record["steps"]),
-                            record.get("answer"), record.get("ground_truth_answer"))
-    if not all(isinstance(step, str) for step in solution.steps):
-        raise TypeError("its steps are not all text")
-    return solution
+        prompt, question = _problem(record), record["question"]
+        pre_generated = question.get("pre_generated_steps")
+        steps = (_texts(pre_generated, "question.pre_generated_steps") if pre_generated
+                 else _trajectory(_label_steps(record)))
+        return Solution(problem_id(prompt), prompt, steps,
+                        question.get("pre_generated_answer"), question.get("ground_truth_answer"))
+    if "completions" in record:
+        prompt = _text(record.get("prompt"), "prompt")
+        return Solution(problem_id(prompt), prompt, list(_texts(record["completions"], "completions")))
+    prompt = _text(record["problem"], "problem")
+    return Solution(record.get("problem_id") or problem_id(prompt), prompt,
+                    list(_texts(record["steps"], "steps")), record.get("answer"),
+                    record.get("ground_truth_answer"))
 
 
 def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solution], list[int | None]]:

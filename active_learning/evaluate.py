@@ -161,11 +161,7 @@ def evaluate(model, tokenizer, source: str | Path | Iterable[dict], *, threshold
     unless the records hold answers and several solutions per problem."""
     records = list(source) if not isinstance(source, (str, Path)) else source
     options = dict(neutral_as_correct=neutral_as_correct, **score_options)
-    examples = load_examples(records)
-    if not examples:
-        raise ValueError(f"{source if isinstance(source, (str, Path)) else 'the records'}: no labeled steps "
-                         "to evaluate on")
-    metrics = evaluate_examples(model, tokenizer, examples, threshold=threshold, **options)
+    metrics = evaluate_examples(model, tokenizer, load_examples(records), threshold=threshold, **options)
     solutions = load_solutions(records)
     metrics["best_of_n"] = best_of_n(solutions, score_solutions(model, tokenizer, solutions, **options))
     return metrics

@@ -242,10 +242,12 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
     else:
         eval_records = list(read_records(eval_source))
-        # Read as the evaluation will read them, now: a bad file must not cost a training first.
-        if not load_examples(eval_source):
-            raise ValueError(f"{eval_source}: no labeled steps to evaluate on")
-        load_solutions(eval_source)
+        if isinstance(eval_source, (str, Path)):
+            # Read now as the evaluation will: a bad file must not cost a training first. (A
+            # round's held-out records come from the database, and may hold no label yet.)
+            if not load_examples(eval_source):
+                raise ValueError(f"{eval_source}: no labeled steps to evaluate on")
+            load_solutions(eval_source)
     # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
     lm_weight = language_loss_weight(config)

@@ -5,8 +5,8 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id,
-                                  scoring_windows, split_by_problem, text_encoder, tokenize_example)
+from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id, scoring_windows,
+                                  split_by_problem, text_encoder, tokenize_example, weigh_sources)
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 
@@ -83,24 +83,53 @@ def test_bad_input_names_the_line(tmp_path):
 @pytest.mark.parametrize("load, line, message", [
     (load_examples, '[1, 2]', "bad.jsonl:1: not a JSON object but list"),
     (load_examples, '{"problem": "1+1", "solution": "2"}', "bad.jsonl:1: neither .*its keys: problem, solution$"),
+    (load_examples, '{"question": null, "label": {}}', "bad.jsonl:1: a PRM800K record, but `question` is not an object"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": "x"}]}}',
-     "bad.jsonl:1: a PRM800K record, but"),
-    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{}]}}',
-     "bad.jsonl:1: a PRM800K record, but no 'completions'"),
-    (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "bad.jsonl:1: a TRL record, but its labels"),
+     r"a PRM800K record, but `label.steps\[0\].completions` is not a list of objects"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": null}}', "`label.steps` is not a list"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": "a", "rating": 7}]}]}}',
+     r"`label.steps\[0\].completions\[0\].rating` is -1, 0, 1 or null, not 7"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": 5, "rating": 1}]}]}}',
+     r"`label.steps\[0\].completions\[0\].text` is not text but int"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [], "chosen_completion": 2}]}}',
+     "`label.steps.0..chosen_completion` 2 is not the index of one of its 0 completions"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [], "human_completion": '
+                    '{"text": "a", "rating": true}}]}}', "human_completion.rating` is -1, 0, 1 or null, not True"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "a TRL record, but `labels` is not a list"),
     (load_examples, '{"prompt": "1+1", "completions": ["a", "b"], "labels": [true]}', "it has 1 labels for 2 completions"),
-    (load_examples, '{"prompt": "1+1", "completions": "ab", "labels": [true, true]}',
-     "its completions are not a list of text"),
+    (load_examples, '{"prompt": "1+1", "completions": "ab", "labels": [true, true]}', "`completions` is not a list of text"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": [true], "weight": "x"}', "`weight` 'x' is not a number"),
     (load_solutions, '{"problem": "1+1", "solution": "2"}', "bad.jsonl:1: not a solution.*its keys: problem, solution$"),
-    (load_solutions, '{"problem": "1+1", "steps": [2, 3]}', "bad.jsonl:1: a candidate record, but its steps are not all text"),
-    (load_solutions, '{"steps": ["a"]}', "bad.jsonl:1: a candidate record, but no 'problem'"),
-    (load_solutions, '{"question": {"problem": "1+1"}, "label": {"steps": "x"}}', "bad.jsonl:1: a PRM800K record, but"),
+    (load_solutions, '{"problem": "1+1", "steps": [2, 3]}', "bad.jsonl:1: a candidate record, but `steps` is not a list of text"),
+    (load_solutions, '{"problem": "1+1", "steps": "abc"}', "a candidate record, but `steps` is not a list of text"),
+    (load_solutions, '{"prompt": "1+1", "completions": "two steps"}', "a TRL record, but `completions` is not a list of text"),
+    (load_solutions, '{"question": {"problem": "1+1", "pre_generated_steps": "xy"}}',
+     "`question.pre_generated_steps` is not a list of text"),
+    (load_solutions, '{"steps": ["a"]}', "bad.jsonl:1: a candidate record, but no `problem`"),
+    (load_solutions, '{"question": {"problem": "1+1"}, "label": {"steps": "x"}}', "a PRM800K record, but `label.steps` is not a list"),
 ])
 def test_a_malformed_record_is_named_with_what_is_wrong(tmp_path, load, line, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(line + "\n")
     with pytest.raises(ValueError, match=message):
         load(path)
+
+
+def test_training_weighs_sources_while_reading_as_weigh_sources_does(tmp_path):
+    human = {"prompt": "P", "completions": ["a"], "labels": [True]}
+    machine = {**human, "prompt": "Q", "source": "rollout"}
+    accepted = {**machine, "prompt": "R", "accepted": True}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (human, machine, accepted)))
+    for weights in ({"human": 1.0}, {"human": 1.0, "rollout": 0.5}, {"rollout": 2.0}):
+        read = load_examples(path, weights)
+        assert [(e.prompt, e.weight) for e in read] == \
+            [(e.prompt, e.weight) for e in load_examples(weigh_sources([human, machine, accepted], weights))]
+    assert [(e.prompt, e.weight) for e in load_examples(path, {"human": 1.0, "rollout": 0.5})] == \
+        [("P", 1.0), ("Q", 0.5), ("R", 1.0)]  # an accepted machine record weighs as a human one
+    path.write_text(json.dumps(human) + "\n" + json.dumps({**human, "source": ["x"]}) + "\n")
+    with pytest.raises(ValueError, match=r"mixed.jsonl:2: a TRL record, but `source` \['x'\] is not text"):
+        load_examples(path, {"human": 1.0})
 
 
 def test_trl_labels_may_be_ones_and_zeros():

@@ -20,7 +20,7 @@ from active_learning.cli import prm
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
 from active_learning.model import compile_layers
-from active_learning.train import batches_per_epoch, epoch_batches, mixed_precision, process_batches
+from active_learning.train import batches_per_epoch, epoch_batches, mixed_precision, process_batches, train
 
 pytestmark = pytest.mark.slow
 
@@ -173,6 +173,24 @@ def test_an_empty_file_is_refused_by_score_and_eval(checkpoint, tmp_path, comman
     assert result.exit_code == 1
     assert re.search(r"Error: .*no (solutions|labeled steps|ProcessBench records)", result.output), result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl"]
+
+
+def test_train_names_the_line_of_a_bad_record(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(_phase_1_record(1)) + "\n"
+                   + json.dumps({"prompt": "P", "completions": ["a"], "labels": "yes"}) + "\n")
+    result = CliRunner().invoke(prm, ["train", "--train", str(bad), "--output", str(tmp_path / "model")])
+    assert result.exit_code == 1 and f"{bad}:2: a TRL record, but `labels`" in result.output
+
+
+def test_held_out_records_in_memory_may_hold_no_label_yet(tmp_path):
+    # A round's held-out problems may have only give-ups so far: it trains, and says nothing was measured.
+    give_up = _phase_1_record(30)
+    give_up["label"]["finish_reason"] = "give_up"
+    output = tmp_path / "model"
+    train(TrainConfig(output=str(output), base="tiny", steps=2, batch_size=8, max_length=256, report_to="none"),
+          [_phase_1_record(n) for n in range(1, 5)], iter([give_up]))
+    assert json.loads((output / "stepwise.json").read_text())["metrics"]["n_labels"] == 0
 
 
 def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):
