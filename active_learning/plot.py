@@ -95,7 +95,7 @@ def learning_curves_svg(results: dict[str, Any]) -> str:
         "fill:#c8322b}.grid{stroke:#e3e5ea}.target{stroke:#c8322b;stroke-dasharray:4 4}.chance{stroke:#999;stroke-dasharray:1 3}</style>",
         '<rect width="100%" height="100%" fill="#fff"/>',
         *body, *legend,
-        f'<text x="{LEFT}" y="{H + 32}" class="tick">{caption}</text>',
+        *(f'<text x="{LEFT}" y="{height - 22 + 14 * i}" class="tick">{line}</text>' for i, line in enumerate(captions)),
         "</svg>",
     ]) + "\n"
 
@@ -106,7 +106,8 @@ EXPERIMENT_NAMES = {"active": "active (fixed selector)", "uniform": "uniform",
                     "retrain": "active, selector retrained", "uncertainty": "uncertainty"}
 
 
-def _experiment_panel(results: dict[str, Any], metric: str, title: str, x0: float) -> list[str]:
+def _experiment_panel(results: dict[str, Any], metric: str, title: str, x0: float,
+                      colors: dict[str, str]) -> list[str]:
     """One metric against labels on a log axis: each seed's points, and each arm's mean by rung."""
     seeds = {arm: [[(p["labels"], p[metric]) for p in curve if p.get(metric) is not None and p["labels"] > 0]
                    for curve in by_seed.values()] for arm, by_seed in results["arms"].items()}
@@ -142,7 +143,7 @@ def _experiment_panel(results: dict[str, Any], metric: str, title: str, x0: floa
         out.append(f'<text x="{x(lab):.1f}" y="{H - BOTTOM + 16}" class="tick" text-anchor="middle">{lab}</text>')
     out.append(f'<text x="{x0 + (W + LEFT) / 2:.1f}" y="{H - 8}" class="axis">labels (log scale)</text>')
     for arm, curves in seeds.items():
-        color = EXPERIMENT_COLORS.get(arm, "#333")
+        color = colors[arm]
         out += [f'<circle cx="{x(lab):.1f}" cy="{y(q):.1f}" r="2" fill="{color}" fill-opacity="0.35"/>'
                 for curve in curves for lab, q in curve]
         line = " ".join(f"{x(lab):.1f},{y(q):.1f}" for lab, q in means[arm])
@@ -150,35 +151,71 @@ def _experiment_panel(results: dict[str, Any], metric: str, title: str, x0: floa
     return out
 
 
+EXPERIMENT_METRICS = {"best_of_n": "Best-of-N accuracy", "step_auroc": "Step AUROC", "first_error_f1": "First-error F1"}
+# Ablation arms, in the order drawn; a run holds at most a few.
+ABLATION_COLORS = ["#a16207", "#65a30d", "#9333ea", "#475569"]
+LEGEND_COLUMNS = 4
+
+
+def _with_ablations(results: dict[str, Any]) -> dict[str, dict]:
+    """The main part's arms, then each ablation's (`active [wrong_share_half]`); an ablation's
+    uniform arm is drawn only where it differs from one drawn already (an ablation on the same
+    pool trains the same uniform models)."""
+    def quality(curves: dict[str, list[dict]]) -> dict:
+        return {seed: [(p["labels"], *(p.get(m) for m in EXPERIMENT_METRICS)) for p in points]
+                for seed, points in curves.items()}
+
+    arms = dict(results["arms"])
+    for name, ablation in (results.get("ablations") or {}).items():
+        for arm, curves in ablation["arms"].items():
+            if arm == "uniform" and any(quality(curves) == quality(drawn)
+                                        for key, drawn in arms.items() if key.split(" ")[0] == "uniform"):
+                continue
+            arms[arm if arm == "uniform" and "uniform" not in arms else f"{arm} [{name}]"] = curves
+    return arms
+
+
+def _ratio(eff: dict) -> str:
+    return "no ratio" if eff["ratio"] is None else f'ratio {eff["ratio"]:.2f}x' + (
+        "" if eff["ci95"] is None else f' (95% {eff["ci95"][0]:.2f}-{eff["ci95"][1]:.2f})')
+
+
 def experiment_svg(results: dict[str, Any]) -> str:
-    """The paper-protocol experiment: quality against labels (log x) per arm, one panel a metric."""
-    panels = [("best_of_n", "Best-of-N accuracy"), ("step_auroc", "Step AUROC"), ("first_error_f1", "First-error F1")]
+    """The paper-protocol experiment: quality against labels (log x) per arm, ablations' arms
+    included, one panel a metric."""
+    arms = _with_ablations(results)
+    drawn = {**results, "arms": arms}
+    panels = list(EXPERIMENT_METRICS.items())
     width = W * len(panels)
+    extra = [arm for arm in arms if arm not in EXPERIMENT_COLORS]
+    colors = {**EXPERIMENT_COLORS, **{arm: ABLATION_COLORS[i % len(ABLATION_COLORS)] for i, arm in enumerate(extra)}}
     body = []
     for i, (metric, title) in enumerate(panels):
-        body += _experiment_panel(results, metric, title, i * W)
+        body += _experiment_panel(drawn, metric, title, i * W, colors)
     eff, config = results["data_efficiency"], results["config"]
     # The mixed arm is named by its share: runs compare it at more than one.
     names = {**EXPERIMENT_NAMES, "mixed": f'mixed ({config.get("control_share", 0.1):.0%} uniform first)',
              "warm": f'warm (uniform to {config.get("warm_labels", 4)} a problem, then active)'}
     legend = []
-    for i, arm in enumerate(results["arms"]):
-        color = EXPERIMENT_COLORS.get(arm, "#333")
-        legend.append(f'<rect x="{LEFT + i * 230}" y="{H + 7}" width="14" height="4" fill="{color}"/>'
-                      f'<text x="{LEFT + 20 + i * 230}" y="{H + 12}" class="axis">{names.get(arm, arm)}</text>')
-    ratio = "no ratio" if eff["ratio"] is None else f'ratio {eff["ratio"]:.2f}x' + (
-        "" if eff["ci95"] is None else f' (95% {eff["ci95"][0]:.2f}-{eff["ci95"][1]:.2f})')
-    caption = (f'{eff["seeds"]} seeds, {config["pool_size"]} candidates a pool problem, '
-               f'{config["test_candidates"]} a test problem; dots: seeds, lines: means by rung; '
-               f'{eff["metric"]} {eff.get("arm") or "active"}/uniform {ratio}; y axes zoomed'
-               + ("; STOPPED early: the rungs finished" if results.get("stopped") else ""))
+    for i, arm in enumerate(arms):
+        row, column = divmod(i, LEGEND_COLUMNS)
+        x, y = LEFT + column * 230, H + 7 + row * 16
+        legend.append(f'<rect x="{x}" y="{y}" width="14" height="4" fill="{colors[arm]}"/>'
+                      f'<text x="{x + 20}" y="{y + 5}" class="axis">{names.get(arm, arm)}</text>')
+    ratios = [f'{eff["metric"]} {eff.get("arm") or "active"}/uniform {_ratio(eff)}'] + [
+        f'[{name}] {_ratio(ablation["data_efficiency"])}' for name, ablation in (results.get("ablations") or {}).items()]
+    captions = [f'{eff["seeds"]} seeds, {config["pool_size"]} candidates a pool problem, '
+                f'{config["test_candidates"]} a test problem; dots: seeds, lines: means by rung; y axes zoomed'
+                + ("; STOPPED early: the rungs finished" if results.get("stopped") else ""),
+                "; ".join(ratios)]
+    height = H + 40 + 16 * ((len(arms) - 1) // LEGEND_COLUMNS) + 14
     return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H + 40}" width="{width}" height="{H + 40}">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
         "<style>text{font-family:system-ui,sans-serif;fill:#333}.title{font-size:14px;font-weight:600;"
         "text-anchor:middle}.tick{font-size:10px;fill:#666}.axis{font-size:11px}.note{font-size:11px;"
         "fill:#c8322b}.grid{stroke:#e3e5ea}</style>",
         '<rect width="100%" height="100%" fill="#fff"/>',
         *body, *legend,
-        f'<text x="{LEFT}" y="{H + 32}" class="tick">{caption}</text>',
+        *(f'<text x="{LEFT}" y="{height - 22 + 14 * i}" class="tick">{line}</text>' for i, line in enumerate(captions)),
         "</svg>",
     ]) + "\n"

@@ -258,6 +258,11 @@ def test_ablations_run_in_each_seed_and_train_only_what_they_change(stand_ins: d
     assert [p["best_of_n"] for p in same_pool["0"]] == [p["best_of_n"] for p in results["arms"]["uniform"]["0"]]
     assert "ablation pool_16: active/uniform ratio" in experiment.summary(results)
     assert "ablation control_half: mixed/uniform ratio" in experiment.summary(results)
+    # The plot draws every ablation's arms beside the main ones; a same-pool ablation's uniform
+    # arm is the main one and is drawn once, the other pool's is its own.
+    svg = experiment.experiment_svg(results)
+    assert "active [minimum_score]" in svg and "mixed [control_half]" in svg and "[pool_16] " in svg
+    assert "uniform [minimum_score]" not in svg and "uniform [pool_16]" in svg
 
 
 def test_device_and_base_reach_pretraining_and_training(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
