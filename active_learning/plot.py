@@ -95,7 +95,7 @@ def learning_curves_svg(results: dict[str, Any]) -> str:
         "fill:#c8322b}.grid{stroke:#e3e5ea}.target{stroke:#c8322b;stroke-dasharray:4 4}.chance{stroke:#999;stroke-dasharray:1 3}</style>",
         '<rect width="100%" height="100%" fill="#fff"/>',
         *body, *legend,
-        *(f'<text x="{LEFT}" y="{height - 22 + 14 * i}" class="tick">{line}</text>' for i, line in enumerate(captions)),
+        f'<text x="{LEFT}" y="{H + 32}" class="tick">{caption}</text>',
         "</svg>",
     ]) + "\n"
 
