@@ -7,6 +7,7 @@ at.
 """
 
 import hashlib
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -58,9 +59,17 @@ def read_records(source: str | Path | Iterable[dict]) -> Iterator[dict]:
         yield record
 
 
+class PlacedRecords(list):
+    """(place, record) pairs read once, for several readers (`load_examples`, `load_solutions`)
+    to check without reading the file again, each message still naming the record's place."""
+
+
 def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, dict]]:
     """(place, record): the place is `FILE:LINE` for a JSONL path, `record N` for dicts in
     memory, so that a message about a record says where it is."""
+    if isinstance(source, PlacedRecords):
+        yield from source
+        return
     if not isinstance(source, (str, Path)):
         for number, record in enumerate(source, 1):
             yield f"record {number}", record
@@ -407,11 +416,12 @@ def snapshot_hash(examples: list[Example]) -> str:
 _ENCODE_METHODS = ("encode", "encode_plus", "_encode_plus", "_batch_encode_plus")
 
 
-def text_encoder(tokenizer) -> Callable[[str], list[int]]:
-    """A text's token ids without special tokens, as `tokenizer.encode` gives them.
+def text_encoder(tokenizer) -> Callable[[list[str]], list[list[int]]]:
+    """Texts' token ids without special tokens, as `tokenizer.encode` gives each, many at a call.
 
-    From a fast tokenizer's Rust backend directly: transformers' wrapper around it costs more than
-    the encoding (2.4x the time on the byte tokenizer), and a GPU scoring a pool waits for it.
+    From a fast tokenizer's Rust backend directly, in one `encode_batch`: transformers' wrapper
+    around it costs more than the encoding (2.4x the time on the byte tokenizer), and a batch is
+    encoded on every core with the GIL released, while a GPU scoring a pool waits for the ids.
     Before it encodes, transformers only turns the backend's truncation and padding off; a backend
     saved with either on is left to transformers, so the ids are the same either way.
     """
@@ -421,33 +431,57 @@ def text_encoder(tokenizer) -> Callable[[str], list[int]]:
     plain = all(getattr(type(tokenizer), name, None) is getattr(PreTrainedTokenizerFast, name, None)
                 for name in _ENCODE_METHODS)
     if backend is None or not plain or backend.truncation is not None or backend.padding is not None:
-        return lambda text: tokenizer.encode(text, add_special_tokens=False)
-    return lambda text: backend.encode(text, add_special_tokens=False).ids
+        return lambda texts: [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+    return lambda texts: [encoding.ids for encoding in backend.encode_batch(texts, add_special_tokens=False)]
+
+
+# Solutions encoded a call: enough texts for the backend to keep every core busy, few enough that
+# its encodings (offsets and strings beside the ids) stay small.
+ENCODE_SOLUTIONS = 4096
+
+
+def encode_solutions(tokenizer, solutions: Iterable[tuple[str, list[str]]]) -> Iterator[tuple[list[int], list[list[int]]]]:
+    """Each (prompt, steps)'s ids: the prompt's with PROMPT_END, and each step's, without special
+    tokens or markers; what `tokenize_example` and `scoring_windows` lay out."""
+    encode = text_encoder(tokenizer)
+    solutions = iter(solutions)
+    while batch := list(itertools.islice(solutions, ENCODE_SOLUTIONS)):
+        texts = [text for prompt, steps in batch for text in (prompt + PROMPT_END, *steps)]
+        # The backend would read a pair of strings as a text and its pair, not refuse it.
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"a step is {type(text).__name__}, not text: {text!r:.80}")
+        ids = encode(texts)
+        at = 0
+        for _, steps in batch:
+            yield ids[at], ids[at + 1:at + 1 + len(steps)]
+            at += 1 + len(steps)
 
 
 def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
-                     labels: list[int | None] | None, max_length: int) -> dict:
+                     labels: list[int | None] | None, max_length: int,
+                     encoded: tuple[list[int], list[list[int]]] | None = None) -> dict:
     """Token ids with the step marker after each step; the marker is where the head is read.
 
     Returns `input_ids`, `labels` (rating + 1 at a labeled marker, IGNORE_INDEX elsewhere),
     `markers` (the marker position of each step, or -1 for a step cut off by `max_length`) and
     `prompt_length` (tokens before the first step).
     The prompt keeps at most half the budget, cut from the left: the question is at its end.
+    A caller with many solutions passes each one's `encoded` from `encode_solutions`.
     """
-    encode = text_encoder(tokenizer)
+    prompt_ids, step_ids = encoded or next(encode_solutions(tokenizer, [(prompt, steps)]))
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    prompt_ids = encode(prompt + PROMPT_END)[-(max_length // 2):]
-    input_ids = head + prompt_ids
+    input_ids = head + prompt_ids[-(max_length // 2):]
     prompt_length = len(input_ids)
     targets = [IGNORE_INDEX] * len(input_ids)
     markers = []
-    for i, step in enumerate(steps):
-        step_ids = encode(step) + [marker_id]
-        if len(input_ids) + len(step_ids) > max_length:
+    for i, ids in enumerate(step_ids):
+        ids = ids + [marker_id]
+        if len(input_ids) + len(ids) > max_length:
             markers.extend([-1] * (len(steps) - i))
             break
-        input_ids += step_ids
-        targets += [IGNORE_INDEX] * (len(step_ids) - 1)
+        input_ids += ids
+        targets += [IGNORE_INDEX] * (len(ids) - 1)
         rating = labels[i] if labels is not None else None
         targets.append(IGNORE_INDEX if rating is None else rating + 1)
         markers.append(len(input_ids) - 1)
@@ -455,7 +489,8 @@ def tokenize_example(tokenizer, marker_id: int, prompt: str, steps: list[str],
             "prompt_length": prompt_length}
 
 
-def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], max_length: int) -> list[dict]:
+def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], max_length: int,
+                    encoded: tuple[list[int], list[list[int]]] | None = None) -> list[dict]:
     """Sequences of at most `max_length` tokens that together read every step's marker.
 
     The first window is `tokenize_example`'s layout. A step that does not fit after the steps
@@ -463,12 +498,13 @@ def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], ma
     still when the step needs the room), then as many of the steps just before it as fit, so the
     step is read with the longest context the limit allows; later steps follow while they fit.
     A step is left unread only when it alone, with the BOS token, is longer than the limit.
-    Each window has `input_ids` and `reads`: (step index, marker position) pairs.
+    Each window has `input_ids` and `reads`: (step index, marker position) pairs. `encoded` as
+    in `tokenize_example`.
     """
-    encode = text_encoder(tokenizer)
+    prompt_ids, step_ids = encoded or next(encode_solutions(tokenizer, [(prompt, steps)]))
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    question = encode(prompt + PROMPT_END)[-(max_length // 2):]
-    step_ids = [encode(step) + [marker_id] for step in steps]
+    question = prompt_ids[-(max_length // 2):]
+    step_ids = [ids + [marker_id] for ids in step_ids]
     windows: list[dict] = []
     i = 0
     while i < len(steps):

@@ -283,6 +283,12 @@ def _device(config: ExperimentConfig) -> str:
     return config.device
 
 
+def _device_name(config: ExperimentConfig) -> str:
+    """What the results name: the card on CUDA, as the other benchmarks do."""
+    device = _device(config)
+    return torch.cuda.get_device_name() if device == "cuda" else device
+
+
 def _solutions(candidates: Sequence[Synthetic]) -> list[Solution]:
     return [Solution(c.problem.problem_id, c.problem.text, c.steps) for c in candidates]
 
@@ -586,7 +592,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
         "arms": arms,
         "config": dataclasses.asdict(config),
         "ablations": out_ablations,
-        "environment": {"torch": torch.__version__, "device": _device(config),
+        "environment": {"torch": torch.__version__, "device": _device_name(config),
                         "threads": config.threads, "jobs": min(config.jobs, config.seeds),
                         "machine": platform.machine(),
                         "python": platform.python_version(), "base_parameters": _parameters(config.base),

@@ -27,7 +27,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from active_learning.config import PretrainConfig
-from active_learning.data import load_solutions, tokenize_example
+from active_learning.data import encode_solutions, load_solutions, tokenize_example
 from active_learning.model import META_FILE, PRESETS, marker_id, needs_padding_mask, preset_config, save_tokenizer
 from active_learning.score import pad_batch
 from active_learning.tokenizer import build_byte_tokenizer
@@ -68,8 +68,8 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
     marker = marker_id(tokenizer)
     padding_mask = needs_padding_mask(model)
     features = []
-    for s in solutions:
-        feature = tokenize_example(tokenizer, marker, s.prompt, s.steps, None, config.max_length)
+    for s, ids in zip(solutions, encode_solutions(tokenizer, ((x.prompt, x.steps) for x in solutions))):
+        feature = tokenize_example(tokenizer, marker, s.prompt, s.steps, None, config.max_length, ids)
         # Every token is a target; HF shifts labels by one inside the model.
         features.append({"input_ids": feature["input_ids"], "labels": feature["input_ids"]})
     peak = config.learning_rate or PRESETS[config.base].pretrain_learning_rate

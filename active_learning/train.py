@@ -22,9 +22,9 @@ from accelerate import Accelerator
 from accelerate.utils import ProjectConfiguration, set_seed
 
 from active_learning.config import TrainConfig
-from active_learning.data import (DEFAULT_SOURCE_WEIGHTS, IGNORE_INDEX, Example, load_examples, load_solutions,
-                                  parse_source_weights, read_records, snapshot_hash, split_by_problem,
-                                  tokenize_example)
+from active_learning.data import (DEFAULT_SOURCE_WEIGHTS, IGNORE_INDEX, Example, PlacedRecords, encode_solutions,
+                                  load_examples, load_solutions, parse_source_weights, placed_records,
+                                  snapshot_hash, split_by_problem, tokenize_example)
 from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.files import replace_whole
 from active_learning.grading import GRADER_VERSION
@@ -199,8 +199,9 @@ def weighted_step_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torc
 
 def _features(examples: list[Example], tokenizer, config: TrainConfig, language: bool) -> list[dict]:
     marker = marker_id(tokenizer)
-    features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, config.max_length)
-                | {"weight": e.weight} for e in examples]
+    encoded = encode_solutions(tokenizer, ((e.prompt, e.steps) for e in examples))
+    features = [tokenize_example(tokenizer, marker, e.prompt, e.steps, e.labels, config.max_length, ids)
+                | {"weight": e.weight} for e, ids in zip(examples, encoded)]
     features = [f for f in features if any(t != IGNORE_INDEX for t in f["labels"])]
     if not features:
         raise ValueError("no labeled steps to train on")
@@ -241,13 +242,14 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     if eval_source is None:
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)
     else:
-        eval_records = list(read_records(eval_source))
+        placed = PlacedRecords(placed_records(eval_source))
+        eval_records = [record for _, record in placed]
         if isinstance(eval_source, (str, Path)):
             # Read now as the evaluation will: a bad file must not cost a training first. (A
             # round's held-out records come from the database, and may hold no label yet.)
-            if not load_examples(eval_source):
+            if not load_examples(placed):
                 raise ValueError(f"{eval_source}: no labeled steps to evaluate on")
-            load_solutions(eval_source)
+            load_solutions(placed)
     # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
     lm_weight = language_loss_weight(config)

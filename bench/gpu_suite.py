@@ -40,15 +40,18 @@ from bench_results import write_results
 BENCH = Path(__file__).parent
 
 # Per part: the script, the GPU settings, tiny CPU settings for --smoke, and the seconds after
-# which the GPU run is stopped (the first H200 run, 2026-11-26, timed each part; docs/prm.md).
+# which the GPU run is stopped (the H200 runs of 2026-11-26 timed each part; docs/prm.md).
 PARTS: dict[str, dict[str, Any]] = {
     "learning": {
         "script": "prm_learning.py",
-        # 3e-4: the CPU default 1e-3 is a tiny model's rate. Two models of 100 s each, after about
-        # 40 s of data; at 120 s each the part was stopped at 285 s beside the experiment, in its
-        # second model.
-        "gpu": ["--base", "100m", "--device", "cuda", "--budget-s", "100", "--learning-rate", "3e-4"],
-        "smoke": ["--device", "cpu", "--budget-s", "3", "--pretrain-share", "0", "--train-problems", "60",
+        # 3e-4: the CPU default 1e-3 is a tiny model's rate. Step counts, not seconds: with 100 s
+        # a model, beside the experiment the content PRM got about 300 pretraining steps and 216
+        # on labels and stayed at step AUROC 0.60, alone 600 and about 250 and reached 0.98.
+        # Sharing the GPU now costs time (alone a model should take about 125 s; shared, about
+        # twice that until the experiment ends), not learning.
+        "gpu": ["--base", "100m", "--device", "cuda", "--pretrain-steps", "600", "--train-steps", "300",
+                "--learning-rate", "3e-4"],
+        "smoke": ["--device", "cpu", "--pretrain-steps", "4", "--train-steps", "8", "--train-problems", "60",
                   "--eval-problems", "12", "--threads", "1"],
         # Its checkpoints (two 100M models) are scratch: kept out of the results directory.
         "workdir": True,
@@ -58,7 +61,7 @@ PARTS: dict[str, dict[str, Any]] = {
         "script": "prm_throughput.py",
         # Half the first run's sizes (4,096 solutions, 60 steps: 61 s for one setting each), for
         # four scoring and four training settings, half of them after a compile, to leave the
-        # learning parts most of one device call.
+        # learning parts most of one device call: 86 s in all on the H200.
         "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "2048", "--train-steps", "30", "--profile"],
         "smoke": ["--device", "cpu", "--solutions", "16", "--naive-solutions", "8", "--train-steps", "3",
                   "--threads", "1", "--profile"],
@@ -69,8 +72,8 @@ PARTS: dict[str, dict[str, Any]] = {
         "script": "simulate_active_learning.py",
         "gpu": ["--protocol", "paper", "--device", "cuda", "--base", "100m", "--arms", "active,uniform",
                 "--pretrain-steps", "300", "--train-steps", "300", "--learning-rate", "3e-4",
-                # Sized to share one 10-minute device call with the learning part: rungs 1 and 2
-                # of three seeds took 285 s there.
+                # Sized to share one 10-minute device call with the learning part: rungs 1, 2 and
+                # 4 of three seeds took 282 s there (H200, second lease).
                 "--ladder", "1,2,4"],
         "smoke": ["--protocol", "paper", "--quick", "--device", "cpu", "--arms", "active,uniform"],
         "limit_s": 420,

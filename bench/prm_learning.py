@@ -12,6 +12,7 @@ bench/results/prm_learning.json.
 
     python bench/prm_learning.py                        # tiny on CPU, 10 minutes per model
     python bench/prm_learning.py --base 100m --budget-s 1800 --device cuda   # the GPU check
+    python bench/prm_learning.py --base 100m --pretrain-steps 600 --train-steps 300 --device cuda
 """
 
 import argparse
@@ -57,6 +58,12 @@ def main() -> None:
                         help="Training seconds per model, pretraining included.")
     parser.add_argument("--pretrain-share", type=float, default=0.6,
                         help="Share of the budget spent pretraining (0 skips it).")
+    parser.add_argument("--pretrain-steps", type=int, default=None,
+                        help="Pretrain this many steps instead of a share of the budget.")
+    parser.add_argument("--train-steps", type=int, default=None,
+                        help="Train on labels this many steps instead of the rest of the budget. With "
+                             "both step counts the budget is unused, and a GPU shared with other work "
+                             "costs time rather than learning.")
     parser.add_argument("--pretrain-problems", type=int, default=20000,
                         help="Problems whose error-free solutions the base is pretrained on.")
     parser.add_argument("--train-problems", type=int, default=20000)
@@ -86,6 +93,9 @@ def main() -> None:
         errors = error_kinds(args.errors)
     except ValueError as e:
         parser.error(str(e))
+    for flag, value in (("--pretrain-steps", args.pretrain_steps), ("--train-steps", args.train_steps)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be 1 or more")
 
     train_records = records(args.train_problems, args.solutions_per_problem, args.seed, errors)
     # Another seed draws other problems; check that none of them leaked into training.
@@ -103,17 +113,17 @@ def main() -> None:
     results = {}
     for name, transform in [("content", lambda r: r), ("position_only", blank)]:
         base, pretrain_seconds = args.base, 0.0
-        if args.pretrain_share > 0:
+        if args.pretrain_steps or args.pretrain_share > 0:
             started = time.monotonic()
             base = str(pretrain(PretrainConfig(
-                output=str(workdir / f"{name}-base"), base=args.base, steps=10**9,
-                time_budget_s=args.budget_s * args.pretrain_share, seed=args.seed,
-                device=args.device), map(transform, pretrain_records)))
+                output=str(workdir / f"{name}-base"), base=args.base, steps=args.pretrain_steps or 10**9,
+                time_budget_s=None if args.pretrain_steps else args.budget_s * args.pretrain_share,
+                seed=args.seed, device=args.device), map(transform, pretrain_records)))
             pretrain_seconds = time.monotonic() - started
-        config = TrainConfig(output=str(workdir / name), base=base, epochs=args.epochs,
+        config = TrainConfig(output=str(workdir / name), base=base, epochs=args.epochs, steps=args.train_steps or 0,
                              learning_rate=args.learning_rate, batch_size=args.batch_size,
                              seed=args.seed, device=args.device,
-                             time_budget_s=args.budget_s - pretrain_seconds,
+                             time_budget_s=None if args.train_steps else args.budget_s - pretrain_seconds,
                              lm_loss_weight=args.lm_loss_weight,
                              step_token_labels=not args.marker_only, save_every=10**9, log_every=100)
         train(config, map(transform, train_records), [transform(r) for r in eval_records])

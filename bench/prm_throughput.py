@@ -7,8 +7,8 @@ order. Tokens are real (non-padding) tokens. Writes bench/results/prm_throughput
 
 Ours is measured in several settings the product offers, one after another on the same model:
 training at `--batch-size` sequences a step (the default) and at `--train-batch-tokens` tokens a
-step (`prm train --batch-tokens`), scoring at `--batch-tokens` (the default) and at
-`--large-batch-tokens`, each eager and then with the repeated layer compiled (`--compile`). The
+step (`prm train --batch-tokens`), scoring at `--batch-tokens` (the CPU default) and at
+`--large-batch-tokens` (the CUDA default), each eager and then with the repeated layer compiled (`--compile`). The
 headline figures are the best setting's, named in `train_best` and `score_best`.
 
     python bench/prm_throughput.py                          # CPU, tiny preset, small sizes
@@ -65,6 +65,8 @@ def _optimizer(model, device):
 # Steps or batches run before timing a compiled model: the first compiles, and a later shape may
 # compile again (a guard on a size); compiles while timed are counted in the results.
 COMPILED_WARMUP = 3
+# Solutions of the streamed scoring profile: chunks of 256, 512 and 256 (score.FIRST_CHUNK).
+STREAM_SOLUTIONS = 1024
 
 
 def _batches(lengths: list[int], batch_size: int, count: int, batch_tokens: int | None = None) -> list[list[int]]:
@@ -194,8 +196,8 @@ def main() -> None:
     parser.add_argument("--train-batch-tokens", type=int, default=24576,
                         help="Training tokens per step in the token-budget setting; it runs as many steps "
                              "as make about the same tokens as the --batch-size setting, at least 4.")
-    parser.add_argument("--batch-tokens", type=int, default=16384, help="Scoring token budget per batch (score's default).")
-    parser.add_argument("--large-batch-tokens", type=int, default=65536, help="Scoring token budget, the larger setting.")
+    parser.add_argument("--batch-tokens", type=int, default=16384, help="Scoring token budget per batch (score's default on CPU).")
+    parser.add_argument("--large-batch-tokens", type=int, default=65536, help="Scoring token budget, the larger setting (score's default on CUDA).")
     parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure every setting with the repeated layer compiled")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
@@ -311,6 +313,12 @@ def main() -> None:
         profiles[key] = _profile(lambda: list(iter_scores(model, tokenizer, one_batch, batch_tokens=args.batch_tokens)),
                                  device)
 
+    def profile_stream(key: str) -> None:
+        # Several chunks at the device's default budget: whether the host's tokenising of the
+        # next chunk keeps pace with the GPU, which one batch alone cannot show.
+        stream = solutions[:STREAM_SOLUTIONS]
+        profiles[key] = _profile(lambda: list(iter_scores(model, tokenizer, stream)), device)
+
     def as_trained() -> None:
         # fp32 weights: autocast keeps fp32 master weights, as train does.
         model.to(torch.float32)
@@ -323,8 +331,9 @@ def main() -> None:
         model.eval()
 
     def measure_all(suffix: str, warmup: int) -> None:
-        """Every setting, training then scoring; the profiles are of the default settings (16
-        solutions a step, the default scoring budget), eager and compiled alike."""
+        """Every setting, training then scoring; the profiles are of a training step of 16
+        solutions, a scoring batch of `--batch-tokens` and a stream of STREAM_SOLUTIONS at the
+        device's default budget, eager and compiled alike."""
         as_trained()
         for name, batches in train_runs.items():
             attempt(name + suffix, lambda: measure_training(name + suffix, batches, warmup))
@@ -342,6 +351,7 @@ def main() -> None:
             attempt(f"tokens_{budget}{suffix}", lambda: measure_scoring(f"tokens_{budget}{suffix}", budget))
         if args.profile:
             attempt("score_batch" + suffix, lambda: profile_scoring("score_batch" + suffix))
+            attempt("score_stream" + suffix, lambda: profile_stream("score_stream" + suffix))
 
     # Eager and compiled time the same batches, after one warm-up step and COMPILED_WARMUP.
     measure_all("", warmup=1)

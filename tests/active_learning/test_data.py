@@ -5,8 +5,9 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-from active_learning.data import (IGNORE_INDEX, load_examples, load_solutions, problem_id, scoring_windows,
-                                  split_by_problem, text_encoder, tokenize_example, weigh_sources)
+from active_learning.data import (IGNORE_INDEX, PROMPT_END, encode_solutions, load_examples, load_solutions,
+                                  problem_id, scoring_windows, split_by_problem, text_encoder, tokenize_example,
+                                  weigh_sources)
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 
@@ -231,15 +232,27 @@ def _bpe_tokenizer() -> PreTrainedTokenizerFast:
 @pytest.mark.parametrize("make", [build_byte_tokenizer, _bpe_tokenizer])
 def test_text_encoder_gives_transformers_ids(make):
     tokenizer = make()
-    encode = text_encoder(tokenizer)
-    for text in TEXTS:
-        assert encode(text) == tokenizer.encode(text, add_special_tokens=False)
+    assert text_encoder(tokenizer)(TEXTS) == [tokenizer.encode(text, add_special_tokens=False) for text in TEXTS]
+
+
+def test_solutions_are_laid_out_from_their_encoded_texts():
+    tokenizer = _bpe_tokenizer()
+    marker = tokenizer.unk_token_id
+    solutions = [("Q?", ["ab", "", "é ∑"]), (TEXTS[0], TEXTS[1:]), ("no steps", [])]
+    encoded = list(encode_solutions(tokenizer, solutions))
+    assert [len(steps) for _, steps in encoded] == [3, 4, 0]
+    for (prompt, steps), ids in zip(solutions, encoded):
+        assert ids == (tokenizer.encode(prompt + PROMPT_END, add_special_tokens=False),
+                       [tokenizer.encode(step, add_special_tokens=False) for step in steps])
+        alone = tokenize_example(tokenizer, marker, prompt, steps, None, 64)
+        assert tokenize_example(tokenizer, marker, prompt, steps, None, 64, ids) == alone
+        assert alone["input_ids"][0] == tokenizer.bos_token_id
 
 
 def test_text_encoder_adds_no_special_tokens():
     tokenizer = _bpe_tokenizer()
     assert tokenizer.encode(TEXTS[0])[0] == tokenizer.bos_token_id  # the post-processor's BOS
-    assert tokenizer.bos_token_id not in text_encoder(tokenizer)(TEXTS[0])
+    assert tokenizer.bos_token_id not in text_encoder(tokenizer)([TEXTS[0]])[0]
 
 
 @pytest.mark.parametrize("setting", ["truncation", "padding"])
@@ -251,9 +264,9 @@ def test_text_encoder_leaves_a_truncating_or_padding_backend_to_transformers(set
         tokenizer.backend_tokenizer.enable_truncation(max_length=3)
     else:
         tokenizer.backend_tokenizer.enable_padding(length=64, pad_id=0)
-    ours = text_encoder(tokenizer)(TEXTS[0])
-    assert 3 < len(ours) < 64
-    assert ours == tokenizer.encode(TEXTS[0], add_special_tokens=False)
+    ours = text_encoder(tokenizer)(TEXTS[:2])
+    assert all(3 < len(ids) < 64 for ids in ours)
+    assert ours == [tokenizer.encode(text, add_special_tokens=False) for text in TEXTS[:2]]
 
 
 def test_text_encoder_leaves_a_tokenizer_that_encodes_in_python_to_transformers():
@@ -263,4 +276,4 @@ def test_text_encoder_leaves_a_tokenizer_that_encodes_in_python_to_transformers(
 
     tokenizer = Infilling(tokenizer_object=_bpe_tokenizer().backend_tokenizer, bos_token="<s>", unk_token="<unk>")
     text = "What is <FILL>?"
-    assert text_encoder(tokenizer)(text) == tokenizer.encode(text, add_special_tokens=False)
+    assert text_encoder(tokenizer)([text]) == [tokenizer.encode(text, add_special_tokens=False)]

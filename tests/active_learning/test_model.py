@@ -18,6 +18,7 @@ from active_learning.config import TrainConfig
 from active_learning.data import Solution, tokenize_example
 from active_learning.model import (ID2LABEL, compile_layers, load_base, load_checkpoint, marker_id,
                                    needs_padding_mask, save_checkpoint)
+from active_learning import score as scoring
 from active_learning.score import iter_scores, pad_batch, score_solutions
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.train import train
@@ -109,6 +110,36 @@ def test_a_failure_in_one_chunk_keeps_the_chunks_before_it(checkpoint):
     assert [len(s.step_scores) for s in scored] == [2, 3]
 
 
+def test_a_failure_while_tokenising_keeps_the_chunks_before_it(checkpoint):
+    # The next chunk is tokenised on a worker thread; its error comes out after what was scored.
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    broken = [*SOLUTIONS[:2], Solution("bad", "Q", [("a pair", "of texts")])]
+    scored = []
+    with pytest.raises(TypeError, match="a step is tuple, not text"):
+        for score in iter_scores(model, tokenizer, broken, chunk_size=1):
+            scored.append(score)
+    assert [len(s.step_scores) for s in scored] == [2, 3]
+
+
+def test_growing_chunks_keep_the_order(checkpoint, monkeypatch):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    monkeypatch.setattr(scoring, "FIRST_CHUNK", 2)
+    many = [Solution(f"p{i}", f"Q{i}", SOLUTIONS[i % 3].steps[: 1 + i % 3]) for i in range(15)]
+    assert [len(c) for c in scoring._chunks(many, 8)] == [2, 4, 8, 1]
+    together = score_solutions(model, tokenizer, many, chunk_size=8)
+    for solution, ours in zip(many, together, strict=True):
+        [alone] = score_solutions(model, tokenizer, [solution])
+        assert ours.step_scores == pytest.approx(alone.step_scores, abs=1e-5)
+
+
+def test_a_consumer_may_stop_early(checkpoint):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    scores = iter_scores(model, tokenizer, SOLUTIONS * 200, chunk_size=4)
+    first = next(scores)
+    scores.close()  # the worker's queued tokenising is dropped, nothing waits on it
+    assert len(first.step_scores) == len(SOLUTIONS[0].steps)
+
+
 def _encoder_prm(tokenizer):
     torch.manual_seed(0)
     return BertForTokenClassification(BertConfig(
@@ -129,6 +160,19 @@ def test_padding_is_masked_for_an_encoder_only():
         single = [score_solutions(model, tokenizer, [s], batch_tokens=1, max_length=256)[0] for s in SOLUTIONS]
         for a, b in zip(batched, single, strict=True):
             assert a.step_scores == pytest.approx(b.step_scores, abs=1e-5)
+
+
+def test_pad_batch_lays_each_row_out_then_pads_it():
+    features = [{"input_ids": [5, 6, 7], "labels": [-100, -100, 2], "lm_labels": [6, 7, -100]},
+                {"input_ids": [8], "labels": [0], "lm_labels": [-100]},
+                {"input_ids": [9, 10], "labels": [-100, 1], "lm_labels": [10, -100]}]
+    batch = pad_batch(features, 0, "cpu")
+    assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0], [9, 10, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0], [1, 1, 0]]
+    assert batch["labels"].tolist() == [[-100, -100, 2], [0, -100, -100], [-100, 1, -100]]
+    assert batch["lm_labels"].tolist() == [[6, 7, -100], [-100, -100, -100], [10, -100, -100]]
+    assert all(t.dtype == torch.long for t in batch.values())
+    assert set(pad_batch([{"input_ids": [1]}], 0, "cpu", padding_mask=False)) == {"input_ids"}
 
 
 def test_a_causal_backbone_trains_on_padded_batches_without_a_mask():

@@ -175,6 +175,13 @@ def test_an_empty_file_is_refused_by_score_and_eval(checkpoint, tmp_path, comman
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl"]
 
 
+def test_score_refuses_a_batch_of_no_tokens(files, checkpoint, tmp_path):
+    result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(files / "eval.jsonl"),
+                                      "--output", str(tmp_path / "s.jsonl"), "--batch-tokens", "0"])
+    assert result.exit_code == 2 and "--batch-tokens" in result.output and "x>=1" in result.output
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 def test_train_names_the_line_of_a_bad_record(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(_phase_1_record(1)) + "\n"

@@ -42,7 +42,8 @@ def test_every_part_writes_its_results_and_the_summary_reads_the_goals(tmp_path:
     # eager and compiled, and every setting measured.
     throughput = json.loads((tmp_path / "gpu_throughput.json").read_text())
     profiles = throughput["profiles"]
-    assert set(profiles) == {"train_step", "score_batch", "train_step_compiled", "score_batch_compiled"}
+    assert set(profiles) == {"train_step", "score_batch", "score_stream", "train_step_compiled", "score_batch_compiled",
+                             "score_stream_compiled"}
     assert set(throughput["train"]) == {"batch_16", "tokens_24576", "batch_16_compiled", "tokens_24576_compiled"}
     assert set(throughput["score"]) == {"tokens_16384", "tokens_65536", "tokens_16384_compiled", "tokens_65536_compiled"}
     assert all(s["tokens_per_s"] > 0 and s["steps"] > 0 for s in throughput["train"].values())
