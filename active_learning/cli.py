@@ -119,7 +119,8 @@ def pretrain(data, **settings):
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
               help="Whether a step rated 0 counts as correct in step and solution scores.")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
-              help="Padded tokens per batch. Default: 65536 on CUDA, 16384 on CPU.")
+              help="Padded tokens per batch. Default: STEPWISE_SCORE_BATCH_TOKENS, else 65536 on CUDA, "
+                   "16384 on CPU.")
 @click.option("--max-length", default=2048, show_default=True, help="Tokens per solution; later steps get no score.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,

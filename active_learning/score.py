@@ -11,6 +11,7 @@ longer than the limit.
 
 import itertools
 import math
+import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,9 +27,20 @@ from active_learning.model import marker_id, needs_padding_mask
 # batches were slower (bench/prm_throughput.py, docs/prm.md).
 CUDA_BATCH_TOKENS = 65536
 CPU_BATCH_TOKENS = 16384
+# Overrides both, for the scoring callers with no option of their own (rounds, the score
+# endpoint): a large base on a small card may need less.
+BATCH_TOKENS_VARIABLE = "STEPWISE_SCORE_BATCH_TOKENS"
 
 
 def default_batch_tokens(device: torch.device | str) -> int:
+    if (value := os.environ.get(BATCH_TOKENS_VARIABLE, "").strip()):
+        try:
+            tokens = int(value)
+        except ValueError:
+            tokens = 0
+        if tokens < 1:
+            raise ValueError(f"{BATCH_TOKENS_VARIABLE} must be a whole number of tokens, 1 or more, not {value!r}")
+        return tokens
     return CUDA_BATCH_TOKENS if torch.device(device).type == "cuda" else CPU_BATCH_TOKENS
 
 
@@ -142,8 +154,19 @@ FIRST_CHUNK = 256
 
 
 def _chunks(solutions: Iterable[Solution], chunk_size: int) -> Iterator[list[Solution]]:
+    """Lists of the solutions in order; an input that fails gives out what it had read first."""
     solutions, size = iter(solutions), min(FIRST_CHUNK, chunk_size)
-    while chunk := list(itertools.islice(solutions, size)):
+    while True:
+        chunk: list[Solution] = []
+        try:
+            for solution in itertools.islice(solutions, size):
+                chunk.append(solution)
+        except Exception:
+            if chunk:
+                yield chunk
+            raise
+        if not chunk:
+            return
         yield chunk
         size = min(2 * size, chunk_size)
 
@@ -161,8 +184,11 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
     positions, so the host is at most about a batch ahead.) `batch_tokens` defaults to the model's
     device's (`default_batch_tokens`).
     """
+    if chunk_size < 1 or (batch_tokens is not None and batch_tokens < 1):
+        raise ValueError(f"chunk_size and batch_tokens must be 1 or more, not {chunk_size} and {batch_tokens}")
     model.eval()
-    batch_tokens = batch_tokens or default_batch_tokens(next(model.parameters()).device)
+    if batch_tokens is None:
+        batch_tokens = default_batch_tokens(next(model.parameters()).device)
     padding_mask = needs_padding_mask(model)
     chunks = _chunks(solutions, chunk_size)
     tokenising = ThreadPoolExecutor(1, thread_name_prefix="stepwise-tokenise")
@@ -199,8 +225,10 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
         if unread is not None:
             raise unread
     finally:
-        # A consumer that stops early waits for no tokenising it will not read.
-        tokenising.shutdown(wait=False, cancel_futures=True)
+        # A consumer that stops early drops the tokenising not begun, and waits for the one under
+        # way (a chunk at most): it may change the tokenizer next, which tokenizers before 0.23.1
+        # refuse while another thread encodes.
+        tokenising.shutdown(wait=True, cancel_futures=True)
 
 
 def score_solutions(model, tokenizer, solutions: Iterable[Solution], **options) -> list[SolutionScore]:

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     # 8 served 361 / 377 / 394 with p99 311 / 201 / 224 ms; 4 served 333 / 351 / 358 with p99
     # 172 / 174 / 161 ms. With a database farther away than loopback, more may pay.
     labeling_concurrency: int = Field(default=8, ge=1, alias="STEPWISE_LABELING_CONCURRENCY")
+    # Read by the PRM scorer itself (active_learning.score.default_batch_tokens), which the web
+    # process imports only when a model is used; declared here so that a bad value stops the
+    # server at start-up rather than failing the first score request or round.
+    score_batch_tokens: int | None = Field(default=None, ge=1, alias="STEPWISE_SCORE_BATCH_TOKENS")
 
     # Failed logins (see app.auth.throttle): this many for one username, or from one client
     # address, within the window lock that username or address out for the lockout time.

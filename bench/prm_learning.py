@@ -55,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default="tiny", help="Backbone preset or directory.")
     parser.add_argument("--budget-s", type=float, default=600,
-                        help="Training seconds per model, pretraining included.")
+                        help="Training seconds per model, pretraining included (unused with step counts).")
     parser.add_argument("--pretrain-share", type=float, default=0.6,
                         help="Share of the budget spent pretraining (0 skips it).")
     parser.add_argument("--pretrain-steps", type=int, default=None,
@@ -96,6 +96,9 @@ def main() -> None:
     for flag, value in (("--pretrain-steps", args.pretrain_steps), ("--train-steps", args.train_steps)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be 1 or more")
+    if args.pretrain_steps and not args.train_steps:
+        # Training would get what pretraining left of the budget, which it may have used up.
+        parser.error("--pretrain-steps needs --train-steps")
 
     train_records = records(args.train_problems, args.solutions_per_problem, args.seed, errors)
     # Another seed draws other problems; check that none of them leaked into training.

@@ -110,6 +110,38 @@ def test_a_failure_in_one_chunk_keeps_the_chunks_before_it(checkpoint):
     assert [len(s.step_scores) for s in scored] == [2, 3]
 
 
+def test_an_input_that_fails_mid_chunk_gives_out_what_it_read(checkpoint):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+
+    def records():
+        yield from SOLUTIONS
+        raise ValueError("line 4: not a solution")
+
+    scored = []
+    with pytest.raises(ValueError, match="line 4"):
+        for score in iter_scores(model, tokenizer, records()):
+            scored.append(score)
+    assert [len(s.step_scores) for s in scored] == [2, 3, 4]
+
+
+def test_the_default_batch_follows_the_device_and_the_environment(monkeypatch):
+    monkeypatch.delenv(scoring.BATCH_TOKENS_VARIABLE, raising=False)
+    assert (scoring.default_batch_tokens("cuda"), scoring.default_batch_tokens("cpu")) == (65536, 16384)
+    monkeypatch.setenv(scoring.BATCH_TOKENS_VARIABLE, "8192")
+    assert scoring.default_batch_tokens("cuda") == 8192
+    for bad in ("0", "-5", "lots", "1e4"):
+        monkeypatch.setenv(scoring.BATCH_TOKENS_VARIABLE, bad)
+        with pytest.raises(ValueError, match="STEPWISE_SCORE_BATCH_TOKENS must be a whole number"):
+            scoring.default_batch_tokens("cpu")
+
+
+def test_bad_sizes_are_refused(checkpoint):
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    for sizes in ({"chunk_size": 0}, {"batch_tokens": 0}):
+        with pytest.raises(ValueError, match="must be 1 or more"):
+            list(iter_scores(model, tokenizer, SOLUTIONS, **sizes))
+
+
 def test_a_failure_while_tokenising_keeps_the_chunks_before_it(checkpoint):
     # The next chunk is tokenised on a worker thread; its error comes out after what was scored.
     model, tokenizer, _ = load_checkpoint(checkpoint)

@@ -140,3 +140,12 @@ def test_a_stopped_part_reports_what_it_wrote_before_its_limit_and_not_an_earlie
     assert silent["returncode"] == "no results"
     assert gpu_suite.summary_lines({"parts": {"throughput": silent}})[0].startswith(
         "throughput: FAILED, exit 0 but no results written")
+
+
+def test_the_learning_bench_refuses_pretraining_steps_without_training_steps(tmp_path: Path) -> None:
+    # Training would get what pretraining left of the wall-clock budget, which may be nothing.
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "prm_learning.py"), "--pretrain-steps", "5",
+                           "--output", str(tmp_path / "out.json")], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.returncode == 2 and "--pretrain-steps needs --train-steps" in done.stderr
+    assert not (tmp_path / "out.json").exists()

@@ -168,6 +168,13 @@ def test_a_bad_network_in_the_allow_list_is_named() -> None:
         Settings(STEPWISE_METRICS_ALLOW="127.0.0.1/32,10.0.0.0/33")
 
 
+def test_a_bad_scoring_batch_stops_the_settings_not_a_request() -> None:
+    for bad in ("0", "lots"):
+        with pytest.raises(ValueError, match="STEPWISE_SCORE_BATCH_TOKENS"):
+            Settings(STEPWISE_SCORE_BATCH_TOKENS=bad)
+    assert Settings(STEPWISE_SCORE_BATCH_TOKENS="8192").score_batch_tokens == 8192
+
+
 def test_the_operations_routes_stay_out_of_the_api_schema(client) -> None:  # type: ignore[no-untyped-def]
     paths = client.get("/api/v1/openapi.json").json()["paths"]
     assert not {"/healthz", "/readyz", "/metrics"} & set(paths)
