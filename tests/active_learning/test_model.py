@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 import torch
@@ -166,10 +167,13 @@ def test_growing_chunks_keep_the_order(checkpoint, monkeypatch):
 
 def test_a_consumer_may_stop_early(checkpoint):
     model, tokenizer, _ = load_checkpoint(checkpoint)
+    before = set(threading.enumerate())
     scores = iter_scores(model, tokenizer, SOLUTIONS * 200, chunk_size=4)
     first = next(scores)
-    scores.close()  # the worker's queued tokenising is dropped, nothing waits on it
+    assert set(threading.enumerate()) - before  # the tokenising worker
+    scores.close()  # the tokenising not begun is dropped, the worker thread ends
     assert len(first.step_scores) == len(SOLUTIONS[0].steps)
+    assert not set(threading.enumerate()) - before
 
 
 def _encoder_prm(tokenizer):
