@@ -86,6 +86,7 @@ from active_learning.score import iter_scores
 from active_learning.select import Candidate, SelectionRule, select, select_uniform
 from active_learning.synthetic import Candidate as Synthetic
 from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
+from active_learning.threads import use_cpu_threads
 from active_learning.train import train
 
 ARMS = ("active", "uniform", "retrain", "uncertainty", "mixed", "warm")
@@ -169,7 +170,7 @@ class ExperimentConfig:
         "help": "Directory that keeps each seed's pretrained base for later runs, which reuse it "
                 "when base, pretrain_steps, max_length, errors and seed match; empty keeps none."})
     bootstrap: int = field(default=2000, metadata={"help": "Bootstrap resamples of the ratio's interval."})
-    threads: int = field(default=1, metadata={"help": "CPU threads for torch, in each job."})
+    threads: int = field(default=1, metadata={"help": "CPU threads for torch and the tokenizer, in each job."})
     jobs: int = field(default=3, metadata={
         "help": "Seeds run at once, each in a process of its own with `threads` threads; as many as "
                 "the default seeds, since with fewer the last seed runs alone while a core idles."})
@@ -545,7 +546,7 @@ def _seed_job(config: ExperimentConfig, seed: int, work: Path,
               ablations: Sequence[str]) -> dict[str, dict[str, list[dict]]]:
     """One seed in a process of its own; its lines go to this process's stderr."""
     if _device(config) == "cpu":
-        torch.set_num_threads(config.threads)
+        use_cpu_threads(config.threads)
     try:
         return _run_seed(config, seed, work, lambda line: print(line, file=sys.stderr, flush=True), ablations)
     finally:
@@ -560,7 +561,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
     check_ablations(ablations)
     started = time.monotonic()
     if _device(config) == "cpu":
-        torch.set_num_threads(config.threads)
+        use_cpu_threads(config.threads)
     seeds = range(config.seed, config.seed + config.seeds)
     work = Path(tempfile.mkdtemp(prefix="stepwise-experiment-"))
     stopped = False

@@ -35,6 +35,7 @@ from active_learning.score import iter_scores
 from active_learning.select import Candidate, SelectionRule, select, select_uniform
 from active_learning.synthetic import Candidate as Synthetic
 from active_learning.synthetic import DEFAULT_ERRORS, ERRORS, error_kinds, iter_candidates, to_prm800k
+from active_learning.threads import use_cpu_threads
 from active_learning.train import train
 
 
@@ -74,7 +75,7 @@ class SimulationConfig:
                 "targets at every token of a step and the next-token loss (the recipe of "
                 "bench/prm_learning.py). 0 trains from `base` as it is."})
     threads: int = field(default=1, metadata={
-        "help": "CPU threads for torch. The tiny model's matrices are too small for a second "
+        "help": "CPU threads for torch and the tokenizer. The tiny model's matrices are too small for a second "
                 "thread to pay on a loaded two-core machine: one is faster there."})
 
     def __post_init__(self) -> None:
@@ -288,7 +289,7 @@ def run_and_report(config: SimulationConfig, output: Path) -> str:
         random.seed(config.seed)
         torch.manual_seed(config.seed)
         if not torch.cuda.is_available():
-            torch.set_num_threads(config.threads)
+            use_cpu_threads(config.threads)
         results = run(config, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -28,6 +28,7 @@ import torch
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.pretrain import pretrain
 from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
+from active_learning.threads import use_cpu_threads
 from active_learning.train import train
 from bench_results import write_results
 
@@ -83,12 +84,14 @@ def main() -> None:
                         help="Targets at step markers only, not at every token of a step.")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for torch and the tokenizer (default: torch's choice, and every "
+                             "core for the tokenizer).")
     parser.add_argument("--workdir", default="runs/prm_learning")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     if args.threads:
-        torch.set_num_threads(args.threads)
+        use_cpu_threads(args.threads)
     try:
         errors = error_kinds(args.errors)
     except ValueError as e:

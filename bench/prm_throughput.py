@@ -33,6 +33,7 @@ from active_learning.data import load_examples, load_solutions, tokenize_example
 from active_learning.model import compile_layers, load_base, marker_id, needs_padding_mask
 from active_learning.score import iter_scores, pad_batch, token_batches
 from active_learning.synthetic import iter_candidates, to_prm800k
+from active_learning.threads import use_cpu_threads
 from active_learning.train import process_batches
 from bench_results import write_results
 
@@ -200,14 +201,16 @@ def main() -> None:
     parser.add_argument("--large-batch-tokens", type=int, default=65536, help="Scoring token budget, the larger setting (score's default on CUDA).")
     parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure every setting with the repeated layer compiled")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for torch and the tokenizer (default: torch's choice, and every "
+                             "core for the tokenizer).")
     parser.add_argument("--profile", action="store_true",
                         help="also profile (torch.profiler) a training step and a scoring batch of the default "
                              "settings, eager and compiled, into the JSON")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     if args.threads:
-        torch.set_num_threads(args.threads)
+        use_cpu_threads(args.threads)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     bf16 = device == "cuda"
 

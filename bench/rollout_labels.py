@@ -64,6 +64,7 @@ from active_learning.pretrain import pretrain
 from active_learning.generate import PROMPT
 from active_learning.rollouts import RolloutLabel, RolloutSettings, RolloutTask, autolabel, open_generator
 from active_learning.synthetic import _OPS, Candidate, Problem, _apply, _off_by, error_kinds, iter_candidates, to_prm800k
+from active_learning.threads import use_cpu_threads
 
 RESULTS = Path(__file__).parent / "results" / "rollout_labels.json"
 METHODS = ("mc", "binary")
@@ -104,7 +105,7 @@ class BenchConfig:
         "help": "Generator spec (directory, vllm:MODEL, http://host:port/v1#MODEL); default: the "
                 "pretrained base."})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda."})
-    threads: int = field(default=1, metadata={"help": "CPU threads for torch."})
+    threads: int = field(default=1, metadata={"help": "CPU threads for torch and the tokenizer."})
     prms: int = field(default=1, metadata={
         "help": "1 trains the PRM arms; 0 measures the labels alone (and pretrains nothing when the "
                 "generator is simulated)."})
@@ -331,7 +332,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
     started = time.monotonic()
     device = config.device if config.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
-        torch.set_num_threads(config.threads)
+        use_cpu_threads(config.threads)
     kinds = error_kinds(config.errors)
     pool = list(iter_candidates(config.pool_problems, config.solutions_per_problem, config.seed,
                                 config.error_rate, kinds))

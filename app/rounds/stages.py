@@ -12,6 +12,7 @@ continues from the recorded stage without enqueuing anything twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import logging
@@ -19,6 +20,8 @@ import os
 import shutil
 import time
 import traceback
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -445,28 +448,63 @@ def _score(run: RoundRun) -> None:
         total = pool.count_unscored(session, run.project_id, version_id)
         run.progress(session, RoundStage.score, 0, f"scoring {total} solutions")
     model, tokenizer, _ = load_checkpoint(path, _device())
-    s, after, done = run.settings, 0, 0
-    while True:
-        with run.session() as session:
-            chunk = pool.unscored_chunk(session, run.project_id, version_id, after, SCORE_CHUNK)
-        if not chunk:
-            break
-        solutions = [PrmSolution(str(pid), text, steps) for _, pid, steps, text in chunk]
-        scored = iter_scores(model, tokenizer, solutions, max_length=s.max_length,
-                             neutral_as_correct=s.neutral_as_correct)
-        rows = [
-            (sid, score.product if s.score_kind == ScoreKind.product else score.minimum, score.step_scores)
-            for (sid, *_), score in zip(chunk, scored)
-        ]
-        done, after = done + len(rows), chunk[-1][0]
-        with run.session() as session:
-            pool.save_scores(session, version_id, rows)
-            run.progress(session, RoundStage.score, done / max(total, 1), f"scored {done} of {total}")
-        failpoint("score.chunk")
+    s, done = run.settings, 0
+    # One scoring stream over the whole pool, read from the database a page at a time, so that
+    # the scorer tokenises the next solutions while the device computes (a call per page left the
+    # device idle while each page was read, tokenised and saved). Its chunks are a page, not the
+    # default 4,096 solutions, so that a kill, a cancel or a lost lease wastes at most about three
+    # pages of scoring (one tokenising, one computing, one being read back).
+    # Scores come back in input order, so the ids queue up beside the solutions.
+    ids: deque[int] = deque()
+
+    def unscored() -> Iterator[PrmSolution]:
+        after = 0
+        while True:
+            with run.session() as session:
+                page = pool.unscored_chunk(session, run.project_id, version_id, after, SCORE_CHUNK)
+            if not page:
+                return
+            for sid, pid, steps, text in page:
+                ids.append(sid)
+                yield PrmSolution(str(pid), text, steps)
+            after = page[-1][0]
+
+    stream = iter_scores(model, tokenizer, unscored(), max_length=s.max_length, chunk_size=SCORE_CHUNK,
+                         neutral_as_correct=s.neutral_as_correct)
+    # Closed on the way out, so that the tokenising thread ends with the stage rather than when
+    # the traceback holding the stream is dropped.
+    with contextlib.closing(stream):
+        for batch in _in_batches(stream, SCORE_CHUNK):
+            rows = [(ids.popleft(), score.product if s.score_kind == ScoreKind.product else score.minimum,
+                     score.step_scores) for score in batch]
+            done += len(rows)
+            with run.session() as session:
+                # First, so that a worker whose lease has lapsed writes nothing.
+                run.progress(session, RoundStage.score, done / max(total, 1), f"scored {done} of {total}")
+                pool.save_scores(session, version_id, rows)
+            failpoint("score.chunk")
     with run.session() as session:
         lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
                       percent=STAGE_START[RoundStage.select],
                       message="selecting" if ready else f"picking uniformly: {why}")
+
+
+def _in_batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    """Lists of `size` items in order; when the source fails, what it gave before the error comes
+    out first, so that a failed page read or a bad record loses no score already computed."""
+    batch: list[Any] = []
+    try:
+        for item in items:
+            batch.append(item)
+            if len(batch) == size:
+                yield batch
+                batch = []
+    except Exception:
+        if batch:
+            yield batch
+        raise
+    if batch:
+        yield batch
 
 
 STAGES = {

@@ -9,6 +9,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from active_learning import score as scoring
+from active_learning.data import Solution as PrmSolution
+from active_learning.model import load_checkpoint
 from active_learning.select import Candidate
 from active_learning.select import select as rule_picks
 from app.db import session_scope
@@ -18,20 +21,21 @@ from app.models import (
     Assignment,
     Label,
     ModelVersion,
+    Problem,
     Project,
     Role,
     Round,
     RoundPick,
     RoundStage,
     RoundStatus,
+    ScoreKind,
     Solution,
     SolutionScore,
 )
-from app.rounds import pool
+from app.rounds import pool, stages
 from app.rounds.picking import selection_rule
 from app.rounds.schemas import RoundSettingsUpdate
 from app.rounds.service import round_settings, served_version, start_round, update_round_settings
-from app.rounds.stages import run_round
 from tests.conftest import browser_login, make_user
 from tests.rounds.conftest import run_one_round, synthetic_project
 
@@ -52,13 +56,40 @@ def expected_picks(session: Session, project_id: int, round_: Round, version_id:
     return [(p.solution_id, p.reason) for p in rule_picks(candidates, rule)]
 
 
+@pytest.fixture
+def small_score_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages, chunks and saves of 7 over a pool of 40, the first chunk 3: the one scoring stream
+    crosses pages and chunk boundaries fall inside saves, as with a real pool's 512 and 256."""
+    monkeypatch.setattr(stages, "SCORE_CHUNK", 7)
+    monkeypatch.setattr(scoring, "FIRST_CHUNK", 3)
+
+
+def stored_scores_are_their_solutions(session: Session, project_id: int, version: ModelVersion) -> set[int]:
+    """Checks each score the version stored against its solution scored here on its own; returns
+    the solutions scored."""
+    stored = {row.solution_id: row for row in session.scalars(
+        select(SolutionScore).where(SolutionScore.model_version_id == version.id))}
+    solutions = session.execute(select(Solution.id, Solution.problem_id, Solution.steps, Problem.statement)
+                                .join(Problem, Problem.id == Solution.problem_id)
+                                .where(Solution.id.in_(stored)).order_by(Solution.id)).all()
+    model, tokenizer, _ = load_checkpoint(version.path, "cpu")
+    settings = round_settings(session, project_id)
+    direct = scoring.score_solutions(model, tokenizer, [PrmSolution(str(pid), text, steps) for _, pid, steps, text in solutions],
+                                     max_length=settings.max_length, neutral_as_correct=settings.neutral_as_correct)
+    for (sid, *_), score in zip(solutions, direct, strict=True):
+        expected = score.product if settings.score_kind == ScoreKind.product else score.minimum
+        assert stored[sid].score == pytest.approx(expected, abs=1e-5), sid
+        assert stored[sid].step_scores == pytest.approx(score.step_scores, abs=1e-5), sid
+    return set(stored)
+
+
 def test_rounds_train_promote_score_select_and_enqueue(
-    session_factory: sessionmaker[Session], worker_settings, backend: str
+    session_factory: sessionmaker[Session], worker_settings, backend: str, small_score_pages: None
 ) -> None:
     project = synthetic_project(session_factory)
     round_id = start(session_factory, project.id)
 
-    assert run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+    assert stages.run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
 
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
@@ -73,8 +104,7 @@ def test_rounds_train_promote_score_select_and_enqueue(
         assert round_.metrics["heldout_labels"] > 0 and "best_of_n" in round_.metrics["candidate"]
 
         pool_ids = {r[0] for r in pool.pool_candidates(session, project.id, None)}
-        scored = set(session.scalars(select(SolutionScore.solution_id).where(SolutionScore.model_version_id == version.id)))
-        assert scored == pool_ids
+        assert stored_scores_are_their_solutions(session, project.id, version) == pool_ids
 
         picks = list(session.scalars(select(RoundPick).where(RoundPick.round_id == round_id).order_by(RoundPick.rank)))
         assert [(p.solution_id, p.reason.value) for p in picks] == expected_picks(session, project.id, round_, version.id)
@@ -106,7 +136,7 @@ def test_rounds_train_promote_score_select_and_enqueue(
         update_round_settings(session, project.id, RoundSettingsUpdate(promote_min=1.0))
 
     second = start(session_factory, project.id)
-    assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
+    assert stages.run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
 
     with session_scope(session_factory) as session:
         round_ = session.get(Round, second)
@@ -126,12 +156,47 @@ def test_rounds_train_promote_score_select_and_enqueue(
         assert {s.generation for s in session.scalars(select(Solution).where(Solution.id.in_([p.solution_id for p in picks])))} == {2}
 
 
+def test_scoring_that_fails_partway_keeps_what_it_scored_and_resumes(
+    session_factory: sessionmaker[Session], worker_settings, backend: str, small_score_pages: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chunk that fails (here a record that cannot be tokenised; on a GPU, running out of
+    memory) ends the attempt after the scores before it are saved, part of a save included; the
+    next attempt scores the rest, each solution once."""
+    project = synthetic_project(session_factory)
+    round_id = start(session_factory, project.id)
+    read_page, pages = pool.unscored_chunk, 0
+
+    def second_page_spoilt_once(*args):
+        nonlocal pages
+        page, pages = read_page(*args), pages + 1
+        if pages == 2:
+            sid, pid, _, text = page[2]
+            page[2] = (sid, pid, [None], text)
+        return page
+
+    monkeypatch.setattr(pool, "unscored_chunk", second_page_spoilt_once)
+    assert stages.run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.queued
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert round_.stage == RoundStage.score and "a step is NoneType, not text" in round_.error
+        version = served_version(session, project.id)
+        pool_ids = sorted(r[0] for r in pool.pool_candidates(session, project.id, None))
+        # Chunks of 3 and 6 scored, the third (the spoilt record's) not: a save of 7 and one of 2.
+        assert stored_scores_are_their_solutions(session, project.id, version) == set(pool_ids[:9])
+
+    assert stages.run_round(session_factory, round_id, "worker-b", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        version = served_version(session, project.id)
+        assert stored_scores_are_their_solutions(session, project.id, version) == set(pool_ids)
+
+
 def test_without_enough_labels_a_round_picks_uniformly(
     session_factory: sessionmaker[Session], worker_settings, backend: str
 ) -> None:
     project = synthetic_project(session_factory, labeled_problems=2)
     round_id = start(session_factory, project.id)
-    assert run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+    assert stages.run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert "fewer than the 10 needed" in round_.message and round_.promoted is False
@@ -143,7 +208,7 @@ def test_without_enough_labels_a_round_picks_uniformly(
         # In the uniform mode the picks say so, model or not.
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode="uniform"))
     again = start(session_factory, project.id)
-    assert run_round(session_factory, again, "worker-a", worker_settings) == RoundStatus.done
+    assert stages.run_round(session_factory, again, "worker-a", worker_settings) == RoundStatus.done
     with session_scope(session_factory) as session:
         assert session.get(Round, again).metrics["selector"] == {
             "mode": "uniform", "version_id": None, "uniform_because": "the project's selector mode is uniform"}
@@ -212,13 +277,13 @@ def test_a_fixed_selector_keeps_ranking_while_new_models_are_served(
         # Every trained model is promoted, so the served model changes between the rounds.
         update_round_settings(session, project.id, RoundSettingsUpdate(selector_mode=mode, promote_margin=1.0))
     first = start(session_factory, project.id)
-    assert run_round(session_factory, first, "worker-a", worker_settings) == RoundStatus.done
+    assert stages.run_round(session_factory, first, "worker-a", worker_settings) == RoundStatus.done
     with session_scope(session_factory) as session:
         v1 = served_version(session, project.id).id
         pinned = round_settings(session, project.id).selector_version_id
         assert pinned == (v1 if mode == "fixed" else None)
     second = start(session_factory, project.id)
-    assert run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
+    assert stages.run_round(session_factory, second, "worker-b", worker_settings) == RoundStatus.done
     with session_scope(session_factory) as session:
         v2 = served_version(session, project.id).id
         assert v2 != v1
