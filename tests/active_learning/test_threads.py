@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from active_learning.threads import TOKENIZER_THREADS_VARIABLE
+
 # Run in a fresh interpreter: the tokenizer's thread pool starts once per process, and this
 # test process may have started it already. Prints the threads a batch encode added.
 PROBE = """
@@ -22,7 +24,7 @@ print(len(os.listdir("/proc/self/task")) - before)
 
 
 def threads_added(threads: str) -> int:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")}
+    env = {k: v for k, v in os.environ.items() if k not in (TOKENIZER_THREADS_VARIABLE, "TOKENIZERS_PARALLELISM")}
     probe = subprocess.run([sys.executable, "-c", PROBE, threads], capture_output=True, text=True, check=True, env=env)
     return int(probe.stdout.split()[-1])
 
