@@ -11,7 +11,7 @@ import typing
 
 import click
 
-from active_learning.config import PretrainConfig, TrainConfig
+from active_learning.config import BOOTSTRAP_SAMPLES, PretrainConfig, TrainConfig
 
 prm = click.Group("prm", help="Process reward model: synthesise data, train, score, evaluate.")
 
@@ -165,10 +165,14 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True)
 @click.option("--max-length", default=2048, show_default=True)
+@click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
+              help="Resamples of the solutions (best-of-N: problems) behind each metric's 95% "
+              "interval, printed under ci95; 0 for none.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
-def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, max_length, device):
+def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, max_length, bootstrap, device):
     """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting; with
-    --format processbench, ProcessBench's accuracies on erroneous and correct solutions and F1."""
+    --format processbench, ProcessBench's accuracies on erroneous and correct solutions and F1.
+    Each with its 95% bootstrap interval."""
     if (file is None) == (data is None):
         raise click.UsageError("give the file to evaluate on once: as the argument or as --data")
     _quiet_transformers()
@@ -187,7 +191,7 @@ def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, 
     run = evaluate_processbench if data_format == "processbench" else run_evaluation
     try:
         metrics = run(model, tokenizer, file or data, threshold=threshold,
-                      neutral_as_correct=neutral_as_correct, max_length=max_length)
+                      neutral_as_correct=neutral_as_correct, max_length=max_length, bootstrap=bootstrap)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     json.dump(metrics, sys.stdout)

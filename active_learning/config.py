@@ -4,6 +4,10 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+# Resamples behind every metric's 95% interval (`prm train`, `prm eval`, rounds): enough for
+# stable 2.5th and 97.5th percentiles, a fraction of a second for thousands of held-out solutions.
+BOOTSTRAP_SAMPLES = 1000
+
 
 @dataclass
 class TrainConfig:

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.utils import ProjectConfiguration, set_seed
 
-from active_learning.config import TrainConfig
+from active_learning.config import BOOTSTRAP_SAMPLES, TrainConfig
 from active_learning.data import (DEFAULT_SOURCE_WEIGHTS, IGNORE_INDEX, Example, PlacedRecords, encode_solutions,
                                   load_examples, load_solutions, parse_source_weights, placed_records,
                                   snapshot_hash, split_by_problem, tokenize_example)
@@ -360,10 +360,13 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     if accelerator.is_main_process:
         model = accelerator.unwrap_model(model).eval()
         with accelerator.autocast():
+            # With intervals, which the model card shows beside each metric.
             if eval_records is not None:
-                metrics = evaluate(model, tokenizer, eval_records, max_length=config.max_length)
+                metrics = evaluate(model, tokenizer, eval_records, max_length=config.max_length,
+                                   bootstrap=BOOTSTRAP_SAMPLES)
             else:
-                metrics = evaluate_examples(model, tokenizer, held_out, max_length=config.max_length)
+                metrics = evaluate_examples(model, tokenizer, held_out, max_length=config.max_length,
+                                            bootstrap=BOOTSTRAP_SAMPLES)
         history.add("eval", {"step": step, "metrics": metrics})
         accelerator.log(scalars(metrics, "eval/"), step=step)
         # Not accelerator.end_training(): that also tears down the process group, which the

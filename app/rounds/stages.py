@@ -29,7 +29,7 @@ import torch
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from active_learning.config import TrainConfig
+from active_learning.config import BOOTSTRAP_SAMPLES, TrainConfig
 from active_learning.data import (
     DEFAULT_SOURCE_WEIGHTS, HUMAN_SOURCE, Example, format_source_weights, load_examples, problem_id, record_source,
     snapshot_hash, source_mix, split_by_problem, weigh_sources,
@@ -57,9 +57,6 @@ log = logging.getLogger("stepwise.rounds")
 SCORE_CHUNK = 512
 BEST_OF_N_PROBLEMS = 200
 BEST_OF_N_SAMPLES = 16
-# Resamples behind each held-out metric's 95% interval: enough for stable 2.5th and 97.5th
-# percentiles, a few seconds on a CPU.
-BOOTSTRAP_SAMPLES = 1000
 # Problems are split into train and held-out by a hash of their text, with a seed fixed for
 # good: a held-out problem stays held out in every round, so rounds are compared on one set.
 HELDOUT_SEED = 0

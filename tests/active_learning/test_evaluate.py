@@ -2,13 +2,15 @@ import json
 import re
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
 
 from active_learning.cli import prm
 from active_learning.data import Solution, load_processbench
-from active_learning.evaluate import best_of_n, bootstrap_ci, first_error_f1, step_metrics
+from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, first_error_f1,
+                                     step_metrics)
 from active_learning.score import SolutionScore, correct_probability
 from active_learning.tokenizer import build_byte_tokenizer
 
@@ -55,17 +57,49 @@ def test_best_of_n_against_majority():
     assert best_of_n(solutions[:1], scores[:1]) is None
 
 
+def _share_of(values):
+    values = np.array(values, dtype=np.float64)
+    return lambda counts: {"share": float(counts @ values / counts.sum())}
+
+
 def test_bootstrap_interval_narrows_with_more_units():
-    share = lambda rows: {"share": sum(rows) / len(rows)}  # noqa: E731
-    small = bootstrap_ci([1, 0, 1, 1, 0, 1], share, samples=500)["share"]
-    large = bootstrap_ci([1, 0, 1, 1, 0, 1] * 50, share, samples=500)["share"]
+    small = bootstrap_ci(6, _share_of([1, 0, 1, 1, 0, 1]), samples=500)["share"]
+    large = bootstrap_ci(300, _share_of([1, 0, 1, 1, 0, 1] * 50), samples=500)["share"]
     assert small[0] < 4 / 6 < small[1] and large[0] < 4 / 6 < large[1]
     assert large[1] - large[0] < (small[1] - small[0]) / 3
-    assert bootstrap_ci([1] * 20, share, samples=100) == {"share": [1.0, 1.0]}
-    assert bootstrap_ci([1], share, samples=100) == {"share": None}
+    assert bootstrap_ci(20, _share_of([1] * 20), samples=100) == {"share": [1.0, 1.0]}
+    assert bootstrap_ci(1, _share_of([1]), samples=100) == {"share": None}
     # Undefined on most resamples (a rate of an empty class, say): no interval, not a guess.
-    rare = lambda rows: {"x": 1.0 if rows.count(1) > len(rows) * 0.9 else None}  # noqa: E731
-    assert bootstrap_ci([1, 0] * 10, rare, samples=100) == {"x": None}
+    rare = lambda counts: {"x": 1.0 if counts[::2].sum() > counts.sum() * 0.9 else None}  # noqa: E731
+    assert bootstrap_ci(20, rare, samples=100) == {"x": None}
+
+
+def _held_out_rows(rng, n):
+    """Rows as evaluate_examples makes them: ratings, P(correct) (coarse, so that scores tie),
+    gold and predicted first error, whole or not; some rows have no rated step."""
+    rows = []
+    for _ in range(n):
+        ratings = [int(r) for r in rng.choice([-1, 0, 1], size=rng.integers(0, 5), p=[0.3, 0.2, 0.5])]
+        p_correct = [float(p) for p in rng.integers(0, 11, len(ratings)) / 10]
+        gold = next((i for i, r in enumerate(ratings) if r == -1), None)
+        predicted = next((i for i, p in enumerate(p_correct) if p < 0.5), None)
+        rows.append((ratings, p_correct, gold, predicted, bool(rng.random() < 0.8)))
+    return rows
+
+
+def test_weighted_metrics_of_a_resample_are_those_recomputed_on_its_copied_rows():
+    """The bootstrap's fast statistic against scikit-learn on the rows a resample copies: ties,
+    neutral steps, alternative (not whole) rows, rows without steps and one-class resamples."""
+    rng = np.random.default_rng(7)
+    for n in (1, 3, 40):
+        rows = _held_out_rows(rng, n)
+        weighted = WeightedMetrics(rows, threshold=0.5)
+        for draw in [np.arange(n)] + [rng.integers(0, n, n) for _ in range(30)]:
+            expected = _solution_metrics([rows[i] for i in draw], 0.5)
+            got = weighted(np.bincount(draw, minlength=n))
+            assert set(got) == {k for k in expected if not k.startswith("n_")}
+            for key, value in got.items():
+                assert value == (None if expected[key] is None else pytest.approx(expected[key])), key
 
 
 class _ExclaimedStepsAreWrong(torch.nn.Module):
@@ -107,6 +141,13 @@ def test_processbench_eval_prints_accuracies_and_f1(tmp_path, monkeypatch):
     assert metrics["first_error_acc_correct"] == pytest.approx(1 / 2)  # a of a, d
     assert metrics["first_error_f1"] == pytest.approx(2 * (1 / 3) * (1 / 2) / (1 / 3 + 1 / 2))
     assert (metrics["n_erroneous"], metrics["n_correct"], metrics["n_solutions"]) == (3, 2, 5)
+    for key in ("first_error_f1", "first_error_acc_erroneous", "first_error_acc_correct"):
+        low, high = metrics["ci95"][key]
+        assert 0 <= low <= metrics[key] <= high <= 1
+    assert set(metrics["ci95"]) == {"first_error_f1", "first_error_acc_erroneous", "first_error_acc_correct"}
+    without = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path), "--format", "processbench", str(data),
+                                       "--device", "cpu", "--bootstrap", "0"])
+    assert without.exit_code == 0 and "ci95" not in json.loads(without.output)
 
 
 @pytest.mark.parametrize(("change", "message"), [

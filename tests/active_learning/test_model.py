@@ -336,6 +336,10 @@ def test_checkpoint_names_its_base_and_prompt_format_without_local_paths(tmp_pat
         assert meta["prompt_format"]["bos"] is None
         card = (output / "README.md").read_text()
         assert f"`{expected}`" in card and meta["data_hash"] in card and "step AUROC" in card
+        # Every metric of the card with its 95% interval, as stepwise.json keeps them.
+        low, high = meta["metrics"]["ci95"]["step_auroc"]
+        assert f"| {meta['metrics']['step_auroc']:.3f} | {low:.3f} – {high:.3f} |" in card
+        assert set(meta["metrics"]["ci95"]) >= {"step_f1", "step_accuracy", "first_error_f1"}
         assert f'path = "{name}"' in card
     assert "base_model: org/math-base" in card
 
