@@ -20,6 +20,9 @@ from app.rounds.service import served_version
 
 log = logging.getLogger("stepwise.rounds")
 
+# A round's pool is what no labeler has labeled or holds; imported labels empty it.
+EMPTY_POOL = "the pool was empty: every solution had a human label or a labeler; import or generate new ones"
+
 
 def selection_rule(settings: RoundSettings, seed: int) -> SelectionRule:
     return SelectionRule(
@@ -135,6 +138,8 @@ def enqueue_stage(run: RoundRun) -> None:
         session.execute(update(Round).where(Round.id == run.round_id)
                         .values(metrics={**round_.metrics, "selection": selection}))
         verdict = "new model served" if round_.promoted else f"not promoted: {round_.metrics.get('rule')}"
-        lease.finish(session, run.round_id, run.owner, RoundStage.enqueue,
-                     f"{selection.get('picks', 0)} picks queued; {verdict}")
+        picked = f"{selection.get('picks', 0)} picks queued"
+        if selection.get("pool") == 0:
+            picked += f" ({EMPTY_POOL})"
+        lease.finish(session, run.round_id, run.owner, RoundStage.enqueue, f"{picked}; {verdict}")
     log.info("round %s: done, %s new queue slots", run.round_id, added)

@@ -66,12 +66,13 @@ def synthetic_project(
         project = session.merge(project)
         import_file(session, project, _jsonl([to_prm800k(c) for c in labeled]),
                     filename="labels.jsonl", fmt="prm800k", separator=None, user=None)
-        import_file(session, project,
-                    _jsonl([{"problem": p.text, "answer": str(p.answer)} for p in pool_problems_rows.values()]),
-                    filename="problems.jsonl", fmt="math", separator=None, user=None)
-        import_file(session, project,
-                    _jsonl([{"problem": c.problem.text, "steps": c.steps} for c in pool]),
-                    filename="pool.jsonl", fmt="solutions", separator=None, user=None)
+        if pool:  # an empty file is refused
+            import_file(session, project,
+                        _jsonl([{"problem": p.text, "answer": str(p.answer)} for p in pool_problems_rows.values()]),
+                        filename="problems.jsonl", fmt="math", separator=None, user=None)
+            import_file(session, project,
+                        _jsonl([{"problem": c.problem.text, "steps": c.steps} for c in pool]),
+                        filename="pool.jsonl", fmt="solutions", separator=None, user=None)
         update_round_settings(session, project.id, FAST_SETTINGS)
     return project
 

@@ -216,6 +216,23 @@ def test_without_enough_labels_a_round_picks_uniformly(
         assert picks and {p.reason.value for p in picks} == {"uniform"}
 
 
+def test_a_round_whose_pool_is_empty_says_why_it_picked_nothing(
+    client, session_factory: sessionmaker[Session], worker_settings, backend: str  # type: ignore[no-untyped-def]
+) -> None:
+    # Every solution came with its labels (a PRM800K import), so no labeler has one left to see.
+    project = synthetic_project(session_factory, labeled_problems=2, pool_problems=0)
+    round_id = start(session_factory, project.id)
+    assert stages.run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert round_.metrics["selection"]["pool"] == 0
+        assert round_.message.startswith("0 picks queued (the pool was empty: every solution had a human label")
+    make_user(session_factory, "rhea", Role.researcher)
+    browser_login(client, "rhea")
+    page = client.get(f"/research/rounds/{round_id}").text
+    assert "This round picked nothing: its pool was empty" in page
+
+
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 def test_uniform_mode_and_a_selector_below_the_bar_pick_uniformly_and_pin_nothing(
     client, session_factory: sessionmaker[Session], worker_settings, backend: str  # type: ignore[no-untyped-def]
