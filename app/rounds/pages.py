@@ -19,6 +19,7 @@ from app.rounds import service
 from app.rounds.charts import labels_chart, loss_chart, quality_chart
 from app.rounds.jobs import wake_after_commit
 from app.rounds.payoff import selection_payoff
+from app.rounds.picking import EMPTY_POOL
 from app.rounds.pool import pool_shape
 from app.rounds.schemas import NULLABLE_SETTINGS, RoundSettingsUpdate
 from app.rounds.sources import round_sources
@@ -208,6 +209,7 @@ def round_page(
             "reasons": list(PickReason),
             "label_sources": round_sources(session, round_),
             "can_research": can_research(user),
+            "empty_pool": EMPTY_POOL,
         },
     )
 

@@ -20,8 +20,9 @@ from app.rounds.service import served_version
 
 log = logging.getLogger("stepwise.rounds")
 
-# A round's pool is what no labeler has labeled or holds; imported labels empty it.
-EMPTY_POOL = "the pool was empty: every solution had a human label or a labeler; import or generate new ones"
+# A round's pool is what no labeler has labeled or holds; imported labels empty it. Said by the
+# round's message and its page.
+EMPTY_POOL = "its pool was empty, every solution having a human label or a labeler"
 
 
 def selection_rule(settings: RoundSettings, seed: int) -> SelectionRule:

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from active_learning.cli import prm
 from active_learning.data import Solution, load_processbench
-from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, first_error_f1,
-                                     step_metrics)
+from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, evaluate,
+                                     first_error_f1, step_metrics)
 from active_learning.score import SolutionScore, correct_probability
 from active_learning.tokenizer import build_byte_tokenizer
 
@@ -87,19 +87,66 @@ def _held_out_rows(rng, n):
     return rows
 
 
-def test_weighted_metrics_of_a_resample_are_those_recomputed_on_its_copied_rows():
+def _lacking_a_class(rows) -> set[str]:
+    """The metrics a set of rows leaves undefined for the bootstrap: those whose class is absent."""
+    whole = [row for row in rows if row[4]]
+    erroneous, clean = any(row[2] is not None for row in whole), any(row[2] is None for row in whole)
+    lacking = set() if any(r == -1 for row in rows for r in row[0]) else {"step_f1"}
+    lacking |= set() if erroneous else {"first_error_acc_erroneous", "first_error_f1"}
+    return lacking | (set() if clean else {"first_error_acc_correct", "first_error_f1"})
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7])
+def test_weighted_metrics_of_a_resample_are_those_recomputed_on_its_copied_rows(threshold):
     """The bootstrap's fast statistic against scikit-learn on the rows a resample copies: ties,
     neutral steps, alternative (not whole) rows, rows without steps and one-class resamples."""
     rng = np.random.default_rng(7)
     for n in (1, 3, 40):
         rows = _held_out_rows(rng, n)
-        weighted = WeightedMetrics(rows, threshold=0.5)
+        weighted = WeightedMetrics(rows, threshold)
         for draw in [np.arange(n)] + [rng.integers(0, n, n) for _ in range(30)]:
-            expected = _solution_metrics([rows[i] for i in draw], 0.5)
+            copied = [rows[i] for i in draw]
+            expected, lacking = _solution_metrics(copied, threshold), _lacking_a_class(copied)
             got = weighted(np.bincount(draw, minlength=n))
             assert set(got) == {k for k in expected if not k.startswith("n_")}
             for key, value in got.items():
-                assert value == (None if expected[key] is None else pytest.approx(expected[key])), key
+                wanted = None if key in lacking or expected[key] is None else pytest.approx(expected[key])
+                assert value == wanted, key
+
+
+def test_a_perfect_model_keeps_its_interval_at_the_top_when_errors_are_rare():
+    """40 solutions, 3 with an error, every one found: resamples that drew no erroneous solution
+    leave the metrics that need one undefined, rather than pulling their lower end to 0."""
+    rows = [([1, -1], [0.9, 0.1], 1, 1, True)] * 3 + [([1, 1], [0.9, 0.8], None, None, True)] * 37
+    intervals = bootstrap_ci(len(rows), WeightedMetrics(rows, 0.5), samples=1000)
+    assert all(intervals[key] == [1.0, 1.0] for key in intervals), intervals
+
+
+def test_best_of_n_and_file_evaluation_carry_intervals():
+    tokenizer = build_byte_tokenizer()
+    model = _ExclaimedStepsAreWrong(tokenizer)
+
+    def record(n: int, answer: int, mark: str) -> dict:
+        """A phase-2 PRM800K record: a right solution, or a wrong one whose first step ends in "!"."""
+        steps = [f"{n} + {n} = {answer}{mark}", f"# Answer\n\n{answer}"]
+        return {"question": {"problem": f"{n} + {n}?", "ground_truth_answer": str(2 * n),
+                             "pre_generated_steps": steps, "pre_generated_answer": str(answer)},
+                "label": {"steps": [{"completions": [{"text": text, "rating": -1 if mark else 1}],
+                                     "chosen_completion": 0} for text in steps[: 1 if mark else 2]],
+                          "finish_reason": "found_error" if mark else "solution"}}
+
+    records = [record(n, answer, mark) for n in range(1, 9) for answer, mark in ((2 * n, ""), (2 * n + 1, "!"))]
+    metrics = evaluate(model, tokenizer, records, bootstrap=200)
+    assert metrics["step_auroc"] == 1.0 and metrics["ci95"]["step_auroc"] == [1.0, 1.0]
+    assert set(metrics["ci95"]) == {"step_auroc", "step_f1", "step_accuracy", "first_error_f1",
+                                    "first_error_acc_erroneous", "first_error_acc_correct"}
+    best = metrics["best_of_n"]
+    assert (best["problems"], best["prm_accuracy"], best["prm_accuracy_ci95"]) == (8, 1.0, [1.0, 1.0])
+    # A PRM that picks the wrong one on half the problems: an interval around a half.
+    flipped = [_score(0.9 if (i // 2) % 2 == i % 2 else 0.1) for i in range(16)]
+    solutions = [Solution(str(i // 2), "Q", ["s"], str(i % 2), "0") for i in range(16)]
+    low, high = best_of_n(solutions, flipped, bootstrap=500)["prm_accuracy_ci95"]
+    assert 0 <= low < 0.5 < high <= 1
 
 
 class _ExclaimedStepsAreWrong(torch.nn.Module):
