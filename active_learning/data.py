@@ -274,8 +274,12 @@ def parse_source_weights(text: str) -> dict[str, float]:
 
 
 def format_source_weights(weights: dict[str, float]) -> str:
-    """The weights as parse_source_weights reads them: `human=1, rollout=0.5`."""
-    return ", ".join(f"{source}={weight:g}" for source, weight in sorted(weights.items()))
+    """The weights as parse_source_weights reads them back, exactly: `human=1, rollout=0.5`
+    (`:g` kept six digits, so saving a settings form as shown changed 0.1234567)."""
+    def exact(weight: float) -> str:
+        return str(int(weight)) if float(weight).is_integer() else repr(float(weight))
+
+    return ", ".join(f"{source}={exact(weight)}" for source, weight in sorted(weights.items()))
 
 
 def check_source_weights(weights: dict[str, float]) -> dict[str, float]:

@@ -210,7 +210,9 @@ def to_prm800k(candidate: Candidate, first_error_only: bool = True, labeler: str
             # PRM800K leaves the step with the found error unchosen: the trajectory ends there.
             "chosen_completion": None if rating == -1 and first_error_only else 0,
         })
-    found_error = first_error_only and candidate.first_error is not None
+    # Rated past its error or not, a solution with a wrong step was "found_error": the importer
+    # refuses a "solution" whose trajectory holds a -1, as Stepwise's own exports never write one.
+    found_error = candidate.first_error is not None
     return {
         "labeler": labeler,
         "timestamp": "2024-01-01T00:00:00",

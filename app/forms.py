@@ -6,8 +6,9 @@ instead of the bare error page a JSON client gets; the schema's rules stay the o
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
 
 from app.deps import RowId
@@ -25,6 +26,22 @@ PLAIN_MESSAGES = {
 }
 
 PageId = RowId
+
+
+async def _sent_fields(request: Request) -> frozenset[str]:
+    # FastAPI hands a form model a field sent empty as one not sent at all (its default
+    # applies), so only the raw form tells "emptied: clear it" from "left out: keep it".
+    return frozenset((await request.form()).keys())
+
+
+# The names of the fields the posted form carried, empty ones included.
+SentFields = Annotated[frozenset[str], Depends(_sent_fields)]
+
+
+def sent_values(form: BaseModel, sent: frozenset[str]) -> dict[str, Any]:
+    """The form's fields that the post carried: a settings form that updates only these
+    leaves a setting the post left out as stored, and clears one sent empty."""
+    return {name: value for name, value in form.model_dump().items() if name in sent}
 
 
 class FormInvalid(Exception):

@@ -190,7 +190,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
-        errors = [_field_error(err) for err in exc.errors()]
+        errors = [_field_error(err, _content_type(request)) for err in exc.errors()]
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
         return _error_response(request, 422, f"invalid request: {summary}", errors)
 
@@ -247,13 +247,27 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error_response(request, exc.status_code, message, headers=headers)
 
 
-def _field_error(error: dict[str, Any]) -> dict[str, str]:
+# Page forms send these; their errors name fields of their own.
+FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _content_type(request: Request) -> str:
+    return request.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+def _field_error(error: dict[str, Any], content_type: str) -> dict[str, str]:
     location = error.get("loc", ())
     if error.get("type") == "json_invalid":
         # Its location is ("body", offset): the offset is no field.
         offset = location[-1] if location else 0
         reason = error.get("ctx", {}).get("error", "invalid")
         return {"field": "body", "message": f"not valid JSON at character {offset}: {reason}"}
+    if tuple(location) == ("body",) and content_type and "json" not in content_type \
+            and content_type not in FORM_CONTENT_TYPES:
+        # FastAPI reads such a body as one string, and said it was not an object, though the
+        # text was one: the header is what is wrong.
+        return {"field": "body", "message": f"send the body as JSON, with Content-Type: application/json, "
+                                           f"not {content_type}"}
     return field_error(error, whole="body")
 
 

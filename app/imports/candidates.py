@@ -40,6 +40,10 @@ def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any])
             raise Invalid("text", "has no steps: it is blank")
         if len(steps) > MAX_STEPS:
             raise Invalid("text", f"has {len(steps)} steps; at most {MAX_STEPS} are allowed")
+    else:
+        for i, step in enumerate(steps):
+            if not step.strip():
+                raise Invalid(f"steps[{i}]", "is blank: a step needs text")
     meta = {k: v for k, v in obj.items() if k not in KNOWN_KEYS}
     if meta:
         origin = {**origin, "meta": meta}

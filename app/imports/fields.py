@@ -58,11 +58,18 @@ def integer(obj: dict[str, Any], key: str, path: str = "", *, low: int = -INT32_
     value = obj.get(key)
     if value is None:
         return None
-    if type(value) is not int:
+    if type(value) is not int and not beyond_64_bits(value):
         raise Invalid(where(path, key), f"must be an integer, not {type_name(value)}")
     if not low <= value <= high:
         raise Invalid(where(path, key), f"must be between {low} and {high}")
     return value
+
+
+def beyond_64_bits(value: Any) -> bool:
+    """Whether `value` may be an integer too large for 64 bits, which orjson reads as a float: its
+    field is to be told its range, not that it is no integer. A float this large that was
+    written as one (1e20) is out of every range here too."""
+    return type(value) is float and not -(2**63) <= value < 2**64
 
 
 def string_list(obj: dict[str, Any], key: str, path: str = "", *, max_items: int) -> list[str] | None:

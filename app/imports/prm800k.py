@@ -148,6 +148,9 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
             raise Invalid(
                 "question.pre_generated_steps", f"has {len(pre_steps)} steps; at most {MAX_STEPS} are allowed"
             )
+        if not all(map(str.strip, pre_steps)):
+            blank = next(i for i, step in enumerate(pre_steps) if not step.strip())
+            raise Invalid(f"question.pre_generated_steps[{blank}]", "is blank: a step needs text")
     given_answer = _short(question.pre_generated_answer, "question.pre_generated_answer", MAX_ANSWER)
     score = question.pre_generated_verifier_score
     # msgspec reads integers of any size; the hashes' JSON encoder takes 64 bits at most.
@@ -167,7 +170,14 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
     finish_reason = _finish_reason(label.finish_reason)
     if not label.steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
         raise Invalid("label.steps", f"is empty, but finish_reason is {finish_reason.value}")
-    steps, trajectory, human_texts = _label_steps(label.steps, pre_steps)
+    if pre_steps is not None and len(label.steps) > len(pre_steps):
+        # A phase-2 label rates the pre-generated steps and stops at the first error: a step
+        # past them would be a step of no solution, which exports would put in one.
+        raise Invalid(
+            "label.steps",
+            f"has {len(label.steps)} steps, more than the {len(pre_steps)} of question.pre_generated_steps",
+        )
+    steps, trajectory, human_texts = _label_steps(label.steps, pre_steps, finish_reason)
     if pre_steps is None:
         if not trajectory:
             raise Invalid("label.steps", "no chosen or human completion to make the solution's steps from")
@@ -256,7 +266,7 @@ def _finish_reason(value: str | None) -> FinishReason | None:
 
 
 def _label_steps(
-    label_steps: list[_Step], solution_steps: list[str] | None
+    label_steps: list[_Step], solution_steps: list[str] | None, finish_reason: FinishReason | None
 ) -> tuple[LabelSteps, list[str], dict[str, str]]:
     """The steps as Label.steps stores them, encoded, the trajectory the labeler chose through
     them, and the human completions given as plain strings (by step index).
@@ -266,8 +276,15 @@ def _label_steps(
     texts that are left out. A human completion given as a string is stored as the object
     PRM800K writes, so that every reader of stored steps sees one shape; it is hashed as given,
     as earlier imports hashed it. The decoded steps are changed in place to be encoded.
+
+    Invalid where the finish reason says otherwise than the ratings: a found_error with no
+    step rated -1, or a phase-2 solution going on with a step rated -1 (its alternatives may
+    be). Phase 1 is not held to the second: its labelers chose which completion to go on with,
+    and PRM800K's own files are the authority on what they chose.
     """
-    n_solution = len(solution_steps) if solution_steps is not None else 0
+    if finish_reason == FinishReason.found_error and not _rates_bad(label_steps):
+        raise Invalid("label.finish_reason", "is found_error, but no step is rated -1")
+    checks_path = finish_reason == FinishReason.solution and solution_steps is not None
     trajectory: list[str] = []
     open_end = False
     # Human completions: each step with the completion as stored and as hashed.
@@ -293,27 +310,71 @@ def _label_steps(
                 f"must be null or the index of one of the {len(completions)} completions",
             )
         if solution_steps is not None:
-            if i < n_solution:
-                own = solution_steps[i]
-                for completion in completions:
-                    if completion.text == own:
-                        completion.text = msgspec.UNSET
-            continue
-        if open_end:
-            raise Invalid(f"label.steps[{i}]", "follows a step with neither a chosen nor a human completion")
-        if chosen is not None:
-            trajectory.append(completions[chosen].text)  # type: ignore[arg-type]
-            completions[chosen].text = msgspec.UNSET
-        elif human_text is not None:
-            trajectory.append(human_text)
+            # The label has no more steps than the solution (see _prm_record).
+            own = solution_steps[i]
+            for completion in completions:
+                if completion.text == own:
+                    completion.text = msgspec.UNSET
         else:
-            open_end = True
+            if open_end:
+                raise Invalid(f"label.steps[{i}]", "follows a step with neither a chosen nor a human completion")
+            if chosen is not None:
+                text = completions[chosen].text
+                if not text.strip():  # type: ignore[union-attr]
+                    raise Invalid(f"label.steps[{i}].completions[{chosen}].text", "is blank: a step needs text")
+                trajectory.append(text)  # type: ignore[arg-type]
+                completions[chosen].text = msgspec.UNSET
+            elif human_text is not None:
+                if not human_text.strip():
+                    raise Invalid(f"label.steps[{i}].human_completion", "is blank: a step needs text")
+                trajectory.append(human_text)
+            else:
+                open_end = True
+        if checks_path and (chosen is None or completions[chosen].rating == -1):
+            _check_went_on(i, step, human)
     stored = _STEPS_ENCODER.encode(label_steps).decode()
     if not objects:
         return LabelSteps(stored, stored), trajectory, human_texts
     for step, _, hashed in objects:
         step.human_completion = hashed
     return LabelSteps(stored, _STEPS_ENCODER.encode(label_steps).decode()), trajectory, human_texts
+
+
+def _check_went_on(i: int, step: _Step, human: object) -> None:
+    """Invalid if the step a solution goes on with is rated -1: the chosen completion, else the
+    human completion, else the solution's own step, where the record has one (the completion
+    whose text _label_steps left out)."""
+    chosen = step.chosen_completion
+    if chosen is not None:
+        taken, rating = f"completions[{chosen}].rating", step.completions[chosen].rating
+    elif human is not None:
+        taken, rating = "human_completion", _human_rating(human)
+    else:
+        own = next((j for j, c in enumerate(step.completions) if c.text is msgspec.UNSET), None)
+        if own is None:
+            return
+        taken, rating = f"completions[{own}].rating", step.completions[own].rating
+    if rating == -1:
+        raise Invalid(
+            f"label.steps[{i}].{taken}", "is -1, but finish_reason is solution: a solution goes on with no step rated -1"
+        )
+
+
+def _rates_bad(steps: list[_Step]) -> bool:
+    # From the end, in plain loops: a found error is mostly on the last step, and this runs for
+    # every found_error record.
+    for step in reversed(steps):
+        for completion in step.completions:
+            if completion.rating == -1:
+                return True
+        if _human_rating(step.human_completion) == -1:
+            return True
+    return False
+
+
+def _human_rating(human: object) -> object:
+    # A human completion given as a string says no rating.
+    return human.get("rating") if type(human) is dict else None
 
 
 def _string_as_object(text: str) -> dict[str, Any]:

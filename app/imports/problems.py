@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from active_learning.grading import extract_answer
-from app.imports.fields import Invalid, integer, text, type_name
+from app.imports.fields import Invalid, beyond_64_bits, integer, text, type_name
 from app.imports.records import ProblemIn
 
 _LEVEL_TEXT = re.compile(r"^Level (\d+|\?)$")
@@ -40,6 +40,6 @@ def _level(obj: dict[str, Any]) -> int | None:
         if match is None:
             raise Invalid("level", f"must be an integer or 'Level N', not {value[:40]!r}")
         return None if match.group(1) == "?" else int(match.group(1))
-    if value is not None and type(value) is not int:
+    if value is not None and type(value) is not int and not beyond_64_bits(value):
         raise Invalid("level", f"must be an integer or 'Level N', not {type_name(value)}")
     return integer(obj, "level", low=0, high=100)

@@ -62,7 +62,8 @@ def correct_label(label_id: PageId, request: Request, user: PageUser, session: S
         "project": {
             "id": project.id,
             "name": project.name,
-            "labeling_mode": project.labeling_mode.value,
+            # The label's mode, not the project's: the project may have changed mode since.
+            "labeling_mode": label.labeling_mode.value,
             "lease_minutes": project.lease_minutes,
         },
         "username": user.username,
@@ -70,7 +71,7 @@ def correct_label(label_id: PageId, request: Request, user: PageUser, session: S
             "label_id": label.label_id,
             "closes_at": label.correction.closes_at.isoformat() if label.correction.closes_at else None,
             "task": {
-                "labeling_mode": project.labeling_mode.value,
+                "labeling_mode": label.labeling_mode.value,
                 "problem": {"statement": label.problem, "answer": label.answer},
                 "solution": {"id": label.solution_id, "steps": [s.text for s in label.steps]},
             },

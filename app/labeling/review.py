@@ -5,6 +5,9 @@ replaced row is kept and marked `superseded_at`, so that nothing a labeler sent 
 exports, counts and training read only the latest. The project's correction window runs from the
 moment the solution was first labeled, not from the last correction: correcting again does not
 keep a label open forever.
+
+A label keeps no mode of its own, and a project's mode may change after labeling, so a label is
+read, and corrected, by what its steps hold (see `_label_mode`), never by the project's mode alone.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from app.labeling.schemas import (
     OwnLabelPage,
     RatedStep,
     RatingCounts,
+    StepRating,
 )
 from app.labeling.service import check_ratings, prm800k_step
 from app.models import Label, LabelingMode, Problem, Project, Solution, utcnow
@@ -60,12 +64,13 @@ def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPa
 def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDetail:
     label, project, solution, problem = _own(session, user_id, label_id)
     superseded_by = session.scalar(select(Label.id).where(Label.supersedes_id == label.id))
+    mode = _label_mode(project, label)
     return OwnLabelDetail(
         **_own_label(label, project.name, problem.statement).model_dump(),
-        labeling_mode=project.labeling_mode,
+        labeling_mode=mode,
         problem=problem.statement,
         answer=problem.answer,
-        steps=_rated_steps(project, solution, label),
+        steps=_rated_steps(mode, solution, label),
         finish_note=label.finish_note,
         total_time_ms=label.total_time_ms,
         superseded_by_id=superseded_by,
@@ -73,8 +78,8 @@ def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDeta
     )
 
 
-def _rated_steps(project: Project, solution: Solution, label: Label) -> list[RatedStep]:
-    if project.labeling_mode == LabelingMode.phase1:
+def _rated_steps(mode: LabelingMode, solution: Solution, label: Label) -> list[RatedStep]:
+    if mode == LabelingMode.phase1:
         # The path the labeler took through the alternatives, their own steps included.
         return [
             RatedStep(text=step.text, rating=step.rating, flagged=bool(step.flagged))
@@ -108,7 +113,7 @@ def correct_label(
         if retried is not None:
             return retried
         raise Conflict(f"label {label_id} cannot be corrected: {window.reason}")
-    check_ratings(project.labeling_mode, len(solution.steps), data)
+    check_ratings(_label_mode(project, label), len(solution.steps), data)
     correction = Label(
         project_id=label.project_id,
         solution_id=label.solution_id,
@@ -139,7 +144,7 @@ def correct_label(
 def correction_window(session: Session, label: Label, project: Project, now: datetime) -> CorrectionWindow:
     if label.superseded_at is not None:
         return _closed("it was corrected since; correct the newer label instead")
-    if project.labeling_mode == LabelingMode.phase1:
+    if _phase1_shaped(label):
         # Its alternatives and written steps have no form to be corrected in: the labeling
         # page corrects ratings of given steps.
         return _closed("a phase-1 label cannot be corrected")
@@ -153,6 +158,35 @@ def correction_window(session: Session, label: Label, project: Project, now: dat
             f"{closes_at:%Y-%m-%d %H:%M} UTC"
         )
     return CorrectionWindow(open=True, closes_at=closes_at, reason=None)
+
+
+def _label_mode(project: Project, label: Label) -> LabelingMode:
+    """The mode a label is read and corrected in: phase 1 for a label in phase 1's shape,
+    otherwise the project's mode, unless the project has turned to phase 1 since, which has no
+    rules for ratings; then the mode whose rules the label keeps."""
+    if _phase1_shaped(label):
+        return LabelingMode.phase1
+    if project.labeling_mode != LabelingMode.phase1:
+        return project.labeling_mode
+    ratings = [rating for rating, _ in step_ratings(label.steps)]
+    # Only full mode rates a step after a -1.
+    return LabelingMode.full if -1 in ratings[:-1] else LabelingMode.first_error
+
+
+def _phase1_shaped(label: Label) -> bool:
+    """Whether some step is not as a submit by ratings stores it (service.prm800k_step): it has
+    other alternatives than the solution's own step, a written step, or stops where its step was
+    not rated -1. Only phase-1 mode stores such steps. A phase-1 label that holds none is stored
+    as ratings would be, and correcting it by ratings loses nothing."""
+    for step in label.steps:
+        completions = step.get("completions") or []
+        if len(completions) != 1:
+            return True
+        # Unchecked: what is stored is compared with the ratings shape, not judged.
+        own = StepRating.model_construct(rating=completions[0].get("rating"), flagged=completions[0].get("flagged"))
+        if step != prm800k_step(own):
+            return True
+    return False
 
 
 def step_ratings(steps: list[dict[str, Any]]) -> list[tuple[int | None, bool]]:

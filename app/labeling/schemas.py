@@ -213,7 +213,11 @@ class CorrectionWindow(BaseModel):
 
 
 class OwnLabelDetail(OwnLabel):
-    labeling_mode: LabelingMode
+    labeling_mode: LabelingMode = Field(
+        description="the mode the label is read and corrected in: phase1 for a label with "
+        "alternatives or written steps, otherwise the project's (or, in a project since turned "
+        "to phase1, the ratings mode whose rules the label keeps)"
+    )
     problem: str
     answer: str | None
     steps: list[RatedStep] = Field(description="every step of the solution, with the rating as submitted")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import DataPageUser, ManagerPageUser, SessionDep
 from app.errors import Conflict, ServiceError
-from app.forms import FormInvalid, PageId, validate_form
+from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.imports.service import list_batches
 from app.models import Project, Role, StandingDecision, User, utcnow
 from app.projects import members, service
@@ -122,9 +122,10 @@ def update_settings(
     user: ManagerPageUser,
     session: SessionDep,
     form: Annotated[SettingsForm, Form()],
+    sent: SentFields,
 ) -> Response:
     project = service.get_project(session, project_id)
-    values = form.model_dump()
+    values = sent_values(form, sent)
     try:
         changes = validate_form(ProjectUpdate, values, keep_blank=("description",))
     except FormInvalid as exc:
@@ -214,7 +215,8 @@ def _project_overview(
             "chart": daily_bars(progress.labels_per_day, utcnow().date()),
             "chart_height": CHART_HEIGHT,
             "can_manage": _can_manage(user),
-            "values": values or _settings_of(project),
+            # A field the post left out shows what is stored, as it stays.
+            "values": {**_settings_of(project), **values},
             "errors": errors,
             "messages": [{"kind": "success", "text": "Settings saved."}]
             if request.query_params.get("saved") == "1" and not errors

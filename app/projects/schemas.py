@@ -38,6 +38,9 @@ class ProjectCreate(BaseModel):
 
 
 class ProjectUpdate(BaseModel):
+    # A field this cannot change (name, say) is refused by name, not dropped with a 200.
+    model_config = ConfigDict(extra="forbid")
+
     description: str | None = Field(default=None, max_length=5000)
     labeling_mode: LabelingMode | None = None
     overlap: int | None = Field(default=None, ge=1, le=20)

@@ -131,7 +131,8 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
             Label.project_id == project.id,
             Label.superseded_at.is_(None),
             is_human(),
-            Label.created_at >= since,
+            # An imported label may carry a time to come; it is not one of the last days'.
+            Label.created_at.between(since, now),
         )
         .group_by(day)
         .order_by(day)

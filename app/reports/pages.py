@@ -61,8 +61,11 @@ def reports_page(
 ) -> Response:
     project = get_project(session, project_id)
     messages = []
+    # Where the retire button sends the manager back to; an address typed by hand with another
+    # value, or with a problem that is not retired, shows no banner.
     retired = request.query_params.get("retired", "")
-    if retired.isdigit():
+    if retired.isascii() and retired.isdigit() and 0 < int(retired) <= INT32_MAX \
+            and service.is_retired(session, project.id, int(retired)):
         messages.append(
             {"kind": "success", "text": f"Problem {int(retired)} is retired: it is not served again."}
         )

@@ -181,6 +181,11 @@ def dismiss_report(session: Session, project_id: int, report_id: int, user: User
     return get_report(session, project_id, report_id)
 
 
+def is_retired(session: Session, project_id: int, problem_id: int) -> bool:
+    return session.scalar(select(Problem.retired_at).where(
+        Problem.id == problem_id, Problem.project_id == project_id)) is not None
+
+
 def retire_problem(session: Session, project_id: int, problem_id: int) -> ProblemRetirement:
     """Take a problem out of labeling: its waiting slots leave the queue and the queue serves
     none of its solutions again (see queue._take_best_slot_statement); labels it has stay.

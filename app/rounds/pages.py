@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from active_learning.data import format_source_weights, parse_source_weights
 from app.deps import DataPageUser, SessionDep, page_user
 from app.errors import Conflict
-from app.forms import FormInvalid, PageId, validate_form
+from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
 from app.rounds import service
@@ -111,11 +111,12 @@ def update_settings(
     user: ResearcherPageUser,
     session: SessionDep,
     form: Annotated[SettingsForm, Form()],
+    sent: SentFields,
 ) -> Response:
     project = get_project(session, project_id)
-    values = {k: v.strip() for k, v in form.model_dump().items()}
+    values = {k: v.strip() for k, v in sent_values(form, sent).items()}
     try:
-        weights = parse_source_weights(values["source_weights"]) if values["source_weights"] else None
+        weights = parse_source_weights(values["source_weights"]) if values.get("source_weights") else None
     except ValueError as exc:
         return _overview(request, session, user, project, values=values,
                          errors={"source_weights": str(exc)}, status_code=422)
@@ -124,8 +125,8 @@ def update_settings(
     except FormInvalid as exc:
         return _overview(request, session, user, project, values=values, errors=exc.errors,
                          status_code=422)
-    # A trigger left blank is turned off, so blank means null there.
-    changes = changes.model_copy(update={k: None for k in NULLABLE_SETTINGS if not values[k]})
+    # A nullable setting sent blank is turned off (null); one the post left out stays.
+    changes = changes.model_copy(update={k: None for k in NULLABLE_SETTINGS if values.get(k) == ""})
     service.update_round_settings(session, project.id, changes)
     return RedirectResponse(f"/research/projects/{project.id}?saved=1#settings", status_code=303)
 
@@ -155,7 +156,9 @@ def _overview(
             "payoff": selection_payoff(session, project.id, settings.promote_metric),
             "labels": labels_chart(rounds),
             "settings": settings,
-            "values": values or {k: ("" if v is None else v) for k, v in _settings_values(settings).items()},
+            # A field the post left out shows what is stored, as it stays.
+            "values": {**{k: ("" if v is None else v) for k, v in _settings_values(settings).items()},
+                       **(values or {})},
             "errors": errors or {},
             "messages": messages or [],
             "can_research": can_research(user),

@@ -16,6 +16,9 @@ class UserCreate(BaseModel):
 
 
 class UserUpdate(BaseModel):
+    # A field this cannot change (username, say) is refused by name, not dropped with a 200.
+    model_config = ConfigDict(extra="forbid")
+
     role: Role | None = None
     is_active: bool | None = None
     password: str | None = Field(default=None, min_length=8, max_length=1024)

@@ -44,7 +44,9 @@ def update_user(
 ) -> User:
     """Change a user; deactivation or a new password ends their logins (see end_logins), all
     but `keep`, the caller's own."""
-    if user.id == by.id and (data.role is not None or data.is_active is not None):
+    changes_standing = (data.role is not None and data.role != user.role) or \
+        (data.is_active is not None and data.is_active != user.is_active)
+    if user.id == by.id and changes_standing:
         # An admin who demotes or deactivates themselves may leave nobody able to undo it.
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
     if data.role is not None:

@@ -48,6 +48,10 @@ def test_weights_are_written_and_read_back_and_mistakes_named() -> None:
     weights = parse_source_weights(" rollout=0.5, human=1 ")
     assert weights == {"rollout": 0.5, "human": 1.0}
     assert parse_source_weights(format_source_weights(weights)) == weights
+    assert format_source_weights(weights) == "human=1, rollout=0.5"
+    # Written as typed, to the last digit: the settings form shows this and saves what it shows.
+    precise = {"human": 1.0, "rollout": 0.1234567, "judge": 1 / 3, "prm": 1e-7}
+    assert parse_source_weights(format_source_weights(precise)) == precise
     with pytest.raises(ValueError, match="unknown label source 'robot'"):
         parse_source_weights("robot=1")
     with pytest.raises(ValueError, match="SOURCE=WEIGHT"):

@@ -18,21 +18,30 @@ from tests.imports.conftest import import_bytes, jsonl, row_counts, sample_recor
 GOOD = sample_records()
 
 
-def _record(change) -> bytes:  # type: ignore[no-untyped-def]
-    record = copy.deepcopy(GOOD[0])
+def _record(change, index: int = 0) -> bytes:  # type: ignore[no-untyped-def]
+    """The sample's record `index` (its first: phase 2, found_error at step 3 of 5) changed."""
+    record = copy.deepcopy(GOOD[index])
     change(record)
     return orjson.dumps(record)
 
 
-def _set(path: str, value: object):  # type: ignore[no-untyped-def]
+def _set(path: str, value: object, *more: object):  # type: ignore[no-untyped-def]
+    """Set `path` to `value`, then each further (path, value) pair of `more`."""
     def change(record: dict) -> None:  # type: ignore[type-arg]
-        *parents, last = path.split("/")
-        target = record
-        for key in parents:
-            target = target[int(key)] if key.isdigit() else target[key]
-        target[int(last) if last.isdigit() else last] = value
+        for at, to in [(path, value), *zip(more[::2], more[1::2], strict=True)]:
+            *parents, last = str(at).split("/")
+            target = record
+            for key in parents:
+                target = target[int(key)] if key.isdigit() else target[key]
+            target[int(last) if last.isdigit() else last] = to
 
     return change
+
+
+# The sample's records by what they are (see tests/imports/conftest.py).
+PHASE2_SOLUTION = 1
+PHASE1_SOLUTION = 3
+PHASE2_ONE_STEP_FOUND_ERROR = 8
 
 
 CASES = [
@@ -64,6 +73,23 @@ CASES = [
     ("candidate without a problem", "solutions", b'{"steps": ["a"]}', "problem", "exactly one"),
     ("candidate with empty steps", "solutions", b'{"problem_id": 1, "steps": []}', "steps", "is empty"),
     ("candidate with blank text", "solutions", b'{"problem_id": 1, "text": "\\n\\n  \\n\\n"}', "text", "blank"),
+    # Consistency with the solution and the finish reason, as the submit API holds labels to
+    # (phase 1's choices are PRM800K's labelers' own, and not judged: prm800k._label_steps).
+    ("a label longer than its solution", "prm800k", _record(_set("question/pre_generated_steps", GOOD[0]["question"]["pre_generated_steps"][:2])), "label.steps", "has 3 steps, more than the 2 of question.pre_generated_steps"),
+    ("found_error with no -1", "prm800k", _record(_set("label/steps/2/completions/0/rating", 0, "label/steps/2/completions/2/rating", 1)), "label.finish_reason", "is found_error, but no step is rated -1"),
+    ("found_error with no rating", "prm800k", _record(_set("label/steps/0/completions/0/rating", None), PHASE2_ONE_STEP_FOUND_ERROR), "label.finish_reason", "no step is rated -1"),
+    ("solution with a -1 step", "prm800k", _record(_set("label/steps/1/completions/0/rating", -1), PHASE2_SOLUTION), "label.steps[1].completions[0].rating", "is -1, but finish_reason is solution"),
+    ("solution stopping on a -1 step", "prm800k", _record(_set("label/finish_reason", "solution")), "label.steps[2].completions[0].rating", "finish_reason is solution"),
+    # Blank steps, which would be queued for labelers.
+    ("a blank pre-generated step", "prm800k", _record(_set("question/pre_generated_steps/1", " \n ")), "question.pre_generated_steps[1]", "is blank"),
+    ("an empty pre-generated step", "prm800k", _record(_set("question/pre_generated_steps", ["", " "], "label", None)), "question.pre_generated_steps[0]", "is blank"),
+    ("a blank chosen phase-1 step", "prm800k", _record(_set("label/steps/2/completions/0/text", "  "), PHASE1_SOLUTION), "label.steps[2].completions[0].text", "is blank"),
+    ("a blank written phase-1 step", "prm800k", _record(_set("label/steps/1/human_completion/text", ""), PHASE1_SOLUTION), "label.steps[1].human_completion", "is blank"),
+    ("candidate with blank steps", "solutions", b'{"problem_id": 1, "steps": ["", "  "]}', "steps[0]", "is blank"),
+    ("candidate with a blank last step", "solutions", b'{"problem_id": 1, "steps": ["ok", "\\t"]}', "steps[1]", "is blank"),
+    # An integer past 64 bits (read as a float) is out of range, not "not an integer".
+    ("candidate problem id past 64 bits", "solutions", b'{"problem_id": 99999999999999999999, "steps": ["a"]}', "problem_id", "must be between 1 and 2147483647"),
+    ("math level past 64 bits", "math", b'{"problem": "1+1?", "answer": "2", "level": -99999999999999999999}', "level", "must be between 0 and 100"),
     ("candidate of an unknown problem", "solutions", b'{"problem": "Never imported.", "steps": ["a"]}', "problem", "import the problems first"),
     ("candidate of a missing problem id", "solutions", b'{"problem_id": 999999, "steps": ["a"]}', "problem_id", "no problem 999999"),
 ]

@@ -222,3 +222,46 @@ def test_stored_steps_and_hashes_are_those_of_earlier_versions(record: dict[str,
         if isinstance(given.get("human_completion"), dict):
             assert list(step["human_completion"]) == list(given["human_completion"])
     assert solution == solution_hash(problem, parsed.solution.steps, parsed.solution.final_answer, parsed.solution.verifier_score)
+
+
+def _sample(index: int, *changes: object) -> dict[str, Any]:
+    """The sample's record `index` with each (path, value) pair of `changes` set."""
+    record = copy.deepcopy(sample_records()[index])
+    for path, value in zip(changes[::2], changes[1::2], strict=True):
+        *parents, last = str(path).split("/")
+        target: Any = record
+        for key in parents:
+            target = target[int(key)] if key.isdigit() else target[key]
+        target[int(last) if last.isdigit() else last] = value
+    return record
+
+
+ALTERNATIVE_BAD = {"text": "Another way: $2^5$.", "rating": -1, "flagged": False}
+
+# Shapes of PRM800K, and of Stepwise's own exports, that the checks against the finish reason
+# and the solution's steps must let through. Records by index: 0 phase 2 found_error at step 3
+# of 5, 1 phase 2 solution, 2 give_up, 3 phase 1 solution with a written step, 4 phase 1
+# found_error on an open step, 5 bad_problem, 8 phase 2 found_error at its one step.
+REAL_SHAPES = {
+    "found_error whose -1 is an alternative's": _sample(0, "label/steps/2/completions/0/rating", 0),
+    "found_error going on with the -1 step": _sample(8, "label/steps/0/chosen_completion", 0),
+    "full mode's found_error, rated past the -1": _sample(
+        1, "label/steps/1/completions/0/rating", -1, "label/steps/1/chosen_completion", None,
+        "label/finish_reason", "found_error",
+    ),
+    "give_up going on with a -1 step": _sample(2, "label/steps/0/completions/0/rating", -1),
+    "solution past a -1 alternative": _sample(
+        1, "label/steps/0/completions", [sample_records()[1]["label"]["steps"][0]["completions"][0], ALTERNATIVE_BAD]
+    ),
+    "phase-1 solution with a written step as a string": _sample(3, "label/steps/1/human_completion", "$g(-2) = 9$."),
+}
+
+
+def test_every_sample_record_passes_the_consistency_checks() -> None:
+    for record in sample_records():
+        _parse(record)
+
+
+@pytest.mark.parametrize("name", REAL_SHAPES)
+def test_real_shapes_pass_the_consistency_checks(name: str) -> None:
+    _parse(REAL_SHAPES[name])

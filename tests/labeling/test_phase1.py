@@ -11,7 +11,9 @@ from sqlalchemy import func, select
 
 from app.db import session_scope
 from app.labeling.task_handles import assignment_of
-from app.models import Assignment, AssignmentStatus, Label
+from app.models import Assignment, AssignmentStatus, Label, Project
+from app.projects.schemas import ProjectUpdate
+from app.projects.service import update_project
 from tests.conftest import api_headers, make_project, make_user
 from tests.exports.conftest import export
 from tests.imports.conftest import import_bytes, jsonl, sample_records
@@ -182,3 +184,26 @@ def test_bad_labels_are_refused_and_change_nothing(client, session_factory, chan
         assert session.scalar(select(func.count()).select_from(Label).where(Label.user_id.is_not(None))) == 0
         assert session.get(Assignment, assignment_of(session, task["assignment_id"])).status == AssignmentStatus.leased
     assert _submit(client, headers, task, _label()).status_code == 200
+
+
+def test_a_phase_1_label_stays_uncorrectable_after_the_project_leaves_phase_1(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers, task = _setup(client, session_factory)
+    label_id = _submit(client, headers, task, _label()).json()["label_id"]
+    with session_scope(session_factory) as session:
+        update_project(session, session.get(Project, project.id), ProjectUpdate(labeling_mode="full"))
+
+    own = client.get(f"/api/v1/me/labels/{label_id}", headers=headers).json()
+    assert own["labeling_mode"] == "phase1"
+    assert [s["text"] for s in own["steps"]] == [ALTERNATIVES[0][0], HUMAN, ALTERNATIVES[2][0]]
+    assert own["correction"] == {"open": False, "closes_at": None, "reason": "a phase-1 label cannot be corrected"}
+    refused = client.post(
+        f"/api/v1/me/labels/{label_id}/corrections",
+        headers=headers,
+        json={"idempotency_key": "phase-one-fix1", "ratings": [{"rating": 1}] * 3,
+              "finish_reason": "solution", "total_time_ms": 1000},
+    )
+    assert refused.status_code == 409 and "a phase-1 label cannot be corrected" in refused.json()["detail"]
+    with session_scope(session_factory) as session:
+        label = session.get(Label, label_id)
+        assert label.superseded_at is None and label.steps[1]["human_completion"]["text"] == HUMAN
+        assert session.scalar(select(func.count()).select_from(Label).where(Label.supersedes_id.is_not(None))) == 0

@@ -7,6 +7,7 @@ import json
 from datetime import timedelta
 
 import pyarrow.parquet as pq
+import pytest
 from sqlalchemy import func, select, update
 
 from app.db import session_scope
@@ -209,3 +210,61 @@ def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, sess
     closed = client.get(f"/label/labels/{first}/correct")
     assert closed.status_code == 409 and "does not allow corrections" in closed.text
     assert client.get(f"/label/labels/{first + 5}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("mode", "ratings", "reason", "refused_ratings", "refused_words"),
+    [
+        # Each keeps the rules of the mode it was labeled in: the label sent again is accepted,
+        # and what only the other mode allows is refused.
+        ("first_error", [1, -1], "found_error", [-1, 1, 1], "first -1"),
+        ("full", [1, -1, 1], "found_error", [1, -1], "every step rated"),
+    ],
+)
+def test_a_ratings_label_stays_correctable_after_the_project_turns_to_phase_1(  # type: ignore[no-untyped-def]
+    client, session_factory, mode, ratings, reason, refused_ratings, refused_words
+) -> None:
+    from tests.conftest import browser_login
+
+    project, headers = _setup(client, session_factory, labeling_mode=mode)
+    first = _label(client, headers, project, "lena-key-0014", ratings, reason)
+    with session_scope(session_factory) as session:
+        update_project(session, session.get(Project, project.id), ProjectUpdate(labeling_mode="phase1"))
+
+    own = client.get(f"/api/v1/me/labels/{first}", headers=headers).json()
+    assert own["correction"]["open"] is True and own["labeling_mode"] == mode
+    assert [s["rating"] for s in own["steps"]] == [*ratings, None][:3]
+    browser_login(client, "lena")
+    page = client.get(f"/label/labels/{first}/correct")
+    assert page.status_code == 200 and f'"labeling_mode":"{mode}"' in page.text.replace(" ", "")
+
+    bad = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                      json=_correction("lena-fix-0014", refused_ratings, "found_error"))
+    assert bad.status_code == 422 and refused_words in bad.json()["detail"]
+    assert _labels(session_factory) == [(first, None, False)]
+    fixed = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
+                        json=_correction("lena-fix-0015", ratings, reason))
+    assert fixed.status_code == 200, fixed.text
+    assert _labels(session_factory) == [(first, None, True), (fixed.json()["label_id"], first, False)]
+
+
+RATED = {"completions": [{"rating": 1, "flagged": False}], "human_completion": None, "chosen_completion": 0}
+WRITTEN = {"text": "My own step.", "rating": 1, "source": "human", "flagged": False, "corrected_rating": None}
+
+
+@pytest.mark.parametrize(
+    ("steps", "mode"),
+    [
+        ([RATED, {**RATED, "completions": [{"rating": -1, "flagged": True}], "chosen_completion": None}], "full"),
+        ([{**RATED, "completions": [*RATED["completions"], {"text": "Another.", "rating": -1, "flagged": False}]}], "phase1"),
+        ([{**RATED, "completions": [{"text": "Another.", "rating": 1, "flagged": False}]}], "phase1"),
+        ([{**RATED, "completions": [{"rating": -1, "flagged": False}], "human_completion": WRITTEN, "chosen_completion": None}], "phase1"),
+        # Left without going on though not rated -1: a phase-1 give-up.
+        ([{**RATED, "chosen_completion": None}], "phase1"),
+    ],
+    ids=["ratings", "alternatives", "another text", "a written step", "a step left"],
+)
+def test_a_label_is_phase_1_by_what_its_steps_hold(steps, mode) -> None:  # type: ignore[no-untyped-def]
+    from app.labeling.review import _label_mode
+
+    assert _label_mode(Project(labeling_mode="full"), Label(steps=steps)) == mode

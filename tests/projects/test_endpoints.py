@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from tests.conftest import api_headers, make_project, make_user
+from tests.imports.conftest import import_bytes, jsonl, sample_records
 
 
 @pytest.fixture
@@ -40,6 +43,18 @@ def test_a_duplicate_name_gets_409(client, session_factory, headers) -> None:  #
     assert response.json() == {"detail": "a project named 'algebra' already exists"}
 
 
+@pytest.mark.parametrize("body", [{"name": "renamed"}, {"unknown": 1}, {"overlap": 3, "is_demo": True}])
+def test_a_field_the_update_cannot_change_is_refused_by_name(client, session_factory, headers, body) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", overlap=2)
+    before = client.get(f"/api/v1/projects/{project.id}", headers=headers).json()
+    response = client.patch(f"/api/v1/projects/{project.id}", headers=headers, json=body)
+    assert response.status_code == 422, response.text
+    refused = list(body)[-1]
+    assert [e["field"] for e in response.json()["errors"]] == [refused]
+    assert f"{refused}: " in response.json()["detail"]
+    assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json() == before
+
+
 @pytest.mark.parametrize("body", [{"overlap": 0}, {"lease_minutes": 5000}, {"labeling_mode": "x"}])
 def test_invalid_settings_change_nothing(client, session_factory, headers, body) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "algebra", overlap=2)
@@ -65,3 +80,26 @@ def test_unknown_or_malformed_project_ids_get_a_clear_4xx(client, headers, metho
     response = client.request(method, path, headers=headers, json={} if method != "GET" else None)
     assert response.status_code == status
     assert response.json()["detail"]
+
+
+def test_progress_counts_labels_of_the_last_days_not_of_days_to_come(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "imported")
+    records = sample_records()[:2]
+    records[0]["timestamp"] = "9999-12-31T23:59:59"
+    an_hour_ago = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=1)
+    records[1]["timestamp"] = an_hour_ago.isoformat()
+    import_bytes(session_factory, project, jsonl(records))
+    progress = client.get(f"/api/v1/projects/{project.id}/progress", headers=headers).json()
+    assert progress["labels"] == 2
+    assert progress["labels_per_day"] == [{"day": an_hour_ago.date().isoformat(), "labels": 1}]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream"])
+def test_a_json_body_sent_as_another_type_is_refused_by_its_header(client, session_factory, headers, content_type) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra")
+    response = client.patch(f"/api/v1/projects/{project.id}", content=b'{"overlap": 2}',
+                            headers={**headers, "Content-Type": content_type})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": "body", "message": "send the body as JSON, with Content-Type: "
+                                                                      f"application/json, not {content_type}"}]
+    assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json()["overlap"] == 1

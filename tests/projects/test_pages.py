@@ -14,6 +14,7 @@ from app.models import Assignment, LabelingMode, Project
 from app.projects.pages import CHART_HEIGHT, daily_bars
 from app.projects.schemas import DailyCount
 from tests.conftest import api_headers, browser_login, make_project, make_user
+from tests.forms.shipped import form_fields
 from tests.imports.conftest import import_bytes, jsonl
 
 PROBLEMS = [
@@ -156,6 +157,40 @@ def test_bad_settings_are_shown_and_change_nothing(client, session_factory, mana
     assert field_message in shown
     project = _project(session_factory)
     assert (project.description, project.overlap) == ("kept", 2)
+
+
+STORED = {"description": "kept", "overlap": 2, "lease_minutes": 45, "qc_rate": 0.25, "qc_feedback": True,
+          "labeling_mode": LabelingMode.full}
+
+
+def _settings(factory) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    project = _project(factory)
+    return {name: getattr(project, name) for name in STORED}
+
+
+def test_a_field_left_out_keeps_its_setting_and_one_emptied_clears_it(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", **STORED)
+    url = f"/manage/projects/{project.id}/settings"
+    partial = client.post(url, data={"csrf_token": manager, "overlap": "3"}, follow_redirects=False)
+    assert partial.status_code == 303
+    assert _settings(session_factory) == {**STORED, "overlap": 3}
+
+    # The form as shipped sends every field, so one the manager emptied arrives empty.
+    shipped = form_fields(client.get(f"/manage/projects/{project.id}").text, url)
+    assert shipped["description"] == "kept" and shipped["labeling_mode"] == "full"
+    emptied = client.post(url, data={**shipped, "description": ""}, follow_redirects=False)
+    assert emptied.status_code == 303
+    assert _settings(session_factory) == {**STORED, "overlap": 3, "description": ""}
+
+
+def test_a_refused_partial_post_shows_the_stored_settings_it_left_out(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", **STORED)
+    url = f"/manage/projects/{project.id}/settings"
+    refused = client.post(url, data={"csrf_token": manager, "overlap": "99"})
+    assert refused.status_code == 422
+    shown = form_fields(refused.text, url)
+    assert (shown["overlap"], shown["description"], shown["lease_minutes"], shown["qc_feedback"]) == ("99", "kept", "45", "true")
+    assert _settings(session_factory) == STORED
 
 
 @pytest.mark.parametrize(

@@ -111,6 +111,17 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
     assert after[bad["report_id"]]["problem_retired"] == "yes"
 
 
+@pytest.mark.parametrize("retired", ["%C2%B2", "%E2%91%A0", "%D9%A1%D9%A2", "99999999999999999999999999", "0", "-1", "x"])
+def test_a_retired_banner_only_for_a_retired_problem(client, project, retired) -> None:  # type: ignore[no-untyped-def]
+    """Superscript and Arabic-Indic digits are digits to str.isdigit (one crashed int()), and a
+    number alone named a problem that no one retired."""
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/reports?retired={retired}")
+    assert page.status_code == 200 and "is retired: it is not served again" not in page.text
+    not_retired = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)[0]["problem_id"]
+    assert "is retired" not in client.get(f"/manage/projects/{project.id}/reports?retired={not_retired}").text
+
+
 def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  # type: ignore[no-untyped-def]
     csrf = browser_login(client, "max")
     rows = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)

@@ -11,6 +11,7 @@ from sqlalchemy import func, select, text
 from app.db import session_scope
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus
 from tests.conftest import api_headers, browser_login, make_project, make_user
+from tests.forms.shipped import form_fields
 
 
 @pytest.fixture
@@ -133,6 +134,43 @@ def test_research_settings_form_shows_errors_in_place(client, session_factory, p
     with session_scope(session_factory) as session:
         settings = session.get(RoundSettings, project.id)
         assert (settings.picks_per_round, settings.wrong_share, settings.schedule_hours) == (30, 0.8, None)
+
+
+def test_a_research_setting_left_out_stays_and_one_emptied_is_turned_off(client, project) -> None:  # type: ignore[no-untyped-def]
+    api = f"/api/v1/projects/{project.id}/round-settings"
+    headers = api_headers(client, "rita")
+
+    def stored() -> dict[str, object]:
+        return {k: v for k, v in client.get(api, headers=headers).json().items() if k != "updated_at"}
+
+    client.patch(api, headers=headers, json={
+        "every_new_labels": 25, "schedule_hours": 12, "selector_min_step_auroc": 0.7,
+        "source_weights": {"human": 1, "rollout": 0.5}, "autolabel_generator": "vllm:gen"})
+    before = stored()
+    csrf = browser_login(client, "rita")
+    url = f"/research/projects/{project.id}/settings"
+
+    partial = client.post(url, data={"csrf_token": csrf, "picks_per_round": "40"}, follow_redirects=False)
+    assert partial.status_code == 303
+    assert stored() == {**before, "picks_per_round": 40}
+
+    # The form as shipped sends every field, so a trigger the researcher emptied arrives empty.
+    shipped = form_fields(client.get(f"/research/projects/{project.id}").text, url)
+    assert (shipped["every_new_labels"], shipped["source_weights"]) == ("25", "human=1, rollout=0.5")
+    emptied = client.post(url, data={**shipped, "every_new_labels": ""}, follow_redirects=False)
+    assert emptied.status_code == 303
+    assert stored() == {**before, "picks_per_round": 40, "every_new_labels": None}
+
+
+def test_a_refused_partial_research_post_shows_the_stored_settings_it_left_out(client, project) -> None:  # type: ignore[no-untyped-def]
+    client.patch(f"/api/v1/projects/{project.id}/round-settings", headers=api_headers(client, "rita"),
+                 json={"every_new_labels": 25})
+    csrf = browser_login(client, "rita")
+    url = f"/research/projects/{project.id}/settings"
+    refused = client.post(url, data={"csrf_token": csrf, "picks_per_round": "lots"})
+    assert refused.status_code == 422
+    shown = form_fields(refused.text, url)
+    assert (shown["picks_per_round"], shown["every_new_labels"], shown["wrong_share"]) == ("lots", "25", "0.8")
 
 
 # SQLite has no job queue: its local worker polls the rounds table.

@@ -46,3 +46,24 @@ def test_duplicate_and_unknown_users_get_409_and_404(client, session_factory, he
     assert client.patch("/api/v1/users/x", headers=headers, json={"role": "admin"}).status_code == 422
     # Starlette's int path convertor would make this a 500 (int() refuses 4,301 digits).
     assert client.patch(f"/api/v1/users/{'9' * 5000}", headers=headers, json={"role": "admin"}).status_code == 422
+
+
+@pytest.mark.parametrize("body", [{"username": "renamed"}, {"unknown": 1}, {"role": "manager", "labeler_uuid": "x"}])
+def test_a_field_the_update_cannot_change_is_refused_by_name(client, session_factory, headers, body) -> None:  # type: ignore[no-untyped-def]
+    ann = make_user(session_factory, "ann", "labeler")
+    before = client.get("/api/v1/users", headers=headers).json()
+    response = client.patch(f"/api/v1/users/{ann.id}", headers=headers, json=body)
+    assert response.status_code == 422, response.text
+    refused = list(body)[-1]
+    assert [e["field"] for e in response.json()["errors"]] == [refused]
+    assert f"{refused}: " in response.json()["detail"]
+    assert client.get("/api/v1/users", headers=headers).json() == before
+
+
+def test_an_admin_may_send_their_own_unchanged_role_but_not_a_new_one(client, headers) -> None:  # type: ignore[no-untyped-def]
+    me = client.get("/api/v1/users/me", headers=headers).json()
+    same = client.patch(f"/api/v1/users/{me['id']}", headers=headers, json={"role": "admin", "is_active": True})
+    assert same.status_code == 200 and same.json()["role"] == "admin"
+    demoted = client.patch(f"/api/v1/users/{me['id']}", headers=headers, json={"role": "labeler"})
+    assert demoted.status_code == 409 and "ask another admin" in demoted.json()["detail"]
+    assert client.get("/api/v1/users/me", headers=headers).json()["role"] == "admin"
