@@ -16,7 +16,7 @@ from app.models import Assignment, Label, Project
 from app.projects.schemas import ProjectUpdate
 from app.projects.service import project_progress, update_project
 from app.rounds.pool import label_records, label_snapshot
-from tests.conftest import add_solutions, api_headers, make_project, make_user
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.exports.conftest import export
 
 
@@ -196,8 +196,6 @@ def test_the_list_pages_newest_first(client, session_factory, monkeypatch) -> No
 
 
 def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, session_factory) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import browser_login
-
     project, headers = _setup(client, session_factory, correction_window_hours=0)
     first = _label(client, headers, project, "lena-key-0013", [1, -1], "found_error")
     browser_login(client, "lena")
@@ -224,8 +222,6 @@ def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, sess
 def test_a_ratings_label_stays_correctable_after_the_project_turns_to_phase_1(  # type: ignore[no-untyped-def]
     client, session_factory, mode, ratings, reason, refused_ratings, refused_words
 ) -> None:
-    from tests.conftest import browser_login
-
     project, headers = _setup(client, session_factory, labeling_mode=mode)
     first = _label(client, headers, project, "lena-key-0014", ratings, reason)
     with session_scope(session_factory) as session:
@@ -237,6 +233,7 @@ def test_a_ratings_label_stays_correctable_after_the_project_turns_to_phase_1(  
     browser_login(client, "lena")
     page = client.get(f"/label/labels/{first}/correct")
     assert page.status_code == 200 and f'"labeling_mode":"{mode}"' in page.text.replace(" ", "")
+    assert f'data-mode="{mode}"' in page.text and "Phase 1 mode" not in page.text
 
     bad = client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers,
                       json=_correction("lena-fix-0014", refused_ratings, "found_error"))
