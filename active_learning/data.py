@@ -129,6 +129,7 @@ def _label_steps(record: dict) -> list[dict]:
     steps = label.get("steps", [])
     if not isinstance(steps, list):
         raise TypeError("`label.steps` is not a list")
+    steps = _without_empty_end(steps)
     for n, step in enumerate(steps):
         where = f"label.steps[{n}]"
         if not isinstance(step, dict):
@@ -150,6 +151,17 @@ def _label_steps(record: dict) -> list[dict]:
         elif human is not None:
             _text(human, f"{where}.human_completion")
     return steps
+
+
+def _without_empty_end(steps: list) -> list:
+    """The steps but those ending the label with nothing in them (`completions`,
+    `human_completion` and `chosen_completion` all null), which PRM800K's phase-1 files have
+    and Stepwise's importer takes off too."""
+    end = len(steps)
+    while end and isinstance(steps[end - 1], dict) and all(
+            steps[end - 1].get(key) is None for key in ("completions", "human_completion", "chosen_completion")):
+        end -= 1
+    return steps[:end]
 
 
 def _until_first_error(steps: list[str], labels: list[int | None]) -> tuple[list[str], list]:

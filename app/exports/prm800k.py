@@ -46,6 +46,8 @@ QUESTION_KEYS = frozenset(QUESTION_ORDER)
 # Not PRM800K's: the give-up or bad-problem reason a labeler wrote here, written only when there
 # is one.
 FINISH_NOTE = "finish_note"
+# Label.extra's count of the empty steps that ended the label as imported.
+EMPTY_END = "empty_steps_at_end"
 LABEL_KEYS = frozenset({"steps", "total_time", "finish_reason", FINISH_NOTE})
 STEP_KEYS = frozenset({"completions", "human_completion", "chosen_completion"})
 COMPLETION_KEYS = frozenset({"text", "rating", "flagged"})
@@ -107,6 +109,9 @@ def render_steps(
                 "chosen_completion": step.get("chosen_completion"),
             }
         )
+    # Given back where the import took them off (app.imports.prm800k._without_empty_end).
+    steps += [{"completions": None, "human_completion": None, "chosen_completion": None}
+              for _ in range(extra.get(EMPTY_END, 0))]
     for key, unknown in (extra.get("steps") or {}).items():
         steps[int(key)].update(unknown)
     for key, unknown in (extra.get("completions") or {}).items():

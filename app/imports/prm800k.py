@@ -23,6 +23,7 @@ import orjson
 
 from app.exports.prm800k import (
     COMPLETION_KEYS,
+    EMPTY_END,
     FINISH_NOTE,
     LABEL_KEYS,
     QUESTION_KEYS,
@@ -71,7 +72,9 @@ class _Completion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=F
 
 class _Step(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     chosen_completion: int | None = None
-    completions: list[_Completion]
+    # Null only in an empty step (nothing chosen, no human step) at the end of a label, as
+    # PRM800K's phase-1 files have some (see _without_empty_end).
+    completions: list[_Completion] | None
     # Stored as msgspec.Raw when an object: see _label_steps.
     human_completion: str | dict[str, Any] | msgspec.Raw | None = None
 
@@ -167,6 +170,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
 
     if len(label.steps) > MAX_STEPS:
         raise Invalid("label.steps", f"has {len(label.steps)} steps; at most {MAX_STEPS} are allowed")
+    _without_empty_end(label.steps, extra)
     finish_reason = _finish_reason(label.finish_reason)
     if not label.steps and finish_reason in (FinishReason.found_error, FinishReason.solution):
         raise Invalid("label.steps", f"is empty, but finish_reason is {finish_reason.value}")
@@ -254,6 +258,24 @@ def _created_at(timestamp: str | None, now: datetime) -> tuple[datetime, str | N
     except OverflowError:
         # 9999-12-31T23:59-01:00 is in year 10000 in UTC.
         raise Invalid("timestamp", f"outside the years 1 to 9999 in UTC: {timestamp[:40]!r}") from None
+
+
+def _without_empty_end(steps: list[_Step], extra: dict[str, Any]) -> None:
+    """Take off the steps that end the label with nothing in them (`completions`,
+    `human_completion` and `chosen_completion` all null), counting them in `extra` for the
+    export to give back. PRM800K's phase-1 files end some labels so (TRL's conversion script
+    stops at one); stored, each reader of a label's steps would have to know of them."""
+    end = len(steps)
+    while end and steps[end - 1].completions is None and steps[end - 1].human_completion is None \
+            and steps[end - 1].chosen_completion is None:
+        end -= 1
+    for i, step in enumerate(steps[:end]):
+        if step.completions is None:
+            raise Invalid(f"label.steps[{i}].completions",
+                          "is null, which only an empty step at the end of a label may be")
+    if end < len(steps):
+        extra[EMPTY_END] = len(steps) - end
+        del steps[end:]
 
 
 def _finish_reason(value: str | None) -> FinishReason | None:
@@ -449,7 +471,8 @@ _MISSING = re.compile(r"Object missing required field `(.+)`")
 _ENUM = re.compile(r"Invalid enum value (.+)")
 _LAST_KEY = re.compile(r"(\w+)(?:\[\d+\])*$")
 _HUMAN_OBJECT = "an object with a string `text`"
-_TAKES = {"rating": "-1, 0, 1 or null", "human_completion": f"null, a string, or {_HUMAN_OBJECT}"}
+_TAKES = {"rating": "-1, 0, 1 or null", "human_completion": f"null, a string, or {_HUMAN_OBJECT}",
+          "completions": "an array or null (in an empty step ending the label)"}
 _TYPE_WORDS = {
     "int": ["an integer"],
     "float": ["a number"],

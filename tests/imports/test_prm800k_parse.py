@@ -106,7 +106,7 @@ def _with(path: str, value: object) -> dict[str, Any]:
     [
         ("label/steps/0/completions/0/flagged", "yes", "label.steps[0].completions[0].flagged", "must be true, false or null, not a string"),
         ("label/steps/0/completions/0/rating", 2, "label.steps[0].completions[0].rating", "must be -1, 0, 1 or null, not 2"),
-        ("label/steps/0/completions", {"text": "a"}, "label.steps[0].completions", "must be an array, not an object"),
+        ("label/steps/0/completions", {"text": "a"}, "label.steps[0].completions", "must be an array or null (in an empty step ending the label), not an object"),
         ("label/steps", None, "label.steps", "missing"),
         ("question/problem", None, "question.problem", "missing"),
         ("question/pre_generated_verifier_score", "high", "question.pre_generated_verifier_score", "must be a number or null, not a string"),

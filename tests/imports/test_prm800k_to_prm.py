@@ -12,12 +12,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
 from active_learning.cli import prm
 from active_learning.data import load_examples
 from app.db import session_scope
+from app.imports.fields import Invalid
 from app.imports.prm800k import parse_prm800k
 from app.models import Label
 from app.rounds.pool import label_records
@@ -44,6 +46,18 @@ def _string_human_records() -> list[dict[str, Any]]:
     open_end["label"]["steps"][1]["human_completion"] = None
     open_end["label"]["finish_reason"] = "found_error"
     return [phase1, phase2, open_end]
+
+
+EMPTY_STEP = {"completions": None, "human_completion": None, "chosen_completion": None}
+
+
+def _empty_end_record() -> dict[str, Any]:
+    """A phase-1 record whose label ends in a step with nothing in it, as some of PRM800K's
+    phase-1 labels do (TRL's conversion script stops at one)."""
+    record = copy.deepcopy(next(r for r in sample_records() if "pre_generated_steps" not in r["question"]))
+    record["labeler"] = "empty-end"
+    record["label"]["steps"] += [EMPTY_STEP, {**EMPTY_STEP, "unknown_key": 1}]
+    return record
 
 
 def _without_nulls(value: Any) -> Any:
@@ -88,9 +102,32 @@ def test_string_human_completion_keeps_the_hash_earlier_imports_gave_it() -> Non
     assert hashes == earlier
 
 
+def test_empty_steps_ending_a_label_come_back_as_given(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    record = _empty_end_record()
+    import_bytes(session_factory, project, jsonl([record]))
+    with session_scope(session_factory) as session:
+        label = session.scalar(select(Label).where(Label.foreign_labeler == "empty-end"))
+        assert label is not None and len(label.steps) == len(record["label"]["steps"]) - 2
+    [exported] = [orjson.loads(line) for line in export(session_factory, project).splitlines()]
+    assert exported["label"]["steps"][-2:] == [EMPTY_STEP, {**EMPTY_STEP, "unknown_key": 1}]
+    assert _without_nulls(exported) == _without_nulls(record)
+    result = import_bytes(session_factory, project, export(session_factory, project))
+    assert result.added == {"problems": 0, "solutions": 0, "labels": 0}
+
+
+def test_an_empty_step_before_the_end_is_refused() -> None:
+    record = _empty_end_record()
+    record["label"]["steps"].insert(1, EMPTY_STEP)
+    with pytest.raises(Invalid) as caught:
+        parse_prm800k(orjson.dumps(record), {"file": "x"}, datetime(2024, 1, 1, tzinfo=UTC))
+    assert (caught.value.field, caught.value.message) == (
+        "label.steps[1].completions", "is null, which only an empty step at the end of a label may be")
+
+
 def test_every_imported_shape_trains_and_scores(session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
-    import_bytes(session_factory, project, jsonl(sample_records() + _string_human_records()))
+    import_bytes(session_factory, project, jsonl(sample_records() + _string_human_records() + [_empty_end_record()]))
     exported = tmp_path / "export.jsonl"
     exported.write_bytes(export(session_factory, project))
     assert b'"human_completion":"$g(-2) = 9$, written by hand."' in exported.read_bytes()
