@@ -247,10 +247,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error_response(request, exc.status_code, message, headers=headers)
 
 
-# Page forms send these; their errors name fields of their own.
-FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-
 def _content_type(request: Request) -> str:
     return request.headers.get("content-type", "").partition(";")[0].strip().lower()
 
@@ -262,10 +258,11 @@ def _field_error(error: dict[str, Any], content_type: str) -> dict[str, str]:
         offset = location[-1] if location else 0
         reason = error.get("ctx", {}).get("error", "invalid")
         return {"field": "body", "message": f"not valid JSON at character {offset}: {reason}"}
-    if tuple(location) == ("body",) and content_type and "json" not in content_type \
-            and content_type not in FORM_CONTENT_TYPES:
-        # FastAPI reads such a body as one string, and said it was not an object, though the
-        # text was one: the header is what is wrong.
+    json_type = content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json"))
+    if tuple(location) == ("body",) and content_type and not json_type:
+        # FastAPI reads a body JSON only under these types, and another as one string or a form
+        # it then calls no object, though the text may be one: the header is what is wrong.
         return {"field": "body", "message": f"send the body as JSON, with Content-Type: application/json, "
                                            f"not {content_type}"}
     return field_error(error, whole="body")

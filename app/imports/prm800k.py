@@ -31,7 +31,7 @@ from app.exports.prm800k import (
     STEP_KEYS,
     render_question,
 )
-from app.imports.fields import Invalid, where
+from app.imports.fields import Invalid, beyond_64_bits, where
 from app.imports.json_guard import check_depth
 from app.imports.reader import json_object
 from app.imports.records import (
@@ -127,12 +127,30 @@ def parse_prm800k(raw: bytes, origin: dict[str, Any], now: datetime) -> PrmRecor
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
             pass
     obj = json_object(raw)
+    _refuse_beyond_64_bits(obj)
     extra = _unknown_keys(obj)
     try:
         record = msgspec.convert(obj, _Record)
     except msgspec.ValidationError as exc:
         raise _invalid(str(exc)) from None
     return _prm_record(record, extra, origin, now)
+
+
+def _refuse_beyond_64_bits(obj: dict[str, Any]) -> None:
+    """What _prm_record tells msgspec's whole integers beyond 64 bits, told of the floats orjson
+    reads them as, so that a line says the same on either path."""
+    if beyond_64_bits(obj.get("generation")):
+        raise Invalid("generation", f"must be between {-INT32_MAX} and {INT32_MAX}")
+    question = obj.get("question")
+    if type(question) is dict and beyond_64_bits(question.get("pre_generated_verifier_score")):
+        raise Invalid("question.pre_generated_verifier_score", "is out of range")
+    label = obj.get("label")
+    for i, step in enumerate(label.get("steps") if type(label) is dict and type(label.get("steps")) is list else []):
+        if type(step) is dict and beyond_64_bits(step.get("chosen_completion")):
+            completions = step.get("completions")
+            count = len(completions) if type(completions) is list else 0
+            raise Invalid(f"label.steps[{i}].chosen_completion",
+                          f"must be null or the index of one of the {count} completions")
 
 
 def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], now: datetime) -> PrmRecord:

@@ -33,7 +33,7 @@ from app.labeling.schemas import (
     StepRating,
 )
 from app.labeling.service import check_ratings, prm800k_step
-from app.models import Label, LabelingMode, Problem, Project, Solution, utcnow
+from app.models import FinishReason, Label, LabelingMode, Problem, Project, Solution, utcnow
 from app.projects.access import may_label
 
 PAGE_SIZE = 20
@@ -64,7 +64,7 @@ def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPa
 def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDetail:
     label, project, solution, problem = _own(session, user_id, label_id)
     superseded_by = session.scalar(select(Label.id).where(Label.supersedes_id == label.id))
-    mode = _label_mode(project, label)
+    mode = _label_mode(project, label, len(solution.steps))
     return OwnLabelDetail(
         **_own_label(label, project.name, problem.statement).model_dump(),
         labeling_mode=mode,
@@ -113,7 +113,7 @@ def correct_label(
         if retried is not None:
             return retried
         raise Conflict(f"label {label_id} cannot be corrected: {window.reason}")
-    check_ratings(_label_mode(project, label), len(solution.steps), data)
+    check_ratings(_label_mode(project, label, len(solution.steps)), len(solution.steps), data)
     correction = Label(
         project_id=label.project_id,
         solution_id=label.solution_id,
@@ -160,17 +160,19 @@ def correction_window(session: Session, label: Label, project: Project, now: dat
     return CorrectionWindow(open=True, closes_at=closes_at, reason=None)
 
 
-def _label_mode(project: Project, label: Label) -> LabelingMode:
-    """The mode a label is read and corrected in: phase 1 for a label in phase 1's shape,
-    otherwise the project's mode, unless the project has turned to phase 1 since, which has no
-    rules for ratings; then the mode whose rules the label keeps."""
+def _label_mode(project: Project, label: Label, n_steps: int) -> LabelingMode:
+    """The mode a label is read and corrected in, by what it holds: phase 1 for a label in phase
+    1's shape; full for one rating a step after a -1; first error for a found error with steps
+    left unrated (full mode rates them all). A label either mode would have taken is read in the
+    project's mode (first error where that is phase 1, which has no rules for ratings)."""
     if _phase1_shaped(label):
         return LabelingMode.phase1
-    if project.labeling_mode != LabelingMode.phase1:
-        return project.labeling_mode
-    ratings = [rating for rating, _ in step_ratings(label.steps)]
-    # Only full mode rates a step after a -1.
-    return LabelingMode.full if -1 in ratings[:-1] else LabelingMode.first_error
+    ratings = [rating for rating, _ in step_ratings(label.steps) if rating is not None]
+    if -1 in ratings[:-1]:
+        return LabelingMode.full
+    if label.finish_reason == FinishReason.found_error and len(ratings) < n_steps:
+        return LabelingMode.first_error
+    return LabelingMode.first_error if project.labeling_mode == LabelingMode.phase1 else project.labeling_mode
 
 
 def _phase1_shaped(label: Label) -> bool:

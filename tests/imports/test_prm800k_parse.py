@@ -122,18 +122,26 @@ def test_bad_values_are_named_in_plain_words(path: str, value: object, field: st
     assert _error(record) == (got_field, got_message)
 
 
-@pytest.mark.parametrize(
-    ("path", "value", "field", "message"),
-    [
-        ("question/pre_generated_verifier_score", "HUGE", "question.pre_generated_verifier_score", "out of range"),
-        ("label/steps/0/human_completion", {"text": "mine", "n": "HUGE"}, "label.steps[0].human_completion", "out of range"),
-        ("generation", "HUGE", "generation", "must be between"),
-        ("label/steps/0/chosen_completion", "HUGE", "label.steps[0].chosen_completion", "index of one of"),
-    ],
-)
-def test_integers_beyond_64_bits_are_refused(path: str, value: object, field: str, message: str) -> None:
-    # msgspec reads them exactly, where orjson (the slower way, and the hashes) cannot.
-    raw = orjson.dumps(_with(path, value)).replace(b'"HUGE"', b"1" + b"0" * 30)
+HUGE_INTEGERS = [
+    ("question/pre_generated_verifier_score", "HUGE", "question.pre_generated_verifier_score", "out of range"),
+    ("label/steps/0/human_completion", {"text": "mine", "n": "HUGE"}, "label.steps[0].human_completion", "out of range"),
+    ("generation", "HUGE", "generation", "must be between"),
+    ("label/steps/0/chosen_completion", "HUGE", "label.steps[0].chosen_completion", "index of one of"),
+]
+
+
+# With an unknown key elsewhere, the line goes the slower way, where orjson reads these as
+# floats: the same words come out, but for a key PRM800K has not (the human completion's "n"),
+# which keeps the float.
+@pytest.mark.parametrize(("path", "value", "field", "message", "unknown_key"),
+                         [(*row, False) for row in HUGE_INTEGERS]
+                         + [(*row, True) for row in HUGE_INTEGERS if row[0] != "label/steps/0/human_completion"])
+def test_integers_beyond_64_bits_are_refused(path: str, value: object, field: str, message: str,
+                                             unknown_key: bool) -> None:
+    record = _with(path, value)
+    if unknown_key:
+        record["vendor"] = 1
+    raw = orjson.dumps(record).replace(b'"HUGE"', b"1" + b"0" * 30)
     with pytest.raises(Invalid) as caught:
         parse_prm800k(raw, ORIGIN, NOW)
     assert caught.value.field == field and message in caught.value.message

@@ -12,6 +12,7 @@ from sqlalchemy import func, select, update
 
 from app.db import session_scope
 from app.labeling.queue import add_slots
+from app.labeling.review import _label_mode
 from app.models import Assignment, Label, Project
 from app.projects.schemas import ProjectUpdate
 from app.projects.service import project_progress, update_project
@@ -210,6 +211,7 @@ def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, sess
     assert client.get(f"/label/labels/{first + 5}").status_code == 404
 
 
+@pytest.mark.parametrize("turns_to", ["phase1", "other"])
 @pytest.mark.parametrize(
     ("mode", "ratings", "reason", "refused_ratings", "refused_words"),
     [
@@ -219,13 +221,14 @@ def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, sess
         ("full", [1, -1, 1], "found_error", [1, -1], "every step rated"),
     ],
 )
-def test_a_ratings_label_stays_correctable_after_the_project_turns_to_phase_1(  # type: ignore[no-untyped-def]
-    client, session_factory, mode, ratings, reason, refused_ratings, refused_words
+def test_a_ratings_label_keeps_its_mode_when_the_project_changes_its(  # type: ignore[no-untyped-def]
+    client, session_factory, mode, ratings, reason, refused_ratings, refused_words, turns_to
 ) -> None:
     project, headers = _setup(client, session_factory, labeling_mode=mode)
     first = _label(client, headers, project, "lena-key-0014", ratings, reason)
+    new_mode = turns_to if turns_to == "phase1" else {"first_error": "full", "full": "first_error"}[mode]
     with session_scope(session_factory) as session:
-        update_project(session, session.get(Project, project.id), ProjectUpdate(labeling_mode="phase1"))
+        update_project(session, session.get(Project, project.id), ProjectUpdate(labeling_mode=new_mode))
 
     own = client.get(f"/api/v1/me/labels/{first}", headers=headers).json()
     assert own["correction"]["open"] is True and own["labeling_mode"] == mode
@@ -262,6 +265,4 @@ WRITTEN = {"text": "My own step.", "rating": 1, "source": "human", "flagged": Fa
     ids=["ratings", "alternatives", "another text", "a written step", "a step left"],
 )
 def test_a_label_is_phase_1_by_what_its_steps_hold(steps, mode) -> None:  # type: ignore[no-untyped-def]
-    from app.labeling.review import _label_mode
-
-    assert _label_mode(Project(labeling_mode="full"), Label(steps=steps)) == mode
+    assert _label_mode(Project(labeling_mode="full"), Label(steps=steps), len(steps)) == mode

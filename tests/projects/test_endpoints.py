@@ -94,7 +94,8 @@ def test_progress_counts_labels_of_the_last_days_not_of_days_to_come(client, ses
     assert progress["labels_per_day"] == [{"day": an_hour_ago.date().isoformat(), "labels": 1}]
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream"])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream", "text/json",
+                                          "application/x-www-form-urlencoded"])
 def test_a_json_body_sent_as_another_type_is_refused_by_its_header(client, session_factory, headers, content_type) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "algebra")
     response = client.patch(f"/api/v1/projects/{project.id}", content=b'{"overlap": 2}',
