@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -148,19 +149,23 @@ def _read_back(chunk: list[Solution], reads: list[tuple[int, int]], probs: list[
     return [_summarise(p, neutral_as_correct) for p in step_probs]
 
 
+T = TypeVar("T")
+
 # The first chunk is tokenised before the GPU has anything to do; later ones while it computes.
 # Chunks start at this size and double up to `chunk_size`, so that the GPU starts early.
 FIRST_CHUNK = 256
 
 
-def _chunks(solutions: Iterable[Solution], chunk_size: int) -> Iterator[list[Solution]]:
-    """Lists of the solutions in order; an input that fails gives out what it had read first."""
-    solutions, size = iter(solutions), min(FIRST_CHUNK, chunk_size)
+def in_chunks(items: Iterable[T], size: int, first: int | None = None) -> Iterator[list[T]]:
+    """Lists of the items in order, of `size` each, or of `first` doubling up to `size`. An input
+    that fails gives out what it had read first, then raises: a scorer or a round loses nothing
+    it already had."""
+    items, chunk_size = iter(items), min(first or size, size)
     while True:
-        chunk: list[Solution] = []
+        chunk: list[T] = []
         try:
-            for solution in itertools.islice(solutions, size):
-                chunk.append(solution)
+            for item in itertools.islice(items, chunk_size):
+                chunk.append(item)
         except Exception:
             if chunk:
                 yield chunk
@@ -168,7 +173,7 @@ def _chunks(solutions: Iterable[Solution], chunk_size: int) -> Iterator[list[Sol
         if not chunk:
             return
         yield chunk
-        size = min(2 * size, chunk_size)
+        chunk_size = min(2 * chunk_size, size)
 
 
 def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: int = 2048,
@@ -190,7 +195,7 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
     if batch_tokens is None:
         batch_tokens = default_batch_tokens(next(model.parameters()).device)
     padding_mask = needs_padding_mask(model)
-    chunks = _chunks(solutions, chunk_size)
+    chunks = in_chunks(solutions, chunk_size, first=FIRST_CHUNK)
     tokenising = ThreadPoolExecutor(1, thread_name_prefix="stepwise-tokenise")
 
     def tokenise_next() -> tuple[list[Solution], Future] | None:

@@ -38,7 +38,7 @@ from active_learning.data import Solution as PrmSolution
 from active_learning.evaluate import best_of_n, evaluate_examples
 from active_learning.model import META_FILE, load_checkpoint
 from active_learning.rollouts import RolloutSettings, open_generator
-from active_learning.score import iter_scores
+from active_learning.score import in_chunks, iter_scores
 from active_learning.train import PROGRESS_FILE, TrainingDiverged, planned_steps, train
 from app.db import session_scope
 from app.machine_labels.rollouts import label_by_rollouts
@@ -471,7 +471,7 @@ def _score(run: RoundRun) -> None:
     # Closed on the way out, so that the tokenising thread ends with the stage rather than when
     # the traceback holding the stream is dropped.
     with contextlib.closing(stream):
-        for batch in _in_batches(stream, SCORE_CHUNK):
+        for batch in in_chunks(stream, SCORE_CHUNK):
             rows = [(ids.popleft(), score.product if s.score_kind == ScoreKind.product else score.minimum,
                      score.step_scores) for score in batch]
             done += len(rows)
@@ -484,24 +484,6 @@ def _score(run: RoundRun) -> None:
         lease.advance(session, run.round_id, run.owner, RoundStage.score, RoundStage.select,
                       percent=STAGE_START[RoundStage.select],
                       message="selecting" if ready else f"picking uniformly: {why}")
-
-
-def _in_batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    """Lists of `size` items in order; when the source fails, what it gave before the error comes
-    out first, so that a failed page read or a bad record loses no score already computed."""
-    batch: list[Any] = []
-    try:
-        for item in items:
-            batch.append(item)
-            if len(batch) == size:
-                yield batch
-                batch = []
-    except Exception:
-        if batch:
-            yield batch
-        raise
-    if batch:
-        yield batch
 
 
 STAGES = {

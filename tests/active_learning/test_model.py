@@ -158,7 +158,8 @@ def test_growing_chunks_keep_the_order(checkpoint, monkeypatch):
     model, tokenizer, _ = load_checkpoint(checkpoint)
     monkeypatch.setattr(scoring, "FIRST_CHUNK", 2)
     many = [Solution(f"p{i}", f"Q{i}", SOLUTIONS[i % 3].steps[: 1 + i % 3]) for i in range(15)]
-    assert [len(c) for c in scoring._chunks(many, 8)] == [2, 4, 8, 1]
+    assert [len(c) for c in scoring.in_chunks(many, 8, first=scoring.FIRST_CHUNK)] == [2, 4, 8, 1]
+    assert [len(c) for c in scoring.in_chunks(many, 8)] == [8, 7]
     together = score_solutions(model, tokenizer, many, chunk_size=8)
     for solution, ours in zip(many, together, strict=True):
         [alone] = score_solutions(model, tokenizer, [solution])
