@@ -57,6 +57,9 @@ def _configure_postgresql(engine: Engine) -> None:
         # what runs in 3 ms. A SET, not a startup option: that would replace any `options` in
         # DATABASE_URL, and PgBouncer refuses startup options it does not know.
         dbapi_connection.execute("SET jit = off")
+        # Days are UTC days, as SQLite's and the pages' are: date() of a timestamptz is taken in
+        # the session's time zone, which is the server's or PGTZ's unless set.
+        dbapi_connection.execute("SET TIME ZONE 'UTC'")
         dbapi_connection.commit()
 
 

@@ -83,7 +83,9 @@ def test_an_unknown_username_is_counted_and_refused_alike(client, session_factor
         refused = login(client, name, PASSWORD)
         answers[name] = (statuses, refused.status_code, refused.headers["retry-after"], refused.text.replace(name, "NAME"))
     assert answers["ann"][0] == answers["nobody"][0] == [401] * 10 + [429]
-    assert answers["ann"][1:3] == answers["nobody"][1:3]
+    assert answers["ann"][1] == answers["nobody"][1]
+    # Counted down from each lock's own start: a second may pass between the two names' locks.
+    assert abs(int(answers["ann"][2]) - int(answers["nobody"][2])) <= 1
     if login is _api:
         assert answers["ann"][3] == answers["nobody"][3]
 

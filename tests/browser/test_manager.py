@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date
+from datetime import UTC, datetime
 
 from playwright.sync_api import Browser, Page, expect
 
@@ -86,7 +86,7 @@ def test_manager_creates_imports_watches_and_exports(page: Page, client, session
     expect(_stat(page, "Done")).to_have_text("1")
     expect(_stat(page, "Waiting")).to_have_text("1")
     expect(_stat(page, "Labels")).to_have_text("1")
-    expect(page.locator(".bar-chart title", has_text=f"{date.today().isoformat()}: 1 label")).to_have_count(1)
+    expect(page.locator(".bar-chart title", has_text=f"{datetime.now(UTC).date().isoformat()}: 1 label")).to_have_count(1)
     expect(page.locator("#imports tbody tr")).to_have_count(2)
     screenshot(page, "manage_project.png")
 

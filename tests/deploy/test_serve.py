@@ -113,7 +113,7 @@ def test_workers_listen_on_their_own_sockets_are_replaced_and_stop_cleanly(env: 
             server.wait()
     text = (tmp_path / "serve.log").read_text()
     assert f"Child process [{victim}] died" in text and "Stopping parent process" in text
-    assert _listeners(port) == 0
+    _wait_for(lambda: _listeners(port) == 0, timeout=30)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

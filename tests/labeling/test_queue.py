@@ -104,8 +104,10 @@ def test_an_expired_lease_returns_at_its_priority_at_the_next_sweep(client, sess
     for name in ("slow", "bob", "cat"):
         make_user(session_factory, name, "labeler")
     slow, b, c = (api_headers(client, name) for name in ("slow", "bob", "cat"))
-    # A fresh clock per test: the sweep is due on the first call of each project.
+    # A fresh clock per test: the sweep is due on the first call of each project; and an
+    # interval no pause of a loaded machine outlasts.
     monkeypatch.setattr(queue, "_next_sweep", {})
+    monkeypatch.setattr(queue, "SWEEP_INTERVAL_S", 3600.0)
     best = _next_task(client, project, slow)
     assert best["solution"]["id"] == ids[-1]
     with session_scope(session_factory) as session:
@@ -342,9 +344,14 @@ def test_labeling_requests_take_turns_beyond_the_configured_concurrency(settings
             make_user(session_factory, f"taker{n}", "labeler")
             headers.append(api_headers(client, f"taker{n}"))
         answers = []
-        threads = [
-            threading.Thread(target=lambda h=h: answers.append(_next_task(client, project, h))) for h in headers
-        ]
+        # Started together: threads that begin more than a sleep apart would never overlap.
+        barrier = threading.Barrier(len(headers))
+
+        def take(h: dict) -> None:
+            barrier.wait()
+            answers.append(_next_task(client, project, h))
+
+        threads = [threading.Thread(target=take, args=(h,)) for h in headers]
         for thread in threads:
             thread.start()
         for thread in threads:

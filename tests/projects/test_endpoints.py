@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from sqlalchemy import text
 
+from app.config import Settings
+from app.db import create_db_engine
 from tests.conftest import api_headers, make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl, sample_records
 
@@ -104,3 +107,15 @@ def test_a_json_body_sent_as_another_type_is_refused_by_its_header(client, sessi
     assert response.json()["errors"] == [{"field": "body", "message": "send the body as JSON, with Content-Type: "
                                                                       f"application/json, not {content_type}"}]
     assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json()["overlap"] == 1
+
+
+def test_days_are_utc_days_whatever_time_zone_postgresql_runs_in(postgresql_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # libpq sends PGTZ as the session's time zone, as a server's own setting would apply.
+    monkeypatch.setenv("PGTZ", "Asia/Tokyo")
+    engine = create_db_engine(Settings(database_url=postgresql_url, STEPWISE_ENV="test"))
+    try:
+        with engine.connect() as connection:
+            day = connection.execute(text("SELECT date(timestamptz '2026-01-01 20:00:00+00')")).scalar_one()
+    finally:
+        engine.dispose()
+    assert day == date(2026, 1, 1)

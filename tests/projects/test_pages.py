@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 from sqlalchemy import func, select
@@ -259,7 +259,7 @@ def test_progress_numbers_and_the_labels_chart(client, session_factory, manager)
     assert stats["Done"] == fully_done
     assert stats["In progress"] == len(touched) - fully_done
     assert stats["Waiting"] == 6 - len(touched)
-    today = date.today().isoformat()
+    today = datetime.now(UTC).date().isoformat()
     assert f"<title>{today}: 3 labels</title>" in page.text
     assert page.text.count('<td class="filename"') == 2, "both imported files are listed"
 
