@@ -6,6 +6,7 @@ commands of the group do not pay for them at start-up.
 
 import dataclasses
 import json
+import os
 import sys
 import typing
 
@@ -23,10 +24,36 @@ def _quiet_transformers() -> None:
     logging.set_verbosity_error()
 
 
-def _device(device: str) -> str:
-    import torch
+def _load(model_dir: str, device: str):
+    """(model, tokenizer) of a checkpoint, or the reason it cannot be scored with."""
+    from active_learning.model import load_checkpoint, resolve_device
 
-    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    try:
+        model, tokenizer, _ = load_checkpoint(model_dir, resolve_device(device))
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    return model, tokenizer
+
+
+def _writable(path: str) -> None:
+    """Refuse an output file that cannot be written before the model is loaded, not after."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise click.ClickException(f"cannot write {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise click.ClickException(f"cannot write {path}: {parent} is not writable")
+
+
+def _positions_note(model, max_length: int) -> int:
+    """`max_length`, at most the positions the model was built for: past them a model with
+    learned positions fails, and one with rotary positions reads tokens it was never trained at,
+    while the scores would claim nothing was cut."""
+    positions = getattr(model.config.get_text_config(), "max_position_embeddings", None)
+    if positions and max_length > positions:
+        click.echo(json.dumps({"note": f"--max-length {max_length} is beyond the model's {positions} "
+                                       f"positions; solutions are cut at {positions} tokens"}), err=True)
+        return positions
+    return max_length
 
 
 def _config_options(config_class):
@@ -121,7 +148,8 @@ def pretrain(data, **settings):
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
               help="Padded tokens per batch. Default: STEPWISE_SCORE_BATCH_TOKENS, else 65536 on CUDA, "
                    "16384 on CPU.")
-@click.option("--max-length", default=2048, show_default=True, help="Tokens per solution; later steps get no score.")
+@click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
+              help="Tokens per solution; later steps get no score.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
               help="Compile the backbone's repeated layer first (torch.compile): seconds of compiling, then "
@@ -132,19 +160,20 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
     import orjson
 
     from active_learning.data import load_solutions
-    from active_learning.model import compile_layers, load_checkpoint
+    from active_learning.model import compile_layers
     from active_learning.score import iter_scores
 
+    _writable(output)
     try:
         solutions = load_solutions(input_file)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     if not solutions:
         raise click.ClickException(f"{input_file}: no solutions to score")
-    model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
+    model, tokenizer = _load(model_dir, device)
     if compile_model:
         compile_layers(model)
-    scores = iter_scores(model, tokenizer, solutions, max_length=max_length,
+    scores = iter_scores(model, tokenizer, solutions, max_length=_positions_note(model, max_length),
                          batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)
     with open(output, "wb") as f:
         for solution, result in zip(solutions, scores):
@@ -161,10 +190,10 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 @click.option("--format", "data_format", type=click.Choice(["labels", "processbench"]), default="labels",
               show_default=True, help="labels: PRM800K or TRL JSONL with step labels; processbench: "
               "JSONL of {problem, steps, label: first wrong step or -1}.")
-@click.option("--threshold", default=0.5, show_default=True,
+@click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True)
-@click.option("--max-length", default=2048, show_default=True)
+@click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1))
 @click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
               help="Resamples of the solutions (best-of-N: problems) behind each metric's 95% "
               "interval, printed under ci95; 0 for none.")
@@ -176,22 +205,20 @@ def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, 
     if (file is None) == (data is None):
         raise click.UsageError("give the file to evaluate on once: as the argument or as --data")
     _quiet_transformers()
+    from active_learning.data import load_examples
     from active_learning.evaluate import evaluate as run_evaluation
     from active_learning.evaluate import evaluate_processbench
-    from active_learning.model import load_checkpoint
-
-    from active_learning.data import load_examples
 
     try:
         if data_format == "labels" and not load_examples(file or data):
             raise ValueError(f"{file or data}: no labeled steps to evaluate on")
     except ValueError as e:
         raise click.ClickException(str(e)) from None
-    model, tokenizer, _ = load_checkpoint(model_dir, _device(device))
+    model, tokenizer = _load(model_dir, device)
     run = evaluate_processbench if data_format == "processbench" else run_evaluation
     try:
-        metrics = run(model, tokenizer, file or data, threshold=threshold,
-                      neutral_as_correct=neutral_as_correct, max_length=max_length, bootstrap=bootstrap)
+        metrics = run(model, tokenizer, file or data, threshold=threshold, neutral_as_correct=neutral_as_correct,
+                      max_length=_positions_note(model, max_length), bootstrap=bootstrap)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     json.dump(metrics, sys.stdout)

@@ -1,8 +1,25 @@
 """Training configuration: one dataclass, every field explained, shared by the CLI and Python."""
 
+import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def _refuse(config, name: str, condition: bool, rule: str) -> None:
+    """A setting that breaks `rule` is refused by its flag's name before anything is loaded or
+    written: a zero batch size or log interval would otherwise fail deep inside training, after
+    the work folder was made."""
+    if condition:
+        value = getattr(config, name)
+        raise ValueError(f"--{name.replace('_', '-')} must be {rule}, not {value}")
+
+
+def _positive(value: float | None) -> bool:
+    return value is None or (math.isfinite(value) and value > 0)
+
 
 # Resamples behind every metric's 95% interval (`prm train`, `prm eval`, rounds): enough for
 # stable 2.5th and 97.5th percentiles, a fraction of a second for thousands of held-out solutions.
@@ -78,6 +95,24 @@ class TrainConfig:
                 "human=1,rollout=0.5; a source left out is not trained on. Default: human=1, "
                 "so machine labels (rollout, judge, prm) are used only when asked for."})
 
+    def check(self) -> None:
+        """ValueError naming the first setting that cannot train."""
+        _refuse(self, "epochs", self.steps == 0 and not _positive(self.epochs), "above 0 (or give --steps)")
+        _refuse(self, "steps", self.steps < 0, "0 (use epochs) or more")
+        _refuse(self, "learning_rate", not _positive(self.learning_rate), "a number above 0")
+        _refuse(self, "weight_decay", not (math.isfinite(self.weight_decay) and self.weight_decay >= 0), "0 or more")
+        _refuse(self, "warmup_fraction", not 0 <= self.warmup_fraction < 1, "from 0 up to, not including, 1")
+        _refuse(self, "batch_size", self.batch_size < 1, "1 or more")
+        _refuse(self, "batch_tokens", self.batch_tokens is not None and self.batch_tokens < 1, "1 or more")
+        _refuse(self, "max_length", self.max_length < 1, "1 or more")
+        _refuse(self, "device", self.device not in DEVICES, " or ".join(DEVICES))
+        _refuse(self, "eval_fraction", not 0 <= self.eval_fraction < 1, "from 0 up to, not including, 1")
+        _refuse(self, "save_every", self.save_every < 1, "1 or more")
+        _refuse(self, "log_every", self.log_every < 1, "1 or more")
+        _refuse(self, "lm_loss_weight", self.lm_loss_weight is not None and not (
+            math.isfinite(self.lm_loss_weight) and self.lm_loss_weight >= 0), "0 or more")
+        _refuse(self, "time_budget_s", not _positive(self.time_budget_s), "a number of seconds above 0")
+
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
@@ -111,6 +146,15 @@ class PretrainConfig:
     max_length: int = field(default=1024, metadata={"help": "Tokens per sequence."})
     seed: int = field(default=0, metadata={"help": "Seed for initialisation and data order."})
     device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cpu or cuda."})
+
+    def check(self) -> None:
+        """ValueError naming the first setting that cannot pretrain."""
+        _refuse(self, "steps", self.steps < 1, "1 or more")
+        _refuse(self, "time_budget_s", not _positive(self.time_budget_s), "a number of seconds above 0")
+        _refuse(self, "learning_rate", not _positive(self.learning_rate), "a number above 0")
+        _refuse(self, "batch_size", self.batch_size < 1, "1 or more")
+        _refuse(self, "max_length", self.max_length < 1, "1 or more")
+        _refuse(self, "device", self.device not in DEVICES, " or ".join(DEVICES))
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

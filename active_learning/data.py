@@ -395,7 +395,8 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
         solutions.append(Solution(str(record.get("id") or problem_id(problem)), problem, steps))
         first_errors.append(None if label == -1 else label)
     if not solutions:
-        raise ValueError("no ProcessBench records to evaluate on")
+        named = f"{source}: " if isinstance(source, (str, Path)) else ""
+        raise ValueError(f"{named}no ProcessBench records to evaluate on")
     return solutions, first_errors
 
 

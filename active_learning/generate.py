@@ -56,51 +56,87 @@ def parse_solution(text: str) -> tuple[list[str], str | None]:
     return steps, None
 
 
-def _sample_vllm(config: GenerationConfig, prompts: Sequence[str]) -> list[list[str]] | None:
-    try:
-        from vllm import LLM, SamplingParams
-    except ImportError:
-        return None
-    llm = LLM(model=config.model, seed=config.seed)
-    params = SamplingParams(n=config.samples, temperature=config.temperature, top_p=config.top_p,
-                            max_tokens=config.max_new_tokens, seed=config.seed)
-    return [[o.text for o in out.outputs] for out in llm.generate(list(prompts), params)]
+def load_causal_lm(model: str, device: str):
+    """(model, tokenizer) of a causal language model to sample from: a local directory or a hub
+    id. Refused (ValueError) before anything is sampled: a Stepwise PRM checkpoint, a model
+    transformers cannot load, and one whose language-model head is not in its weights (a
+    token-classification checkpoint loads as a causal LM with a random head, and writes noise
+    that would go into the pool as solutions)."""
+    import json
 
-
-def _sample_transformers(config: GenerationConfig, prompts: Sequence[str]) -> Iterator[list[str]]:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    local = os.path.isdir(config.model)  # a local directory never triggers a download attempt
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    tokenizer = AutoTokenizer.from_pretrained(config.model, local_files_only=local)
-    tokenizer.padding_side = "left"  # generation continues from the right end of each row
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(
-        config.model, local_files_only=local,
-        dtype=torch.bfloat16 if device == "cuda" else torch.float32,
-    ).to(device).eval()
-    set_seed(config.seed)
-    sampling = config.temperature > 0
-    for start in range(0, len(prompts), config.batch_size):
-        batch = list(prompts[start:start + config.batch_size])
-        inputs = tokenizer(batch, return_tensors="pt", padding=True).to(device)
-        with torch.inference_mode():
-            out = model.generate(
-                **inputs, do_sample=sampling, temperature=config.temperature if sampling else None,
-                top_p=config.top_p if sampling else None, max_new_tokens=config.max_new_tokens,
-                num_return_sequences=config.samples, pad_token_id=tokenizer.pad_token_id,
-            )  # [batch * samples, prompt + new]
-        texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
-        for i in range(len(batch)):
-            yield texts[i * config.samples:(i + 1) * config.samples]
+    local = os.path.isdir(model)  # a local directory never triggers a download attempt
+    meta_path = os.path.join(model, "stepwise.json")
+    if local and os.path.exists(meta_path):
+        with open(meta_path) as f:
+            kind = json.load(f).get("kind")
+        if kind != "pretrained base":
+            raise ValueError(f"{model} is a PRM checkpoint, not a language model; give a generator "
+                             "(a causal LM, such as a base from `stepwise prm pretrain`)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
+        lm, loading = AutoModelForCausalLM.from_pretrained(
+            model, local_files_only=local, output_loading_info=True,
+            dtype=torch.bfloat16 if device.startswith("cuda") else torch.float32)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot load generator {model!r} through transformers: {e}") from None
+    if loading["missing_keys"]:
+        missing = sorted(loading["missing_keys"])
+        raise ValueError(f"{model} is not a whole causal language model: its weights lack "
+                         f"{', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}; give a generator "
+                         "(a causal LM, such as a base from `stepwise prm pretrain`)")
+    return lm.to(device).eval(), tokenizer
 
 
-def sample(config: GenerationConfig, problems: Sequence[str]) -> tuple[str, list[list[str]]]:
-    """(backend, per problem the `samples` texts the model wrote)."""
-    prompts = [PROMPT.format(problem=p) for p in problems]
-    texts = _sample_vllm(config, prompts)
-    if texts is not None:
-        return "vllm", texts
-    return "transformers", list(_sample_transformers(config, prompts))
+class Sampler:
+    """Samples `config.samples` texts per problem, the model loaded once: vLLM when installed,
+    transformers' `generate` otherwise. Loading a 7B model takes longer than sampling a few
+    hundred problems, so a project's problems are sampled chunk by chunk from one Sampler."""
+
+    def __init__(self, config: GenerationConfig) -> None:
+        self.config = config
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError:
+            import torch
+
+            self.backend = "transformers"
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._model, self._tokenizer = load_causal_lm(config.model, device)
+            self._tokenizer.padding_side = "left"  # generation continues from the right end of each row
+            if self._tokenizer.pad_token is None:
+                self._tokenizer.pad_token = self._tokenizer.eos_token
+            return
+        self.backend = "vllm"
+        self._llm = LLM(model=config.model, seed=config.seed)
+        self._params = SamplingParams(n=config.samples, temperature=config.temperature, top_p=config.top_p,
+                                      max_tokens=config.max_new_tokens, seed=config.seed)
+
+    def sample(self, problems: Sequence[str]) -> list[list[str]]:
+        """Per problem, the `samples` texts the model wrote."""
+        prompts = [PROMPT.format(problem=p) for p in problems]
+        if self.backend == "vllm":
+            return [[o.text for o in out.outputs] for out in self._llm.generate(prompts, self._params)]
+        return list(self._sample_transformers(prompts))
+
+    def _sample_transformers(self, prompts: list[str]) -> Iterator[list[str]]:
+        import torch
+        from transformers import set_seed
+
+        config, model, tokenizer = self.config, self._model, self._tokenizer
+        set_seed(config.seed)
+        sampling = config.temperature > 0
+        for start in range(0, len(prompts), config.batch_size):
+            batch = prompts[start:start + config.batch_size]
+            inputs = tokenizer(batch, return_tensors="pt", padding=True).to(model.device)
+            with torch.inference_mode():
+                out = model.generate(
+                    **inputs, do_sample=sampling, temperature=config.temperature if sampling else None,
+                    top_p=config.top_p if sampling else None, max_new_tokens=config.max_new_tokens,
+                    num_return_sequences=config.samples, pad_token_id=tokenizer.pad_token_id,
+                )  # [batch * samples, prompt + new]
+            texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+            for i in range(len(batch)):
+                yield texts[i * config.samples:(i + 1) * config.samples]

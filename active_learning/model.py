@@ -197,15 +197,49 @@ def save_checkpoint(model, tokenizer, directory: str | Path, meta: dict, name: s
     (directory / "README.md").write_text(model_card(meta, name or directory.name))
 
 
+def resolve_device(device: str) -> str:
+    """The torch device a `--device` value names: auto is CUDA when present, else the CPU. A
+    name torch does not know, or CUDA where there is none, is refused (ValueError) rather than
+    left to fail halfway, or to run on the CPU unsaid."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:
+        raise ValueError(f"unknown device {device!r}: give auto, cpu or cuda (cuda:N for one GPU of several)") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but torch sees no CUDA GPU here: give cpu or auto")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"device {device!r} is not supported: give auto, cpu or cuda")
+    return device
+
+
 def load_checkpoint(directory: str | Path, device: str = "cpu"):
-    """(model, tokenizer, meta) from a checkpoint; bf16 with SDPA attention on CUDA."""
+    """(model, tokenizer, meta) from a checkpoint; bf16 with SDPA attention on CUDA.
+
+    A directory that is not a whole PRM checkpoint is refused (ValueError) with what is wrong
+    with it: scored by a random head or an empty tokenizer, it would give plausible numbers."""
     directory = Path(directory)
     cuda = device.startswith("cuda")
-    model = AutoModelForTokenClassification.from_pretrained(
-        directory, local_files_only=True, attn_implementation="sdpa",
-        dtype=torch.bfloat16 if cuda else torch.float32)
-    model.config.use_cache = False  # as in load_base; older checkpoints have it on
-    tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    if not (directory / "config.json").is_file():
+        raise ValueError(f"{directory} is not a checkpoint: it has no config.json (give a directory "
+                         "written by `stepwise prm train`)")
+    if not any((directory / name).exists() for name in TOKENIZER_FILES):
+        raise ValueError(f"{directory} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
     meta_path = directory / META_FILE
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        model, loading = AutoModelForTokenClassification.from_pretrained(
+            directory, local_files_only=True, attn_implementation="sdpa", output_loading_info=True,
+            dtype=torch.bfloat16 if cuda else torch.float32)
+    except Exception as e:  # noqa: BLE001 - a damaged file raises whatever its parser does
+        raise ValueError(f"cannot load the checkpoint {directory}: {type(e).__name__}: {e}") from None
+    check_tokenizer(tokenizer, str(directory))
+    if loading["missing_keys"] or model.config.num_labels != len(ID2LABEL):
+        raise ValueError(f"{directory} is not a PRM checkpoint: its weights lack a {len(ID2LABEL)}-class "
+                         "step head (give a directory written by `stepwise prm train`)")
+    if STEP_MARKER not in tokenizer.get_vocab():
+        raise ValueError(f"{directory}'s tokenizer has no step marker {STEP_MARKER!r}: it is not a PRM checkpoint")
+    model.config.use_cache = False  # as in load_base; older checkpoints have it on
     return model.to(device).eval(), tokenizer, meta

@@ -28,7 +28,8 @@ from transformers import AutoModelForCausalLM
 
 from active_learning.config import PretrainConfig
 from active_learning.data import encode_solutions, load_solutions, tokenize_example
-from active_learning.model import META_FILE, PRESETS, marker_id, needs_padding_mask, preset_config, save_tokenizer
+from active_learning.model import (META_FILE, PRESETS, marker_id, needs_padding_mask, preset_config,
+                                   resolve_device, save_tokenizer)
 from active_learning.score import pad_batch
 from active_learning.tokenizer import build_byte_tokenizer
 from active_learning.train import TrainingDiverged, scheduled_learning_rate
@@ -53,14 +54,15 @@ def pretrain(config: PretrainConfig, source: str | Path | Iterable[dict]) -> Pat
     and write it to `config.output`; returns its path."""
     if config.base not in PRESETS:
         raise ValueError(f"pretraining builds a preset ({', '.join(PRESETS)}), not {config.base!r}")
+    config.check()
+    device = torch.device(resolve_device(config.device))
+    cuda = device.type == "cuda"
     output = Path(config.output)
     if output.exists():
         raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
     solutions = load_solutions(source)
     if not solutions:
         raise ValueError("no solutions to pretrain on")
-    cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda" if cuda else "cpu")
     random.seed(config.seed)
     torch.manual_seed(config.seed)
     tokenizer = build_byte_tokenizer()

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from active_learning.data import PROMPT_END
-from active_learning.generate import PROMPT, parse_solution
+from active_learning.generate import PROMPT, load_causal_lm, parse_solution
 from active_learning.generator_spec import check_generator_spec, is_local_path
 from active_learning.grading import extract_answer, grade
 from active_learning.tokenizer import STEP_MARKER
@@ -150,19 +150,10 @@ class TransformersGenerator:
 
     def __init__(self, model: str, device: str = "auto") -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        local = os.path.isdir(model)
-        _refuse_prm_checkpoint(model, local)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                model, local_files_only=local,
-                dtype=torch.bfloat16 if device.startswith("cuda") else torch.float32).to(device).eval()
-        except (OSError, ValueError) as e:
-            raise ValueError(f"cannot load generator {model!r} through transformers: {e}") from None
+        self.model, self.tokenizer = load_causal_lm(model, device)
         self.tokenizer.padding_side = "left"  # generation continues from the right end of each row
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -223,16 +214,6 @@ class _AnswerWritten:
 
 def _model_name(model: str) -> str:
     return os.path.basename(os.path.normpath(model)) if os.path.isdir(model) else model
-
-
-def _refuse_prm_checkpoint(model: str, local: bool) -> None:
-    meta_path = os.path.join(model, "stepwise.json")
-    if local and os.path.exists(meta_path):
-        with open(meta_path) as f:
-            kind = json.load(f).get("kind")
-        if kind != "pretrained base":
-            raise ValueError(f"{model} is a PRM checkpoint, not a language model; give a generator "
-                             "(a causal LM, such as a base from `stepwise prm pretrain`)")
 
 
 class VllmGenerator:

@@ -29,7 +29,7 @@ from active_learning.evaluate import evaluate, evaluate_examples
 from active_learning.files import replace_whole
 from active_learning.grading import GRADER_VERSION
 from active_learning.model import (LABEL2ID, compile_layers, is_preset, load_base, marker_id, needs_padding_mask,
-                                   save_checkpoint)
+                                   resolve_device, save_checkpoint)
 from active_learning.score import pad_batch, to_device, token_batches
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.tracking import TRAINING_LOG_FILE, TrainingLog, resolve_report_to, scalars
@@ -204,7 +204,10 @@ def _features(examples: list[Example], tokenizer, config: TrainConfig, language:
                 | {"weight": e.weight} for e, ids in zip(examples, encoded)]
     features = [f for f in features if any(t != IGNORE_INDEX for t in f["labels"])]
     if not features:
-        raise ValueError("no labeled steps to train on")
+        labeled = sum(any(label is not None for label in e.labels) for e in examples)
+        raise ValueError("no labeled steps to train on" if not labeled else
+                         f"no labeled step of {labeled} solutions fits in --max-length {config.max_length} "
+                         "tokens: raise it")
     if config.step_token_labels:
         for f in features:
             spread_step_labels(f)
@@ -221,16 +224,13 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     Sources are PRM800K or TRL JSONL paths, or in-memory record dicts. Without `eval_source`,
     `config.eval_fraction` of the problems are held out for validation.
     """
-    if config.steps < 0:
-        raise ValueError(f"steps must be 0 (use epochs) or more, not {config.steps}")
-    if config.batch_tokens is not None and config.batch_tokens < 1:
-        raise ValueError(f"batch_tokens must be 1 or more, not {config.batch_tokens}")
+    config.check()
+    cuda = resolve_device(config.device).startswith("cuda")
     tracker = resolve_report_to(config.report_to)
     output = Path(config.output)
     if output.exists():
         raise FileExistsError(f"{output} exists; checkpoints are never overwritten")
     work = output.with_name(output.name + ".partial")
-    cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
     accelerator = Accelerator(
         cpu=not cuda, mixed_precision=mixed_precision(config, cuda), log_with=tracker,
         project_config=ProjectConfiguration(project_dir=str(work), logging_dir=str(work / LOGS_DIR)))
@@ -238,6 +238,9 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
 
     weights = parse_source_weights(config.source_weights) if config.source_weights is not None else None
     examples = load_examples(train_source, DEFAULT_SOURCE_WEIGHTS if weights is None else weights)
+    if not any(label is not None for e in examples for label in e.labels):
+        named = f"{train_source}: " if isinstance(train_source, (str, Path)) else ""
+        raise ValueError(f"{named}no labeled steps to train on")
     held_out, eval_records = [], None
     if eval_source is None:
         examples, held_out = split_by_problem(examples, config.eval_fraction, config.seed)

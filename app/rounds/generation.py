@@ -17,7 +17,7 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from active_learning.generate import GenerationConfig, parse_solution, sample
+from active_learning.generate import GenerationConfig, Sampler, parse_solution
 from app.imports.records import MAX_ANSWER, MAX_STEPS
 from app.imports.service import import_file
 from app.models import Problem, Project, utcnow
@@ -49,10 +49,11 @@ def generate_for_project(
     result = GenerationResult(problems=len(problems))
     stamp = utcnow().strftime("%Y%m%dT%H%M%S")
     name = os.path.basename(config.model.rstrip("/")) or "model"
+    sampler = Sampler(config)
     for start in range(0, len(problems), PROBLEMS_PER_IMPORT):
         chunk = problems[start:start + PROBLEMS_PER_IMPORT]
-        backend, texts = sample(config, [statement for _, statement in chunk])
-        add_samples(session, project, config.origin(backend), [pid for pid, _ in chunk], texts,
+        texts = sampler.sample([statement for _, statement in chunk])
+        add_samples(session, project, config.origin(sampler.backend), [pid for pid, _ in chunk], texts,
                     f"generated-{name}-{stamp}-{start // PROBLEMS_PER_IMPORT}.jsonl", result)
     return result
 

@@ -50,7 +50,10 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
     session.commit()
     solutions = [Solution("request", request.problem, candidate.steps) for candidate in request.solutions]
     with _lock:
-        model, tokenizer = _model(version.path, "cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            model, tokenizer = _model(version.path, "cuda" if torch.cuda.is_available() else "cpu")
+        except ValueError as e:
+            raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded: {e}") from None
         scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
                                  neutral_as_correct=request.neutral_as_correct)
     return ScoreResponse(model_version_id=version_id, solutions=[

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
+from transformers import PretrainedConfig
 
 from active_learning.cli import prm
 from active_learning.data import Solution, load_processbench
@@ -156,6 +157,7 @@ class _ExclaimedStepsAreWrong(torch.nn.Module):
     def __init__(self, tokenizer):
         super().__init__()
         self.bang = tokenizer.convert_tokens_to_ids("!")
+        self.config = PretrainedConfig(max_position_embeddings=2048)
         self.anchor = torch.nn.Parameter(torch.zeros(()))
 
     def forward(self, input_ids, attention_mask=None):
@@ -212,3 +214,10 @@ def test_processbench_records_are_checked(change, message):
 def test_eval_wants_the_file_once(tmp_path):
     result = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path)])
     assert result.exit_code == 2 and "give the file to evaluate on once" in result.output
+
+
+def test_an_empty_processbench_file_is_named(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=re.escape(f"{empty}: no ProcessBench records to evaluate on")):
+        load_processbench(empty)

@@ -6,6 +6,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,12 +15,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from transformers import AutoModelForTokenClassification, AutoTokenizer
+from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
 from active_learning.cli import prm
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
 from active_learning.model import compile_layers
+from active_learning.tokenizer import build_byte_tokenizer
 from active_learning.train import batches_per_epoch, epoch_batches, mixed_precision, process_batches, train
 
 pytestmark = pytest.mark.slow
@@ -297,7 +299,7 @@ def test_train_takes_a_token_budget_and_compiles(files, tmp_path, monkeypatch):
     assert AutoModelForTokenClassification.from_pretrained(output).config.use_cache is False
     refused = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--output",
                                        str(tmp_path / "never"), *FAST, "--batch-tokens", "0"])
-    assert refused.exit_code != 0 and "batch_tokens must be 1 or more" in refused.output
+    assert refused.exit_code != 0 and "--batch-tokens must be 1 or more, not 0" in refused.output
     assert not list(tmp_path.glob("never*"))
 
 
@@ -506,3 +508,92 @@ def test_pretraining_takes_its_presets_learning_rate_unless_given_one(tmp_path):
     recorded = {name: json.loads((tmp_path / name / "stepwise.json").read_text())["config"]["learning_rate"]
                 for name in ("default", "given")}
     assert recorded == {"default": PRESETS["tiny"].pretrain_learning_rate, "given": 1e-4}
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--epochs", "0"], "--epochs must be above 0 (or give --steps), not 0.0"),
+    (["--batch-size", "0"], "--batch-size must be 1 or more, not 0"),
+    (["--save-every", "0"], "--save-every must be 1 or more, not 0"),
+    (["--log-every", "0"], "--log-every must be 1 or more, not 0"),
+    (["--learning-rate", "nan"], "--learning-rate must be a number above 0, not nan"),
+    (["--eval-fraction", "2"], "--eval-fraction must be from 0 up to, not including, 1, not 2.0"),
+    (["--lm-loss-weight", "-1"], "--lm-loss-weight must be 0 or more, not -1.0"),
+    (["--time-budget-s", "-1"], "--time-budget-s must be a number of seconds above 0, not -1.0"),
+    (["--max-length", "0"], "--max-length must be 1 or more, not 0"),
+    (["--device", "bogus"], "--device must be auto or cpu or cuda, not bogus"),
+])
+def test_a_setting_that_cannot_train_is_refused_by_its_flag_and_leaves_nothing(files, tmp_path, flags, message):
+    result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
+                                      "--output", str(tmp_path / "model"), "--report-to", "none", *flags])
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_training_on_a_missing_gpu_is_refused_rather_than_run_on_the_cpu(files, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
+                                      "--output", str(tmp_path / "model"), "--device", "cuda"])
+    assert result.exit_code == 1 and "torch sees no CUDA GPU here" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_max_length_no_step_fits_in_says_so(files, tmp_path):
+    result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
+                                      "--output", str(tmp_path / "model"), "--max-length", "4"])
+    assert result.exit_code == 1 and "fits in --max-length 4 tokens: raise it" in result.output
+
+
+def _broken(checkpoint: Path, tmp_path: Path, damage) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(checkpoint, copy)
+    damage(copy)
+    return copy
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: (d / "tokenizer.json").unlink(), "has no tokenizer files"),
+    (lambda d: (d / "config.json").unlink(), "is not a checkpoint: it has no config.json"),
+    (lambda d: (d / "model.safetensors").write_bytes(b"\x01\x02"), "cannot load the checkpoint"),
+    (lambda d: (d / "stepwise.json").write_text("{"), "cannot load the checkpoint"),
+])
+def test_scoring_refuses_a_checkpoint_it_cannot_read_whole(files, checkpoint, tmp_path, damage, message):
+    broken = _broken(checkpoint, tmp_path, damage)
+    for command in (["score", "--input", files / "eval.jsonl", "--output", tmp_path / "scores.jsonl"],
+                    ["eval", files / "eval.jsonl"]):
+        result = CliRunner().invoke(prm, [str(a) for a in [*command, "--model", broken]])
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert not (tmp_path / "scores.jsonl").exists()
+
+
+def test_scoring_refuses_a_language_model_for_a_prm(files, tmp_path):
+    tokenizer = build_byte_tokenizer()
+    lm = tmp_path / "lm"
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                 num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)).save_pretrained(lm)
+    tokenizer.save_pretrained(lm)
+    result = CliRunner().invoke(prm, ["eval", str(files / "eval.jsonl"), "--model", str(lm)])
+    assert result.exit_code == 1 and "is not a PRM checkpoint: its weights lack a 3-class step head" in result.output
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--device", "bogus"], "unknown device 'bogus'"),
+    (["--max-length", "0"], "Invalid value for '--max-length'"),
+    (["--output", "/no/such/dir/scores.jsonl"], "cannot write /no/such/dir/scores.jsonl: /no/such/dir is not a directory"),
+])
+def test_scoring_refuses_bad_flags_before_loading(files, checkpoint, tmp_path, flags, message):
+    output = ["--output", str(tmp_path / "scores.jsonl")] if "--output" not in flags else []
+    result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(files / "eval.jsonl"),
+                                      *output, *flags])
+    assert result.exit_code in (1, 2) and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_max_length_beyond_the_models_positions_is_cut_to_them_and_said(files, checkpoint, tmp_path):
+    positions = json.loads((checkpoint / "config.json").read_text())["max_position_embeddings"]
+    runner = CliRunner()
+    result = runner.invoke(prm, ["score", "--model", str(checkpoint), "--input", str(files / "eval.jsonl"),
+                                 "--output", str(tmp_path / "scores.jsonl"), "--max-length", str(positions * 50)])
+    assert result.exit_code == 0, result.output
+    assert f"beyond the model's {positions} positions; solutions are cut at {positions} tokens" in result.output

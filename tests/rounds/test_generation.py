@@ -13,14 +13,15 @@ from pathlib import Path
 import orjson
 import pytest
 from sqlalchemy import select
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2ForTokenClassification
 
+from active_learning.generate import GenerationConfig
 from active_learning.grading import GRADER_VERSION
 from active_learning.tokenizer import build_byte_tokenizer
 from app.db import session_scope
 from app.imports.service import import_file
 from app.models import AnswerGrade, Assignment, Problem, Project, Solution
-from app.rounds.generation import GenerationResult, add_samples
+from app.rounds.generation import GenerationResult, add_samples, generate_for_project
 from tests.conftest import make_project
 
 STEPWISE = str(Path(sys.executable).with_name("stepwise"))
@@ -91,3 +92,37 @@ def test_stepwise_generate_samples_from_a_model_directory(session_factory, datab
     again = subprocess.run([STEPWISE, "generate", "--project", "nope", "--model", str(tiny_causal_lm)],
                            env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 1 and "no project named 'nope'" in again.stderr
+
+
+def test_the_model_is_loaded_once_for_all_of_a_projects_problems(
+    session_factory, tiny_causal_lm, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    from active_learning import generate
+    from app.rounds import generation
+
+    loads = []
+    real = generate.load_causal_lm
+    monkeypatch.setattr(generate, "load_causal_lm", lambda *args: loads.append(args) or real(*args))
+    monkeypatch.setattr(generation, "PROBLEMS_PER_IMPORT", 1)
+    project = problems_project(session_factory)
+    with session_scope(session_factory) as session:
+        result = generation.generate_for_project(session, session.merge(project), GenerationConfig(
+            model=str(tiny_causal_lm), samples=2, max_new_tokens=4))
+    assert (result.problems, result.sampled) == (2, 4)
+    assert len(loads) == 1
+
+
+def test_a_model_without_a_language_model_head_is_refused_before_anything_is_added(
+    session_factory, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    tokenizer = build_byte_tokenizer()
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, num_labels=3)
+    Qwen2ForTokenClassification(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    project = problems_project(session_factory)
+    with pytest.raises(ValueError, match="not a whole causal language model: its weights lack lm_head.weight"):
+        with session_scope(session_factory) as session:
+            generate_for_project(session, session.merge(project), GenerationConfig(model=str(tmp_path)))
+    with session_scope(session_factory) as session:
+        assert session.scalars(select(Solution)).all() == []

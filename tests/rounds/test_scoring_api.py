@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,11 @@ def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoi
         session.get(ModelVersion, version_id).path = str(tmp_path / "gone")
     gone = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
     assert gone.status_code == 409 and "no longer on this server" in gone.json()["detail"]
+    damaged = tmp_path / "damaged"
+    shutil.copytree(checkpoint, damaged)
+    (damaged / "tokenizer.json").unlink()
+    with session_scope(session_factory) as session:
+        session.get(ModelVersion, version_id).path = str(damaged)
+    unreadable = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
+    assert unreadable.status_code == 409, unreadable.text
+    assert "cannot be loaded" in unreadable.json()["detail"] and "has no tokenizer files" in unreadable.json()["detail"]
