@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import inspect, make_url
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from active_learning.cli import prm
 from app.config import Settings, get_settings
@@ -32,11 +33,18 @@ class _Context:
     def factory(self):  # type: ignore[no-untyped-def]
         """The session factory, for services that open their own transactions as they go."""
         if self._factory is None:
+            url = make_url(self.settings.database_url)
+            # SQLite would create the file it is asked to open, and leave it behind empty.
+            if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).is_file():
+                raise BadInput(f"no database at {url.database}: run `stepwise db upgrade` to create it")
             try:
                 engine = create_db_engine(self.settings)
             except (ImportError, SQLAlchemyError) as exc:
                 # A driver that is not installed (postgresql+psycopg2://, say) or a bad option.
                 raise BadInput(f"cannot open DATABASE_URL: {exc}") from None
+            # Looked at once here, so that no command gets as far as "no such table".
+            if not inspect(engine).has_table("alembic_version"):
+                raise BadInput(f"the database at {_shown_url(self.settings)} has no schema: run `stepwise db upgrade`")
             self._factory = create_session_factory(engine)
         return self._factory
 
@@ -59,6 +67,27 @@ class _Group(click.Group):
             if len(details) > 50:
                 click.echo(f"  … and {len(details) - 50} more", err=True)
             ctx.exit(2 if isinstance(exc, BadLines) else 1)
+        except OperationalError as exc:
+            # The database down, unreachable or gone mid-command: nothing a traceback would help with.
+            where = ctx.find_object(_Context)
+            shown = f" at {_shown_url(where.settings)}" if where else ""
+            reason = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
+            click.echo(f"Error: cannot use the database{shown}: {reason}", err=True)
+            ctx.exit(1)
+
+
+def _shown_url(settings: Settings) -> str:
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+def _refuse_unused(fmt: str, **formats: tuple[str, ...]) -> None:
+    """Refuse an option given for a format that does not read it: silently ignored, it would
+    leave the user believing it took effect."""
+    ctx = click.get_current_context()
+    for name, applies in formats.items():
+        if fmt not in applies and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{flag} applies to --format {' or '.join(applies)}, not {fmt}")
 
 
 def _format_detail(detail: object) -> str:
@@ -122,11 +151,16 @@ def db_backup(ctx: _Context, file: Path) -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @pass_ctx
 def db_restore(ctx: _Context, file: Path) -> None:
-    """Replace the database's contents with a backup made by `db backup` (stop the server first)."""
+    """Replace the database's contents with a backup made by `db backup` (stop the server first).
+    A backup made by an older version is restored as it was: run `stepwise db upgrade` after it."""
+    from app.migrate import head_revision
     from app.ops.backup import restore
 
-    restore(ctx.settings.database_url, file)
+    revision = restore(ctx.settings.database_url, file)
     click.echo(f"restored from {file}")
+    if revision is not None and revision != head_revision():
+        click.echo(f"the backup's schema is at revision {revision}, older than this version's: "
+                   "run `stepwise db upgrade` before using it", err=True)
 
 
 @cli.group(cls=_Group)
@@ -153,12 +187,47 @@ def users_create(ctx: _Context, username: str, role: str) -> None:
 @users.command("list")
 @pass_ctx
 def users_list(ctx: _Context) -> None:
+    """Every account: id, username, role, and whether it is deactivated."""
     from app.users.service import list_users
 
     with ctx.session() as session:
         for user in list_users(session):
             state = "" if user.is_active else " (disabled)"
             click.echo(f"{user.id}\t{user.username}\t{user.role.value}{state}")
+
+
+@users.command("set-role")
+@click.option("--username", required=True)
+@click.option("--role", required=True, type=click.Choice([r.value for r in Role]))
+@pass_ctx
+def users_set_role(ctx: _Context, username: str, role: str) -> None:
+    """Change a user's role."""
+    user = _update_user(ctx, username, role=role)
+    click.echo(f"{user.username} is now {user.role.value}")
+
+
+def _activation_command(name: str, active: bool, doc: str) -> click.Command:
+    @users.command(name, help=doc)
+    @click.option("--username", required=True)
+    @pass_ctx
+    def command(ctx: _Context, username: str) -> None:
+        user = _update_user(ctx, username, is_active=active)
+        click.echo(f"{name}d {user.username}")
+
+    return command
+
+
+users_deactivate = _activation_command("deactivate", False, "Disable a user's account and end their logins and tokens.")
+users_reactivate = _activation_command("reactivate", True, "Let a deactivated user log in again.")
+
+
+def _update_user(ctx: _Context, username: str, **changes: object):  # type: ignore[no-untyped-def]
+    from app.users.schemas import UserUpdate
+    from app.users.service import get_user_by_name, update_user
+
+    data = _validated(UserUpdate, **changes)
+    with ctx.session() as session:
+        return update_user(session, get_user_by_name(session, username), data, by=None)
 
 
 @cli.group(cls=_Group)
@@ -225,6 +294,7 @@ def projects_create(
 @projects.command("list")
 @pass_ctx
 def projects_list(ctx: _Context) -> None:
+    """Every project: id, name, labeling mode, overlap, and who may label it."""
     from app.projects.service import list_projects
 
     with ctx.session() as session:
@@ -272,6 +342,7 @@ def members_remove(ctx: _Context, project_name: str, username: str) -> None:
 @click.option("--project", "project_name", required=True)
 @pass_ctx
 def members_list(ctx: _Context, project_name: str) -> None:
+    """A project's members (and, on stderr, whether it is open to every labeler)."""
     from app.projects.members import list_members
     from app.projects.service import get_project_by_name
 
@@ -294,6 +365,8 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
     """Import a JSONL file into a project: all of it, or nothing if any line is bad."""
     from app.imports.service import import_file
     from app.projects.service import get_project_by_name
+
+    _refuse_unused(fmt, separator=("solutions",))
 
     with ctx.session() as session, file.open("rb") as stream:
         project = get_project_by_name(session, project_name)
@@ -322,8 +395,11 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
+    from app.ops.files import output_file, written_aside
     from app.projects.service import get_project_by_name
 
+    _refuse_unused(fmt, neutral=("trl",), completions=("trl", "parquet", "hf"))
+    target = output if fmt == "hf" else output_file(output)
     filters = _validated(
         ExportFilters,
         since=since,
@@ -344,15 +420,11 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         if fmt == "hf":
             from app.exports.hf import write_dataset
 
-            count = write_dataset(session, project, filters, output)
+            count = write_dataset(session, project, filters, target)
             click.echo(f"exported {count} {what} to {output}")
             return
-        if output.is_dir():
-            raise BadInput(f"{output} is a directory; --output names a file for {fmt}")
-        partial = output.with_name(output.name + ".partial")
-        with partial.open("wb") as sink:
+        with written_aside(target) as partial, partial.open("wb") as sink:
             count = write_export(session, project, fmt, filters, sink)
-        partial.replace(output)
         click.echo(f"exported {count} {what} to {output}")
 
 
@@ -383,16 +455,29 @@ def autolabel(ctx: _Context, project_name: str, spec: str, rollouts: int, method
         settings = RolloutSettings(rollouts=rollouts, method=method, threshold=threshold, temperature=temperature,
                                    top_p=top_p, max_new_tokens=max_new_tokens, batch_size=batch_size, seed=seed)
         # An endpoint's key comes from the environment, never the command line (shell history).
-        generator = open_generator(spec, device=device, api_key=os.environ.get("OPENAI_API_KEY"))
+        with _endpoint_errors():
+            generator = open_generator(spec, device=device, api_key=os.environ.get("OPENAI_API_KEY"))
     except (ValueError, OSError) as exc:
         raise BadInput(str(exc)) from None
 
     def progress(done: int, total: int) -> None:
         click.echo(f"autolabel: {done}/{total} solutions", err=True)
 
-    result = label_by_rollouts(ctx.factory(), project_id, generator, spec, settings, limit=limit, progress=progress)
+    # Labels stored before an endpoint failed are kept, and the next run goes on from them.
+    with _endpoint_errors():
+        result = label_by_rollouts(ctx.factory(), project_id, generator, spec, settings, limit=limit, progress=progress)
     click.echo(f"stored {result.stored} rollout labels ({result.skipped} of {result.candidates} "
                "pool solutions with an answer already had this generator's label)")
+
+
+@contextlib.contextmanager
+def _endpoint_errors() -> Iterator[None]:
+    """An http(s) generator reports an endpoint it cannot reach, or one that answers badly, as a
+    RuntimeError whose message already says so (active_learning.rollouts.OpenAIGenerator)."""
+    try:
+        yield
+    except RuntimeError as exc:
+        raise BadInput(f"generator: {exc}") from None
 
 
 @cli.command("agreement")
@@ -657,13 +742,22 @@ def _diverged_as_message() -> Iterator[None]:
 def generate(ctx: _Context, project_name: str, model_name: str, samples: int, max_new_tokens: int, temperature: float, top_p: float, seed: int, limit: int | None) -> None:
     """Sample solutions to the project's problems, grade them and add them to the pool."""
     from active_learning.generate import GenerationConfig
+    from active_learning.generator_spec import is_local_path
     from app.rounds.generation import generate_for_project
     from app.projects.service import get_project_by_name
 
+    # As autolabel's open_generator: a path that is not a directory must not become a hub download.
+    if is_local_path(model_name) and not os.path.isdir(os.path.expanduser(model_name)):
+        raise BadInput(f"model {model_name!r}: no such model directory")
     config = GenerationConfig(model=model_name, samples=samples, max_new_tokens=max_new_tokens,
                               temperature=temperature, top_p=top_p, seed=seed)
     with ctx.session() as session:
-        result = generate_for_project(session, get_project_by_name(session, project_name), config, limit=limit)
+        project = get_project_by_name(session, project_name)
+        try:
+            result = generate_for_project(session, project, config, limit=limit)
+        except (ValueError, OSError) as exc:
+            # transformers' refusals of a model it cannot load (no tokenizer, say), as autolabel's.
+            raise BadInput(str(exc)) from None
         click.echo(result.summary())
 
 

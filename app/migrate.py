@@ -6,6 +6,10 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+
+from app.errors import BadInput
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -19,8 +23,25 @@ def alembic_config(database_url: str) -> Config:
 
 
 def upgrade(database_url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(database_url), revision)
+    try:
+        command.upgrade(alembic_config(database_url), revision)
+    except CommandError as exc:
+        raise BadInput(f"cannot upgrade to {revision!r}: {exc}") from None
 
 
 def downgrade(database_url: str, revision: str) -> None:
-    command.downgrade(alembic_config(database_url), revision)
+    try:
+        command.downgrade(alembic_config(database_url), revision)
+    except CommandError as exc:
+        raise BadInput(f"cannot downgrade to {revision!r}: {exc}") from None
+
+
+def head_revision() -> str:
+    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+
+
+def known_revision(revision: object) -> bool:
+    """Whether `revision` is one of this version's migrations."""
+    return isinstance(revision, str) and revision in {
+        script.revision for script in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()
+    }

@@ -72,6 +72,8 @@ def write_dataset(session: Session, project: Project, filters: ExportFilters, di
 
     if directory.exists():
         raise BadInput(f"{directory} already exists; name a new directory for the dataset")
+    if not directory.parent.is_dir():
+        raise BadInput(f"cannot write {directory}: no directory {directory.parent}")
     datasets.disable_progress_bars()
     with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as work:
         parquet = Path(work) / "labels.parquet"

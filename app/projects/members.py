@@ -44,7 +44,8 @@ def remove_member(session: Session, project: Project, user_id: int) -> None:
         delete(ProjectMember).where(ProjectMember.project_id == project.id, ProjectMember.user_id == user_id)
     )
     if not removed.rowcount:
-        raise NotFound(f"user {user_id} is not a member of {project.name}")
+        username = session.scalar(select(User.username).where(User.id == user_id))
+        raise NotFound(f"{username if username else f'user {user_id}'} is not a member of {project.name}")
     release_leases_of_outsiders(session, project, user_id)
 
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.auth.security import hash_password
 from app.auth.service import Principal, end_logins
 from app.errors import Conflict, NotFound
-from app.models import User
+from app.models import Role, User
 from app.users.schemas import UserCreate, UserUpdate
 
 
 def create_user(session: Session, data: UserCreate) -> User:
-    if session.scalar(select(User.id).where(User.username == data.username)) is not None:
-        raise Conflict(f"a user named {data.username!r} already exists")
+    # Names that differ only in case are one name to people reading a report (and to the login
+    # throttle, which counts failures by the lowercased name).
+    taken = session.scalar(select(User.username).where(func.lower(User.username) == data.username.lower()))
+    if taken is not None:
+        raise Conflict(f"a user named {taken!r} already exists" if taken == data.username else
+                       f"a user named {taken!r} already exists; names may not differ only in case")
     user = User(username=data.username, role=data.role, password_hash=hash_password(data.password))
     session.add(user)
     session.flush()
@@ -40,15 +44,20 @@ def get_user_by_name(session: Session, username: str) -> User:
 
 
 def update_user(
-    session: Session, user: User, data: UserUpdate, *, by: User, keep: Principal | None = None
+    session: Session, user: User, data: UserUpdate, *, by: User | None, keep: Principal | None = None
 ) -> User:
     """Change a user; deactivation or a new password ends their logins (see end_logins), all
-    but `keep`, the caller's own."""
+    but `keep`, the caller's own. `by` is the admin making the change, None at the command line."""
     changes_standing = (data.role is not None and data.role != user.role) or \
         (data.is_active is not None and data.is_active != user.is_active)
-    if user.id == by.id and changes_standing:
+    if by is not None and user.id == by.id and changes_standing:
         # An admin who demotes or deactivates themselves may leave nobody able to undo it.
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
+    stays_admin = (data.role or user.role) == Role.admin and (
+        user.is_active if data.is_active is None else data.is_active)
+    if user.role == Role.admin and user.is_active and not stays_admin and not _other_active_admin(session, user):
+        # The rule above keeps one admin through the API; this keeps one through the command line.
+        raise Conflict(f"{user.username} is the last active admin; make another admin first")
     if data.role is not None:
         user.role = data.role
     if data.is_active is not None:
@@ -58,3 +67,8 @@ def update_user(
     if data.is_active is False or data.password is not None:
         end_logins(session, user, keep=keep)
     return user
+
+
+def _other_active_admin(session: Session, user: User) -> bool:
+    others = select(User.id).where(User.role == Role.admin, User.is_active, User.id != user.id)
+    return session.scalar(others.limit(1)) is not None

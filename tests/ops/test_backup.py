@@ -5,15 +5,21 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
-from sqlalchemy import delete
+from click.testing import CliRunner
+from sqlalchemy import delete, select
 
+from app.cli import cli
+from app.config import get_settings
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
+from app.migrate import head_revision
 from app.models import Label, Project
 from tests.conftest import add_solutions, api_headers, make_project, make_user
 
@@ -72,3 +78,50 @@ def test_a_failed_pg_dump_is_named_without_a_traceback(tmp_path) -> None:  # typ
     result = _stepwise("postgresql://nobody@127.0.0.1:1/none", "db", "backup", str(tmp_path / "x"))
     assert result.returncode == 1 and "pg_dump failed" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def _restore(monkeypatch, database_url: str, file: Path):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(cli, ["db", "restore", str(file)])
+    finally:
+        get_settings.cache_clear()
+
+
+def _foreign(path: Path, statements: str) -> Path:
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(statements)
+    return path
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_only_a_stepwise_backup_is_restored(monkeypatch, database_url, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "kept")
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, but longer than a SQLite header would be\n" * 4)
+    other = _foreign(tmp_path / "other.db", "CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+    unknown = _foreign(tmp_path / "unknown.db", "CREATE TABLE alembic_version (version_num TEXT); INSERT INTO alembic_version VALUES ('zzz');")
+    for file in (empty, text, other, unknown):
+        result = _restore(monkeypatch, database_url, file)
+        assert result.exit_code == 1 and f"Error: {file} is not a Stepwise backup" in result.stderr, result.output
+        assert isinstance(result.exception, SystemExit)
+    with session_factory() as session:
+        assert [p.name for p in session.scalars(select(Project))] == [project.name]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_backup_at_an_older_revision_is_restored_with_a_note(monkeypatch, database_url, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    old = tmp_path / "old.db"
+    with closing(sqlite3.connect(database_url.removeprefix("sqlite:///"))) as live, closing(sqlite3.connect(old)) as copy:
+        live.backup(copy)
+        copy.execute("UPDATE alembic_version SET version_num = '0016'")
+        copy.commit()
+    result = _restore(monkeypatch, database_url, old)
+    assert result.exit_code == 0 and "revision 0016" in result.stderr and "stepwise db upgrade" in result.stderr
+    with closing(sqlite3.connect(database_url.removeprefix("sqlite:///"))) as live:
+        # The schema is head's already: only the revision it was given goes back.
+        live.execute("UPDATE alembic_version SET version_num = ?", (head_revision(),))
+        live.commit()

@@ -42,6 +42,10 @@ def test_duplicate_and_unknown_users_get_409_and_404(client, session_factory, he
     make_user(session_factory, "ann", "labeler")
     duplicate = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "admin", "password": PASSWORD})
     assert duplicate.status_code == 409
+    same_but_case = client.post("/api/v1/users", headers=headers, json={"username": "Ann", "role": "labeler", "password": PASSWORD})
+    assert same_but_case.status_code == 409
+    assert same_but_case.json()["detail"] == "a user named 'ann' already exists; names may not differ only in case"
+    assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()].count("Ann") == 0
     assert client.patch("/api/v1/users/999", headers=headers, json={"role": "admin"}).status_code == 404
     assert client.patch("/api/v1/users/x", headers=headers, json={"role": "admin"}).status_code == 422
     # Starlette's int path convertor would make this a 500 (int() refuses 4,301 digits).

@@ -1,0 +1,43 @@
+"""Files the CLI writes (exports, backups): checked before any work, written whole or not at all."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from app.errors import BadInput
+
+
+def output_file(path: Path) -> Path:
+    """Where writing `path` lands: a symlink's target, since renaming over the link itself would
+    leave the file it points to as it was. Refused: standard output, a target that is not a
+    regular file (a FIFO or device would be replaced by a file), a missing or read-only directory."""
+    if str(path) == "-":
+        raise BadInput("writing to standard output is not supported: name a file (./- for a file named '-')")
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise BadInput(f"cannot write {path}: {exc}") from None
+    if target.is_dir():
+        raise BadInput(f"{path} is a directory; name a file")
+    if target.exists() and not target.is_file():
+        raise BadInput(f"{path} exists and is not a regular file (a device, FIFO or socket): name a file")
+    if not target.parent.is_dir():
+        raise BadInput(f"cannot write {path}: no directory {target.parent}")
+    if not os.access(target.parent, os.W_OK):
+        raise BadInput(f"cannot write {path}: directory {target.parent} is not writable")
+    return target
+
+
+@contextmanager
+def written_aside(target: Path) -> Iterator[Path]:
+    """A path beside `target` to write, renamed over it when the block succeeds: a file cut short
+    never passes for a whole one, and a failure leaves no partial file behind."""
+    partial = target.with_name(target.name + ".partial")
+    try:
+        yield partial
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)

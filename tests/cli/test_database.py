@@ -1,0 +1,40 @@
+"""A database the command cannot use: not migrated, not there, not reachable, a revision it lacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import create_engine, inspect
+
+from tests.cli.conftest import refused
+
+
+def test_a_database_without_schema_says_to_upgrade(stepwise, fresh_database: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    records = tmp_path / "problems.jsonl"
+    records.write_text('{"problem": "1+1?", "answer": "2"}\n')
+    if fresh_database.startswith("sqlite"):
+        Path(fresh_database.removeprefix("sqlite:///")).touch()
+    for args in (["projects", "list"], ["import", "--project", "p", "--format", "math", records]):
+        refused(stepwise(fresh_database, *args), "has no schema", "stepwise db upgrade")
+    assert inspect(create_engine(fresh_database)).get_table_names() == []
+
+
+def test_a_missing_sqlite_file_is_not_created(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "none.db"
+    refused(stepwise(f"sqlite:///{path}", "projects", "list"), f"no database at {path}", "stepwise db upgrade")
+    assert not path.exists()
+
+
+def test_an_unreachable_database_is_named_without_its_password(stepwise) -> None:  # type: ignore[no-untyped-def]
+    down = "postgresql://ann:secret@127.0.0.1:1/stepwise"
+    for args in (["projects", "list"], ["db", "upgrade"]):
+        result = stepwise(down, *args)
+        refused(result, "cannot use the database at postgresql+psycopg://ann:***@127.0.0.1:1/stepwise")
+        assert "secret" not in result.output
+    refused(stepwise("sqlite:////nonexistent/dir/x.db", "db", "upgrade"), "cannot use the database at sqlite:////nonexistent/dir/x.db")
+
+
+def test_an_unknown_revision_is_refused(stepwise, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    refused(stepwise(database_url, "db", "upgrade", "--revision", "zzz"), "cannot upgrade to 'zzz'", "zzz")
+    refused(stepwise(database_url, "db", "downgrade", "zzz"), "cannot downgrade to 'zzz'")
+    assert stepwise(database_url, "projects", "list").exit_code == 0

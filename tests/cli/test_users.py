@@ -1,0 +1,43 @@
+"""`stepwise users set-role|deactivate|reactivate` and `members remove`, through the API's services."""
+
+from __future__ import annotations
+
+from app.models import Role, User
+from app.users.service import get_user_by_name
+from tests.cli.conftest import refused
+from tests.conftest import make_project, make_user
+
+
+def _user(session_factory, username: str) -> User:  # type: ignore[no-untyped-def]
+    with session_factory() as session:
+        return get_user_by_name(session, username)
+
+
+def test_roles_and_active_flags_change(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "root", "admin")
+    make_user(session_factory, "ann", "labeler")
+    done = stepwise(database_url, "users", "set-role", "--username", "ann", "--role", "manager")
+    assert done.exit_code == 0 and "ann is now manager" in done.stdout
+    assert _user(session_factory, "ann").role == Role.manager
+    assert stepwise(database_url, "users", "deactivate", "--username", "ann").exit_code == 0
+    assert not _user(session_factory, "ann").is_active
+    assert stepwise(database_url, "users", "reactivate", "--username", "ann").exit_code == 0
+    assert _user(session_factory, "ann").is_active
+    refused(stepwise(database_url, "users", "deactivate", "--username", "nobody"), "no user named 'nobody'")
+
+
+def test_the_last_active_admin_stays(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "root", "admin")
+    make_user(session_factory, "boss", "admin")
+    assert stepwise(database_url, "users", "deactivate", "--username", "boss").exit_code == 0
+    refused(stepwise(database_url, "users", "deactivate", "--username", "root"), "root is the last active admin")
+    refused(stepwise(database_url, "users", "set-role", "--username", "root", "--role", "labeler"), "last active admin")
+    root = _user(session_factory, "root")
+    assert root.role == Role.admin and root.is_active
+
+
+def test_removing_a_non_member_names_them(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "P1", open_to_all=False)
+    make_user(session_factory, "bob", "labeler")
+    refused(stepwise(database_url, "members", "remove", "--project", project.name, "--username", "bob"),
+            "bob is not a member of P1")
