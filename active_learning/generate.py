@@ -7,6 +7,7 @@ is the platform's part (app.rounds.generation).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -56,32 +57,39 @@ def parse_solution(text: str) -> tuple[list[str], str | None]:
     return steps, None
 
 
+def refuse_prm_checkpoint(model: str) -> None:
+    """ValueError for a Stepwise PRM checkpoint named as a generator, whatever samples from it."""
+    meta_path = os.path.join(model, "stepwise.json")
+    if not os.path.isfile(meta_path):
+        return
+    try:
+        with open(meta_path) as f:
+            kind = json.load(f).get("kind")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ValueError(f"cannot read {meta_path}: {e}") from None
+    if kind != "pretrained base":
+        raise ValueError(f"{model} is a PRM checkpoint, not a language model; give a generator "
+                         "(a causal LM, such as a base from `stepwise prm pretrain`)")
+
+
 def load_causal_lm(model: str, device: str):
     """(model, tokenizer) of a causal language model to sample from: a local directory or a hub
     id. Refused (ValueError) before anything is sampled: a Stepwise PRM checkpoint, a model
     transformers cannot load, and one whose language-model head is not in its weights (a
     token-classification checkpoint loads as a causal LM with a random head, and writes noise
     that would go into the pool as solutions)."""
-    import json
-
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     local = os.path.isdir(model)  # a local directory never triggers a download attempt
-    meta_path = os.path.join(model, "stepwise.json")
-    if local and os.path.exists(meta_path):
-        with open(meta_path) as f:
-            kind = json.load(f).get("kind")
-        if kind != "pretrained base":
-            raise ValueError(f"{model} is a PRM checkpoint, not a language model; give a generator "
-                             "(a causal LM, such as a base from `stepwise prm pretrain`)")
+    refuse_prm_checkpoint(model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
         lm, loading = AutoModelForCausalLM.from_pretrained(
             model, local_files_only=local, output_loading_info=True,
             dtype=torch.bfloat16 if device.startswith("cuda") else torch.float32)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"cannot load generator {model!r} through transformers: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a damaged file raises whatever its parser does
+        raise ValueError(f"cannot load generator {model!r} through transformers: {type(e).__name__}: {e}") from None
     if loading["missing_keys"]:
         missing = sorted(loading["missing_keys"])
         raise ValueError(f"{model} is not a whole causal language model: its weights lack "
@@ -101,15 +109,19 @@ class Sampler:
             from vllm import LLM, SamplingParams
         except ImportError:
             import torch
+            from transformers import set_seed
 
             self.backend = "transformers"
             device = "cuda" if torch.cuda.is_available() else "cpu"
             self._model, self._tokenizer = load_causal_lm(config.model, device)
+            # Once: seeded again for every chunk, each chunk's samples would draw the same stream.
+            set_seed(config.seed)
             self._tokenizer.padding_side = "left"  # generation continues from the right end of each row
             if self._tokenizer.pad_token is None:
                 self._tokenizer.pad_token = self._tokenizer.eos_token
             return
         self.backend = "vllm"
+        refuse_prm_checkpoint(config.model)
         self._llm = LLM(model=config.model, seed=config.seed)
         self._params = SamplingParams(n=config.samples, temperature=config.temperature, top_p=config.top_p,
                                       max_tokens=config.max_new_tokens, seed=config.seed)
@@ -123,10 +135,8 @@ class Sampler:
 
     def _sample_transformers(self, prompts: list[str]) -> Iterator[list[str]]:
         import torch
-        from transformers import set_seed
 
         config, model, tokenizer = self.config, self._model, self._tokenizer
-        set_seed(config.seed)
         sampling = config.temperature > 0
         for start in range(0, len(prompts), config.batch_size):
             batch = prompts[start:start + config.batch_size]

@@ -81,7 +81,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt
 PROBE_TEXT = "1 + 1 = 2"
 
 
-def check_tokenizer(tokenizer, base: str) -> None:
+def check_tokenizer(tokenizer, base: str, remedy: str = "give a base with a working tokenizer") -> None:
     """Refuse a tokenizer that cannot read a step. Without its files, transformers may still
     build one from the model's config alone, with an empty vocabulary: every text encodes to
     nothing, and a PRM trained over it would see only the markers."""
@@ -90,7 +90,7 @@ def check_tokenizer(tokenizer, base: str) -> None:
     if not ids or all(i == unknown for i in ids):
         raise ValueError(f"the tokenizer of {base} encodes {PROBE_TEXT!r} to "
                          f"{'no tokens' if not ids else 'unknown tokens only'}: it cannot read a "
-                         "solution; give a base with a working tokenizer")
+                         f"solution; {remedy}")
 
 
 def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa"):
@@ -235,10 +235,14 @@ def load_checkpoint(directory: str | Path, device: str = "cpu"):
             dtype=torch.bfloat16 if cuda else torch.float32)
     except Exception as e:  # noqa: BLE001 - a damaged file raises whatever its parser does
         raise ValueError(f"cannot load the checkpoint {directory}: {type(e).__name__}: {e}") from None
-    check_tokenizer(tokenizer, str(directory))
-    if loading["missing_keys"] or model.config.num_labels != len(ID2LABEL):
-        raise ValueError(f"{directory} is not a PRM checkpoint: its weights lack a {len(ID2LABEL)}-class "
-                         "step head (give a directory written by `stepwise prm train`)")
+    check_tokenizer(tokenizer, str(directory), "its tokenizer files are damaged or not its own")
+    if model.config.num_labels != len(ID2LABEL):
+        raise ValueError(f"{directory} is not a PRM checkpoint: its head has {model.config.num_labels} "
+                         f"classes, not {len(ID2LABEL)} (give a directory written by `stepwise prm train`)")
+    if loading["missing_keys"]:
+        missing = sorted(loading["missing_keys"])
+        raise ValueError(f"{directory} is not a whole PRM checkpoint: its weights lack {', '.join(missing[:3])}"
+                         f"{' …' if len(missing) > 3 else ''} (give a directory written by `stepwise prm train`)")
     if STEP_MARKER not in tokenizer.get_vocab():
         raise ValueError(f"{directory}'s tokenizer has no step marker {STEP_MARKER!r}: it is not a PRM checkpoint")
     model.config.use_cache = False  # as in load_base; older checkpoints have it on

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from active_learning.data import PROMPT_END
-from active_learning.generate import PROMPT, load_causal_lm, parse_solution
+from active_learning.generate import PROMPT, load_causal_lm, parse_solution, refuse_prm_checkpoint
 from active_learning.generator_spec import check_generator_spec, is_local_path
 from active_learning.grading import extract_answer, grade
 from active_learning.tokenizer import STEP_MARKER
@@ -223,6 +223,7 @@ class VllmGenerator:
         except ImportError:
             raise ValueError("vllm is not installed: pip install vllm, or serve the model with "
                              "`vllm serve` and give its URL (http://host:port/v1)") from None
+        refuse_prm_checkpoint(model)
         self.llm = LLM(model=model)
         self.format = prompt_format
         self.description = {"backend": "vllm", "model": model, "format": prompt_format}
@@ -234,6 +235,11 @@ class VllmGenerator:
                                 max_tokens=settings.max_new_tokens, seed=_call_seed(settings, prompts),
                                 skip_special_tokens=self.format == "plain")
         return [[o.text for o in out.outputs] for out in self.llm.generate(prompts, params)]
+
+
+class EndpointError(RuntimeError):
+    """An OpenAI-compatible endpoint that cannot be reached or answers badly: the user's to
+    mend (address, server, model name), not a bug, so the CLI says it in one line."""
 
 
 class OpenAIGenerator:
@@ -258,14 +264,14 @@ class OpenAIGenerator:
                 return json.loads(response.read())
         except urllib.error.HTTPError as e:
             detail = e.read()[:300].decode(errors="replace")
-            raise RuntimeError(f"{self.url}{path} answered {e.code}: {detail}") from None
+            raise EndpointError(f"{self.url}{path} answered {e.code}: {detail}") from None
         except urllib.error.URLError as e:
-            raise RuntimeError(f"cannot reach {self.url}{path}: {e.reason}") from None
+            raise EndpointError(f"cannot reach {self.url}{path}: {e.reason}") from None
 
     def _served_model(self) -> str:
         models = self._request("/models").get("data") or []
         if not models:
-            raise RuntimeError(f"{self.url}/models lists no model; name one: {self.url}#MODEL")
+            raise EndpointError(f"{self.url}/models lists no model; name one: {self.url}#MODEL")
         return models[0]["id"]
 
     def complete(self, prompts: list[str], settings: RolloutSettings) -> list[list[str]]:
@@ -277,7 +283,7 @@ class OpenAIGenerator:
             body["skip_special_tokens"] = False
         choices = self._request("/completions", body).get("choices") or []
         if len(choices) != len(prompts) * settings.rollouts:
-            raise RuntimeError(f"{self.url}/completions returned {len(choices)} choices for "
+            raise EndpointError(f"{self.url}/completions returned {len(choices)} choices for "
                                f"{len(prompts)} prompts x n={settings.rollouts}")
         texts = [c["text"] for c in sorted(choices, key=lambda c: c["index"])]
         k = settings.rollouts

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 from pydantic import ValidationError
-from sqlalchemy import inspect, make_url
+from sqlalchemy import make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from active_learning.cli import prm
@@ -20,6 +20,7 @@ from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.errors import BadInput, BadLines, ServiceError, field_error
 from app.models import Role
+from app.ops.service import not_ready_reason
 
 
 class _Context:
@@ -42,9 +43,11 @@ class _Context:
             except (ImportError, SQLAlchemyError) as exc:
                 # A driver that is not installed (postgresql+psycopg2://, say) or a bad option.
                 raise BadInput(f"cannot open DATABASE_URL: {exc}") from None
-            # Looked at once here, so that no command gets as far as "no such table".
-            if not inspect(engine).has_table("alembic_version"):
-                raise BadInput(f"the database at {_shown_url(self.settings)} has no schema: run `stepwise db upgrade`")
+            # Looked at once here, as the server's /readyz does: no command gets as far as "no
+            # such table" or "no such column" on a database that is not at this code's head.
+            reason = not_ready_reason(engine)
+            if reason is not None:
+                raise BadInput(f"cannot use the database at {_shown_url(self.settings)}: {reason}")
             self._factory = create_session_factory(engine)
         return self._factory
 
@@ -472,11 +475,13 @@ def autolabel(ctx: _Context, project_name: str, spec: str, rollouts: int, method
 
 @contextlib.contextmanager
 def _endpoint_errors() -> Iterator[None]:
-    """An http(s) generator reports an endpoint it cannot reach, or one that answers badly, as a
-    RuntimeError whose message already says so (active_learning.rollouts.OpenAIGenerator)."""
+    """An endpoint the user named that cannot be reached or answers badly, whose message already
+    says so; any other error is a bug and keeps its traceback."""
+    from active_learning.rollouts import EndpointError
+
     try:
         yield
-    except RuntimeError as exc:
+    except EndpointError as exc:
         raise BadInput(f"generator: {exc}") from None
 
 
@@ -747,17 +752,14 @@ def generate(ctx: _Context, project_name: str, model_name: str, samples: int, ma
     from app.projects.service import get_project_by_name
 
     # As autolabel's open_generator: a path that is not a directory must not become a hub download.
-    if is_local_path(model_name) and not os.path.isdir(os.path.expanduser(model_name)):
+    # Expanded here, as a quoted or `--model=~/m` tilde reaches us unexpanded by the shell.
+    model_name = os.path.expanduser(model_name)
+    if is_local_path(model_name) and not os.path.isdir(model_name):
         raise BadInput(f"model {model_name!r}: no such model directory")
     config = GenerationConfig(model=model_name, samples=samples, max_new_tokens=max_new_tokens,
                               temperature=temperature, top_p=top_p, seed=seed)
     with ctx.session() as session:
-        project = get_project_by_name(session, project_name)
-        try:
-            result = generate_for_project(session, project, config, limit=limit)
-        except (ValueError, OSError) as exc:
-            # transformers' refusals of a model it cannot load (no tokenizer, say), as autolabel's.
-            raise BadInput(str(exc)) from None
+        result = generate_for_project(session, get_project_by_name(session, project_name), config, limit=limit)
         click.echo(result.summary())
 
 

@@ -61,7 +61,8 @@ def _stepwise_revision(source: Path) -> str:
         raise BadInput(f"{refusal}: {exc}") from None
     if len(rows) != 1 or not known_revision(rows[0][0]):
         found = ", ".join(str(r[0]) for r in rows) or "none"
-        raise BadInput(f"{refusal}: its schema revision ({found}) is not one this version of Stepwise knows")
+        raise BadInput(f"{refusal} this version can restore: its schema revision ({found}) is none of this "
+                       "version's (a backup made by a newer Stepwise needs that version)")
     return rows[0][0]
 
 

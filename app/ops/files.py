@@ -15,7 +15,7 @@ def output_file(path: Path) -> Path:
     leave the file it points to as it was. Refused: standard output, a target that is not a
     regular file (a FIFO or device would be replaced by a file), a missing or read-only directory."""
     if str(path) == "-":
-        raise BadInput("writing to standard output is not supported: name a file (./- for a file named '-')")
+        raise BadInput("writing to standard output is not supported: name a file")
     try:
         target = path.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop

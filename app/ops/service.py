@@ -32,8 +32,10 @@ def not_ready_reason(engine: Engine) -> str | None:
         # never the URL's password.
         first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         return f"the database does not answer: {first[0] if first else type(exc).__name__}"
+    if not current:
+        return "the database has no schema: run `stepwise db upgrade`"
     if current != _heads():
-        at = ", ".join(sorted(current)) or "none"
+        at = ", ".join(sorted(current))
         return f"migrations are not at head (database at {at}, code at {', '.join(sorted(_heads()))}): run `stepwise db upgrade`"
     return None
 

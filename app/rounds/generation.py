@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from active_learning.generate import GenerationConfig, Sampler, parse_solution
+from app.errors import BadInput
 from app.imports.records import MAX_ANSWER, MAX_STEPS
 from app.imports.service import import_file
 from app.models import Problem, Project, utcnow
@@ -49,7 +50,12 @@ def generate_for_project(
     result = GenerationResult(problems=len(problems))
     stamp = utcnow().strftime("%Y%m%dT%H%M%S")
     name = os.path.basename(config.model.rstrip("/")) or "model"
-    sampler = Sampler(config)
+    if not problems:
+        return result
+    try:
+        sampler = Sampler(config)
+    except ValueError as e:  # a model that cannot be loaded or sampled from: the user's to mend
+        raise BadInput(str(e)) from None
     for start in range(0, len(problems), PROBLEMS_PER_IMPORT):
         chunk = problems[start:start + PROBLEMS_PER_IMPORT]
         texts = sampler.sample([statement for _, statement in chunk])

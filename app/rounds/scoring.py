@@ -7,6 +7,7 @@ only compete for the same cores.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -21,6 +22,8 @@ from active_learning.score import score_solutions
 from app.errors import Conflict, NotFound
 from app.models import ModelVersion, RoundSettings
 from app.rounds.schemas import CandidateScore, ScoreRequest, ScoreResponse
+
+logger = logging.getLogger(__name__)
 
 LOADED_MODELS = 2
 _loaded: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
@@ -53,7 +56,9 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
         try:
             model, tokenizer = _model(version.path, "cuda" if torch.cuda.is_available() else "cpu")
         except ValueError as e:
-            raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded: {e}") from None
+            # What is wrong names files on the server: logged here, not told to the client.
+            logger.error("model version %s: %s", version_id, e)
+            raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded; the server log says why") from None
         scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
                                  neutral_as_correct=request.neutral_as_correct)
     return ScoreResponse(model_version_id=version_id, solutions=[

@@ -574,7 +574,7 @@ def test_scoring_refuses_a_language_model_for_a_prm(files, tmp_path):
                                  num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)).save_pretrained(lm)
     tokenizer.save_pretrained(lm)
     result = CliRunner().invoke(prm, ["eval", str(files / "eval.jsonl"), "--model", str(lm)])
-    assert result.exit_code == 1 and "is not a PRM checkpoint: its weights lack a 3-class step head" in result.output
+    assert result.exit_code == 1 and "is not a PRM checkpoint: its head has 2 classes, not 3" in result.output
 
 
 @pytest.mark.parametrize("flags, message", [

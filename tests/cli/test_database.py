@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, inspect
 
+from app.migrate import upgrade
 from tests.cli.conftest import refused
 
 
@@ -38,3 +39,15 @@ def test_an_unknown_revision_is_refused(stepwise, database_url: str) -> None:  #
     refused(stepwise(database_url, "db", "upgrade", "--revision", "zzz"), "cannot upgrade to 'zzz'", "zzz")
     refused(stepwise(database_url, "db", "downgrade", "zzz"), "cannot downgrade to 'zzz'")
     assert stepwise(database_url, "projects", "list").exit_code == 0
+
+
+def test_a_file_that_is_not_a_database_is_named(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database, but long enough for SQLite to read a header from it\n" * 20)
+    refused(stepwise(f"sqlite:///{notes}", "projects", "list"), "cannot use the database at", "not a database")
+
+
+def test_a_database_behind_on_migrations_says_to_upgrade(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0007")
+    refused(stepwise(url, "projects", "list"), "migrations are not at head (database at 0007", "stepwise db upgrade")

@@ -19,6 +19,7 @@ from active_learning.generate import GenerationConfig
 from active_learning.grading import GRADER_VERSION
 from active_learning.tokenizer import build_byte_tokenizer
 from app.db import session_scope
+from app.errors import BadInput
 from app.imports.service import import_file
 from app.models import AnswerGrade, Assignment, Problem, Project, Solution
 from app.rounds.generation import GenerationResult, add_samples, generate_for_project
@@ -121,8 +122,21 @@ def test_a_model_without_a_language_model_head_is_refused_before_anything_is_add
     Qwen2ForTokenClassification(config).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     project = problems_project(session_factory)
-    with pytest.raises(ValueError, match="not a whole causal language model: its weights lack lm_head.weight"):
+    with pytest.raises(BadInput, match="not a whole causal language model: its weights lack lm_head.weight"):
         with session_scope(session_factory) as session:
             generate_for_project(session, session.merge(project), GenerationConfig(model=str(tmp_path)))
     with session_scope(session_factory) as session:
         assert session.scalars(select(Solution)).all() == []
+
+
+def test_a_project_without_problems_loads_no_model(session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from active_learning import generate
+
+    def never(*_args):  # type: ignore[no-untyped-def]
+        raise AssertionError("a model was loaded for no problems")
+
+    monkeypatch.setattr(generate, "load_causal_lm", never)
+    project = make_project(session_factory, "empty")
+    with session_scope(session_factory) as session:
+        result = generate_for_project(session, session.merge(project), GenerationConfig(model="some/hub-model"))
+    assert (result.problems, result.sampled) == (0, 0)
