@@ -44,7 +44,7 @@ def _writable(path: str) -> None:
         raise click.ClickException(f"cannot write {path}: {parent} is not writable")
 
 
-def _positions_note(model, max_length: int) -> int:
+def _within_positions(model, max_length: int) -> int:
     """`max_length`, at most the positions the model was built for: past them a model with
     learned positions fails, and one with rotary positions reads tokens it was never trained at,
     while the scores would claim nothing was cut."""
@@ -173,7 +173,7 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
     model, tokenizer = _load(model_dir, device)
     if compile_model:
         compile_layers(model)
-    scores = iter_scores(model, tokenizer, solutions, max_length=_positions_note(model, max_length),
+    scores = iter_scores(model, tokenizer, solutions, max_length=_within_positions(model, max_length),
                          batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)
     with open(output, "wb") as f:
         for solution, result in zip(solutions, scores):
@@ -218,7 +218,7 @@ def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, 
     run = evaluate_processbench if data_format == "processbench" else run_evaluation
     try:
         metrics = run(model, tokenizer, file or data, threshold=threshold, neutral_as_correct=neutral_as_correct,
-                      max_length=_positions_note(model, max_length), bootstrap=bootstrap)
+                      max_length=_within_positions(model, max_length), bootstrap=bootstrap)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     json.dump(metrics, sys.stdout)

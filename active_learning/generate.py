@@ -73,13 +73,15 @@ def refuse_prm_checkpoint(model: str) -> None:
 
 
 def load_causal_lm(model: str, device: str):
-    """(model, tokenizer) of a causal language model to sample from: a local directory or a hub
-    id. Refused (ValueError) before anything is sampled: a Stepwise PRM checkpoint, a model
+    """(model, tokenizer) of a causal language model to sample from, padding on the left: a local
+    directory or a hub id. Refused (ValueError) before anything is sampled: a Stepwise PRM checkpoint, a model
     transformers cannot load, and one whose language-model head is not in its weights (a
     token-classification checkpoint loads as a causal LM with a random head, and writes noise
     that would go into the pool as solutions)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from active_learning.model import missing_weights
 
     local = os.path.isdir(model)  # a local directory never triggers a download attempt
     refuse_prm_checkpoint(model)
@@ -91,10 +93,12 @@ def load_causal_lm(model: str, device: str):
     except Exception as e:  # noqa: BLE001 - a damaged file raises whatever its parser does
         raise ValueError(f"cannot load generator {model!r} through transformers: {type(e).__name__}: {e}") from None
     if loading["missing_keys"]:
-        missing = sorted(loading["missing_keys"])
         raise ValueError(f"{model} is not a whole causal language model: its weights lack "
-                         f"{', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}; give a generator "
+                         f"{missing_weights(loading['missing_keys'])}; give a generator "
                          "(a causal LM, such as a base from `stepwise prm pretrain`)")
+    tokenizer.padding_side = "left"  # generation continues from the right end of each row
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
     return lm.to(device).eval(), tokenizer
 
 
@@ -108,17 +112,14 @@ class Sampler:
         try:
             from vllm import LLM, SamplingParams
         except ImportError:
-            import torch
             from transformers import set_seed
 
+            from active_learning.model import resolve_device
+
             self.backend = "transformers"
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-            self._model, self._tokenizer = load_causal_lm(config.model, device)
+            self._model, self._tokenizer = load_causal_lm(config.model, resolve_device("auto"))
             # Once: seeded again for every chunk, each chunk's samples would draw the same stream.
             set_seed(config.seed)
-            self._tokenizer.padding_side = "left"  # generation continues from the right end of each row
-            if self._tokenizer.pad_token is None:
-                self._tokenizer.pad_token = self._tokenizer.eos_token
             return
         self.backend = "vllm"
         refuse_prm_checkpoint(config.model)

@@ -29,3 +29,12 @@ def is_local_path(spec: str) -> bool:
     is not a directory is a path gone wrong, which must not turn into a download attempt."""
     path = os.path.expanduser(spec)
     return spec.startswith(("/", ".", "~")) or os.path.exists(path)
+
+
+def local_model_path(spec: str) -> str:
+    """The model a directory or hub id names, `~` expanded (a quoted or `--model=~/m` tilde
+    reaches us unexpanded by the shell); ValueError for a path that is no directory."""
+    path = os.path.expanduser(spec)
+    if not os.path.isdir(path) and is_local_path(spec):
+        raise ValueError(f"generator {spec!r}: no such model directory")
+    return path

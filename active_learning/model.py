@@ -81,6 +81,18 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt
 PROBE_TEXT = "1 + 1 = 2"
 
 
+def refuse_without_tokenizer_files(directory: str | Path) -> None:
+    if not any(os.path.exists(os.path.join(directory, name)) for name in TOKENIZER_FILES):
+        raise ValueError(f"{directory} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
+                         "save the tokenizer beside the model (tokenizer.save_pretrained)")
+
+
+def missing_weights(keys: list[str]) -> str:
+    """The first few weights a model's files lack, for a message."""
+    names = sorted(keys)
+    return ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+
+
 def check_tokenizer(tokenizer, base: str, remedy: str = "give a base with a working tokenizer") -> None:
     """Refuse a tokenizer that cannot read a step. Without its files, transformers may still
     build one from the model's config alone, with an empty vocabulary: every text encodes to
@@ -100,9 +112,8 @@ def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa")
     if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)
     local = os.path.isdir(base)  # a local path never triggers a download attempt
-    if local and not any(os.path.exists(os.path.join(base, name)) for name in TOKENIZER_FILES):
-        raise ValueError(f"{base} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
-                         "save the tokenizer beside the model (tokenizer.save_pretrained)")
+    if local:
+        refuse_without_tokenizer_files(base)
     try:
         tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
     except Exception as e:  # noqa: BLE001 - a damaged tokenizer file raises whatever its parser does
@@ -224,8 +235,7 @@ def load_checkpoint(directory: str | Path, device: str = "cpu"):
     if not (directory / "config.json").is_file():
         raise ValueError(f"{directory} is not a checkpoint: it has no config.json (give a directory "
                          "written by `stepwise prm train`)")
-    if not any((directory / name).exists() for name in TOKENIZER_FILES):
-        raise ValueError(f"{directory} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
+    refuse_without_tokenizer_files(directory)
     meta_path = directory / META_FILE
     try:
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
@@ -240,9 +250,8 @@ def load_checkpoint(directory: str | Path, device: str = "cpu"):
         raise ValueError(f"{directory} is not a PRM checkpoint: its head has {model.config.num_labels} "
                          f"classes, not {len(ID2LABEL)} (give a directory written by `stepwise prm train`)")
     if loading["missing_keys"]:
-        missing = sorted(loading["missing_keys"])
-        raise ValueError(f"{directory} is not a whole PRM checkpoint: its weights lack {', '.join(missing[:3])}"
-                         f"{' …' if len(missing) > 3 else ''} (give a directory written by `stepwise prm train`)")
+        raise ValueError(f"{directory} is not a whole PRM checkpoint: its weights lack "
+                         f"{missing_weights(loading['missing_keys'])} (give a directory written by `stepwise prm train`)")
     if STEP_MARKER not in tokenizer.get_vocab():
         raise ValueError(f"{directory}'s tokenizer has no step marker {STEP_MARKER!r}: it is not a PRM checkpoint")
     model.config.use_cache = False  # as in load_base; older checkpoints have it on

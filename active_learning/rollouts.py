@@ -38,7 +38,7 @@ from typing import Protocol
 
 from active_learning.data import PROMPT_END
 from active_learning.generate import PROMPT, load_causal_lm, parse_solution, refuse_prm_checkpoint
-from active_learning.generator_spec import check_generator_spec, is_local_path
+from active_learning.generator_spec import check_generator_spec, local_model_path
 from active_learning.grading import extract_answer, grade
 from active_learning.tokenizer import STEP_MARKER
 
@@ -149,15 +149,10 @@ class TransformersGenerator:
     """Samples with `generate` from a causal LM: a local directory, or a hub id the user named."""
 
     def __init__(self, model: str, device: str = "auto") -> None:
-        import torch
+        from active_learning.model import resolve_device
 
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model, self.tokenizer = load_causal_lm(model, device)
-        self.tokenizer.padding_side = "left"  # generation continues from the right end of each row
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.device = device
+        self.device = resolve_device(device)
+        self.model, self.tokenizer = load_causal_lm(model, self.device)
         self.format = "stepwise" if STEP_MARKER in self.tokenizer.get_vocab() else "plain"
         self.description = {"backend": "transformers", "model": _model_name(model), "format": self.format}
 
@@ -317,10 +312,7 @@ def open_generator(spec: str, device: str = "auto", api_key: str | None = None,
     if spec.startswith("vllm:"):
         model = spec.removeprefix("vllm:")
         return VllmGenerator(model, prompt_format or _format_of(model))
-    path = os.path.expanduser(spec)
-    if not os.path.isdir(path) and is_local_path(spec):
-        raise ValueError(f"generator {spec!r}: no such model directory")
-    generator = TransformersGenerator(path, device)
+    generator = TransformersGenerator(local_model_path(spec), device)
     if prompt_format is not None:
         generator.format = generator.description["format"] = prompt_format
     return generator

@@ -20,7 +20,7 @@ from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.errors import BadInput, BadLines, ServiceError, field_error
 from app.models import Role
-from app.ops.service import not_ready_reason
+from app.ops.service import driver_reason, not_ready_reason
 
 
 class _Context:
@@ -74,8 +74,7 @@ class _Group(click.Group):
             # The database down, unreachable or gone mid-command: nothing a traceback would help with.
             where = ctx.find_object(_Context)
             shown = f" at {_shown_url(where.settings)}" if where else ""
-            reason = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
-            click.echo(f"Error: cannot use the database{shown}: {reason}", err=True)
+            click.echo(f"Error: cannot use the database{shown}: {driver_reason(exc)}", err=True)
             ctx.exit(1)
 
 
@@ -156,12 +155,12 @@ def db_backup(ctx: _Context, file: Path) -> None:
 def db_restore(ctx: _Context, file: Path) -> None:
     """Replace the database's contents with a backup made by `db backup` (stop the server first).
     A backup made by an older version is restored as it was: run `stepwise db upgrade` after it."""
-    from app.migrate import head_revision
+    from app.migrate import heads
     from app.ops.backup import restore
 
     revision = restore(ctx.settings.database_url, file)
     click.echo(f"restored from {file}")
-    if revision is not None and revision != head_revision():
+    if revision is not None and revision not in heads():
         click.echo(f"the backup's schema is at revision {revision}, older than this version's: "
                    "run `stepwise db upgrade` before using it", err=True)
 
@@ -747,15 +746,15 @@ def _diverged_as_message() -> Iterator[None]:
 def generate(ctx: _Context, project_name: str, model_name: str, samples: int, max_new_tokens: int, temperature: float, top_p: float, seed: int, limit: int | None) -> None:
     """Sample solutions to the project's problems, grade them and add them to the pool."""
     from active_learning.generate import GenerationConfig
-    from active_learning.generator_spec import is_local_path
+    from active_learning.generator_spec import local_model_path
     from app.rounds.generation import generate_for_project
     from app.projects.service import get_project_by_name
 
-    # As autolabel's open_generator: a path that is not a directory must not become a hub download.
-    # Expanded here, as a quoted or `--model=~/m` tilde reaches us unexpanded by the shell.
-    model_name = os.path.expanduser(model_name)
-    if is_local_path(model_name) and not os.path.isdir(model_name):
-        raise BadInput(f"model {model_name!r}: no such model directory")
+    # As autolabel's: a path that is not a directory must not become a hub download.
+    try:
+        model_name = local_model_path(model_name)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
     config = GenerationConfig(model=model_name, samples=samples, max_new_tokens=max_new_tokens,
                               temperature=temperature, top_p=top_p, seed=seed)
     with ctx.session() as session:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from alembic import command
@@ -36,12 +37,16 @@ def downgrade(database_url: str, revision: str) -> None:
         raise BadInput(f"cannot downgrade to {revision!r}: {exc}") from None
 
 
-def head_revision() -> str:
-    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+@lru_cache(maxsize=1)
+def _scripts() -> ScriptDirectory:
+    # The migrations this code was written for; the files do not change while it runs.
+    return ScriptDirectory(str(MIGRATIONS_DIR))
+
+
+def heads() -> frozenset[str]:
+    return frozenset(_scripts().get_heads())
 
 
 def known_revision(revision: object) -> bool:
     """Whether `revision` is one of this version's migrations."""
-    return isinstance(revision, str) and revision in {
-        script.revision for script in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()
-    }
+    return isinstance(revision, str) and revision in {script.revision for script in _scripts().walk_revisions()}

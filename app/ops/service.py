@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from functools import lru_cache
 
 from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.config import Settings
-from app.migrate import alembic_config
+from app.migrate import heads
 
 
-@lru_cache(maxsize=1)
-def _heads() -> frozenset[str]:
-    # The revisions this code was written for; the files do not change while it runs.
-    return frozenset(ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads())
+def driver_reason(exc: SQLAlchemyError) -> str:
+    """The driver's first line: it names the cause (refused, unknown host, bad password, not a
+    database) and never the URL's password."""
+    first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return first[0] if first else type(exc).__name__
 
 
 def not_ready_reason(engine: Engine) -> str | None:
@@ -28,15 +27,12 @@ def not_ready_reason(engine: Engine) -> str | None:
             connection.execute(text("SELECT 1"))
             current = frozenset(MigrationContext.configure(connection).get_current_heads())
     except SQLAlchemyError as exc:
-        # The driver's first line names the cause (refused, unknown host, bad password) and
-        # never the URL's password.
-        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        return f"the database does not answer: {first[0] if first else type(exc).__name__}"
+        return f"the database does not answer: {driver_reason(exc)}"
     if not current:
         return "the database has no schema: run `stepwise db upgrade`"
-    if current != _heads():
+    if current != heads():
         at = ", ".join(sorted(current))
-        return f"migrations are not at head (database at {at}, code at {', '.join(sorted(_heads()))}): run `stepwise db upgrade`"
+        return f"migrations are not at head (database at {at}, code at {', '.join(sorted(heads()))}): run `stepwise db upgrade`"
     return None
 
 
