@@ -120,11 +120,29 @@ def _windows(tokenizer, chunk: list[Solution], max_length: int) -> tuple[list[di
     return windows, owners
 
 
+@dataclass
+class _Queued:
+    """A chunk whose forward passes are queued: each marker read's (solution, step), and the
+    reads' class probabilities on their way to host memory, there once `copied` has passed."""
+
+    chunk: list[Solution]
+    reads: list[tuple[int, int]]
+    probs: torch.Tensor | None
+    copied: torch.cuda.Event | None
+
+    def read_back(self, neutral_as_correct: bool) -> list[SolutionScore]:
+        if self.copied is not None:
+            self.copied.synchronize()
+        step_probs: list[list] = [[None] * len(s.steps) for s in self.chunk]
+        for (owner, step), p in zip(self.reads, self.probs.tolist() if self.probs is not None else []):
+            step_probs[owner][step] = p
+        return [_summarise(p, neutral_as_correct) for p in step_probs]
+
+
 @torch.inference_mode()
-def _queue_chunk(model, pad_id: int, windows: list[dict], owners: list[int], batch_tokens: int,
-                 padding_mask: bool) -> tuple[list[tuple[int, int]], list[torch.Tensor]]:
-    """Queues the chunk's forward passes; returns each marker read's (solution, step) and the
-    reads' class probabilities, batch by batch, still on the model's device."""
+def _queue_chunk(model, pad_id: int, chunk: list[Solution], windows: list[dict], owners: list[int],
+                 batch_tokens: int, padding_mask: bool) -> _Queued:
+    """Queues the chunk's forward passes and the copy of its probabilities to the host."""
     device = next(model.parameters()).device
     reads: list[tuple[int, int]] = []
     probs: list[torch.Tensor] = []
@@ -138,15 +156,15 @@ def _queue_chunk(model, pad_id: int, windows: list[dict], owners: list[int], bat
         # Only the markers' logits are kept.
         probs.append(logits[rows, positions].float().softmax(-1))
         reads += [(owner, step) for owner, step, _, _ in marks]
-    return reads, probs
-
-
-def _read_back(chunk: list[Solution], reads: list[tuple[int, int]], probs: list[torch.Tensor],
-               neutral_as_correct: bool) -> list[SolutionScore]:
-    step_probs: list[list] = [[None] * len(s.steps) for s in chunk]
-    for (owner, step), p in zip(reads, torch.cat(probs).tolist() if probs else []):
-        step_probs[owner][step] = p
-    return [_summarise(p, neutral_as_correct) for p in step_probs]
+    if not probs or device.type != "cuda":
+        return _Queued(chunk, reads, torch.cat(probs) if probs else None, None)
+    # Copied now, behind this chunk's batches alone: reading it back then waits for this chunk,
+    # not for the next one queued meanwhile, so the GPU is never left without work between chunks.
+    # (Into pinned memory, which a copy to the host with non_blocking allocates.)
+    copied = torch.cuda.Event()
+    host = torch.cat(probs).to("cpu", non_blocking=True)
+    copied.record()
+    return _Queued(chunk, reads, host, copied)
 
 
 T = TypeVar("T")
@@ -184,9 +202,10 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
 
     The host keeps the GPU fed: a worker thread tokenises the next chunk while the current one's
     batches are queued (the Rust tokenizer releases the GIL), each batch is padded while the GPU
-    computes the one before, and a chunk is read back in one copy once the next is queued behind
-    it. (transformers itself waits for the GPU once a forward pass, reading a flag of the batch's
-    positions, so the host is at most about a batch ahead.) `batch_tokens` defaults to the model's
+    computes the one before, and a chunk's probabilities are copied to the host behind its own
+    batches and read once the next chunk is queued, waiting for that copy alone. (transformers
+    itself waits for the GPU once a forward pass, reading a flag of the batch's positions, so the
+    host is at most about a batch ahead.) `batch_tokens` defaults to the model's
     device's (`default_batch_tokens`).
     """
     if chunk_size < 1 or (batch_tokens is not None and batch_tokens < 1):
@@ -202,7 +221,7 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
         chunk = next(chunks, None)
         return None if chunk is None else (chunk, tokenising.submit(_windows, tokenizer, chunk, max_length))
 
-    queued = None  # (chunk, reads, probabilities): on the device, not yet read back
+    queued: _Queued | None = None  # on the device, not yet read back
     unread: BaseException | None = None  # reading the input failed after this chunk was read
     try:
         ahead = tokenise_next()
@@ -214,19 +233,19 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
                     ahead = tokenise_next()
                 except Exception as e:  # noqa: BLE001 - raised below, once what was read is scored
                     ahead, unread = None, e
-                launched = (chunk, *_queue_chunk(model, tokenizer.pad_token_id, windows, owners, batch_tokens,
-                                                 padding_mask))
+                launched = _queue_chunk(model, tokenizer.pad_token_id, chunk, windows, owners, batch_tokens,
+                                        padding_mask)
             except BaseException:
                 # A bad record, an out-of-memory or Ctrl-C in this chunk: the chunk before it, scored
                 # already, still comes out first.
                 if queued is not None:
-                    yield from _read_back(*queued, neutral_as_correct)
+                    yield from queued.read_back(neutral_as_correct)
                 raise
             if queued is not None:
-                yield from _read_back(*queued, neutral_as_correct)
+                yield from queued.read_back(neutral_as_correct)
             queued = launched
         if queued is not None:
-            yield from _read_back(*queued, neutral_as_correct)
+            yield from queued.read_back(neutral_as_correct)
         if unread is not None:
             raise unread
     finally:

@@ -61,10 +61,13 @@ PARTS: dict[str, dict[str, Any]] = {
     },
     "throughput": {
         "script": "prm_throughput.py",
-        # Half the first run's sizes (4,096 solutions, 60 steps: 61 s for one setting each), for
-        # four scoring and four training settings, half of them after a compile, to leave the
-        # learning parts most of one device call: 86 s in all on the H200.
-        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "2048", "--train-steps", "30", "--profile"],
+        # 30 training steps a setting; 8,192 solutions scored, a stream of about 1.9M tokens: 2,048,
+        # the second run's, took 1.3 s at the best setting, short enough for the first chunk's
+        # tokenising (the GPU waits for it) and each chunk's read-back to weigh, which a round's
+        # pool of thousands amortises.
+        # Four scoring and four training settings, half of them after a compile: 86 s in all on
+        # the H200 with 2,048 solutions, about 40 s more now.
+        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "8192", "--train-steps", "30", "--profile"],
         "smoke": ["--device", "cpu", "--solutions", "16", "--naive-solutions", "8", "--train-steps", "3",
                   "--threads", "1", "--profile"],
         # Its JSON is rewritten after every setting: stopped, it keeps what it measured.

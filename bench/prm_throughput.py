@@ -241,6 +241,7 @@ def main() -> None:
     score: dict[str, dict] = {}
     failed: dict[str, str] = {}
     profiles: dict[str, dict] = {}
+    checks: dict[str, dict] = {}
     naive: dict[str, float] = {}
     compiled_layers = None
 
@@ -257,6 +258,7 @@ def main() -> None:
             "train": train, "score": score, "failed": failed,
             "peak_memory_kind": "max allocated on the GPU" if device == "cuda" else "max RSS of the process",
             "peak_memory_mb": max((v["peak_memory_mb"] for v in [*train.values(), *score.values()]), default=None),
+            "score_checks": checks,
             **({"profiles": profiles} if profiles else {}),
         }
         for part, settings in (("train", train), ("score", score)):
@@ -322,6 +324,18 @@ def main() -> None:
         stream = solutions[:STREAM_SOLUTIONS]
         profiles[key] = _profile(lambda: list(iter_scores(model, tokenizer, stream)), device)
 
+    def check_scoring(key: str) -> None:
+        # The streamed path (chunks of 16, so that several chunks are copied back while later ones
+        # are queued) against each solution scored alone: a read-back of a copy not yet done, or
+        # of another chunk's, would be far off; bf16 batching moves a probability by under 0.01.
+        sample = solutions[:64]
+        streamed = list(iter_scores(model, tokenizer, sample, chunk_size=16))
+        alone = [next(iter_scores(model, tokenizer, [s])) for s in sample]
+        gaps = [abs(a - b) for x, y in zip(streamed, alone) for pa, pb in zip(x.step_probs, y.step_probs)
+                if pa is not None and pb is not None for a, b in zip(pa, pb)]
+        checks[key] = {"solutions": len(sample), "probabilities": len(gaps),
+                       "max_gap_to_scored_alone": round(max(gaps), 5)}
+
     def as_trained() -> None:
         # fp32 weights: autocast keeps fp32 master weights, as train does.
         model.to(torch.float32)
@@ -355,6 +369,7 @@ def main() -> None:
         if args.profile:
             attempt("score_batch" + suffix, lambda: profile_scoring("score_batch" + suffix))
             attempt("score_stream" + suffix, lambda: profile_stream("score_stream" + suffix))
+        attempt("score_check" + suffix, lambda: check_scoring("score_check" + suffix))
 
     # Eager and compiled time the same batches, after one warm-up step and COMPILED_WARMUP.
     measure_all("", warmup=1)

@@ -49,6 +49,11 @@ def test_every_part_writes_its_results_and_the_summary_reads_the_goals(tmp_path:
     assert all(s["tokens_per_s"] > 0 and s["steps"] > 0 for s in throughput["train"].values())
     assert throughput["train_best"] in throughput["train"] and throughput["score_best"] in throughput["score"]
     assert all(p["launches"] > 0 and p["top"] and 0 < p["busy_share"] for p in profiles.values())
+    # The streamed path against each solution scored alone, eager and compiled: on a GPU this reads
+    # back copies made while later chunks are queued.
+    checks = throughput["score_checks"]
+    assert set(checks) == {"score_check", "score_check_compiled"}
+    assert all(c["probabilities"] > 0 and c["max_gap_to_scored_alone"] < 0.01 for c in checks.values())
     metrics = {g["metric"] for p in summary["parts"].values() for g in p["goals"]}
     assert metrics == {"content_step_auroc", "score_mfu", "train_mfu", "score_speedup", "data_efficiency.ratio"}
     # The summary ends the output, one line a part, after the benchmarks' own lines.
@@ -149,3 +154,10 @@ def test_the_learning_bench_refuses_pretraining_steps_without_training_steps(tmp
                           timeout=120)
     assert done.returncode == 2 and "--pretrain-steps needs --train-steps" in done.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_the_scoring_variants_refuse_a_machine_without_a_gpu(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "score_variants.py"), "--output", str(tmp_path / "v.json")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2 and "needs a CUDA GPU" in done.stderr
+    assert not (tmp_path / "v.json").exists()
