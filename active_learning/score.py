@@ -159,7 +159,7 @@ def _queue_chunk(model, pad_id: int, chunk: list[Solution], windows: list[dict],
     if not probs or device.type != "cuda":
         return _Queued(chunk, reads, torch.cat(probs) if probs else None, None)
     # Copied now, behind this chunk's batches alone: reading it back then waits for this chunk,
-    # not for the next one queued meanwhile, so the GPU is never left without work between chunks.
+    # not for the next one queued meanwhile, which the GPU computes while the host reads this one.
     # (Into pinned memory, which a copy to the host with non_blocking allocates.)
     copied = torch.cuda.Event()
     host = torch.cat(probs).to("cpu", non_blocking=True)
