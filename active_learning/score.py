@@ -9,6 +9,7 @@ step with as much of what comes before it as fits, so every step gets a score un
 longer than the limit.
 """
 
+import gc
 import itertools
 import math
 import os
@@ -223,6 +224,12 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
 
     queued: _Queued | None = None  # on the device, not yet read back
     unread: BaseException | None = None  # reading the input failed after this chunk was read
+    # The garbage collector looks only at objects made from here on. A full collection walks
+    # every object the process holds: with a chunk's token lists about, 0.3 s a time on a CPU of
+    # ours, longer than a GPU batch, while no batch is queued (collecting took 20-38% of the host's
+    # time in a stream of 8,192 solutions). Older objects are still freed when unreferenced, and
+    # handed back to the collector at the end (a scorer beside this one hands them back early).
+    gc.freeze()
     try:
         ahead = tokenise_next()
         while ahead is not None:
@@ -253,6 +260,7 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
         # way (a chunk at most): it may change the tokenizer next, which tokenizers before 0.23.1
         # refuse while another thread encodes.
         tokenising.shutdown(wait=True, cancel_futures=True)
+        gc.unfreeze()
 
 
 def score_solutions(model, tokenizer, solutions: Iterable[Solution], **options) -> list[SolutionScore]:

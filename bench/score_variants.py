@@ -13,6 +13,8 @@ issue 20, with the 500m preset in bf16 and the repeated layer compiled:
 - `no_mask_check`: `no_ramp` with transformers' packed-sequence check skipped (it reads a flag
   back from the GPU at every forward pass, so the host runs at most a batch ahead); Qwen2 takes a
   ready mask mapping, and none means plain causal attention, the same scores;
+- `collector_as_before`: `no_ramp` with the garbage collector walking the whole process again
+  (`iter_scores` freezes the older objects while it streams);
 - `device_bound_N`: the forward passes alone over batches padded and on the GPU beforehand, the
   rate the product's path would reach if the host never made the GPU wait.
 
@@ -21,6 +23,7 @@ FLOPs a parameter, as bench/prm_throughput.py does.
 """
 
 import argparse
+import gc
 import json
 import time
 from pathlib import Path
@@ -64,11 +67,19 @@ class WithoutMaskCheck(torch.nn.Module):
         return self.model(input_ids=input_ids, attention_mask={"full_attention": None})
 
 
+class CollectorAsBefore:
+    """`gc` as `iter_scores` sees it, freezing nothing."""
+
+    freeze = unfreeze = staticmethod(lambda: None)
+
+
 def pretokenized(model, tokenizer, solutions, batch_tokens):
-    """`iter_scores`' queueing and read-back over chunks tokenised beforehand."""
+    """`iter_scores`' queueing and read-back over chunks tokenised beforehand, the older objects
+    frozen as it freezes them."""
     chunks = [solutions[i:i + CHUNK] for i in range(0, len(solutions), CHUNK)]
     laid_out = [score._windows(tokenizer, chunk, 2048) for chunk in chunks]
     torch.cuda.synchronize()
+    gc.freeze()
     started = time.perf_counter()
     queued = None
     for chunk, (windows, owners) in zip(chunks, laid_out):
@@ -79,7 +90,9 @@ def pretokenized(model, tokenizer, solutions, batch_tokens):
         queued = launched
     queued.read_back(True)
     torch.cuda.synchronize()
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    gc.unfreeze()
+    return seconds
 
 
 def main() -> None:
@@ -116,29 +129,34 @@ def main() -> None:
         return time.perf_counter() - started
 
     list(score.iter_scores(model, tokenizer, solutions[:256]))  # compiles
-    product_batches, product_first = score.token_batches, score.FIRST_CHUNK
-    variants = {
-        "as_is": (model, 65536, product_first, product_batches),
-        "no_ramp": (model, 65536, CHUNK, product_batches),
-        "ramp_length_1.2": (model, 65536, product_first, length_capped(1.2)),
-        "no_ramp_131072": (model, 131072, CHUNK, product_batches),
-        "no_ramp_length_1.2_131072": (model, 131072, CHUNK, length_capped(1.2)),
-        "no_mask_check": (WithoutMaskCheck(model), 65536, CHUNK, product_batches),
+    product = {"FIRST_CHUNK": score.FIRST_CHUNK, "token_batches": score.token_batches, "gc": score.gc}
+    no_ramp = {"FIRST_CHUNK": CHUNK}
+    variants = {  # (what scores, its batch budget, what changes in active_learning.score)
+        "as_is": (model, 65536, {}),
+        "no_ramp": (model, 65536, no_ramp),
+        "ramp_length_1.2": (model, 65536, {"token_batches": length_capped(1.2)}),
+        "no_ramp_131072": (model, 131072, no_ramp),
+        "no_ramp_length_1.2_131072": (model, 131072, no_ramp | {"token_batches": length_capped(1.2)}),
+        "no_mask_check": (WithoutMaskCheck(model), 65536, no_ramp),
+        "collector_as_before": (model, 65536, no_ramp | {"gc": CollectorAsBefore}),
     }
     try:
-        for name, (scorer, budget, first, batches) in variants.items():
-            score.FIRST_CHUNK, score.token_batches = first, batches
+        for name, (scorer, budget, changes) in variants.items():
+            for attribute, value in (product | changes).items():
+                setattr(score, attribute, value)
             record(name, timed_stream(scorer, budget))
-        score.FIRST_CHUNK, score.token_batches = product_first, product_batches
+        for attribute, value in product.items():
+            setattr(score, attribute, value)
         record("pretokenized", pretokenized(model, tokenizer, solutions, 65536))
     finally:
-        score.FIRST_CHUNK, score.token_batches = product_first, product_batches
+        for attribute, value in product.items():
+            setattr(score, attribute, value)
     padding_mask = needs_padding_mask(model)
     for budget in (65536, 131072):
         inputs = []
         for start in range(0, len(windows), CHUNK):
             chunk = windows[start:start + CHUNK]
-            for batch in product_batches([len(w["input_ids"]) for w in chunk], budget):
+            for batch in score.token_batches([len(w["input_ids"]) for w in chunk], budget):
                 inputs.append(score.pad_batch([chunk[i] for i in batch], tokenizer.pad_token_id, "cuda", padding_mask))
         padded = sum(batch["input_ids"].numel() for batch in inputs)
         with torch.inference_mode():

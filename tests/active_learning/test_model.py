@@ -1,3 +1,4 @@
+import gc
 import json
 import os
 import subprocess
@@ -175,6 +176,24 @@ def test_a_consumer_may_stop_early(checkpoint):
     scores.close()  # the tokenising not begun is dropped, the worker thread ends
     assert len(first.step_scores) == len(SOLUTIONS[0].steps)
     assert not set(threading.enumerate()) - before
+
+
+def test_the_collector_skips_older_objects_only_while_scoring(checkpoint):
+    # Frozen while the stream runs, so that a full collection does not walk the whole process;
+    # handed back however the stream ends: finished, stopped early or failed.
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    assert gc.get_freeze_count() == 0
+    scores = iter_scores(model, tokenizer, SOLUTIONS * 20, chunk_size=4)
+    next(scores)
+    assert gc.get_freeze_count() > 0
+    scores.close()
+    assert gc.get_freeze_count() == 0
+    assert len(score_solutions(model, tokenizer, SOLUTIONS)) == len(SOLUTIONS)
+    assert gc.get_freeze_count() == 0
+    broken = [*SOLUTIONS[:2], Solution("bad", "Q", [("a pair", "of texts")])]
+    with pytest.raises(TypeError):
+        list(iter_scores(model, tokenizer, broken, chunk_size=1))
+    assert gc.get_freeze_count() == 0
 
 
 def _encoder_prm(tokenizer):
