@@ -228,8 +228,11 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
     # every object the process holds: with a chunk's token lists about, 0.3 s a time on a CPU of
     # ours, longer than a GPU batch, while no batch is queued (collecting took 20-38% of the host's
     # time in a stream of 8,192 solutions). Older objects are still freed when unreferenced, and
-    # handed back to the collector at the end (a scorer beside this one hands them back early).
-    gc.freeze()
+    # handed back to the collector at the end. A heap frozen already, by a scorer beside this one
+    # or on purpose (before forking server workers, say), is left as it is.
+    freezing = gc.get_freeze_count() == 0
+    if freezing:
+        gc.freeze()
     try:
         ahead = tokenise_next()
         while ahead is not None:
@@ -260,7 +263,8 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
         # way (a chunk at most): it may change the tokenizer next, which tokenizers before 0.23.1
         # refuse while another thread encodes.
         tokenising.shutdown(wait=True, cancel_futures=True)
-        gc.unfreeze()
+        if freezing:
+            gc.unfreeze()
 
 
 def score_solutions(model, tokenizer, solutions: Iterable[Solution], **options) -> list[SolutionScore]:

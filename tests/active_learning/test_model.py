@@ -196,6 +196,23 @@ def test_the_collector_skips_older_objects_only_while_scoring(checkpoint):
     assert gc.get_freeze_count() == 0
 
 
+def test_a_heap_frozen_before_scoring_stays_frozen(checkpoint):
+    # Frozen on purpose (before forking workers, say) or by a scorer beside this one: scoring
+    # neither thaws it nor freezes more.
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        scores = iter_scores(model, tokenizer, SOLUTIONS * 20, chunk_size=4)
+        next(scores)
+        # Frozen objects may be freed meanwhile; none is added, and the heap is not thawed.
+        assert 0 < gc.get_freeze_count() <= frozen
+        scores.close()
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+
+
 def _encoder_prm(tokenizer):
     torch.manual_seed(0)
     return BertForTokenClassification(BertConfig(
