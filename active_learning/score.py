@@ -206,8 +206,8 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
     computes the one before, and a chunk's probabilities are copied to the host behind its own
     batches and read once the next chunk is queued, waiting for that copy alone. (transformers
     itself waits for the GPU once a forward pass, reading a flag of the batch's positions, so the
-    host is at most about a batch ahead.) `batch_tokens` defaults to the model's
-    device's (`default_batch_tokens`).
+    host is at most about a batch ahead.) `batch_tokens` defaults to the model's device's
+    (`default_batch_tokens`).
     """
     if chunk_size < 1 or (batch_tokens is not None and batch_tokens < 1):
         raise ValueError(f"chunk_size and batch_tokens must be 1 or more, not {chunk_size} and {batch_tokens}")
