@@ -79,7 +79,7 @@ from active_learning.data import Solution
 from active_learning.efficiency import bootstrap_ratio
 from active_learning.evaluate import first_error_f1, step_metrics
 from active_learning.files import replace_whole
-from active_learning.model import PRESETS, is_preset, load_checkpoint
+from active_learning.model import PRESETS, is_preset, load_checkpoint, resolve_device
 from active_learning.plot import experiment_svg
 from active_learning.pretrain import pretrain
 from active_learning.score import iter_scores
@@ -278,15 +278,9 @@ class PoolScores:
         return self.product if kind == "product" else self.minimum
 
 
-def _device(config: ExperimentConfig) -> str:
-    if config.device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return config.device
-
-
 def _device_name(config: ExperimentConfig) -> str:
     """What the results name: the card on CUDA, as the other benchmarks do."""
-    device = _device(config)
+    device = resolve_device(config.device)
     return torch.cuda.get_device_name() if device == "cuda" else device
 
 
@@ -336,7 +330,7 @@ def _train_prm(config: ExperimentConfig, base: str, seed: int, records: list[dic
 
 
 def _score_pool(config: ExperimentConfig, checkpoint: Path, pool: Sequence[Synthetic]) -> PoolScores:
-    model, tokenizer, _ = load_checkpoint(checkpoint, _device(config))
+    model, tokenizer, _ = load_checkpoint(checkpoint, resolve_device(config.device))
     scores = list(iter_scores(model, tokenizer, _solutions(pool), max_length=config.max_length))
     return PoolScores([s.product for s in scores], [s.minimum for s in scores],
                       [step_uncertainty(s.step_scores) for s in scores])
@@ -344,7 +338,7 @@ def _score_pool(config: ExperimentConfig, checkpoint: Path, pool: Sequence[Synth
 
 def _measure(config: ExperimentConfig, checkpoint: Path, test: Sequence[Synthetic]) -> dict[str, Any]:
     """Step AUROC and F1, first-error F1 and best-of-N (with its per-problem outcomes)."""
-    model, tokenizer, _ = load_checkpoint(checkpoint, _device(config))
+    model, tokenizer, _ = load_checkpoint(checkpoint, resolve_device(config.device))
     scores = list(iter_scores(model, tokenizer, _solutions(test), max_length=config.max_length))
     ratings, p_correct, gold, predicted = [], [], [], []
     groups: dict[str, list[tuple[float, Synthetic]]] = defaultdict(list)
@@ -545,7 +539,7 @@ def _efficiency(config: ExperimentConfig, arms: dict[str, dict[str, list[dict]]]
 def _seed_job(config: ExperimentConfig, seed: int, work: Path,
               ablations: Sequence[str]) -> dict[str, dict[str, list[dict]]]:
     """One seed in a process of its own; its lines go to this process's stderr."""
-    if _device(config) == "cpu":
+    if resolve_device(config.device) == "cpu":
         use_cpu_threads(config.threads)
     try:
         return _run_seed(config, seed, work, lambda line: print(line, file=sys.stderr, flush=True), ablations)
@@ -560,7 +554,7 @@ def run_experiment(config: ExperimentConfig, log: Callable[[str], None] = lambda
     what every seed had finished, with `stopped` true."""
     check_ablations(ablations)
     started = time.monotonic()
-    if _device(config) == "cpu":
+    if resolve_device(config.device) == "cpu":
         use_cpu_threads(config.threads)
     seeds = range(config.seed, config.seed + config.seeds)
     work = Path(tempfile.mkdtemp(prefix="stepwise-experiment-"))

@@ -59,7 +59,9 @@ def parse_solution(text: str) -> tuple[list[str], str | None]:
 
 def refuse_prm_checkpoint(model: str) -> None:
     """ValueError for a Stepwise PRM checkpoint named as a generator, whatever samples from it."""
-    meta_path = os.path.join(model, "stepwise.json")
+    from active_learning.model import META_FILE
+
+    meta_path = os.path.join(model, META_FILE)
     if not os.path.isfile(meta_path):
         return
     try:

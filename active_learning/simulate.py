@@ -28,7 +28,7 @@ import torch
 
 from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import Solution
-from active_learning.model import META_FILE, load_checkpoint
+from active_learning.model import META_FILE, load_checkpoint, resolve_device
 from active_learning.plot import learning_curves_svg
 from active_learning.pretrain import pretrain
 from active_learning.score import iter_scores
@@ -138,7 +138,7 @@ def _train(config: SimulationConfig, base: str, records: list[dict], test: list[
 
 
 def _score(config: SimulationConfig, checkpoint: Path, pool: list[Synthetic], ids: list[int]) -> list[float]:
-    model, tokenizer, _ = load_checkpoint(checkpoint, "cuda" if torch.cuda.is_available() else "cpu")
+    model, tokenizer, _ = load_checkpoint(checkpoint, resolve_device("auto"))
     solutions = [Solution(pool[i].problem.problem_id, pool[i].problem.text, pool[i].steps) for i in ids]
     scores = iter_scores(model, tokenizer, solutions, max_length=config.max_length)
     return [s.product if config.score == "product" else s.minimum for s in scores]
@@ -204,7 +204,7 @@ def run(config: SimulationConfig, work_dir: Path) -> dict[str, Any]:
         "data_efficiency": {m: data_efficiency(curves["active"], curves["uniform"], m)
                             for m in ("step_auroc", "first_error_f1", "best_of_n")},
         "pool": {"solutions": len(pool), "wrong_answer": sum(1 for c in pool if not c.is_correct)},
-        "environment": {"torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu",
+        "environment": {"torch": torch.__version__, "device": resolve_device("auto"),
                         "threads": torch.get_num_threads(), "machine": platform.machine(),
                         "python": platform.python_version(),
                         # Other work on the machine slows the run; the seconds are read with it.

@@ -30,7 +30,7 @@ from torch._dynamo.utils import counters  # private, but the only count of compi
 
 from active_learning.config import TrainConfig
 from active_learning.data import load_examples, load_solutions, tokenize_example
-from active_learning.model import compile_layers, load_base, marker_id, needs_padding_mask
+from active_learning.model import compile_layers, load_base, marker_id, needs_padding_mask, resolve_device
 from active_learning.score import iter_scores, pad_batch, token_batches
 from active_learning.synthetic import iter_candidates, to_prm800k
 from active_learning.threads import use_cpu_threads
@@ -40,6 +40,11 @@ from bench_results import write_results
 RESULTS = Path(__file__).parent / "results" / "prm_throughput.json"
 # Dense bf16 tensor-core peaks, for model FLOP utilisation.
 PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10": 125e12}
+
+
+def bf16_peak(gpu: str | None) -> float | None:
+    """The card's dense bf16 peak in FLOP/s, by its name; None for a CPU or a card not listed."""
+    return next((v for k, v in PEAK_BF16_FLOPS.items() if gpu and k in gpu), None)
 
 
 def _sync(device: str) -> None:
@@ -211,7 +216,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         use_cpu_threads(args.threads)
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    device = resolve_device(args.device)
     bf16 = device == "cuda"
 
     records = [to_prm800k(c) for c in iter_candidates(max(args.solutions, 64) // 4 + 1, 4, seed=0)]
@@ -221,7 +226,7 @@ def main() -> None:
     model.to(device)
     params = sum(p.numel() for p in model.parameters())
     gpu = torch.cuda.get_device_name() if device == "cuda" else None
-    peak = next((v for k, v in PEAK_BF16_FLOPS.items() if gpu and k in gpu), None)
+    peak = bf16_peak(gpu)
     marker = marker_id(tokenizer)
     pad_id = tokenizer.pad_token_id
     examples = load_examples(records)

@@ -59,7 +59,7 @@ import torch
 from active_learning import experiment
 from active_learning.config import PretrainConfig
 from active_learning.evaluate import first_error_f1
-from active_learning.model import is_preset
+from active_learning.model import is_preset, resolve_device
 from active_learning.pretrain import pretrain
 from active_learning.generate import PROMPT
 from active_learning.rollouts import RolloutLabel, RolloutSettings, RolloutTask, autolabel, open_generator
@@ -330,7 +330,7 @@ def prm_arms(config: BenchConfig, base: str, pool: list[Candidate], human: list[
 
 def run(config: BenchConfig) -> dict[str, Any]:
     started = time.monotonic()
-    device = config.device if config.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    device = resolve_device(config.device)
     if device == "cpu":
         use_cpu_threads(config.threads)
     kinds = error_kinds(config.errors)

@@ -35,8 +35,8 @@ from active_learning.data import load_solutions
 from active_learning.model import compile_layers, load_base, needs_padding_mask
 from active_learning.synthetic import iter_candidates, to_prm800k
 from bench_results import run_header, write_results
+from prm_throughput import bf16_peak
 
-PEAK_BF16_FLOPS = 989e12  # H100 and H200, dense
 CHUNK = 4096
 
 
@@ -111,12 +111,14 @@ def main() -> None:
     params = sum(p.numel() for p in model.parameters())
     windows, _ = score._windows(tokenizer, solutions, 2048)
     real = sum(len(w["input_ids"]) for w in windows)
-    results: dict = {**run_header("score_variants"), "device": torch.cuda.get_device_name(),
+    gpu = torch.cuda.get_device_name()
+    peak = bf16_peak(gpu)
+    results: dict = {**run_header("score_variants"), "device": gpu,
                      "torch": torch.__version__, "solutions": len(solutions), "real_tokens": real, "variants": {}}
 
     def record(name: str, seconds: float, **extra) -> None:
         results["variants"][name] = {"seconds": round(seconds, 3), "tokens_per_s": round(real / seconds),
-                                     "mfu": round(2 * params * real / seconds / PEAK_BF16_FLOPS, 4), **extra}
+                                     "mfu": round(2 * params * real / seconds / peak, 4) if peak else None, **extra}
         print(name, results["variants"][name], flush=True)
         write_results(args.output, results)
 
@@ -169,7 +171,7 @@ def main() -> None:
             torch.cuda.synchronize()
         seconds = time.perf_counter() - started
         record(f"device_bound_{budget}", seconds, padded_tokens=padded,
-               mfu_of_padded=round(2 * params * padded / seconds / PEAK_BF16_FLOPS, 4))
+               mfu_of_padded=round(2 * params * padded / seconds / peak, 4) if peak else None)
     print(json.dumps(results, indent=1))
 
 

@@ -13,11 +13,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-import torch
 from sqlalchemy.orm import Session
 
 from active_learning.data import Solution
-from active_learning.model import load_checkpoint
+from active_learning.model import load_checkpoint, resolve_device
 from active_learning.score import score_solutions
 from app.errors import Conflict, NotFound
 from app.models import ModelVersion, RoundSettings
@@ -54,7 +53,7 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
     solutions = [Solution("request", request.problem, candidate.steps) for candidate in request.solutions]
     with _lock:
         try:
-            model, tokenizer = _model(version.path, "cuda" if torch.cuda.is_available() else "cpu")
+            model, tokenizer = _model(version.path, resolve_device("auto"))
         except ValueError as e:
             # What is wrong names files on the server: logged here, not told to the client.
             logger.error("model version %s: %s", version_id, e)

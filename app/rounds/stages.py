@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import torch
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -36,7 +35,7 @@ from active_learning.data import (
 )
 from active_learning.data import Solution as PrmSolution
 from active_learning.evaluate import best_of_n, evaluate_examples
-from active_learning.model import META_FILE, load_checkpoint
+from active_learning.model import META_FILE, load_checkpoint, resolve_device
 from active_learning.rollouts import RolloutSettings, open_generator
 from active_learning.score import in_chunks, iter_scores
 from active_learning.train import PROGRESS_FILE, TrainingDiverged, planned_steps, train
@@ -149,7 +148,7 @@ def _rollout_labels(run: RoundRun) -> dict[str, Any]:
                                "method": s.autolabel_method}
     try:
         # An endpoint's key comes from the worker's environment, as for `stepwise autolabel`.
-        generator = open_generator(s.autolabel_generator, device=_device(), api_key=os.environ.get("OPENAI_API_KEY"))
+        generator = open_generator(s.autolabel_generator, device=resolve_device("auto"), api_key=os.environ.get("OPENAI_API_KEY"))
     except (ValueError, OSError) as exc:
         # A generator that cannot be opened costs this round its machine labels, not its model:
         # the round goes on with the labels it has, and the round page says why.
@@ -323,10 +322,6 @@ def _reusable(output: Path, config: TrainConfig, examples: list[Example]) -> boo
 
 # -- evaluate and promote ---------------------------------------------------------------------
 
-def _device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def _evaluate(run: RoundRun) -> None:
     with run.session() as session:
         _, heldout_records = _split(run, session, training=False)
@@ -357,7 +352,7 @@ def _best_of_n_rows(session: Session, run: RoundRun, heldout_texts: set[str]) ->
 
 
 def _metrics_of(run: RoundRun, path: str, heldout: list[Example], bon_rows: list[tuple]) -> dict:
-    model, tokenizer, _ = load_checkpoint(path, _device())
+    model, tokenizer, _ = load_checkpoint(path, resolve_device("auto"))
     options = {"neutral_as_correct": run.settings.neutral_as_correct, "max_length": run.settings.max_length}
     metrics = (evaluate_examples(model, tokenizer, heldout, bootstrap=BOOTSTRAP_SAMPLES, **options)
                if heldout else {})
@@ -444,7 +439,7 @@ def _score(run: RoundRun) -> None:
         version_id, path = selector.id, selector.path
         total = pool.count_unscored(session, run.project_id, version_id)
         run.progress(session, RoundStage.score, 0, f"scoring {total} solutions")
-    model, tokenizer, _ = load_checkpoint(path, _device())
+    model, tokenizer, _ = load_checkpoint(path, resolve_device("auto"))
     s, done = run.settings, 0
     # One scoring stream over the whole pool, read from the database a page at a time, so that
     # the scorer tokenises the next solutions while the device computes (a call per page left the
