@@ -52,7 +52,7 @@ def test_other_roles_are_refused(client, session_factory, checkpoint: Path, role
     assert response.status_code == 403
 
 
-def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoint: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoint: Path, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     version_id = _version(session_factory, checkpoint)
     make_user(session_factory, "rita", "researcher")
     headers = api_headers(client, "rita")
@@ -79,3 +79,5 @@ def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoi
     unreadable = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
     assert unreadable.status_code == 409, unreadable.text
     assert unreadable.json()["detail"] == f"model version {version_id}'s checkpoint cannot be loaded; the server log says why"
+    # The cause, with the server's paths, goes to the log instead.
+    assert any("has no tokenizer files" in r.getMessage() and str(damaged) in r.getMessage() for r in caplog.records)
