@@ -6,9 +6,9 @@ commands of the group do not pay for them at start-up.
 
 import dataclasses
 import json
-import os
 import sys
 import typing
+from pathlib import Path
 
 import click
 
@@ -35,13 +35,16 @@ def _load(model_dir: str, device: str):
     return model, tokenizer
 
 
-def _writable(path: str) -> None:
-    """Refuse an output file that cannot be written before the model is loaded, not after."""
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise click.ClickException(f"cannot write {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK):
-        raise click.ClickException(f"cannot write {path}: {parent} is not writable")
+def _output_file(path: str) -> Path:
+    """Where `path` is written, checked before any data or model is loaded: the checks and the
+    written-whole-or-not-at-all rule of the other commands' output files (app.ops.files)."""
+    from app.errors import BadInput
+    from app.ops.files import output_file
+
+    try:
+        return output_file(Path(path))
+    except BadInput as e:
+        raise click.ClickException(e.message) from None
 
 
 def _within_positions(model, max_length: int) -> int:
@@ -92,9 +95,12 @@ def _add_options(command, config_class):
 def synth(output, problems, solutions_per_problem, seed, full, error_rate):
     """Write oracle-labeled synthetic solutions as PRM800K JSONL."""
     from active_learning.synthetic import iter_candidates, write_prm800k
+    from app.ops.files import written_aside
 
+    target = _output_file(output)
     candidates = iter_candidates(problems, solutions_per_problem, seed, error_rate)
-    count = write_prm800k(output, candidates, first_error_only=not full)
+    with written_aside(target) as partial:
+        count = write_prm800k(str(partial), candidates, first_error_only=not full)
     click.echo(json.dumps({"output": output, "records": count}))
 
 
@@ -162,8 +168,9 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
     from active_learning.data import load_solutions
     from active_learning.model import compile_layers
     from active_learning.score import iter_scores
+    from app.ops.files import written_aside
 
-    _writable(output)
+    target = _output_file(output)
     try:
         solutions = load_solutions(input_file)
     except ValueError as e:
@@ -175,7 +182,7 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
         compile_layers(model)
     scores = iter_scores(model, tokenizer, solutions, max_length=_within_positions(model, max_length),
                          batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)
-    with open(output, "wb") as f:
+    with written_aside(target) as partial, partial.open("wb") as f:
         for solution, result in zip(solutions, scores):
             row = {"problem_id": solution.problem_id, **dataclasses.asdict(result)}
             f.write(orjson.dumps(row) + b"\n")

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 DEVICES = ("auto", "cpu", "cuda")
+# Training runs under accelerate, which puts each process on its own GPU: cuda:N would fight it.
+DEVICE_RULE = ("auto, cpu or cuda (for one GPU of several, set CUDA_VISIBLE_DEVICES=N; for "
+               "several, `accelerate launch`)")
 
 
 def _refuse(config, name: str, condition: bool, rule: str) -> None:
@@ -105,7 +108,7 @@ class TrainConfig:
         _refuse(self, "batch_size", self.batch_size < 1, "1 or more")
         _refuse(self, "batch_tokens", self.batch_tokens is not None and self.batch_tokens < 1, "1 or more")
         _refuse(self, "max_length", self.max_length < 1, "1 or more")
-        _refuse(self, "device", self.device not in DEVICES, " or ".join(DEVICES))
+        _refuse(self, "device", self.device not in DEVICES, DEVICE_RULE)
         _refuse(self, "eval_fraction", not 0 <= self.eval_fraction < 1, "from 0 up to, not including, 1")
         _refuse(self, "save_every", self.save_every < 1, "1 or more")
         _refuse(self, "log_every", self.log_every < 1, "1 or more")
@@ -154,7 +157,7 @@ class PretrainConfig:
         _refuse(self, "learning_rate", not _positive(self.learning_rate), "a number above 0")
         _refuse(self, "batch_size", self.batch_size < 1, "1 or more")
         _refuse(self, "max_length", self.max_length < 1, "1 or more")
-        _refuse(self, "device", self.device not in DEVICES, " or ".join(DEVICES))
+        _refuse(self, "device", self.device not in DEVICES, DEVICE_RULE)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

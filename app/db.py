@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from enum import IntEnum
 from typing import TypeVar
 
 import anyio
@@ -15,7 +16,7 @@ import anyio.to_thread
 # FastAPI's Request is Starlette's: imported from there, FastAPI (0.05 s) stays out of the
 # start-up of CLI commands, which import this module too.
 from starlette.requests import Request
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -81,6 +82,28 @@ def _configure_sqlite(engine: Engine) -> None:
         # SQLite has no row locks: taking the write lock at BEGIN serialises writers, which is
         # what makes leasing a task safe there (PostgreSQL uses FOR UPDATE SKIP LOCKED instead).
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class RuleLock(IntEnum):
+    """A rule that a check and the write after it must keep across concurrent transactions; its
+    value is its PostgreSQL advisory lock key (see hold_rule)."""
+
+    user_names = 1
+    active_admins = 2
+
+
+# The first key of PostgreSQL's two-key advisory locks, so that another application sharing
+# the database with its own advisory locks cannot collide with ours.
+_ADVISORY_NAMESPACE = 0x5374_6570  # "Step"
+
+
+def hold_rule(session: Session, rule: RuleLock) -> None:
+    """Wait until no other transaction is checking `rule`, and keep others waiting until this one
+    ends. Without it, two transactions under READ COMMITTED each check, see nothing of the other's
+    uncommitted write, and both write. SQLite needs nothing: BEGIN IMMEDIATE already serialises
+    every writing transaction there."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(_ADVISORY_NAMESPACE, int(rule))))
 
 
 def create_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -8,6 +8,7 @@ temporary. A directory is not a stream, so only the CLI writes this format.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -70,10 +71,14 @@ def write_dataset(session: Session, project: Project, filters: ExportFilters, di
     nothing at `directory`."""
     import datasets
 
+    if str(directory) == "-":
+        raise BadInput("a dataset is a directory, not standard output: name a new directory")
     if directory.exists():
         raise BadInput(f"{directory} already exists; name a new directory for the dataset")
     if not directory.parent.is_dir():
         raise BadInput(f"cannot write {directory}: no directory {directory.parent}")
+    if not os.access(directory.parent, os.W_OK):
+        raise BadInput(f"cannot write {directory}: directory {directory.parent} is not writable")
     datasets.disable_progress_bars()
     with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as work:
         parquet = Path(work) / "labels.parquet"

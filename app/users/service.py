@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.security import hash_password
 from app.auth.service import Principal, end_logins
+from app.db import RuleLock, hold_rule
 from app.errors import Conflict, NotFound
 from app.models import Role, User
 from app.users.schemas import UserCreate, UserUpdate
@@ -14,7 +15,10 @@ from app.users.schemas import UserCreate, UserUpdate
 
 def create_user(session: Session, data: UserCreate) -> User:
     # Names that differ only in case are one name to people reading a report (and to the login
-    # throttle, which counts failures by the lowercased name).
+    # throttle, which counts failures by the lowercased name). A unique index on lower(username)
+    # would keep it without a lock, but could not be built on a database that already holds two
+    # such names.
+    hold_rule(session, RuleLock.user_names)
     taken = session.scalar(select(User.username).where(func.lower(User.username) == data.username.lower()))
     if taken is not None:
         raise Conflict(f"a user named {taken!r} already exists" if taken == data.username else
@@ -70,5 +74,7 @@ def update_user(
 
 
 def _other_active_admin(session: Session, user: User) -> bool:
+    # Two admins demoting each other at once would each still see the other as an admin.
+    hold_rule(session, RuleLock.active_admins)
     others = select(User.id).where(User.role == Role.admin, User.is_active, User.id != user.id)
     return session.scalar(others.limit(1)) is not None

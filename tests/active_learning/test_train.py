@@ -520,7 +520,9 @@ def test_pretraining_takes_its_presets_learning_rate_unless_given_one(tmp_path):
     (["--lm-loss-weight", "-1"], "--lm-loss-weight must be 0 or more, not -1.0"),
     (["--time-budget-s", "-1"], "--time-budget-s must be a number of seconds above 0, not -1.0"),
     (["--max-length", "0"], "--max-length must be 1 or more, not 0"),
-    (["--device", "bogus"], "--device must be auto or cpu or cuda, not bogus"),
+    (["--device", "bogus"], "--device must be auto, cpu or cuda (for one GPU of several, set "
+                            "CUDA_VISIBLE_DEVICES=N; for several, `accelerate launch`), not bogus"),
+    (["--device", "cuda:1"], "set CUDA_VISIBLE_DEVICES=N"),
 ])
 def test_a_setting_that_cannot_train_is_refused_by_its_flag_and_leaves_nothing(files, tmp_path, flags, message):
     result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
@@ -580,7 +582,8 @@ def test_scoring_refuses_a_language_model_for_a_prm(files, tmp_path):
 @pytest.mark.parametrize("flags, message", [
     (["--device", "bogus"], "unknown device 'bogus'"),
     (["--max-length", "0"], "Invalid value for '--max-length'"),
-    (["--output", "/no/such/dir/scores.jsonl"], "cannot write /no/such/dir/scores.jsonl: /no/such/dir is not a directory"),
+    (["--output", "/no/such/dir/scores.jsonl"], "cannot write /no/such/dir/scores.jsonl: no directory /no/such/dir"),
+    (["--output", "-"], "writing to standard output is not supported: name a file"),
 ])
 def test_scoring_refuses_bad_flags_before_loading(files, checkpoint, tmp_path, flags, message):
     output = ["--output", str(tmp_path / "scores.jsonl")] if "--output" not in flags else []
@@ -588,6 +591,17 @@ def test_scoring_refuses_bad_flags_before_loading(files, checkpoint, tmp_path, f
                                       *output, *flags])
     assert result.exit_code in (1, 2) and message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("output, message", [
+    ("-", "writing to standard output is not supported: name a file"),
+    (".", "is a directory"),
+])
+def test_synth_refuses_an_output_that_is_not_a_file_to_write(tmp_path, monkeypatch, output, message):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(prm, ["synth", "--output", output, "--problems", "2"])
+    assert result.exit_code in (1, 2) and message in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_max_length_beyond_the_models_positions_is_cut_to_them_and_said(files, checkpoint, tmp_path):

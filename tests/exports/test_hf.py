@@ -84,6 +84,15 @@ def test_hf_export_refuses_an_existing_directory(cli_env, session_factory, tmp_p
     assert [p.name for p in (tmp_path / "labels").iterdir()] == ["mine.txt"]
 
 
+def test_hf_export_refuses_standard_output(cli_env, session_factory, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["export", "--project", project.name, "--format", "hf", "--output", "-"])
+    assert result.exit_code == 1
+    assert "a dataset is a directory, not standard output" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_file_formats_refuse_a_directory(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     result = CliRunner().invoke(
