@@ -19,7 +19,10 @@ from tests.imports.conftest import sample_records
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 GOOD = sample_records()
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The same examples on every run, as the other fuzz tests: CI's verdict on a change must not
+# depend on the draw. To explore further, run with a larger max_examples by hand.
+FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
 
 
 def _parse_all(raw: bytes) -> None:
