@@ -15,6 +15,13 @@ issue 20, with the 500m preset in bf16 and the repeated layer compiled:
   ready mask mapping, and none means plain causal attention, the same scores;
 - `collector_as_before`: `no_ramp` with the garbage collector walking the whole process again
   (`iter_scores` freezes the older objects while it streams);
+- `packed_sdpa_R`, `packed_flex_R`: `no_ramp` with no padding between solutions: each batch's
+  windows laid end to end in rows of R tokens (first fit, longest first; only a row's tail is
+  padding), each starting its positions again at 0. transformers reads the restarts as packed
+  sequences and keeps each solution's attention to itself: a block-diagonal mask for SDPA (no
+  flash kernel, and every row's whole R x R computed), a block mask for FlexAttention (blocks of
+  other solutions skipped). The padding the product pays (`padding`, beside each variant) against
+  attention that costs more;
 - `device_bound_N`: the forward passes alone over batches padded and on the GPU beforehand, the
   rate the product's path would reach if the host never made the GPU wait.
 
@@ -28,11 +35,13 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 import active_learning.score as score
 from active_learning.data import load_solutions
 from active_learning.model import compile_layers, load_base, needs_padding_mask
+from active_learning.score import _Queued, to_device
 from active_learning.synthetic import iter_candidates, to_prm800k
 from bench_results import run_header, write_results
 from prm_throughput import bf16_peak
@@ -65,6 +74,76 @@ class WithoutMaskCheck(torch.nn.Module):
 
     def forward(self, input_ids, attention_mask=None):
         return self.model(input_ids=input_ids, attention_mask={"full_attention": None})
+
+
+def packed_rows(lengths: list[int], row_tokens: int) -> list[list[int]]:
+    """Indices laid into rows of at most `row_tokens` tokens, longest first, each into the first
+    row it fits (a window longer than a row gets one of its own)."""
+    rows: list[list[int]] = []
+    space: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True):
+        row = next((r for r, free in enumerate(space) if free >= lengths[i]), None)
+        if row is None:
+            rows.append([])
+            space.append(row_tokens)
+            row = len(rows) - 1
+        rows[row].append(i)
+        space[row] -= lengths[i]
+    return rows
+
+
+def packed_queue(row_tokens: int):
+    """`score._queue_chunk` with each batch's windows packed into rows of `row_tokens` tokens, as
+    many rows as the batch budget holds; the same reads, in another order."""
+    @torch.inference_mode()
+    def queue_chunk(model, pad_id, chunk, windows, owners, batch_tokens, padding_mask):
+        device = next(model.parameters()).device
+        width = max(row_tokens, max(len(w["input_ids"]) for w in windows))
+        rows = packed_rows([len(w["input_ids"]) for w in windows], width)
+        reads, probs = [], []
+        for start in range(0, len(rows), max(1, batch_tokens // width)):
+            batch = rows[start:start + max(1, batch_tokens // width)]
+            ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+            # Padding at a row's end counts on from 0 too: a sequence of its own, read by nothing.
+            positions = np.tile(np.arange(width), (len(batch), 1))
+            marks = []
+            for r, row in enumerate(batch):
+                at = 0
+                for i in row:
+                    tokens = windows[i]["input_ids"]
+                    ids[r, at:at + len(tokens)] = tokens
+                    positions[r, at:] = np.arange(width - at)
+                    marks += [(owners[i], step, r, at + position) for step, position in windows[i]["reads"]]
+                    at += len(tokens)
+            logits = model(input_ids=to_device(torch.from_numpy(ids), device),
+                           position_ids=to_device(torch.from_numpy(positions), device)).logits
+            at_rows = to_device(torch.tensor([m[2] for m in marks]), device)
+            at_positions = to_device(torch.tensor([m[3] for m in marks]), device)
+            probs.append(logits[at_rows, at_positions].float().softmax(-1))
+            reads += [(owner, step) for owner, step, _, _ in marks]
+        host = torch.cat(probs).to("cpu", non_blocking=device.type == "cuda")
+        copied = None
+        if device.type == "cuda":
+            copied = torch.cuda.Event()
+            copied.record()
+        return _Queued(chunk, reads, host, copied)
+    return queue_chunk
+
+
+def padding_share(windows: list[dict], batch_tokens: int, row_tokens: int | None = None) -> float:
+    """The share of the tokens computed that are padding, for the chunks and batches that
+    `active_learning.score` makes as it stands (a variant's changes in place), or with each batch
+    packed into rows of `row_tokens`. (The synthetic solutions each fit one window.)"""
+    real = padded = 0
+    for chunk in score.in_chunks(windows, CHUNK, first=score.FIRST_CHUNK):
+        lengths = [len(w["input_ids"]) for w in chunk]
+        real += sum(lengths)
+        if row_tokens is None:
+            padded += sum(len(b) * max(lengths[i] for i in b) for b in score.token_batches(lengths, batch_tokens))
+        else:
+            width = max(row_tokens, max(lengths))
+            padded += len(packed_rows(lengths, width)) * width
+    return round(1 - real / padded, 4)
 
 
 class CollectorAsBefore:
@@ -131,7 +210,12 @@ def main() -> None:
         return time.perf_counter() - started
 
     list(score.iter_scores(model, tokenizer, solutions[:256]))  # compiles
-    product = {"FIRST_CHUNK": score.FIRST_CHUNK, "token_batches": score.token_batches, "gc": score.gc}
+    torch.manual_seed(0)
+    flex, _ = load_base("500m", attn="flex_attention")
+    flex.to("cuda", torch.bfloat16).eval()
+    compile_layers(flex)
+    product = {"FIRST_CHUNK": score.FIRST_CHUNK, "token_batches": score.token_batches, "gc": score.gc,
+               "_queue_chunk": score._queue_chunk}
     no_ramp = {"FIRST_CHUNK": CHUNK}
     variants = {  # (what scores, its batch budget, what changes in active_learning.score)
         "as_is": (model, 65536, {}),
@@ -141,12 +225,22 @@ def main() -> None:
         "no_ramp_length_1.2_131072": (model, 131072, no_ramp | {"token_batches": length_capped(1.2)}),
         "no_mask_check": (WithoutMaskCheck(model), 65536, no_ramp),
         "collector_as_before": (model, 65536, no_ramp | {"gc": CollectorAsBefore}),
+        "packed_sdpa_2048": (model, 65536, no_ramp | {"_queue_chunk": packed_queue(2048)}),
+        "packed_flex_2048": (flex, 65536, no_ramp | {"_queue_chunk": packed_queue(2048)}),
+        "packed_flex_8192": (flex, 65536, no_ramp | {"_queue_chunk": packed_queue(8192)}),
     }
     try:
         for name, (scorer, budget, changes) in variants.items():
             for attribute, value in (product | changes).items():
                 setattr(score, attribute, value)
-            record(name, timed_stream(scorer, budget))
+            row_tokens = int(name.rsplit("_", 1)[1]) if name.startswith("packed") else None
+            try:
+                seconds = timed_stream(scorer, budget)
+            except Exception as e:  # noqa: BLE001 - one variant failing must not cost the lease the rest
+                results["variants"][name] = {"error": f"{type(e).__name__}: {e}"[:1000]}
+                print(name, results["variants"][name], flush=True)
+                continue
+            record(name, seconds, padding=padding_share(windows, budget, row_tokens))
         for attribute, value in product.items():
             setattr(score, attribute, value)
         record("pretokenized", pretokenized(model, tokenizer, solutions, 65536))

@@ -161,3 +161,38 @@ def test_the_scoring_variants_refuse_a_machine_without_a_gpu(tmp_path: Path) -> 
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 2 and "needs a CUDA GPU" in done.stderr
     assert not (tmp_path / "v.json").exists()
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "flex_attention"])
+def test_the_packed_scoring_variant_reads_what_the_product_reads(attention: str) -> None:
+    """The variant the next GPU lease measures against padding gives each step the probabilities
+    the product gives it: packing must not let one solution attend to another."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import score_variants
+    import torch
+
+    import active_learning.score as score
+    from active_learning.data import load_solutions
+    from active_learning.model import load_base
+    from active_learning.synthetic import iter_candidates, to_prm800k
+
+    solutions = load_solutions([to_prm800k(c) for c in iter_candidates(12, 4, seed=3)])
+    torch.manual_seed(0)
+    model, tokenizer = load_base("tiny", attn=attention)
+    model.eval()
+    windows, owners = score._windows(tokenizer, solutions, 2048)
+    lengths = [len(w["input_ids"]) for w in windows]
+    row_tokens = 2 * max(lengths)
+    rows = score_variants.packed_rows(lengths, row_tokens)
+    assert sorted(i for row in rows for i in row) == list(range(len(windows)))
+    assert all(sum(lengths[i] for i in row) <= row_tokens for row in rows)
+    assert max(len(row) for row in rows) > 1  # solutions do share rows
+
+    product = score._queue_chunk(model, tokenizer.pad_token_id, solutions, windows, owners, 4096, False)
+    packed = score_variants.packed_queue(row_tokens)(model, tokenizer.pad_token_id, solutions, windows, owners,
+                                                     4096, False)
+    assert sorted(packed.reads) == sorted(product.reads)
+    by_read = dict(zip(packed.reads, packed.probs))
+    expected = torch.stack([by_read[read] for read in product.reads])
+    assert torch.allclose(expected, product.probs, atol=1e-5)
+    assert 0 <= score_variants.padding_share(windows, 4096, row_tokens) < score_variants.padding_share(windows, 4096)
