@@ -55,19 +55,21 @@ PARTS: dict[str, dict[str, Any]] = {
                   "--eval-problems", "12", "--threads", "1"],
         # Its checkpoints (two 100M models) are scratch: kept out of the results directory.
         "workdir": True,
-        # About 400 s expected beside the experiment; up to what the deadline leaves after the
-        # throughput part (86 s), so that the position-only model finishes too.
+        # 339 s beside the experiment in the third lease; up to what the deadline leaves after the
+        # throughput part (about 190 s), so that the position-only model finishes too.
         "limit_s": 480,
     },
     "throughput": {
         "script": "prm_throughput.py",
-        # 30 training steps a setting; 8,192 solutions scored, a stream of about 1.9M tokens: 2,048,
-        # the second run's, took 1.3 s at the best setting, short enough for the first chunk's
-        # tokenising (the GPU waits for it) and each chunk's read-back to weigh, which a round's
-        # pool of thousands amortises.
-        # Four scoring and four training settings, half of them after a compile: 86 s in all on
-        # the H200 with 2,048 solutions, about 40 s more now.
-        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "8192", "--train-steps", "30", "--profile"],
+        # 30 training steps a setting; 32,768 solutions scored, a stream of about 7.6M tokens. A
+        # short stream measures its start more than the scorer: 2,048 solutions took 1.3 s, the
+        # first chunk's tokenising (the GPU waits for it) and each read-back weighing; at 8,192 the
+        # chunk ramp (256 doubling to 4,096: small chunks, 10% padding against 4.6%) still held
+        # 3,840 of them, against 12% now and nothing in a pool of millions. The variants
+        # (bench/score_variants.py) measure the ramp apart.
+        # Four scoring and four training settings, half of them after a compile: 146 s in all on
+        # the H200 with 8,192 solutions; about 40 s more now.
+        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "32768", "--train-steps", "30", "--profile"],
         "smoke": ["--device", "cpu", "--solutions", "16", "--naive-solutions", "8", "--train-steps", "3",
                   "--threads", "1", "--profile"],
         # Its JSON is rewritten after every setting: stopped, it keeps what it measured.
