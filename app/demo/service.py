@@ -9,16 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.auth.security import hash_password
 from app.demo.solutions import demo_solutions
 from app.errors import NotFound
 from app.imports.service import import_file
 from app.models import Problem, Project, Role, Solution, User
 from app.projects.schemas import ProjectCreate
 from app.projects.service import create_project
+from app.users.schemas import UserCreate, UserUpdate
+from app.users.service import create_user, update_user
 
 DEMO_PROJECT = "MATH-500 demo"
 DEMO_USERS = (
@@ -135,14 +136,17 @@ def _mark_demo(session: Session, project: Project, kinds: dict[tuple[str, ...], 
 
 
 def _demo_logins(session: Session) -> list[tuple[str, str, str]]:
+    """The demo users' (name, role, new password), made through the users service so that its
+    rules hold: a name taken in another case is that user; run again, the earlier passwords and
+    their logins end; a demo user an admin has since given another role keeps it, and it is the
+    role printed."""
     logins = []
     for username, role in DEMO_USERS:
         password = secrets.token_urlsafe(9)
-        user = session.scalar(select(User).where(User.username == username))
+        user = session.scalar(select(User).where(func.lower(User.username) == username))
         if user is None:
-            session.add(User(username=username, role=role, password_hash=hash_password(password)))
+            user = create_user(session, UserCreate(username=username, role=role, password=password))
         else:
-            user.password_hash = hash_password(password)
-            user.is_active = True
-        logins.append((username, role.value, password))
+            update_user(session, user, UserUpdate(is_active=True, password=password), by=None)
+        logins.append((user.username, user.role.value, password))
     return logins

@@ -18,12 +18,14 @@ def create_user(session: Session, data: UserCreate) -> User:
     # throttle, which counts failures by the lowercased name). A unique index on lower(username)
     # would keep it without a lock, but could not be built on a database that already holds two
     # such names.
+    # Hashed first: the hash takes a deliberate while, and the lock holds every other creation.
+    password_hash = hash_password(data.password)
     hold_rule(session, RuleLock.user_names)
     taken = session.scalar(select(User.username).where(func.lower(User.username) == data.username.lower()))
     if taken is not None:
         raise Conflict(f"a user named {taken!r} already exists" if taken == data.username else
                        f"a user named {taken!r} already exists; names may not differ only in case")
-    user = User(username=data.username, role=data.role, password_hash=hash_password(data.password))
+    user = User(username=data.username, role=data.role, password_hash=password_hash)
     session.add(user)
     session.flush()
     return user
@@ -52,6 +54,12 @@ def update_user(
 ) -> User:
     """Change a user; deactivation or a new password ends their logins (see end_logins), all
     but `keep`, the caller's own. `by` is the admin making the change, None at the command line."""
+    password_hash = None if data.password is None else hash_password(data.password)
+    if data.role is not None or data.is_active is not None:
+        # Two admins demoting each other at once would each still see the other as an admin; and
+        # the user is decided on as committed now, not as loaded before another admin's change.
+        hold_rule(session, RuleLock.active_admins)
+        session.refresh(user)
     changes_standing = (data.role is not None and data.role != user.role) or \
         (data.is_active is not None and data.is_active != user.is_active)
     if by is not None and user.id == by.id and changes_standing:
@@ -66,15 +74,13 @@ def update_user(
         user.role = data.role
     if data.is_active is not None:
         user.is_active = data.is_active
-    if data.password is not None:
-        user.password_hash = hash_password(data.password)
+    if password_hash is not None:
+        user.password_hash = password_hash
     if data.is_active is False or data.password is not None:
         end_logins(session, user, keep=keep)
     return user
 
 
 def _other_active_admin(session: Session, user: User) -> bool:
-    # Two admins demoting each other at once would each still see the other as an admin.
-    hold_rule(session, RuleLock.active_admins)
     others = select(User.id).where(User.role == Role.admin, User.is_active, User.id != user.id)
     return session.scalar(others.limit(1)) is not None

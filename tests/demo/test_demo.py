@@ -7,10 +7,14 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from app.auth.security import verify_password
+from app.auth.service import issue_api_token
 from app.db import session_scope
 from app.demo.service import DEMO_PROJECT, MATH500, load_demo
 from app.demo.solutions import demo_solutions, perturb_answer, split_steps
-from app.models import AnswerGrade, Assignment, Solution, User
+from app.models import AnswerGrade, ApiToken, Assignment, Role, Solution, User
+from app.users.schemas import UserUpdate
+from app.users.service import get_user_by_name, update_user
+from tests.conftest import make_user
 
 
 def test_split_steps_keeps_math_whole_and_drops_figures() -> None:
@@ -66,3 +70,26 @@ def test_load_demo_marks_grades_and_is_idempotent(session_factory, tmp_path: Pat
         for username, _role, password in second.logins:
             user = session.scalar(select(User).where(User.username == username))
             assert user is not None and verify_password(user.password_hash, password)
+
+
+def test_demo_logins_keep_the_user_rules(session_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Run on a database whose admin has changed a demo user, the demo hands out that user as it
+    is now: found in another case, its role kept and printed, reactivated, its old logins ended."""
+    problems = tmp_path / "math2.jsonl"
+    problems.write_text("\n".join(MATH500.read_text().splitlines()[:2]) + "\n")
+    make_user(session_factory, "admin", Role.admin)
+    make_user(session_factory, "Demo-Labeler", Role.labeler)
+    with session_scope(session_factory) as session:
+        first = load_demo(session, problems)
+        manager = get_user_by_name(session, "demo-manager")
+        update_user(session, manager, UserUpdate(role=Role.researcher, is_active=False), by=None)
+        token = issue_api_token(session, get_user_by_name(session, "demo-researcher"), "notebook")
+    assert ("Demo-Labeler", "labeler") in [(name, role) for name, role, _ in first.logins]
+    with session_scope(session_factory) as session:
+        second = load_demo(session, problems)
+        logins = {name: role for name, role, _ in second.logins}
+        assert logins["demo-manager"] == "researcher" and "demo-labeler" not in logins
+        assert get_user_by_name(session, "demo-manager").is_active
+        revoked = session.scalar(select(ApiToken.revoked_at).where(ApiToken.name == "notebook"))
+        assert revoked is not None and token
+        assert session.scalar(select(func.count()).select_from(User)) == 6

@@ -92,3 +92,20 @@ def test_a_rule_held_by_one_transaction_does_not_hold_another_rule(session_facto
         session, get_user_by_name(session, "bob"), UserUpdate(role=Role.manager), by=None))
     thread.join(30)
     assert outcome == [None]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_user_changed_since_it_was_loaded_is_decided_on_as_it_is_now(session_factory, first: Session) -> None:
+    """Loaded as a labeler, promoted and made the only admin by another admin before this change
+    lands: deactivating them is the last admin's deactivation, refused. (PostgreSQL only: on
+    SQLite the load's transaction keeps the other admin's from starting.)"""
+    make_user(session_factory, "ada", Role.admin)
+    make_user(session_factory, "cy", Role.labeler)
+    loaded = get_user_by_name(first, "cy")
+    with session_factory() as other:
+        update_user(other, get_user_by_name(other, "cy"), UserUpdate(role=Role.admin), by=None)
+        other.flush()
+        update_user(other, get_user_by_name(other, "ada"), UserUpdate(role=Role.manager), by=None)
+        other.commit()
+    with pytest.raises(Conflict, match="cy is the last active admin"):
+        update_user(first, loaded, UserUpdate(is_active=False), by=None)
