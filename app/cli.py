@@ -397,11 +397,11 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
-    from app.ops.files import output_file, written_aside
+    from app.ops.files import output_directory, output_file, written_aside
     from app.projects.service import get_project_by_name
 
     _refuse_unused(fmt, neutral=("trl",), completions=("trl", "parquet", "hf"))
-    target = output if fmt == "hf" else output_file(output)
+    target = output_directory(output) if fmt == "hf" else output_file(output)
     filters = _validated(
         ExportFilters,
         since=since,

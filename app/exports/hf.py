@@ -8,7 +8,6 @@ temporary. A directory is not a stream, so only the CLI writes this format.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.orm import Session
 
-from app.errors import BadInput
 from app.exports.parquet import EVERY_COMPLETION_SCHEMA, SCHEMA
+from app.ops.files import output_directory
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
 from app.models import LabelingMode, Project
@@ -71,14 +70,7 @@ def write_dataset(session: Session, project: Project, filters: ExportFilters, di
     nothing at `directory`."""
     import datasets
 
-    if str(directory) == "-":
-        raise BadInput("a dataset is a directory, not standard output: name a new directory")
-    if directory.exists():
-        raise BadInput(f"{directory} already exists; name a new directory for the dataset")
-    if not directory.parent.is_dir():
-        raise BadInput(f"cannot write {directory}: no directory {directory.parent}")
-    if not os.access(directory.parent, os.W_OK):
-        raise BadInput(f"cannot write {directory}: directory {directory.parent} is not writable")
+    output_directory(directory)
     datasets.disable_progress_bars()
     with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as work:
         parquet = Path(work) / "labels.parquet"

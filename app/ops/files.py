@@ -24,11 +24,26 @@ def output_file(path: Path) -> Path:
         raise BadInput(f"{path} is a directory; name a file")
     if target.exists() and not target.is_file():
         raise BadInput(f"{path} exists and is not a regular file (a device, FIFO or socket): name a file")
-    if not target.parent.is_dir():
-        raise BadInput(f"cannot write {path}: no directory {target.parent}")
-    if not os.access(target.parent, os.W_OK):
-        raise BadInput(f"cannot write {path}: directory {target.parent} is not writable")
+    _refuse_unwritable_parent(path, target.parent)
     return target
+
+
+def output_directory(path: Path) -> Path:
+    """`path` as a directory to make, checked as output_file checks a file: refused standard
+    output, something already there (never merged into), a missing or read-only parent."""
+    if str(path) == "-":
+        raise BadInput("a dataset is a directory, not standard output: name a new directory")
+    if path.exists() or path.is_symlink():
+        raise BadInput(f"{path} already exists; name a new directory for the dataset")
+    _refuse_unwritable_parent(path, path.parent)
+    return path
+
+
+def _refuse_unwritable_parent(path: Path, parent: Path) -> None:
+    if not parent.is_dir():
+        raise BadInput(f"cannot write {path}: no directory {parent}")
+    if not os.access(parent, os.W_OK):
+        raise BadInput(f"cannot write {path}: directory {parent} is not writable")
 
 
 @contextmanager
