@@ -156,7 +156,7 @@ def pretrain(data, **settings):
                    "16384 on CPU.")
 @click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
               help="Tokens per solution; later steps get no score.")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
               help="Compile the backbone's repeated layer first (torch.compile): seconds of compiling, then "
                    "fused kernels; bench/prm_throughput.py measures the gain.")
@@ -204,7 +204,7 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 @click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
               help="Resamples of the solutions (best-of-N: problems) behind each metric's 95% "
               "interval, printed under ci95; 0 for none.")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, max_length, bootstrap, device):
     """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting; with
     --format processbench, ProcessBench's accuracies on erroneous and correct solutions and F1.

@@ -2,13 +2,16 @@
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 DEVICES = ("auto", "cpu", "cuda")
-# Training runs under accelerate, which puts each process on its own GPU: cuda:N would fight it.
+# `prm train` runs under accelerate, which puts each process on its own GPU: cuda:N would fight it.
 DEVICE_RULE = ("auto, cpu or cuda (for one GPU of several, set CUDA_VISIBLE_DEVICES=N; for "
                "several, `accelerate launch`)")
+# Pretraining is one process on one device, which may be any GPU.
+PRETRAIN_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
 def _refuse(config, name: str, condition: bool, rule: str) -> None:
@@ -148,7 +151,7 @@ class PretrainConfig:
     batch_size: int = field(default=32, metadata={"help": "Sequences per optimizer step."})
     max_length: int = field(default=1024, metadata={"help": "Tokens per sequence."})
     seed: int = field(default=0, metadata={"help": "Seed for initialisation and data order."})
-    device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cpu or cuda."})
+    device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cpu, cuda or cuda:N."})
 
     def check(self) -> None:
         """ValueError naming the first setting that cannot pretrain."""
@@ -157,7 +160,7 @@ class PretrainConfig:
         _refuse(self, "learning_rate", not _positive(self.learning_rate), "a number above 0")
         _refuse(self, "batch_size", self.batch_size < 1, "1 or more")
         _refuse(self, "max_length", self.max_length < 1, "1 or more")
-        _refuse(self, "device", self.device not in DEVICES, DEVICE_RULE)
+        _refuse(self, "device", not PRETRAIN_DEVICE.fullmatch(self.device), "auto, cpu, cuda or cuda:N")
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

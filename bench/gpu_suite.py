@@ -61,15 +61,16 @@ PARTS: dict[str, dict[str, Any]] = {
     },
     "throughput": {
         "script": "prm_throughput.py",
-        # 30 training steps a setting; 32,768 solutions scored, a stream of about 7.6M tokens. A
+        # 30 training steps a setting; 16,384 solutions scored, a stream of about 3.8M tokens. A
         # short stream measures its start more than the scorer: 2,048 solutions took 1.3 s, the
         # first chunk's tokenising (the GPU waits for it) and each read-back weighing; at 8,192 the
         # chunk ramp (256 doubling to 4,096: small chunks, 10% padding against 4.6%) still held
-        # 3,840 of them, against 12% now and nothing in a pool of millions. The variants
+        # 3,840 of them, against 23% now and nothing in a pool of millions. The variants
         # (bench/score_variants.py) measure the ramp apart.
         # Four scoring and four training settings, half of them after a compile: 146 s in all on
-        # the H200 with 8,192 solutions; about 40 s more now.
-        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "32768", "--train-steps", "30", "--profile"],
+        # the H200 with 8,192 solutions, 33 s of it the four scoring streams; about 40 s more now
+        # (32,768 would take about 245 s, past this limit and the learning part's share).
+        "gpu": ["--base", "500m", "--device", "cuda", "--solutions", "16384", "--train-steps", "30", "--profile"],
         "smoke": ["--device", "cpu", "--solutions", "16", "--naive-solutions", "8", "--train-steps", "3",
                   "--threads", "1", "--profile"],
         # Its JSON is rewritten after every setting: stopped, it keeps what it measured.

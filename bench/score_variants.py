@@ -97,6 +97,11 @@ def packed_queue(row_tokens: int):
     many rows as the batch budget holds; the same reads, in another order."""
     @torch.inference_mode()
     def queue_chunk(model, pad_id, chunk, windows, owners, batch_tokens, padding_mask):
+        if padding_mask:
+            # Without a mask, an encoder would read its neighbours in the row both ways.
+            raise ValueError("packing needs a causal backbone; this model takes a padding mask")
+        if not windows:
+            return _Queued(chunk, [], None, None)
         device = next(model.parameters()).device
         width = max(row_tokens, max(len(w["input_ids"]) for w in windows))
         rows = packed_rows([len(w["input_ids"]) for w in windows], width)
@@ -210,24 +215,33 @@ def main() -> None:
         return time.perf_counter() - started
 
     list(score.iter_scores(model, tokenizer, solutions[:256]))  # compiles
-    torch.manual_seed(0)
-    flex, _ = load_base("500m", attn="flex_attention")
-    flex.to("cuda", torch.bfloat16).eval()
-    compile_layers(flex)
+    flex: list = []
+
+    def flex_model():
+        """The same preset with FlexAttention, loaded on first use: a card or torch without it
+        fails the variants that use it, and only those."""
+        if not flex:
+            torch.manual_seed(0)
+            model_flex, _ = load_base("500m", attn="flex_attention")
+            model_flex.to("cuda", torch.bfloat16).eval()
+            compile_layers(model_flex)
+            flex.append(model_flex)
+        return flex[0]
+
     product = {"FIRST_CHUNK": score.FIRST_CHUNK, "token_batches": score.token_batches, "gc": score.gc,
                "_queue_chunk": score._queue_chunk}
     no_ramp = {"FIRST_CHUNK": CHUNK}
-    variants = {  # (what scores, its batch budget, what changes in active_learning.score)
-        "as_is": (model, 65536, {}),
-        "no_ramp": (model, 65536, no_ramp),
-        "ramp_length_1.2": (model, 65536, {"token_batches": length_capped(1.2)}),
-        "no_ramp_131072": (model, 131072, no_ramp),
-        "no_ramp_length_1.2_131072": (model, 131072, no_ramp | {"token_batches": length_capped(1.2)}),
-        "no_mask_check": (WithoutMaskCheck(model), 65536, no_ramp),
-        "collector_as_before": (model, 65536, no_ramp | {"gc": CollectorAsBefore}),
-        "packed_sdpa_2048": (model, 65536, no_ramp | {"_queue_chunk": packed_queue(2048)}),
-        "packed_flex_2048": (flex, 65536, no_ramp | {"_queue_chunk": packed_queue(2048)}),
-        "packed_flex_8192": (flex, 65536, no_ramp | {"_queue_chunk": packed_queue(8192)}),
+    variants = {  # (what scores, made on first use, its batch budget, what changes in active_learning.score)
+        "as_is": (lambda: model, 65536, {}),
+        "no_ramp": (lambda: model, 65536, no_ramp),
+        "ramp_length_1.2": (lambda: model, 65536, {"token_batches": length_capped(1.2)}),
+        "no_ramp_131072": (lambda: model, 131072, no_ramp),
+        "no_ramp_length_1.2_131072": (lambda: model, 131072, no_ramp | {"token_batches": length_capped(1.2)}),
+        "no_mask_check": (lambda: WithoutMaskCheck(model), 65536, no_ramp),
+        "collector_as_before": (lambda: model, 65536, no_ramp | {"gc": CollectorAsBefore}),
+        "packed_sdpa_2048": (lambda: model, 65536, no_ramp | {"_queue_chunk": packed_queue(2048)}),
+        "packed_flex_2048": (flex_model, 65536, no_ramp | {"_queue_chunk": packed_queue(2048)}),
+        "packed_flex_8192": (flex_model, 65536, no_ramp | {"_queue_chunk": packed_queue(8192)}),
     }
     try:
         for name, (scorer, budget, changes) in variants.items():
@@ -235,10 +249,11 @@ def main() -> None:
                 setattr(score, attribute, value)
             row_tokens = int(name.rsplit("_", 1)[1]) if name.startswith("packed") else None
             try:
-                seconds = timed_stream(scorer, budget)
+                seconds = timed_stream(scorer(), budget)
             except Exception as e:  # noqa: BLE001 - one variant failing must not cost the lease the rest
                 results["variants"][name] = {"error": f"{type(e).__name__}: {e}"[:1000]}
                 print(name, results["variants"][name], flush=True)
+                write_results(args.output, results)
                 continue
             record(name, seconds, padding=padding_share(windows, budget, row_tokens))
         for attribute, value in product.items():

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
@@ -462,7 +463,7 @@ def test_pretrained_base_reads_like_the_prm_and_trains_one(files, tmp_path):
     assert prm_model.config.hidden_size == lm.config.hidden_size
 
 
-def test_pretrain_refuses_what_it_cannot_build(files, tmp_path):
+def test_pretrain_refuses_what_it_cannot_build(files, tmp_path, monkeypatch):
     existing = tmp_path / "taken"
     existing.mkdir()
     taken = CliRunner().invoke(prm, ["pretrain", "--data", str(files / "train.jsonl"), "--output", str(existing)])
@@ -470,6 +471,14 @@ def test_pretrain_refuses_what_it_cannot_build(files, tmp_path):
     hub = CliRunner().invoke(prm, ["pretrain", "--data", str(files / "train.jsonl"),
                                    "--output", str(tmp_path / "x"), "--base", "org/model"])
     assert hub.exit_code != 0 and "preset" in hub.output
+    bogus = CliRunner().invoke(prm, ["pretrain", "--data", str(files / "train.jsonl"),
+                                     "--output", str(tmp_path / "x"), "--device", "gpu1"])
+    assert bogus.exit_code == 1 and "--device must be auto, cpu, cuda or cuda:N, not gpu1" in bogus.output
+    # One process on one device, so any GPU may be named: refused only where there is none.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    absent = CliRunner().invoke(prm, ["pretrain", "--data", str(files / "train.jsonl"),
+                                      "--output", str(tmp_path / "x"), "--device", "cuda:1"])
+    assert absent.exit_code == 1 and "torch sees no CUDA GPU here" in absent.output
     assert not (tmp_path / "x").exists()
 
 
@@ -532,8 +541,6 @@ def test_a_setting_that_cannot_train_is_refused_by_its_flag_and_leaves_nothing(f
 
 
 def test_training_on_a_missing_gpu_is_refused_rather_than_run_on_the_cpu(files, tmp_path, monkeypatch):
-    import torch
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"),
                                       "--output", str(tmp_path / "model"), "--device", "cuda"])
