@@ -23,10 +23,12 @@ issue 20, with the 500m preset in bf16 and the repeated layer compiled:
   other solutions skipped). The padding the product pays (`padding`, beside each variant) against
   attention that costs more;
 - `device_bound_N`: the forward passes alone over batches padded and on the GPU beforehand, the
-  rate the product's path would reach if the host never made the GPU wait.
+  rate the product's path would reach if the host never made the GPU wait;
+  `device_bound_packed_flex_8192` the same for `packed_flex_8192`'s rows.
 
 Each scores the same 8,192 synthetic solutions once after a warm-up; MFU counts real tokens at 2
-FLOPs a parameter, as bench/prm_throughput.py does.
+FLOPs a parameter, as bench/prm_throughput.py does. `--smoke` runs every variant with the tiny
+preset on the CPU, uncompiled, so that a lease's minutes are not spent finding a broken one.
 """
 
 import argparse
@@ -92,9 +94,33 @@ def packed_rows(lengths: list[int], row_tokens: int) -> list[list[int]]:
     return rows
 
 
+def packed_batches(windows: list[dict], pad_id: int, row_tokens: int, batch_tokens: int):
+    """(input ids, position ids, marks) per batch: the windows packed into rows of `row_tokens`
+    (or the longest window's length), as many rows a batch as `batch_tokens` holds; each mark is
+    (window, step, row, position) of a marker read."""
+    width = max(row_tokens, max(len(w["input_ids"]) for w in windows))
+    rows = packed_rows([len(w["input_ids"]) for w in windows], width)
+    per_batch = max(1, batch_tokens // width)
+    for start in range(0, len(rows), per_batch):
+        batch = rows[start:start + per_batch]
+        ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+        # Padding at a row's end counts on from 0 too: a sequence of its own, read by nothing.
+        positions = np.tile(np.arange(width), (len(batch), 1))
+        marks = []
+        for r, row in enumerate(batch):
+            at = 0
+            for i in row:
+                tokens = windows[i]["input_ids"]
+                ids[r, at:at + len(tokens)] = tokens
+                positions[r, at:] = np.arange(width - at)
+                marks += [(i, step, r, at + position) for step, position in windows[i]["reads"]]
+                at += len(tokens)
+        yield ids, positions, marks
+
+
 def packed_queue(row_tokens: int):
-    """`score._queue_chunk` with each batch's windows packed into rows of `row_tokens` tokens, as
-    many rows as the batch budget holds; the same reads, in another order."""
+    """`score._queue_chunk` with each batch's windows packed (`packed_batches`); the same reads,
+    in another order."""
     @torch.inference_mode()
     def queue_chunk(model, pad_id, chunk, windows, owners, batch_tokens, padding_mask):
         if padding_mask:
@@ -103,29 +129,14 @@ def packed_queue(row_tokens: int):
         if not windows:
             return _Queued(chunk, [], None, None)
         device = next(model.parameters()).device
-        width = max(row_tokens, max(len(w["input_ids"]) for w in windows))
-        rows = packed_rows([len(w["input_ids"]) for w in windows], width)
         reads, probs = [], []
-        for start in range(0, len(rows), max(1, batch_tokens // width)):
-            batch = rows[start:start + max(1, batch_tokens // width)]
-            ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-            # Padding at a row's end counts on from 0 too: a sequence of its own, read by nothing.
-            positions = np.tile(np.arange(width), (len(batch), 1))
-            marks = []
-            for r, row in enumerate(batch):
-                at = 0
-                for i in row:
-                    tokens = windows[i]["input_ids"]
-                    ids[r, at:at + len(tokens)] = tokens
-                    positions[r, at:] = np.arange(width - at)
-                    marks += [(owners[i], step, r, at + position) for step, position in windows[i]["reads"]]
-                    at += len(tokens)
+        for ids, positions, marks in packed_batches(windows, pad_id, row_tokens, batch_tokens):
             logits = model(input_ids=to_device(torch.from_numpy(ids), device),
                            position_ids=to_device(torch.from_numpy(positions), device)).logits
             at_rows = to_device(torch.tensor([m[2] for m in marks]), device)
             at_positions = to_device(torch.tensor([m[3] for m in marks]), device)
             probs.append(logits[at_rows, at_positions].float().softmax(-1))
-            reads += [(owner, step) for owner, step, _, _ in marks]
+            reads += [(owners[i], step) for i, step, _, _ in marks]
         host = torch.cat(probs).to("cpu", non_blocking=device.type == "cuda")
         copied = None
         if device.type == "cuda":
@@ -154,7 +165,14 @@ def padding_share(windows: list[dict], batch_tokens: int, row_tokens: int | None
 class CollectorAsBefore:
     """`gc` as `iter_scores` sees it, freezing nothing."""
 
+    get_freeze_count = staticmethod(lambda: 0)
     freeze = unfreeze = staticmethod(lambda: None)
+
+
+def _wait() -> None:
+    """Until the GPU has done what was queued (nothing to wait for on a CPU, in --smoke)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def pretokenized(model, tokenizer, solutions, batch_tokens):
@@ -162,7 +180,7 @@ def pretokenized(model, tokenizer, solutions, batch_tokens):
     frozen as it freezes them."""
     chunks = [solutions[i:i + CHUNK] for i in range(0, len(solutions), CHUNK)]
     laid_out = [score._windows(tokenizer, chunk, 2048) for chunk in chunks]
-    torch.cuda.synchronize()
+    _wait()
     gc.freeze()
     started = time.perf_counter()
     queued = None
@@ -173,7 +191,7 @@ def pretokenized(model, tokenizer, solutions, batch_tokens):
             queued.read_back(True)
         queued = launched
     queued.read_back(True)
-    torch.cuda.synchronize()
+    _wait()
     seconds = time.perf_counter() - started
     gc.unfreeze()
     return seconds
@@ -183,21 +201,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=int, default=8192)
     parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--smoke", action="store_true",
+                        help="Every variant at a tiny size on the CPU, uncompiled, to check the wiring "
+                             "before a lease; its figures mean nothing.")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
+    if not args.smoke and not torch.cuda.is_available():
         parser.error("this benchmark needs a CUDA GPU; bench/prm_throughput.py measures scoring on a CPU")
+    base, device, dtype = ("tiny", "cpu", torch.float32) if args.smoke else ("500m", "cuda", torch.bfloat16)
+    if args.smoke:
+        args.solutions = min(args.solutions, 48)
+
+    def build(attention: str):
+        torch.manual_seed(0)
+        built, tokenizer = load_base(base, attn=attention)
+        built.to(device, dtype).eval()
+        if not args.smoke:
+            compile_layers(built)
+        return built, tokenizer
+
     records = [to_prm800k(c) for c in iter_candidates(args.solutions // 4 + 1, 4, seed=0)]
     solutions = load_solutions(records)[:args.solutions]
-    torch.manual_seed(0)
-    model, tokenizer = load_base("500m")
-    model.to("cuda", torch.bfloat16).eval()
-    compile_layers(model)
+    model, tokenizer = build("sdpa")
     params = sum(p.numel() for p in model.parameters())
     windows, _ = score._windows(tokenizer, solutions, 2048)
     real = sum(len(w["input_ids"]) for w in windows)
-    gpu = torch.cuda.get_device_name()
+    gpu = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     peak = bf16_peak(gpu)
-    results: dict = {**run_header("score_variants"), "device": gpu,
+    results: dict = {**run_header("score_variants"), "device": gpu, "smoke": args.smoke,
                      "torch": torch.__version__, "solutions": len(solutions), "real_tokens": real, "variants": {}}
 
     def record(name: str, seconds: float, **extra) -> None:
@@ -208,10 +238,10 @@ def main() -> None:
 
     def timed_stream(scorer, budget: int) -> float:
         list(score.iter_scores(scorer, tokenizer, solutions[:512], batch_tokens=budget))  # new shapes, warm
-        torch.cuda.synchronize()
+        _wait()
         started = time.perf_counter()
         list(score.iter_scores(scorer, tokenizer, solutions, batch_tokens=budget))
-        torch.cuda.synchronize()
+        _wait()
         return time.perf_counter() - started
 
     list(score.iter_scores(model, tokenizer, solutions[:256]))  # compiles
@@ -221,11 +251,7 @@ def main() -> None:
         """The same preset with FlexAttention, loaded on first use: a card or torch without it
         fails the variants that use it, and only those."""
         if not flex:
-            torch.manual_seed(0)
-            model_flex, _ = load_base("500m", attn="flex_attention")
-            model_flex.to("cuda", torch.bfloat16).eval()
-            compile_layers(model_flex)
-            flex.append(model_flex)
+            flex.append(build("flex_attention")[0])
         return flex[0]
 
     product = {"FIRST_CHUNK": score.FIRST_CHUNK, "token_batches": score.token_batches, "gc": score.gc,
@@ -248,6 +274,11 @@ def main() -> None:
             for attribute, value in (product | changes).items():
                 setattr(score, attribute, value)
             row_tokens = int(name.rsplit("_", 1)[1]) if name.startswith("packed") else None
+            if args.smoke:
+                # Compiled afresh: on a CPU, torch 2.13's C++ FlexAttention fails to compile again
+                # for another row length (packed_flex_8192 after packed_flex_2048). Nothing else
+                # is compiled in --smoke, so nothing else is lost.
+                torch._dynamo.reset()
             try:
                 seconds = timed_stream(scorer(), budget)
             except Exception as e:  # noqa: BLE001 - one variant failing must not cost the lease the rest
@@ -262,25 +293,39 @@ def main() -> None:
     finally:
         for attribute, value in product.items():
             setattr(score, attribute, value)
+
+    def device_bound(name: str, scorer, inputs: list[dict]) -> None:
+        padded = sum(batch["input_ids"].numel() for batch in inputs)
+        with torch.inference_mode():
+            for batch in inputs[:3]:
+                scorer(**batch)
+            _wait()
+            started = time.perf_counter()
+            for batch in inputs:
+                scorer(**batch)
+            _wait()
+        seconds = time.perf_counter() - started
+        record(name, seconds, padded_tokens=padded,
+               mfu_of_padded=round(2 * params * padded / seconds / peak, 4) if peak else None)
+
     padding_mask = needs_padding_mask(model)
     for budget in (65536, 131072):
         inputs = []
         for start in range(0, len(windows), CHUNK):
             chunk = windows[start:start + CHUNK]
             for batch in score.token_batches([len(w["input_ids"]) for w in chunk], budget):
-                inputs.append(score.pad_batch([chunk[i] for i in batch], tokenizer.pad_token_id, "cuda", padding_mask))
-        padded = sum(batch["input_ids"].numel() for batch in inputs)
-        with torch.inference_mode():
-            for batch in inputs[:3]:
-                model(**batch)
-            torch.cuda.synchronize()
-            started = time.perf_counter()
-            for batch in inputs:
-                model(**batch)
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - started
-        record(f"device_bound_{budget}", seconds, padded_tokens=padded,
-               mfu_of_padded=round(2 * params * padded / seconds / peak, 4) if peak else None)
+                inputs.append(score.pad_batch([chunk[i] for i in batch], tokenizer.pad_token_id, device, padding_mask))
+        device_bound(f"device_bound_{budget}", model, inputs)
+    # The packed rows' kernels alone: what FlexAttention's block mask costs, apart from the host.
+    try:
+        packed = [{"input_ids": torch.from_numpy(ids).to(device), "position_ids": torch.from_numpy(positions).to(device)}
+                  for start in range(0, len(windows), CHUNK)
+                  for ids, positions, _ in packed_batches(windows[start:start + CHUNK], tokenizer.pad_token_id,
+                                                          8192, 65536)]
+        device_bound("device_bound_packed_flex_8192", flex_model(), packed)
+    except Exception as e:  # noqa: BLE001 - as the stream variants: recorded, not fatal
+        results["variants"]["device_bound_packed_flex_8192"] = {"error": f"{type(e).__name__}: {e}"[:1000]}
+        write_results(args.output, results)
     print(json.dumps(results, indent=1))
 
 

@@ -163,6 +163,23 @@ def test_the_scoring_variants_refuse_a_machine_without_a_gpu(tmp_path: Path) -> 
     assert not (tmp_path / "v.json").exists()
 
 
+def test_every_scoring_variant_runs_at_a_tiny_size_on_cpu(tmp_path: Path) -> None:
+    """The wiring of bench/score_variants.py, checked before a lease spends minutes on it: each
+    variant scores and records its figures, none records an error."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "score_variants.py"), "--smoke",
+                           "--output", str(tmp_path / "v.json")], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "v.json").read_text())
+    assert results["smoke"] is True and results["device"] == "cpu"
+    variants = results["variants"]
+    assert set(variants) == {
+        "as_is", "no_ramp", "ramp_length_1.2", "no_ramp_131072", "no_ramp_length_1.2_131072", "no_mask_check",
+        "collector_as_before", "packed_sdpa_2048", "packed_flex_2048", "packed_flex_8192", "pretokenized",
+        "device_bound_65536", "device_bound_131072", "device_bound_packed_flex_8192"}
+    assert all("error" not in v and v["tokens_per_s"] > 0 for v in variants.values()), variants
+    assert variants["packed_flex_2048"]["padding"] < variants["no_ramp"]["padding"]
+
+
 @pytest.mark.parametrize("attention", ["sdpa", "flex_attention"])
 def test_the_packed_scoring_variant_reads_what_the_product_reads(attention: str) -> None:
     """The variant the next GPU lease measures against padding gives each step the probabilities
