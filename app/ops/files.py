@@ -1,58 +1,28 @@
-"""Files the CLI writes (exports, backups): checked before any work, written whole or not at all."""
+"""Files the CLI writes (exports, backups): active_learning.outputs' checks, a path that cannot
+be written refused as BadInput like any other bad input."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from active_learning import outputs
+from active_learning.outputs import written_aside
 from app.errors import BadInput
+
+__all__ = ["output_directory", "output_file", "written_aside"]
 
 
 def output_file(path: Path) -> Path:
-    """Where writing `path` lands: a symlink's target, since renaming over the link itself would
-    leave the file it points to as it was. Refused: standard output, a target that is not a
-    regular file (a FIFO or device would be replaced by a file), a missing or read-only directory."""
-    if str(path) == "-":
-        raise BadInput("writing to standard output is not supported: name a file")
+    """See active_learning.outputs.output_file."""
     try:
-        target = path.resolve()
-    except (OSError, RuntimeError) as exc:  # a symlink loop
-        raise BadInput(f"cannot write {path}: {exc}") from None
-    if target.is_dir():
-        raise BadInput(f"{path} is a directory; name a file")
-    if target.exists() and not target.is_file():
-        raise BadInput(f"{path} exists and is not a regular file (a device, FIFO or socket): name a file")
-    _refuse_unwritable_parent(path, target.parent)
-    return target
+        return outputs.output_file(path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def output_directory(path: Path) -> Path:
-    """`path` as a directory to make, checked as output_file checks a file: refused standard
-    output, something already there (never merged into), a missing or read-only parent."""
-    if str(path) == "-":
-        raise BadInput("a dataset is a directory, not standard output: name a new directory")
-    if path.exists() or path.is_symlink():
-        raise BadInput(f"{path} already exists; name a new directory for the dataset")
-    _refuse_unwritable_parent(path, path.parent)
-    return path
-
-
-def _refuse_unwritable_parent(path: Path, parent: Path) -> None:
-    if not parent.is_dir():
-        raise BadInput(f"cannot write {path}: no directory {parent}")
-    if not os.access(parent, os.W_OK):
-        raise BadInput(f"cannot write {path}: directory {parent} is not writable")
-
-
-@contextmanager
-def written_aside(target: Path) -> Iterator[Path]:
-    """A path beside `target` to write, renamed over it when the block succeeds: a file cut short
-    never passes for a whole one, and a failure leaves no partial file behind."""
-    partial = target.with_name(target.name + ".partial")
+    """See active_learning.outputs.output_directory."""
     try:
-        yield partial
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
+        return outputs.output_directory(path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
