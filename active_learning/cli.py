@@ -37,7 +37,7 @@ def _load(model_dir: str, device: str):
 
 def _output_file(path: str) -> Path:
     """Where `path` is written, checked before any data or model is loaded."""
-    from active_learning.outputs import output_file
+    from active_learning.files import output_file
 
     try:
         return output_file(Path(path))
@@ -93,7 +93,7 @@ def _add_options(command, config_class):
 def synth(output, problems, solutions_per_problem, seed, full, error_rate):
     """Write oracle-labeled synthetic solutions as PRM800K JSONL."""
     from active_learning.synthetic import iter_candidates, write_prm800k
-    from active_learning.outputs import written_aside
+    from active_learning.files import written_aside
 
     target = _output_file(output)
     candidates = iter_candidates(problems, solutions_per_problem, seed, error_rate)
@@ -166,7 +166,7 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
     from active_learning.data import load_solutions
     from active_learning.model import compile_layers
     from active_learning.score import iter_scores
-    from active_learning.outputs import written_aside
+    from active_learning.files import written_aside
 
     target = _output_file(output)
     try:

@@ -157,6 +157,12 @@ def _queue_chunk(model, pad_id: int, chunk: list[Solution], windows: list[dict],
         # Only the markers' logits are kept.
         probs.append(logits[rows, positions].float().softmax(-1))
         reads += [(owner, step) for owner, step, _, _ in marks]
+    return _to_host(chunk, reads, probs, device)
+
+
+def _to_host(chunk: list[Solution], reads: list[tuple[int, int]], probs: list[torch.Tensor],
+             device: torch.device) -> _Queued:
+    """The chunk with its batches' probabilities on their way to host memory."""
     if not probs or device.type != "cuda":
         return _Queued(chunk, reads, torch.cat(probs) if probs else None, None)
     # Copied now, behind this chunk's batches alone: reading it back then waits for this chunk,

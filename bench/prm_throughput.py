@@ -47,8 +47,9 @@ def bf16_peak(gpu: str | None) -> float | None:
     return next((v for k, v in PEAK_BF16_FLOPS.items() if gpu and k in gpu), None)
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
+def sync_device(device: str | torch.device) -> None:
+    """Until the GPU has done all it was given; nothing to wait for on a CPU."""
+    if torch.device(device).type == "cuda":
         torch.cuda.synchronize()
 
 
@@ -91,22 +92,22 @@ def _train_tokens_per_s(model, features, batches, pad_id, device, bf16, warmup: 
     optimizer = _optimizer(model, device)
     padding_mask = needs_padding_mask(model)
     model.train()
-    _sync(device)
+    sync_device(device)
     started = time.perf_counter()
     for batch in batches[:warmup]:
         _train_step(model, optimizer, features, batch, pad_id, device, bf16, padding_mask)
-    _sync(device)
+    sync_device(device)
     start, compiles = time.perf_counter(), _compiles()
     tokens = sum(_train_step(model, optimizer, features, batch, pad_id, device, bf16, padding_mask) for batch in batches[warmup:])
-    _sync(device)
+    sync_device(device)
     return tokens / (time.perf_counter() - start), start - started, _compiles() - compiles
 
 
 def _timed(work, device: str) -> float:
-    _sync(device)
+    sync_device(device)
     started = time.perf_counter()
     work()
-    _sync(device)
+    sync_device(device)
     return time.perf_counter() - started
 
 
@@ -159,14 +160,14 @@ def _naive_scoring(model, tokenizer, solutions, device) -> float:
     """Seconds to score `solutions` one at a time in fp32 without bucketing."""
     marker = marker_id(tokenizer)
     model.eval()
-    _sync(device)
+    sync_device(device)
     start = time.perf_counter()
     with torch.no_grad():
         for s in solutions:
             f = tokenize_example(tokenizer, marker, s.prompt, s.steps, None, 2048)
             ids = torch.tensor([f["input_ids"]], device=device)
             model(input_ids=ids).logits[0, [m for m in f["markers"] if m >= 0]].softmax(-1).tolist()
-    _sync(device)
+    sync_device(device)
     return time.perf_counter() - start
 
 

@@ -43,10 +43,10 @@ import torch
 import active_learning.score as score
 from active_learning.data import load_solutions
 from active_learning.model import compile_layers, load_base, needs_padding_mask
-from active_learning.score import _Queued, to_device
+from active_learning.score import to_device
 from active_learning.synthetic import iter_candidates, to_prm800k
 from bench_results import run_header, write_results
-from prm_throughput import bf16_peak
+from prm_throughput import bf16_peak, sync_device
 
 CHUNK = 4096
 
@@ -127,7 +127,7 @@ def packed_queue(row_tokens: int):
             # Without a mask, an encoder would read its neighbours in the row both ways.
             raise ValueError("packing needs a causal backbone; this model takes a padding mask")
         if not windows:
-            return _Queued(chunk, [], None, None)
+            return score._to_host(chunk, [], [], torch.device("cpu"))
         device = next(model.parameters()).device
         reads, probs = [], []
         for ids, positions, marks in packed_batches(windows, pad_id, row_tokens, batch_tokens):
@@ -137,12 +137,7 @@ def packed_queue(row_tokens: int):
             at_positions = to_device(torch.tensor([m[3] for m in marks]), device)
             probs.append(logits[at_rows, at_positions].float().softmax(-1))
             reads += [(owners[i], step) for i, step, _, _ in marks]
-        host = torch.cat(probs).to("cpu", non_blocking=device.type == "cuda")
-        copied = None
-        if device.type == "cuda":
-            copied = torch.cuda.Event()
-            copied.record()
-        return _Queued(chunk, reads, host, copied)
+        return score._to_host(chunk, reads, probs, device)
     return queue_chunk
 
 
@@ -169,18 +164,12 @@ class CollectorAsBefore:
     freeze = unfreeze = staticmethod(lambda: None)
 
 
-def _wait() -> None:
-    """Until the GPU has done what was queued (nothing to wait for on a CPU, in --smoke)."""
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
 def pretokenized(model, tokenizer, solutions, batch_tokens):
     """`iter_scores`' queueing and read-back over chunks tokenised beforehand, the older objects
     frozen as it freezes them."""
     chunks = [solutions[i:i + CHUNK] for i in range(0, len(solutions), CHUNK)]
     laid_out = [score._windows(tokenizer, chunk, 2048) for chunk in chunks]
-    _wait()
+    sync_device(next(model.parameters()).device)
     gc.freeze()
     started = time.perf_counter()
     queued = None
@@ -191,7 +180,7 @@ def pretokenized(model, tokenizer, solutions, batch_tokens):
             queued.read_back(True)
         queued = launched
     queued.read_back(True)
-    _wait()
+    sync_device(next(model.parameters()).device)
     seconds = time.perf_counter() - started
     gc.unfreeze()
     return seconds
@@ -238,10 +227,10 @@ def main() -> None:
 
     def timed_stream(scorer, budget: int) -> float:
         list(score.iter_scores(scorer, tokenizer, solutions[:512], batch_tokens=budget))  # new shapes, warm
-        _wait()
+        sync_device(device)
         started = time.perf_counter()
         list(score.iter_scores(scorer, tokenizer, solutions, batch_tokens=budget))
-        _wait()
+        sync_device(device)
         return time.perf_counter() - started
 
     list(score.iter_scores(model, tokenizer, solutions[:256]))  # compiles
@@ -299,11 +288,11 @@ def main() -> None:
         with torch.inference_mode():
             for batch in inputs[:3]:
                 scorer(**batch)
-            _wait()
+            sync_device(device)
             started = time.perf_counter()
             for batch in inputs:
                 scorer(**batch)
-            _wait()
+            sync_device(device)
         seconds = time.perf_counter() - started
         record(name, seconds, padded_tokens=padded,
                mfu_of_padded=round(2 * params * padded / seconds / peak, 4) if peak else None)

@@ -600,6 +600,24 @@ def test_scoring_refuses_bad_flags_before_loading(files, checkpoint, tmp_path, f
     assert "Traceback" not in result.output
 
 
+def test_scoring_that_fails_partway_leaves_the_earlier_output_as_it_was(files, checkpoint, tmp_path, monkeypatch):
+    import active_learning.score as score
+
+    def failing(*args, **kwargs):
+        yield next(real(*args, **kwargs))
+        raise RuntimeError("CUDA out of memory")
+
+    real = score.iter_scores
+    monkeypatch.setattr(score, "iter_scores", failing)
+    output = tmp_path / "scores.jsonl"
+    output.write_text("earlier scores\n")
+    result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(files / "eval.jsonl"),
+                                      "--output", str(output)])
+    assert isinstance(result.exception, RuntimeError)
+    assert output.read_text() == "earlier scores\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.jsonl"]
+
+
 @pytest.mark.parametrize("output, message", [
     ("-", "writing to standard output is not supported: name a file"),
     (".", "is a directory"),
