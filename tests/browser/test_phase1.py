@@ -164,3 +164,81 @@ def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session
     expect(_alternatives(page, 0).nth(0)).to_have_class(re.compile(r"\bis-chosen\b"))
     expect(_alternatives(page, 1).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
     expect(page.locator("#steps > .p1-step").nth(1).locator(".own-text")).to_contain_text("stays text")
+
+
+def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
+    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    status, notice = page.locator("#status"), page.locator("#notice")
+    editor = page.locator("#steps > .p1-step").nth(0).locator(".own-editor")
+
+    # Neither W, the button, nor Enter on a +1 continues while an alternative waits for its rating.
+    page.keyboard.press("w")
+    expect(editor).to_be_hidden()
+    expect(notice).to_contain_text("alternative A of step 1 is not rated yet")
+    expect(status).to_contain_text("Step 1: rate alternative A")
+    page.keyboard.press("1")
+    expect(status).to_contain_text("Step 1: rate alternative B")
+    page.locator("#steps > .p1-step").nth(0).get_by_role("button", name="Write your own step").click()
+    expect(notice).to_contain_text("alternative B of step 1 is not rated yet")
+    expect(editor).to_be_hidden()
+    page.keyboard.press("k")
+    page.keyboard.press("Enter")
+    expect(notice).to_contain_text("alternative B of step 1 is not rated yet")
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(1)
+    screenshot(page, "labeler_phase1_unrated.png")
+
+    # Rated through, the step is written and the rest goes as the tester's did.
+    page.keyboard.press("j")
+    page.keyboard.press("3")
+    page.keyboard.press("w")
+    expect(editor).to_be_visible()
+    editor.locator("textarea").fill(HUMAN)
+    page.keyboard.press("Control+Enter")
+    for key in ("1", "1", "Enter", "1", "Enter"):
+        page.keyboard.press(key)
+    expect(page.locator("#progress-text")).to_have_text("Step 3 of 3 · 5/5 rated")
+    expect(status).to_contain_text("All 3 steps done")
+    expect(page.locator("#submit")).to_be_enabled()
+    screenshot(page, "labeler_phase1_written_first_step.png")
+    page.keyboard.press("Enter")
+    expect(notice).to_contain_text("Saved")
+    with session_scope(session_factory) as session:
+        label = session.scalars(select(Label).where(Label.user_id.is_not(None))).one()
+        assert [s["human_completion"] is not None for s in label.steps] == [True, False, False]
+        assert [[c["rating"] for c in s["completions"]] for s in label.steps] == [[1, -1], [1, 1], [1]]
+
+
+def test_a_draft_continued_past_unrated_alternatives_asks_for_them(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # A draft saved before writing a step waited for the ratings: every step continued, the
+    # first one's alternatives never rated.
+    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
+    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    page.keyboard.press("1")
+    page.evaluate(
+        """(text) => {
+          const draft = JSON.parse(localStorage.getItem("stepwise.draft.lena"));
+          Object.assign(draft.phase1, {
+            ratings: [[null, null], [1, 1], [1]],
+            chosen: [null, 0, 0],
+            human: [{ text, rating: 1 }, null, null],
+          });
+          localStorage.setItem("stepwise.draft.lena", JSON.stringify(draft));
+        }""",
+        HUMAN,
+    )
+    page.reload()
+    expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
+    expect(page.locator("#status")).to_have_text("Step 1: rate alternative A (2 of 2 left).")
+    expect(page.locator("#submit")).to_be_disabled()
+    expect(_alternatives(page, 0).nth(0)).to_have_attribute("aria-current", "true")
+    page.keyboard.press("1")
+    page.keyboard.press("3")
+    expect(page.locator("#status")).to_contain_text("All 3 steps done")
+    expect(page.locator("#submit")).to_be_enabled()

@@ -122,3 +122,39 @@ def test_a_digit_on_a_minus_one_asks_to_be_pressed_again(page: Page, session_fac
     expect(notice).to_be_hidden()
     page.keyboard.press("u")
     expect(steps.nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
+
+
+def test_my_labels_table_fits_its_card_with_the_view_link_in_sight(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "Competition algebra - second round")
+    make_user(session_factory, "lena", "labeler")
+    statement = (
+        "Let $f(x) = x^3 - 6x^2 + 11x - 6$. Find the sum of the squares of the roots of $f$, and then "
+        "the product of those roots that are greater than $\\frac{3}{2}$, giving both as integers."
+    )
+    add_solution(session_factory, project, STEPS, statement=statement, answer="14")
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    for key in ("1", "1", "3", "Enter"):
+        page.keyboard.press(key)
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+
+    page.goto("/label/stats")
+    box = page.locator("#my-labels .table-scroll")
+    view = page.locator("#my-labels tbody tr").first.get_by_role("link", name="View")
+    expect(page.locator("#my-labels .snippet .katex").first).to_be_visible()
+    for width in (1280, 1440, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        box_right = box.evaluate("e => e.getBoundingClientRect().right")
+        view_right = view.evaluate("e => e.getBoundingClientRect().right")
+        assert view_right <= box_right, f"at {width} px the View link ends at {view_right}, the box at {box_right}"
+        assert box.evaluate("e => e.scrollWidth <= e.clientWidth"), f"the table scrolls sideways at {width} px"
+        if width == 1280:
+            screenshot(page, "review_stats_1280.png")
+
+    # A phone scrolls the table inside its box, not the page, and still shows some problem.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.locator("#my-labels .snippet").evaluate("e => e.getBoundingClientRect().width") >= 120
+    screenshot(page, "review_stats_390.png")
+    view.scroll_into_view_if_needed()
+    expect(view).to_be_in_viewport()

@@ -231,10 +231,22 @@ function phase1Status(complete) {
     return `No alternative of step ${state.reach() + 1} is good: the solution ends there. Press Enter to submit.`;
   }
   if (complete) return `${state.n === 1 ? "The step is" : `All ${state.n} steps`} done. Press Enter to submit.`;
-  const i = state.reach();
-  const left = state.ratings[i].filter((r) => r === null).length;
-  if (left) return `Step ${i + 1}: rate its alternatives (${left} left).`;
-  return `Step ${i + 1}: continue with a good alternative (Enter), or write your own step (W).`;
+  // Looked for on the whole path, not only the frontier: a draft saved by an earlier version of
+  // this page can hold a step continued with alternatives still unrated.
+  const waiting = state.unrated();
+  if (waiting) {
+    const { step, alt } = waiting;
+    const ratings = state.ratings[step];
+    const left = ratings.filter((r) => r === null).length;
+    const then = state.continues(step) ? "." : ", then continue with a good one (Enter) or write your own (W).";
+    return `Step ${step + 1}: rate alternative ${phase1View.letter(alt)} (${left} of ${ratings.length} left)${then}`;
+  }
+  return `Step ${Math.min(state.reach(), state.n - 1) + 1}: continue with a good alternative (Enter), or write your own step (W).`;
+}
+
+function unratedNotice(i) {
+  const alt = phase1View.letter(state.ratings[i].indexOf(null));
+  notify("info", `Rate every alternative before continuing: alternative ${alt} of step ${i + 1} is not rated yet.`);
 }
 
 function renderStep(node, i) {
@@ -477,11 +489,16 @@ function phase1Enter() {
   else if (state.isComplete()) submit();
   else if (state.ratings[step][alt] === BAD) notify("info", "A −1 alternative cannot be continued with: choose a good one, or write your own step (W).");
   else if (state.ratings[step][alt] === null) notify("info", "Rate this alternative first (1, 2 or 3).");
+  else if (!state.fullyRated(step)) unratedNotice(step);
   else notify("info", phase1Status(false));
 }
 
 function openEditor(i) {
   if (busy || !state.isShown(i)) return;
+  if (!state.fullyRated(i)) {
+    unratedNotice(i);
+    return;
+  }
   editing = i;
   state.setCursor(i, state.alts[i].length);
   const input = phase1View.openEditor(
@@ -490,7 +507,12 @@ function openEditor(i) {
     state.human[i]?.text ?? "",
     (text, rating) => {
       editing = null;
-      act(() => state.write(i, text, rating));
+      // The undo button, clicked while the editor is open, can take a rating back.
+      if (state.canContinue(i)) act(() => state.write(i, text, rating));
+      else {
+        render();
+        unratedNotice(i);
+      }
     },
     () => {
       editing = null;

@@ -40,6 +40,21 @@ export class Phase1State {
     return this.ratings[i].every((r) => r !== null);
   }
 
+  // The first alternative on the path so far still waiting for a rating: { step, alt } or null.
+  unrated() {
+    for (let i = 0; i < this.shownSteps(); i += 1) {
+      const alt = this.ratings[i].indexOf(null);
+      if (alt >= 0) return { step: i, alt };
+    }
+    return null;
+  }
+
+  // PRM800K's phase 1 rates every alternative of a step before the step is continued; a label
+  // sends only the steps rated through, so a step continued sooner could never be submitted.
+  canContinue(i) {
+    return this.isShown(i) && this.fullyRated(i);
+  }
+
   endsInError() {
     const i = this.reach();
     return i < this.n && this.ratings[i].length > 0 && this.ratings[i].every((r) => r === BAD);
@@ -121,7 +136,7 @@ export class Phase1State {
   // Only an alternative rated +1 or 0 can be continued with.
   canChoose(i, j) {
     const rating = this.ratings[i]?.[j];
-    return this.isShown(i) && (rating === GOOD || rating === OKAY);
+    return this.canContinue(i) && (rating === GOOD || rating === OKAY);
   }
 
   choose(i, j) {
@@ -134,7 +149,7 @@ export class Phase1State {
   }
 
   write(i, text, rating) {
-    if (!this.isShown(i) || !text.trim()) return false;
+    if (!this.canContinue(i) || !text.trim()) return false;
     this.remember();
     this.human[i] = { text, rating };
     this.chosen[i] = null;
@@ -207,7 +222,7 @@ export class Phase1State {
     this.flags = saved.flags.map((f) => f.map(Boolean));
     this.chosen = saved.chosen;
     this.human = saved.human.map((h) => (h ? { text: h.text, rating: h.rating } : null));
-    this.cursor = { step: Math.min(this.reach(), this.n - 1), alt: 0 };
+    this.cursor = this.unrated() ?? { step: Math.min(this.reach(), this.n - 1), alt: 0 };
   }
 
   undo() {

@@ -5,7 +5,7 @@ import { renderStepText } from "./math.js";
 
 const RATING_CLASS = { 1: "good", 0: "okay", [-1]: "bad" };
 const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-const letter = (j) => LETTERS[j] ?? String(j + 1);
+export const letter = (j) => LETTERS[j] ?? String(j + 1);
 
 function fromTemplate(id) {
   return document.getElementById(id).content.firstElementChild.cloneNode(true);
