@@ -13,6 +13,20 @@ DEVICE_RULE = ("auto, cpu or cuda (for one GPU of several, set CUDA_VISIBLE_DEVI
 # Pretraining is one process on one device, which may be any GPU.
 PRETRAIN_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
+# Padded tokens per scoring batch where no --batch-tokens is given (rounds, the score endpoint,
+# evaluation). Read here, away from torch, so that the platform's settings apply the very rule
+# the scorer does and a bad value stops the server at start-up.
+BATCH_TOKENS_VARIABLE = "STEPWISE_SCORE_BATCH_TOKENS"
+
+
+def batch_tokens_setting(value: str) -> int | None:
+    """BATCH_TOKENS_VARIABLE's value; None when it is empty."""
+    if not (value := value.strip()):
+        return None
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ValueError(f"{BATCH_TOKENS_VARIABLE} must be a whole number of tokens, 1 or more, not {value!r}")
+    return int(value)
+
 
 def _refuse(config, name: str, condition: bool, rule: str) -> None:
     """A setting that breaks `rule` is refused by its flag's name before anything is loaded or

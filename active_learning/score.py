@@ -21,6 +21,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
+from active_learning.config import BATCH_TOKENS_VARIABLE, batch_tokens_setting
 from active_learning.data import IGNORE_INDEX, Solution, encode_solutions, scoring_windows
 from active_learning.model import marker_id, needs_padding_mask
 
@@ -29,19 +30,13 @@ from active_learning.model import marker_id, needs_padding_mask
 # batches were slower (bench/prm_throughput.py, docs/prm.md).
 CUDA_BATCH_TOKENS = 65536
 CPU_BATCH_TOKENS = 16384
-# Overrides both, for the scoring callers with no option of their own (rounds, the score
-# endpoint): a large base on a small card may need less.
-BATCH_TOKENS_VARIABLE = "STEPWISE_SCORE_BATCH_TOKENS"
 
 
 def default_batch_tokens(device: torch.device | str) -> int:
-    if (value := os.environ.get(BATCH_TOKENS_VARIABLE, "").strip()):
-        try:
-            tokens = int(value)
-        except ValueError:
-            tokens = 0
-        if tokens < 1:
-            raise ValueError(f"{BATCH_TOKENS_VARIABLE} must be a whole number of tokens, 1 or more, not {value!r}")
+    """STEPWISE_SCORE_BATCH_TOKENS where set (for the callers with no option of their own: a
+    large base on a small card may need less), else the device's default."""
+    tokens = batch_tokens_setting(os.environ.get(BATCH_TOKENS_VARIABLE, ""))
+    if tokens is not None:
         return tokens
     return CUDA_BATCH_TOKENS if torch.device(device).type == "cuda" else CPU_BATCH_TOKENS
 

@@ -12,6 +12,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from active_learning.config import BATCH_TOKENS_VARIABLE, batch_tokens_setting
+
 
 def normalize_database_url(url: str) -> str:
     """Let users write the URL every PostgreSQL tool understands; we speak psycopg 3."""
@@ -51,9 +53,10 @@ class Settings(BaseSettings):
     # 172 / 174 / 161 ms. With a database farther away than loopback, more may pay.
     labeling_concurrency: int = Field(default=8, ge=1, alias="STEPWISE_LABELING_CONCURRENCY")
     # Read by the PRM scorer itself (active_learning.score.default_batch_tokens), which the web
-    # process imports only when a model is used; declared here so that a bad value stops the
-    # server at start-up rather than failing the first score request or round.
-    score_batch_tokens: int | None = Field(default=None, ge=1, alias="STEPWISE_SCORE_BATCH_TOKENS")
+    # process imports only when a model is used; declared here, checked by the scorer's own
+    # rule, so that a bad value stops the server at start-up rather than failing the first
+    # score request or round.
+    score_batch_tokens: int | None = Field(default=None, ge=1, alias=BATCH_TOKENS_VARIABLE)
 
     # Failed logins (see app.auth.throttle): this many for one username, or from one client
     # address, within the window lock that username or address out for the lockout time.
@@ -97,6 +100,11 @@ class Settings(BaseSettings):
         alias="STEPWISE_METRICS_ALLOW",
         description="Comma-separated networks (CIDR) that may read /metrics without the token.",
     )
+
+    @field_validator("score_batch_tokens", mode="before")
+    @classmethod
+    def _batch_tokens(cls, value: object) -> object:
+        return batch_tokens_setting(value) if isinstance(value, str) else value
 
     @field_validator("metrics_allow")
     @classmethod

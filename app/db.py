@@ -1,7 +1,8 @@
 """Engine construction and the one way to get a database session.
 
 `session_scope` is the only place that commits or rolls back: request handlers get it through
-`get_session`, the CLI and workers use it directly.
+`get_session`, the CLI and workers use it directly. `end_reads` is the one exception, for a
+request that has read all it needs and then works long without the database.
 """
 
 from __future__ import annotations
@@ -124,6 +125,14 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def end_reads(session: Session) -> None:
+    """End the session's transaction early, so that its connection goes back to the pool
+    instead of idling in a transaction while the request works on (scoring with a model, for
+    seconds). Loaded objects keep their values (the factory does not expire on commit);
+    `session_scope`'s commit at the end then has nothing to do."""
+    session.commit()
 
 
 async def in_transaction(request: Request, work: Callable[[Session], T]) -> T:

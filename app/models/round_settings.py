@@ -10,6 +10,11 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.models.base import Base, JSONDocument, UTCDateTime, utcnow
 
 
+# Tokens the PRM reads of a solution at once; the score endpoint's too for a project that has
+# never saved its settings.
+DEFAULT_MAX_LENGTH = 1024
+
+
 class ScoreKind(enum.StrEnum):
     # The paper's choice: the probability that every step is correct.
     product = "product"
@@ -67,7 +72,7 @@ class RoundSettings(Base):
     base_model: Mapped[str] = mapped_column(String(255), default="tiny")
     train_epochs: Mapped[float] = mapped_column(Float, default=3.0)
     learning_rate: Mapped[float] = mapped_column(Float, default=1e-3)
-    max_length: Mapped[int] = mapped_column(Integer, default=1024)
+    max_length: Mapped[int] = mapped_column(Integer, default=DEFAULT_MAX_LENGTH)
     min_train_labels: Mapped[int] = mapped_column(Integer, default=20)
     heldout_share: Mapped[float] = mapped_column(Float, default=0.2)
     promote_metric: Mapped[PromoteMetric] = mapped_column(

@@ -72,8 +72,9 @@ def agreement(project_id: RowId, _: DataApiUser, session: SessionDep) -> Project
 
 
 @router.get("/{project_id}/members", response_model=list[MemberRead], responses=error_responses(404))
-def list_members(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> list[MemberRead]:
-    """The labelers who may label in the project when it is not open to all."""
+def list_members(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[MemberRead]:
+    """The labelers who may label in the project when it is not open to all. Researchers may
+    read it, as on the project's page; changing it is the managers'."""
     return members.list_members(session, service.get_project(session, project_id))
 
 
@@ -104,8 +105,9 @@ def remove_member(project_id: RowId, user_id: RowId, _: ManagerApiUser, session:
 @router.get(
     "/{project_id}/screening", response_model=list[LabelerStandingRead], responses=error_responses(404)
 )
-def list_standings(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> list[LabelerStandingRead]:
-    """Each labeler's screening result, QC accuracy and standing in the project."""
+def list_standings(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[LabelerStandingRead]:
+    """Each labeler's screening result, QC accuracy and standing in the project. Researchers
+    may read them, as on the project's page; admitting and retiring are the managers'."""
     found = gate.standings(session, service.get_project(session, project_id))
     return [LabelerStandingRead.model_validate(s, from_attributes=True) for s in found]
 

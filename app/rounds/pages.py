@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from active_learning.data import format_source_weights, parse_source_weights
 from app.deps import DataPageUser, SessionDep, page_user
-from app.errors import Conflict
+from app.errors import BadInput, Conflict
 from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
@@ -127,7 +127,11 @@ def update_settings(
                          status_code=422)
     # A nullable setting sent blank is turned off (null); one the post left out stays.
     changes = changes.model_copy(update={k: None for k in NULLABLE_SETTINGS if values.get(k) == ""})
-    service.update_round_settings(session, project.id, changes)
+    try:
+        service.update_round_settings(session, project.id, changes)
+    except BadInput as exc:
+        return _overview(request, session, user, project, values=values, errors={"form": exc.message},
+                         status_code=422)
     return RedirectResponse(f"/research/projects/{project.id}?saved=1#settings", status_code=303)
 
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from active_learning.data import check_source_weights
 from active_learning.generator_spec import check_generator_spec
-from app.models import LabelSource, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
+from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
 
 # active_learning.rollouts.METHODS, spelled out so that the API's schema lists them.
 RolloutMethod = Literal["mc", "binary"]
@@ -221,7 +222,7 @@ class RoundSettingsUpdate(BaseModel):
     autolabel_limit: int | None = Field(default=None, ge=1, le=1_000_000)
     every_new_labels: int | None = Field(default=None, ge=1, le=10_000_000)
     schedule_hours: float | None = Field(default=None, ge=0.1, le=24 * 365)
-    source_weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(
+    source_weights: dict[str, float] | None = Field(
         default=None,
         description=(
             "training weight per label source, e.g. {\"human\": 1, \"rollout\": 0.5}; a source left "
@@ -239,18 +240,10 @@ class RoundSettingsUpdate(BaseModel):
     def _known_sources_and_one_trains(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
         if weights is None:
             return None
-        unknown = sorted(set(weights) - set(LabelSource))
-        if unknown:
-            raise ValueError(f"unknown label source {unknown[0]!r}; expected one of {', '.join(LabelSource)}")
+        check_source_weights(weights)
         if not any(weight > 0 for weight in weights.values()):
             raise ValueError("at least one source needs a weight above 0")
         return weights
-
-    @model_validator(mode="after")
-    def _shares_fit(self) -> RoundSettingsUpdate:
-        if (self.control_share or 0) + (self.qc_share or 0) > 1:
-            raise ValueError("control_share + qc_share must not exceed 1")
-        return self
 
 
 class CandidateIn(BaseModel):

@@ -18,8 +18,10 @@ from sqlalchemy.orm import Session
 from active_learning.data import Solution
 from active_learning.model import load_checkpoint, resolve_device
 from active_learning.score import score_solutions
+from app.db import end_reads
 from app.errors import Conflict, NotFound
 from app.models import ModelVersion, RoundSettings
+from app.models.round_settings import DEFAULT_MAX_LENGTH
 from app.rounds.schemas import CandidateScore, ScoreRequest, ScoreResponse
 
 logger = logging.getLogger(__name__)
@@ -47,9 +49,8 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
     if not (Path(version.path) / "config.json").is_file():
         raise Conflict(f"model version {version_id}'s checkpoint is no longer on this server")
     settings = session.get(RoundSettings, version.project_id)
-    max_length = settings.max_length if settings is not None else 1024
-    # The database session is not needed while the model runs: nothing holds a connection.
-    session.commit()
+    max_length = settings.max_length if settings is not None else DEFAULT_MAX_LENGTH
+    end_reads(session)
     solutions = [Solution("request", request.problem, candidate.steps) for candidate in request.solutions]
     with _lock:
         try:

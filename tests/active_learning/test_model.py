@@ -131,7 +131,7 @@ def test_the_default_batch_follows_the_device_and_the_environment(monkeypatch):
     assert (scoring.default_batch_tokens("cuda"), scoring.default_batch_tokens("cpu")) == (65536, 16384)
     monkeypatch.setenv(scoring.BATCH_TOKENS_VARIABLE, "8192")
     assert scoring.default_batch_tokens("cuda") == 8192
-    for bad in ("0", "-5", "lots", "1e4"):
+    for bad in ("0", "-5", "lots", "1e4", "8192.0", "８１９２"):
         monkeypatch.setenv(scoring.BATCH_TOKENS_VARIABLE, bad)
         with pytest.raises(ValueError, match="STEPWISE_SCORE_BATCH_TOKENS must be a whole number"):
             scoring.default_batch_tokens("cpu")

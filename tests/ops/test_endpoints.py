@@ -171,7 +171,8 @@ def test_a_bad_network_in_the_allow_list_is_named() -> None:
 
 
 def test_a_bad_scoring_batch_stops_the_settings_not_a_request() -> None:
-    for bad in ("0", "lots"):
+    # The scorer's own rule: "8192.0" passes a plain int field, and int() reads "８１９２".
+    for bad in ("0", "lots", "8192.0", "８１９２"):
         with pytest.raises(ValueError, match="STEPWISE_SCORE_BATCH_TOKENS"):
             Settings(STEPWISE_SCORE_BATCH_TOKENS=bad)
     assert Settings(STEPWISE_SCORE_BATCH_TOKENS="8192").score_batch_tokens == 8192

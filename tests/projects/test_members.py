@@ -145,6 +145,21 @@ def test_managers_and_researchers_label_anywhere(client, session_factory, closed
         assert response.status_code == 200 and response.json()["task"] is not None
 
 
+def test_researchers_read_members_and_standings_as_the_page_shows_them(client, session_factory, closed) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "rae", "researcher")
+    _add(client, closed.id, "mia", api_headers(client, "max"))
+    researcher = api_headers(client, "rae")
+    members = client.get(f"/api/v1/projects/{closed.id}/members", headers=researcher)
+    assert members.status_code == 200 and [m["username"] for m in members.json()] == ["mia"]
+    assert client.get(f"/api/v1/projects/{closed.id}/screening", headers=researcher).status_code == 200
+    browser_login(client, "rae")
+    assert "mia" in client.get(f"/manage/projects/{closed.id}").text
+    refused = client.post(f"/api/v1/projects/{closed.id}/members", headers=researcher, json={"username": "otto"})
+    assert refused.status_code == 403
+    labeler = api_headers(client, "otto")
+    assert client.get(f"/api/v1/projects/{closed.id}/members", headers=labeler).status_code == 403
+
+
 def test_closing_a_project_puts_back_the_leases_of_labelers_outside_it(client, session_factory, closed) -> None:  # type: ignore[no-untyped-def]
     manager = api_headers(client, "max")
     assert client.patch(f"/api/v1/projects/{closed.id}", headers=manager, json={"open_to_all": True}).json()["open_to_all"]

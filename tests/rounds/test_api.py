@@ -136,6 +136,27 @@ def test_research_settings_form_shows_errors_in_place(client, session_factory, p
         assert (settings.picks_per_round, settings.wrong_share, settings.schedule_hours) == (30, 0.8, None)
 
 
+def test_the_control_and_qc_shares_must_fit_in_the_picks(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    api = f"/api/v1/projects/{project.id}/round-settings"
+    headers = api_headers(client, "rita")
+    rule = "control_share + qc_share must not exceed 1"
+    together = client.patch(api, headers=headers, json={"control_share": 0.6, "qc_share": 0.6})
+    assert together.status_code == 422 and rule in together.text
+    assert client.patch(api, headers=headers, json={"qc_share": 0.6}).status_code == 200
+    # Against the share already stored, not only those sent together.
+    apart = client.patch(api, headers=headers, json={"control_share": 0.6})
+    assert apart.status_code == 422 and rule in apart.text
+
+    csrf = browser_login(client, "rita")
+    url = f"/research/projects/{project.id}/settings"
+    page = client.post(url, data={"csrf_token": csrf, "control_share": "0.6", "picks_per_round": "31"})
+    assert page.status_code == 422 and f"The settings were not saved:\n    {rule}." in page.text
+    assert form_fields(page.text, url)["control_share"] == "0.6"
+    with session_scope(session_factory) as session:
+        settings = session.get(RoundSettings, project.id)
+        assert (settings.control_share, settings.qc_share) == (0.1, 0.6) and settings.picks_per_round != 31
+
+
 def test_a_research_setting_left_out_stays_and_one_emptied_is_turned_off(client, project) -> None:  # type: ignore[no-untyped-def]
     api = f"/api/v1/projects/{project.id}/round-settings"
     headers = api_headers(client, "rita")

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from active_learning.data import load_examples, record_source, weigh_sources
+from active_learning.data import SOURCES, load_examples, record_source, weigh_sources
 from app.db import session_scope
 from app.machine_labels.service import MachineLabel, store_machine_labels
 from app.models import LabelSource, ModelVersion, Project, Round, RoundStage, RoundStatus, Solution
@@ -65,7 +65,7 @@ def test_source_weights_setting_through_the_api_and_the_page(client, session_fac
     changed = client.patch(url, headers=headers, json={"source_weights": {"human": 1, "rollout": 0.5}})
     assert changed.status_code == 200 and changed.json()["source_weights"] == {"human": 1, "rollout": 0.5}
     for bad, message in [({"robot": 1}, "unknown label source 'robot'"), ({"human": 0}, "above 0"),
-                         ({"human": -1}, "greater than or equal to 0")]:
+                         ({"human": -1}, "must be a number from 0 to 100")]:
         response = client.patch(url, headers=headers, json={"source_weights": bad})
         assert response.status_code == 422 and message in response.text, response.text
     assert client.get(url, headers=headers).json()["source_weights"] == {"human": 1, "rollout": 0.5}
@@ -101,3 +101,7 @@ def test_round_page_shows_the_snapshot_mix(client, session_factory) -> None:  # 
     browser_login(client, "rita")
     page = client.get(f"/research/rounds/{round_id}")
     assert page.status_code == 200 and "120 human at weight 1; 40 rollout at weight 0.5" in page.text
+
+
+def test_the_trainer_knows_every_label_source_the_platform_stores() -> None:
+    assert set(SOURCES) == set(LabelSource)
