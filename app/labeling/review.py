@@ -32,26 +32,25 @@ from app.labeling.schemas import (
     RatingCounts,
     StepRating,
 )
-from app.labeling.service import check_ratings, prm800k_step
+from app.labeling.service import check_ratings, own_labels, prm800k_step
 from app.models import FinishReason, Label, LabelingMode, Problem, Project, Solution, utcnow
 from app.projects.access import may_label
+from app.reports.service import carry_reports
 
 PAGE_SIZE = 20
 SNIPPET_CHARS = 120
 
 
 def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPage:
-    # Labels of projects the labeler was taken out of are not theirs to see any more.
-    current = (Label.user_id == user_id) & Label.superseded_at.is_(None) & may_label(Label.project_id)
     mine = {"user": user_id}
-    total = session.scalar(select(func.count()).select_from(Label).where(current), mine) or 0
+    total = session.scalar(select(func.count()).select_from(Label).where(own_labels()), mine) or 0
     pages = max(1, -(-total // PAGE_SIZE))
     rows = session.execute(
         select(Label, Project.name, Problem.statement)
         .join(Project, Project.id == Label.project_id)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(current)
+        .where(own_labels())
         .order_by(Label.id.desc())
         .offset((page - 1) * PAGE_SIZE)
         .limit(PAGE_SIZE),
@@ -103,7 +102,7 @@ def correct_label(
     retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
     if retried is not None:
         return retried
-    label, project, solution, _ = _own(session, user_id, label_id, lock=True)
+    label, project, solution, problem = _own(session, user_id, label_id, lock=True)
     now = utcnow()
     window = correction_window(session, label, project, now)
     if not window.open:
@@ -138,6 +137,7 @@ def correct_label(
     except IntegrityError as exc:
         # The row lock keeps PostgreSQL's twins apart; on SQLite the unique supersedes_id does.
         raise Conflict(f"label {label_id} was corrected at the same moment by another request") from exc
+    carry_reports(session, label, correction, problem.id, data.ratings)
     return CorrectionReceipt(label_id=correction.id, supersedes_id=label.id, duplicate=False)
 
 

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from app.models import FinishReason, LabelingMode
 
-Rating = Literal[-1, 0, 1]
+# Strict: a Literal of ints takes whatever equals one of them, and true == 1 == 1.0 in Python.
+Rating = Annotated[StrictInt, Field(ge=-1, le=1)]
 
 
 class StepRating(BaseModel):
@@ -20,7 +21,7 @@ class HumanStep(BaseModel):
 
     text: str = Field(min_length=1, max_length=5000, description="the step the labeler wrote")
     # A written step is one to continue with: a wrong one would be no step to write.
-    rating: Literal[1, 0]
+    rating: Annotated[StrictInt, Field(ge=0, le=1)]
     flagged: bool = False
 
     @field_validator("text")

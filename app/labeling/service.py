@@ -6,7 +6,7 @@ import statistics
 from datetime import UTC, datetime, time
 from typing import Any
 
-from sqlalchemy import Row, and_, bindparam, func, insert, select, update
+from sqlalchemy import ColumnElement, Row, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -314,19 +314,25 @@ def check_ratings(mode: LabelingMode, n_steps: int, data: LabelSubmit) -> None:
         raise BadInput("solution needs every step rated and none of them -1")
 
 
+def own_labels() -> ColumnElement[bool]:
+    """A filter on Label: the labels the labeler named by the bound parameter "user" sees as
+    theirs, in their stats and their list alike. Current ones only (a correction replaces what it
+    corrects), and none of projects they were taken out of: those are not theirs to see any more.
+    """
+    return (Label.user_id == bindparam("user")) & Label.superseded_at.is_(None) & may_label(Label.project_id)
+
+
 def labeler_stats(session: Session, user: User) -> LabelerStats:
     midnight = datetime.combine(utcnow().date(), time.min, tzinfo=UTC)
+    mine = {"user": user.id}
     labels = session.execute(
         select(Label.finish_reason, Label.total_time_ms, Label.steps, Label.created_at)
-        .where(Label.user_id == user.id, Label.superseded_at.is_(None))
+        .where(own_labels())
         .order_by(Label.id.desc())
-        .limit(5000)
+        .limit(5000),
+        mine,
     ).all()
-    total = session.scalar(
-        select(func.count())
-        .select_from(Label)
-        .where(Label.user_id == user.id, Label.superseded_at.is_(None))
-    )
+    total = session.scalar(select(func.count()).select_from(Label).where(own_labels()), mine)
     by_reason: dict[str, int] = {}
     for row in labels:
         key = row.finish_reason.value if row.finish_reason else "none"
@@ -362,7 +368,7 @@ def _recent_labels(session: Session, user: User, limit: int) -> list[LabelSummar
     rows = session.execute(
         select(Label, Project.name)
         .join(Project, Project.id == Label.project_id)
-        .where(Label.user_id == user.id, Label.superseded_at.is_(None), may_label(Label.project_id))
+        .where(own_labels())
         .order_by(Label.id.desc())
         .limit(limit),
         {"user": user.id},

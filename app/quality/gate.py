@@ -38,7 +38,7 @@ from app.models import (
     User,
     utcnow,
 )
-from app.quality.service import NOT_ABOUT_STEPS, first_error
+from app.quality.service import NOT_ABOUT_STEPS, first_error, graded
 
 # QC accuracy says nothing over fewer items than this; no one is paused before.
 PAUSE_MIN_ITEMS = 5
@@ -128,7 +128,8 @@ def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, G
 
 
 def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
-    """The labeler's labels on the project's gold items as first sent, oldest first."""
+    """The labeler's labels on the project's gold items, as graded (see service.graded), oldest
+    first."""
     gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
     mine = session.execute(
         select(Label.solution_id, Label.steps, Label.finish_reason, Label.created_at)
@@ -136,8 +137,7 @@ def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
             Label.project_id == project_id,
             Label.user_id == user_id,
             Label.is_quality_control.is_(False),
-            # The label as first sent: a correction made after seeing the gold grades nothing.
-            Label.supersedes_id.is_(None),
+            graded(),
             Label.solution_id.in_(gold_solutions),
         )
         .order_by(Label.id)

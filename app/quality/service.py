@@ -8,7 +8,8 @@ when it puts the first error at the same step, or finds none where the gold find
 judgement PRM800K's phase 2 asks of a labeler, and what a PRM trained on first errors learns from.
 Every other label of the item is measured, and so is each QC label against the majority of the
 item's other QC labels, when there are any. Labels that gave up or reported a bad problem say
-nothing about the steps: they are neither gold nor measured.
+nothing about the steps: they are neither gold nor measured. Of a labeler's corrections of an
+item, one label is measured (see `graded`), here and in the queue's checks (app.quality.gate).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session
 
 from app.machine_labels.service import is_human
@@ -70,6 +71,14 @@ def _about_steps():  # type: ignore[no-untyped-def]
     return or_(Label.finish_reason.is_(None), Label.finish_reason.not_in(NOT_ABOUT_STEPS))
 
 
+def graded() -> ColumnElement[bool]:
+    """A filter on Label: the labels a gold item is graded by, each as first sent. A correction
+    made after the submit's receipt showed the gold (qc_feedback) would grade the gold, not the
+    labeler, and no label records whether its receipt showed it; the first judgement is also
+    the one that stays the same when a project's settings change."""
+    return Label.supersedes_id.is_(None)
+
+
 def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]:
     """Every labeler with at least one label compared against gold, most compared first."""
     qc_solutions = select(Label.solution_id).where(
@@ -91,7 +100,7 @@ def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]
         .where(
             Label.project_id == project_id,
             Label.solution_id.in_(qc_solutions),
-            Label.superseded_at.is_(None),
+            graded(),
             is_human(),
             _about_steps(),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Select, delete, func, insert, select
+from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
@@ -36,6 +36,8 @@ _WHOLE_SOLUTION_KINDS = {
     FinishReason.give_up: ReportKind.give_up,
     FinishReason.bad_problem: ReportKind.bad_problem,
 }
+# What a report copies from its label.
+_LABEL_FIELDS = ("id", "project_id", "solution_id", "user_id", "created_at")
 
 
 def record_reports(
@@ -49,9 +51,53 @@ def record_reports(
     Nothing is written for a label that raises none, which is nearly every one: submit's hot
     path stays one statement.
     """
-    kind = _WHOLE_SOLUTION_KINDS.get(label["finish_reason"])
-    steps: list[int | None] = [None] if kind is not None else []
-    flagged = [i for i, rating in enumerate(ratings) if rating.flagged]
+    _insert(session, label, problem_id, _raised(label["finish_reason"], ratings))
+
+
+def carry_reports(
+    session: Session, superseded: Label, correction: Label, problem_id: int, ratings: Sequence[StepRating]
+) -> None:
+    """Make the reports of `superseded` say what `correction`, which replaces it, says.
+
+    A report the correction still raises (the same kind, on the same step) moves to it as it
+    stands: a manager's dismissal answered the same matter. One it no longer raises is
+    withdrawn: deleted while open, since nobody acted on it and the superseded label still holds
+    what was said; one a manager dismissed stays with the superseded label, the record of that
+    decision. What the correction raises anew is a new open report. The queue keeps a labeler
+    from a problem by their bad-problem reports, so that rule follows the current label too.
+    """
+    raised = _raised(correction.finish_reason, ratings)
+    earlier = session.execute(
+        select(Report.id, Report.kind, Report.step).where(Report.label_id == superseded.id)
+    ).all()
+    kept = [r for r in earlier if (r.kind, r.step) in raised]
+    if kept:
+        session.execute(
+            update(Report).where(Report.id.in_([r.id for r in kept])).values(label_id=correction.id)
+        )
+    withdrawn = [r.id for r in earlier if (r.kind, r.step) not in raised]
+    if withdrawn:
+        # The status is checked in the statement: a dismissal that lands first keeps its report.
+        session.execute(
+            delete(Report).where(Report.id.in_(withdrawn), Report.status == ReportStatus.open)
+        )
+    columns = {name: getattr(correction, name) for name in _LABEL_FIELDS}
+    already = {(r.kind, r.step) for r in kept}
+    _insert(session, columns, problem_id, [said for said in raised if said not in already])
+
+
+def _raised(
+    finish_reason: FinishReason | None, ratings: Sequence[StepRating]
+) -> list[tuple[ReportKind, int | None]]:
+    """(kind, step) of each report a label raises: its give-up or bad problem, then its flags."""
+    kind = _WHOLE_SOLUTION_KINDS.get(finish_reason) if finish_reason is not None else None
+    whole: list[tuple[ReportKind, int | None]] = [(kind, None)] if kind is not None else []
+    return whole + [(ReportKind.flagged_step, i) for i, rating in enumerate(ratings) if rating.flagged]
+
+
+def _insert(
+    session: Session, label: dict[str, Any], problem_id: int, raised: list[tuple[ReportKind, int | None]]
+) -> None:
     rows = [
         {
             "project_id": label["project_id"],
@@ -59,12 +105,12 @@ def record_reports(
             "solution_id": label["solution_id"],
             "problem_id": problem_id,
             "user_id": label["user_id"],
-            "kind": kind if step is None else ReportKind.flagged_step,
+            "kind": kind,
             "step": step,
             "status": ReportStatus.open,
             "created_at": label["created_at"],
         }
-        for step in [*steps, *flagged]
+        for kind, step in raised
     ]
     if rows:
         session.connection().execute(insert(Report.__table__), rows)

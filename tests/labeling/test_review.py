@@ -168,6 +168,17 @@ def test_a_correction_of_a_corrected_label_or_with_bad_ratings_is_refused(client
     assert reused.status_code == 409 and "another label" in reused.json()["detail"]
 
 
+def test_a_true_rating_is_refused_by_submit_and_correction(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    body = {**_correction("lena-key-0031", [1, 1, 1], "solution"), "ratings": [{"rating": True}] * 3}
+    assert client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json=body).status_code == 422
+    first = _label(client, headers, project, "lena-key-0032", [1, 1, 1])
+    body = {**body, "idempotency_key": "lena-fix-0032"}
+    assert client.post(f"/api/v1/me/labels/{first}/corrections", headers=headers, json=body).status_code == 422
+    assert _labels(session_factory) == [(first, None, False)]
+
+
 def test_another_labelers_label_is_not_found(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     project, headers = _setup(client, session_factory)
     first = _label(client, headers, project, "lena-key-0010", [1, 1, 1])
@@ -194,6 +205,24 @@ def test_the_list_pages_newest_first(client, session_factory, monkeypatch) -> No
     assert [i["label_id"] for i in second["items"]] == [older]
     assert second["items"][0]["problem_snippet"] == "What is 1+1?"
     assert client.get("/api/v1/me/labels", params={"page": 0}, headers=headers).status_code == 422
+
+
+def test_stats_count_the_labels_the_list_shows(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    _label(client, headers, project, "lena-key-0021", [1, 1, 1])
+    closed = make_project(session_factory, "members only", open_to_all=False)
+    add_solutions(session_factory, closed, 1, steps=3)
+    make_user(session_factory, "max", "manager")
+    manager = api_headers(client, "max")
+    member = client.post(f"/api/v1/projects/{closed.id}/members", headers=manager, json={"username": "lena"}).json()
+    _label(client, headers, closed, "lena-key-0022", [1, -1], "found_error")
+    assert client.get("/api/v1/me/stats", headers=headers).json()["labels"] == 2
+
+    assert client.delete(f"/api/v1/projects/{closed.id}/members/{member['user_id']}", headers=manager).status_code == 204
+    listed = client.get("/api/v1/me/labels", headers=headers).json()
+    stats = client.get("/api/v1/me/stats", headers=headers).json()
+    assert listed["total"] == stats["labels"] == stats["labels_today"] == len(stats["recent"]) == 1
+    assert (stats["steps_rated"], stats["by_finish_reason"]) == (3, {"solution": 1})
 
 
 def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, session_factory) -> None:  # type: ignore[no-untyped-def]

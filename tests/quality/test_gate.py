@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
 
 from app.db import session_scope
 from app.labeling.task_handles import assignment_of
 from app.models import Assignment, Label
+from app.projects.activity import project_activity
+from app.quality.service import accurate_labelers, labeler_accuracy
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl
 from tests.quality.conftest import labeled_record
@@ -203,17 +206,6 @@ def test_feedback_shows_the_gold_after_submitting(client, session_factory) -> No
     assert receipt["gold"] == [1, -1]
     regular = _next(client, project, ann)["task"]
     assert _submit(client, ann, regular, [1, 1, 1])["gold"] is None
-    # Correcting the label to the gold just seen does not change the grade.
-    corrected = client.post(
-        f"/api/v1/me/labels/{receipt['label_id']}/corrections",
-        headers=ann,
-        json={"idempotency_key": "fix-it-01", "ratings": [{"rating": 1}, {"rating": -1}],
-              "finish_reason": "found_error", "total_time_ms": 10},
-    )
-    assert corrected.status_code == 200, corrected.text
-    make_user(session_factory, "boss", "manager")
-    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=api_headers(client, "boss")).json()
-    assert [(s["qc_compared"], s["qc_agreed"]) for s in standing] == [(1, 0)]
 
 
 def test_low_qc_accuracy_pauses_until_admitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -286,3 +278,39 @@ def test_a_project_without_checks_serves_gold_only_through_its_slots(client, ses
         seen.add(task["solution"]["id"])
         _submit(client, ann, task, [1, 1, 1])
     assert seen == set(regular)
+
+
+@pytest.mark.parametrize(
+    ("project_settings", "shown"),
+    [
+        ({"qc_rate": 1.0, "qc_feedback": True}, True),
+        # Graded as first sent without the gold shown too: the rule does not hang on a setting
+        # that may change after the label, or on the slot that served it.
+        ({"qc_rate": 1.0, "qc_feedback": False}, False),
+        ({"qc_feedback": True, "overlap": 2}, False),
+    ],
+)
+def test_every_qc_measure_grades_a_gold_item_as_first_sent(client, session_factory, project_settings, shown) -> None:  # type: ignore[no-untyped-def]
+    graded = (1, 0)
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, **project_settings)
+    ann_id = make_user(session_factory, "ann", "labeler").id
+    ann = api_headers(client, "ann")
+    task = _next(client, project, ann)["task"]
+    receipt = _submit(client, ann, task, [1, 1, 1])
+    assert (receipt["gold"] is not None) == shown
+    corrected = client.post(
+        f"/api/v1/me/labels/{receipt['label_id']}/corrections",
+        headers=ann,
+        json={"idempotency_key": "fix-it-02", "ratings": [{"rating": 1}, {"rating": -1}],
+              "finish_reason": "found_error", "total_time_ms": 10},
+    )
+    assert corrected.status_code == 200, corrected.text
+
+    make_user(session_factory, "boss", "manager")
+    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=api_headers(client, "boss")).json()
+    assert [(s["qc_compared"], s["qc_agreed"]) for s in standing] == [graded]
+    with session_scope(session_factory) as session:
+        assert [(a.compared, a.agreed) for a in labeler_accuracy(session, project.id) if a.user_id] == [graded]
+        assert ann_id not in accurate_labelers(session, project.id, 1.0).user_ids
+        (activity,) = project_activity(session, project.id).labelers
+        assert (activity.qc_compared, activity.qc_accuracy) == (1, graded[1])

@@ -11,8 +11,9 @@ from app.db import session_scope
 from app.errors import NotFound
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
+from app.labeling import review
 from app.labeling import service as labeling
-from app.labeling.schemas import LabelSubmit
+from app.labeling.schemas import LabelSubmit, StepRating
 from app.models import Assignment, AssignmentStatus, FinishReason, ReportKind, ReportStatus
 from app.reports import service
 from app.reports.schemas import ReportFilters
@@ -164,3 +165,73 @@ def test_the_label_view_shows_the_steps_with_the_ratings_given(session_factory) 
         (task.solution.steps[2], None, False),
     ]
     assert [r.kind for r in view.reports] == [ReportKind.give_up, ReportKind.flagged_step]
+
+
+def _correct(factory, user_id: int, label_id: int, reason: FinishReason, ratings, note: str | None = None) -> int:  # type: ignore[no-untyped-def]
+    data = LabelSubmit(idempotency_key=f"fix-{label_id:06d}", ratings=[StepRating(rating=r, flagged=f) for r, f in ratings],
+                       finish_reason=reason, finish_note=note, total_time_ms=5)
+    with session_scope(factory) as session:
+        return review.correct_label(session, user_id, label_id, data).label_id
+
+
+def test_a_correction_raises_what_it_says(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    bad, bad_solutions = add_problem(session_factory, project, "Broken", n_solutions=2, priority=5.0)
+    add_problem(session_factory, project, "Fine", n_solutions=1, priority=1.0)
+    ann = make_user(session_factory, "ann", "labeler")
+    task, first = label_next(session_factory, project.id, ann.id, FinishReason.found_error, ratings=[(1, False), (-1, False)])
+    assert task.problem.id == bad and _reports(session_factory, project.id) == []
+
+    fixed = _correct(session_factory, ann.id, first, FinishReason.bad_problem, [(1, True)], note="Two answers fit.")
+    reports = _reports(session_factory, project.id)
+    assert [(r.kind, r.step, r.reason, r.label_id, r.status) for r in reports] == [
+        (ReportKind.flagged_step, 1, None, fixed, ReportStatus.open),
+        (ReportKind.bad_problem, None, "Two answers fit.", fixed, ReportStatus.open),
+    ]
+    # Like a bad-problem submit, the correction keeps the problem's other solution from the labeler.
+    following = next_task(session_factory, project.id, ann.id)
+    assert following is not None and following.problem.id != bad
+
+
+def test_a_correction_withdraws_open_reports_it_no_longer_raises(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    bad, bad_solutions = add_problem(session_factory, project, "Broken", n_solutions=2)
+    ann = make_user(session_factory, "ann", "labeler")
+    _, first = label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[(1, True)], note="Typo?")
+    assert next_task(session_factory, project.id, ann.id) is None
+
+    fixed = _correct(session_factory, ann.id, first, FinishReason.solution, [(1, False)] * 3)
+    assert _reports(session_factory, project.id) == []
+    # The bad-problem rule follows the current label: the problem's other solution is served again.
+    following = next_task(session_factory, project.id, ann.id)
+    assert following is not None and following.problem.id == bad
+    with session_scope(session_factory) as session:
+        assert service.label_view(session, project.id, first).reports == []
+        assert service.label_view(session, project.id, fixed).reports == []
+
+
+def test_a_correction_takes_over_the_reports_it_still_raises_and_leaves_dismissed_ones(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "Hard", n_solutions=1)
+    ann = make_user(session_factory, "ann", "labeler")
+    max_ = make_user(session_factory, "max", "manager")
+    _, first = label_next(session_factory, project.id, ann.id, FinishReason.give_up,
+                          ratings=[(1, True), (0, True)], note="Lost at step 2.")
+    flag_2, flag_1, give_up = (r.id for r in _reports(session_factory, project.id))
+    with session_scope(session_factory) as session:
+        service.dismiss_report(session, project.id, flag_1, max_)
+        service.dismiss_report(session, project.id, flag_2, max_)
+
+    # Still a give-up, step 2 still flagged, step 1 no longer, step 3 newly.
+    fixed = _correct(session_factory, ann.id, first, FinishReason.give_up,
+                     [(1, False), (0, True), (1, True)], note="Lost at step 3.")
+    reports = {r.id: r for r in _reports(session_factory, project.id)}
+    (flag_3,) = set(reports) - {give_up, flag_2, flag_1}
+    assert [(i, reports[i].label_id, reports[i].status, reports[i].step) for i in (give_up, flag_2, flag_3)] == [
+        (give_up, fixed, ReportStatus.open, None),
+        (flag_2, fixed, ReportStatus.dismissed, 2),
+        (flag_3, fixed, ReportStatus.open, 3),
+    ]
+    assert reports[give_up].reason == "Lost at step 3."
+    # A manager's decision on what the superseded label said stays with that label.
+    assert (reports[flag_1].label_id, reports[flag_1].status, reports[flag_1].dismissed_by) == (first, ReportStatus.dismissed, "max")
