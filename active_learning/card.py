@@ -85,7 +85,10 @@ def _metrics_table(metrics: dict) -> str:
         return "\n".join(rows) + ("\n\nNo held-out labels: no problem fell in the held-out share, so "
                                   "nothing was measured; train with `--eval FILE` or a larger "
                                   "`--eval-fraction`.")
-    return "\n".join(rows) + (f"\n\nMeasured on held-out labels: {counts}." if counts else "")
+    undefined = any(key in metrics and metrics[key] is None for key in _METRICS)
+    return "\n".join(rows) + (f"\n\nMeasured on held-out labels: {counts}." if counts else "") + (
+        "\n\nA value shown as — is undefined, not 0: the held-out labels lack a class the metric needs "
+        "(a wrong step, a right one, a solution with an error or one without)." if undefined else "")
 
 
 def model_card(meta: dict, name: str) -> str:

@@ -1,7 +1,14 @@
 """Held-out metrics: step AUROC/F1, first-error F1 (ProcessBench), best-of-N against majority vote.
 
-A step counts as correct when rated 0 or +1 (a neutral step is not an error); the error class
-(-1) is the positive class for F1, since finding errors is the PRM's job.
+A step counts as correct when rated 0 or +1 (a neutral step is not an error), unless neutral
+steps count as wrong (`neutral_as_correct=False`), as the model's score P(correct) then does too:
+`is_wrong` is the one rule for both. The error class is the positive class for F1, since finding
+errors is the PRM's job.
+
+A metric whose class the labels lack is None, not 0: step F1 without a wrong step, accuracy on
+erroneous (or correct) solutions without one, first-error F1 without both. Such labels say
+nothing of that metric, as labels without both classes say nothing of AUROC; a 0 would read as a
+model that failed.
 
 Held-out sets in a labeling project are small, so the platform asks for bootstrap intervals:
 solutions (or best-of-N problems) are resampled with replacement and the metric recomputed, and
@@ -21,15 +28,21 @@ from active_learning.grading import grade, is_equivalent
 from active_learning.score import SolutionScore, score_solutions
 
 
-def step_metrics(ratings: list[int], p_correct: list[float], threshold: float = 0.5) -> dict:
+def is_wrong(rating: int, neutral_as_correct: bool = True) -> bool:
+    """Whether a rated step is an error in the truth that P(correct) is measured against."""
+    return rating < (0 if neutral_as_correct else 1)
+
+
+def step_metrics(ratings: list[int], p_correct: list[float], threshold: float = 0.5,
+                 neutral_as_correct: bool = True) -> dict:
     """AUROC, F1 and accuracy of P(correct) against the ratings; None where undefined (AUROC
-    without both classes, anything without a rated step)."""
-    correct = [r >= 0 for r in ratings]
+    without both classes, F1 without a wrong step, anything without a rated step)."""
+    correct = [not is_wrong(r, neutral_as_correct) for r in ratings]
     predicted_error = [p < threshold for p in p_correct]
     both_classes = 0 < sum(correct) < len(correct)
     return {
         "step_auroc": roc_auc_score(correct, p_correct) if both_classes else None,
-        "step_f1": f1_score([not c for c in correct], predicted_error, zero_division=0.0) if correct else None,
+        "step_f1": f1_score([not c for c in correct], predicted_error) if not all(correct) else None,
         "step_accuracy": sum(c != e for c, e in zip(correct, predicted_error)) / len(correct) if correct else None,
         "n_steps": len(ratings),
     }
@@ -43,11 +56,16 @@ def first_error_f1(gold: list[int | None], predicted: list[int | None]) -> dict:
                 "n_solutions": 0}
     erroneous = [p == g for g, p in zip(gold, predicted) if g is not None]
     clean = [p is None for g, p in zip(gold, predicted) if g is None]
-    acc_err = sum(erroneous) / len(erroneous) if erroneous else 0.0
-    acc_ok = sum(clean) / len(clean) if clean else 0.0
-    f1 = 2 * acc_err * acc_ok / (acc_err + acc_ok) if acc_err + acc_ok else 0.0
-    return {"first_error_f1": f1, "first_error_acc_erroneous": acc_err,
+    acc_err = sum(erroneous) / len(erroneous) if erroneous else None
+    acc_ok = sum(clean) / len(clean) if clean else None
+    return {"first_error_f1": _harmonic_mean(acc_err, acc_ok), "first_error_acc_erroneous": acc_err,
             "first_error_acc_correct": acc_ok, "n_solutions": len(gold)}
+
+
+def _harmonic_mean(acc_err: float | None, acc_ok: float | None) -> float | None:
+    if acc_err is None or acc_ok is None:
+        return None
+    return 2 * acc_err * acc_ok / (acc_err + acc_ok) if acc_err + acc_ok else 0.0
 
 
 def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], dict[str, float | None]],
@@ -105,34 +123,32 @@ def best_of_n(solutions: list[Solution], scores: list[SolutionScore], *, bootstr
     return result
 
 
-def _solution_metrics(units: list[tuple], threshold: float) -> dict:
+def _solution_metrics(units: list[tuple], threshold: float, neutral_as_correct: bool = True) -> dict:
     """Step and first-error metrics from per-solution (ratings, P(correct), gold first error,
     predicted first error, whole trajectory) rows."""
     ratings = [r for unit in units for r in unit[0]]
     p_correct = [p for unit in units for p in unit[1]]
     whole = [unit for unit in units if unit[4]]
-    return step_metrics(ratings, p_correct, threshold) | first_error_f1(
+    return step_metrics(ratings, p_correct, threshold, neutral_as_correct) | first_error_f1(
         [unit[2] for unit in whole], [unit[3] for unit in whole])
 
 
 class WeightedMetrics:
-    """`_solution_metrics` of a resample of the same rows, given each row's count in it, but
-    None, not 0, for a metric whose class the resample lacks: step F1 without a wrong step,
-    accuracy on erroneous (or correct) solutions without one, and first-error F1 without both.
-    Such a resample says nothing of that metric, as one without both classes says nothing of
-    AUROC; counted as 0, the 3.5% of resamples of 40 solutions (3 erroneous) that drew no
-    erroneous one put a perfect model's lower ends at 0.
+    """`_solution_metrics` of a resample of the same rows, given each row's count in it. A
+    metric the resample leaves undefined is None, so the interval is taken over the resamples
+    that define it: counted as 0, the 3.5% of resamples of 40 solutions (3 erroneous) that drew
+    no erroneous one put a perfect model's lower ends at 0.
 
     Written out over arrays, not by calling scikit-learn on copied rows, which took 7 s for the
     intervals of 240 held-out solutions (0.04 s this way), at every checkpoint.
     Here the steps are sorted by score once, and a resample costs a few weighted sums (AUROC as
     the weighted Mann-Whitney statistic, a tie counting half, as scikit-learn counts it). Tests
-    hold it equal to `_solution_metrics` on resamples wherever the classes are present.
+    hold it equal to `_solution_metrics` on resamples.
     """
 
-    def __init__(self, units: list[tuple], threshold: float):
+    def __init__(self, units: list[tuple], threshold: float, neutral_as_correct: bool = True):
         owner = np.repeat(np.arange(len(units)), [len(unit[0]) for unit in units])
-        correct = np.array([r >= 0 for unit in units for r in unit[0]], dtype=bool)
+        correct = np.array([not is_wrong(r, neutral_as_correct) for unit in units for r in unit[0]], dtype=bool)
         p_correct = np.array([p for unit in units for p in unit[1]], dtype=np.float64)
         order = np.argsort(p_correct, kind="stable")
         self.owner, self.correct, p_correct = owner[order], correct[order], p_correct[order]
@@ -169,11 +185,8 @@ class WeightedMetrics:
         erroneous, clean = counts @ self.erroneous, counts @ self.clean
         acc_err = float(counts @ self.located / erroneous) if erroneous else None
         acc_ok = float(counts @ self.accepted / clean) if clean else None
-        if acc_err is None or acc_ok is None:
-            f1 = None
-        else:
-            f1 = 2 * acc_err * acc_ok / (acc_err + acc_ok) if acc_err + acc_ok else 0.0
-        return {"first_error_f1": f1, "first_error_acc_erroneous": acc_err, "first_error_acc_correct": acc_ok}
+        return {"first_error_f1": _harmonic_mean(acc_err, acc_ok), "first_error_acc_erroneous": acc_err,
+                "first_error_acc_correct": acc_ok}
 
 
 def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: float = 0.5,
@@ -190,13 +203,14 @@ def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: f
         units.append((
             [r for _, r in labeled],
             [score.step_scores[i] for i, _ in labeled],
-            next((i for i, r in labeled if r == -1), None),
+            next((i for i, r in labeled if is_wrong(r, neutral_as_correct)), None),
             next((i for i, _ in labeled if score.step_scores[i] < threshold), None),
             len(labeled) == len(example.labels),  # a whole trajectory, not an alternative step
         ))
-    metrics = _solution_metrics(units, threshold) | {"n_labels": len(units)}
+    metrics = _solution_metrics(units, threshold, neutral_as_correct) | {"n_labels": len(units)}
     if bootstrap:
-        metrics["ci95"] = bootstrap_ci(len(units), WeightedMetrics(units, threshold), bootstrap)
+        metrics["ci95"] = bootstrap_ci(len(units), WeightedMetrics(units, threshold, neutral_as_correct),
+                                       bootstrap)
     return metrics
 
 

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from app.models import PromoteMetric, RoundSettings
 
+# Why a measured metric can be None: the held-out labels lack a class it needs, and then it says
+# nothing of the model (a 0 would read as a model that failed).
+_UNDEFINED_WITHOUT = {
+    PromoteMetric.step_auroc: "it needs both right and wrong steps",
+    PromoteMetric.first_error_f1: "it needs whole solutions both with an error and without",
+}
+
 
 def metric_value(metrics: dict | None, metric: PromoteMetric) -> float | None:
     if not metrics:
@@ -41,6 +48,9 @@ def lower_end_reaches(metrics: dict | None, metric: PromoteMetric, minimum: floa
     least `min_heldout` held-out labels (best-of-N: problems), and a sentence saying what was
     measured or why it cannot be judged."""
     value = metric_value(metrics, metric)
+    if value is None and metrics and metric in _UNDEFINED_WITHOUT and metric.value in metrics:
+        size, unit = heldout_size(metrics, metric)
+        return False, f"{metric.value} is undefined on these {size} held-out {unit}: {_UNDEFINED_WITHOUT[metric]}"
     if metrics is None or value is None:
         return False, f"no held-out {metric.value} to judge by"
     size, unit = heldout_size(metrics, metric)
@@ -66,9 +76,10 @@ def passes(settings: RoundSettings, candidate: dict | None, served: dict | None)
     assert value is not None
     if incumbent is not None and value < incumbent - settings.promote_margin:
         return False, f"{measured} is below the served model's {incumbent:.3f}"
-    return True, f"{measured} passes" + (
-        f" (served model: {incumbent:.3f})" if incumbent is not None else ""
-    )
+    if incumbent is not None:
+        return True, f"{measured} passes (served model: {incumbent:.3f})"
+    unmatched = "" if served is None else f" (served model: no {metric.value} to compare with)"
+    return True, f"{measured} passes{unmatched}"
 
 
 def selector_ready(settings: RoundSettings, metrics: dict | None) -> tuple[bool, str]:

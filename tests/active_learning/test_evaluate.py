@@ -24,19 +24,32 @@ def test_step_metrics():
     assert step_metrics([1, 1], [0.2, 0.9])["step_auroc"] is None
 
 
+def test_a_neutral_step_is_wrong_in_the_truth_when_it_is_wrong_in_the_score():
+    # P(+1): the neutral step scores low, as a wrong one does.
+    metrics = step_metrics([1, 0, -1], [0.9, 0.2, 0.1], neutral_as_correct=False)
+    assert (metrics["step_auroc"], metrics["step_f1"], metrics["step_accuracy"]) == (1.0, 1.0, 1.0)
+
+
 def test_first_error_f1_is_harmonic_mean():
     # Two erroneous solutions (one located), two correct ones (both accepted).
     metrics = first_error_f1([2, 0, None, None], [2, 1, None, None])
     assert metrics["first_error_acc_erroneous"] == 0.5
     assert metrics["first_error_acc_correct"] == 1.0
     assert metrics["first_error_f1"] == pytest.approx(2 * 0.5 / 1.5)
-    assert first_error_f1([1], [None])["first_error_f1"] == 0.0
+    assert first_error_f1([1], [None])["first_error_acc_erroneous"] == 0.0
 
 
 def test_metrics_of_nothing_are_undefined_not_zero():
     assert step_metrics([], []) == {"step_auroc": None, "step_f1": None, "step_accuracy": None, "n_steps": 0}
     assert first_error_f1([], []) == {"first_error_f1": None, "first_error_acc_erroneous": None,
                                       "first_error_acc_correct": None, "n_solutions": 0}
+    # No wrong step, no correct solution, no erroneous one: each leaves its metric undefined.
+    no_error = step_metrics([1, 0], [0.9, 0.2])
+    assert no_error["step_f1"] is None and no_error["step_accuracy"] == 0.5
+    assert first_error_f1([1], [None]) == {"first_error_f1": None, "first_error_acc_erroneous": 0.0,
+                                           "first_error_acc_correct": None, "n_solutions": 1}
+    assert first_error_f1([None], [None]) == {"first_error_f1": None, "first_error_acc_erroneous": None,
+                                              "first_error_acc_correct": 1.0, "n_solutions": 1}
 
 
 def test_neutral_handling():
@@ -75,44 +88,37 @@ def test_bootstrap_interval_narrows_with_more_units():
     assert bootstrap_ci(20, rare, samples=100) == {"x": None}
 
 
-def _held_out_rows(rng, n):
+def _held_out_rows(rng, n, neutral_as_correct=True):
     """Rows as evaluate_examples makes them: ratings, P(correct) (coarse, so that scores tie),
     gold and predicted first error, whole or not; some rows have no rated step."""
     rows = []
+    wrong = {-1} if neutral_as_correct else {-1, 0}
     for _ in range(n):
         ratings = [int(r) for r in rng.choice([-1, 0, 1], size=rng.integers(0, 5), p=[0.3, 0.2, 0.5])]
         p_correct = [float(p) for p in rng.integers(0, 11, len(ratings)) / 10]
-        gold = next((i for i, r in enumerate(ratings) if r == -1), None)
+        gold = next((i for i, r in enumerate(ratings) if r in wrong), None)
         predicted = next((i for i, p in enumerate(p_correct) if p < 0.5), None)
         rows.append((ratings, p_correct, gold, predicted, bool(rng.random() < 0.8)))
     return rows
 
 
-def _lacking_a_class(rows) -> set[str]:
-    """The metrics a set of rows leaves undefined for the bootstrap: those whose class is absent."""
-    whole = [row for row in rows if row[4]]
-    erroneous, clean = any(row[2] is not None for row in whole), any(row[2] is None for row in whole)
-    lacking = set() if any(r == -1 for row in rows for r in row[0]) else {"step_f1"}
-    lacking |= set() if erroneous else {"first_error_acc_erroneous", "first_error_f1"}
-    return lacking | (set() if clean else {"first_error_acc_correct", "first_error_f1"})
-
-
+@pytest.mark.parametrize("neutral_as_correct", [True, False])
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7])
-def test_weighted_metrics_of_a_resample_are_those_recomputed_on_its_copied_rows(threshold):
+def test_weighted_metrics_of_a_resample_are_those_recomputed_on_its_copied_rows(threshold, neutral_as_correct):
     """The bootstrap's fast statistic against scikit-learn on the rows a resample copies: ties,
-    neutral steps, alternative (not whole) rows, rows without steps and one-class resamples."""
+    neutral steps, alternative (not whole) rows, rows without steps and one-class resamples,
+    which leave the same metrics undefined in both."""
     rng = np.random.default_rng(7)
     for n in (1, 3, 40):
-        rows = _held_out_rows(rng, n)
-        weighted = WeightedMetrics(rows, threshold)
+        rows = _held_out_rows(rng, n, neutral_as_correct)
+        weighted = WeightedMetrics(rows, threshold, neutral_as_correct)
         for draw in [np.arange(n)] + [rng.integers(0, n, n) for _ in range(30)]:
             copied = [rows[i] for i in draw]
-            expected, lacking = _solution_metrics(copied, threshold), _lacking_a_class(copied)
+            expected = _solution_metrics(copied, threshold, neutral_as_correct)
             got = weighted(np.bincount(draw, minlength=n))
             assert set(got) == {k for k in expected if not k.startswith("n_")}
             for key, value in got.items():
-                wanted = None if key in lacking or expected[key] is None else pytest.approx(expected[key])
-                assert value == wanted, key
+                assert value == (None if expected[key] is None else pytest.approx(expected[key])), key
 
 
 def test_a_perfect_model_keeps_its_interval_at_the_top_when_errors_are_rare():
@@ -125,7 +131,7 @@ def test_a_perfect_model_keeps_its_interval_at_the_top_when_errors_are_rare():
 
 def test_best_of_n_and_file_evaluation_carry_intervals():
     tokenizer = build_byte_tokenizer()
-    model = _ExclaimedStepsAreWrong(tokenizer)
+    model = _MarkedSteps(tokenizer)
 
     def record(n: int, answer: int, mark: str) -> dict:
         """A phase-2 PRM800K record: a right solution, or a wrong one whose first step ends in "!"."""
@@ -150,21 +156,54 @@ def test_best_of_n_and_file_evaluation_carry_intervals():
     assert 0 <= low < 0.5 < high <= 1
 
 
-class _ExclaimedStepsAreWrong(torch.nn.Module):
-    """A stand-in PRM that calls a step wrong exactly when it ends with "!": the class logits
-    at each position depend on the token before it."""
+class _MarkedSteps(torch.nn.Module):
+    """A stand-in PRM that rates a step -1 exactly when it ends with "!", 0 when it ends with
+    "~", +1 otherwise: the class logits at each position depend on the token before it."""
 
     def __init__(self, tokenizer):
         super().__init__()
-        self.bang = tokenizer.convert_tokens_to_ids("!")
+        self.bang, self.tilde = tokenizer.convert_tokens_to_ids(["!", "~"])
         self.config = PretrainedConfig(max_position_embeddings=2048)
         self.anchor = torch.nn.Parameter(torch.zeros(()))
 
     def forward(self, input_ids, attention_mask=None):
         before = torch.nn.functional.pad(input_ids, (1, 0))[:, :-1]
         wrong = (before == self.bang).float()[..., None]
-        logits = wrong * torch.tensor([10.0, 0.0, 0.0]) + (1 - wrong) * torch.tensor([0.0, 0.0, 10.0])
+        neutral = (before == self.tilde).float()[..., None]
+        logits = (wrong * torch.tensor([10.0, 0.0, 0.0]) + neutral * torch.tensor([0.0, 10.0, 0.0])
+                  + (1 - wrong - neutral) * torch.tensor([0.0, 0.0, 10.0]))
         return SimpleNamespace(logits=logits + self.anchor)
+
+
+def _labeled(problem: str, steps: list[str], ratings: list[int]) -> dict:
+    """A PRM800K record rating its steps up to the first -1."""
+    return {"question": {"problem": problem, "pre_generated_steps": steps},
+            "label": {"steps": [{"completions": [{"text": text, "rating": rating}], "chosen_completion": 0}
+                                for text, rating in zip(steps, ratings)],
+                      "finish_reason": "found_error" if -1 in ratings else "solution"}}
+
+
+@pytest.mark.parametrize("neutral", ["--neutral-as-correct", "--neutral-as-wrong"])
+def test_a_model_rating_every_step_as_labeled_is_perfect_either_way_neutral_counts(tmp_path, monkeypatch, neutral):
+    """With --neutral-as-wrong the model's P(correct) is p(+1), so a 0-rated step must be wrong
+    in the truth as well: in step AUROC and F1, in the first error, and in the intervals."""
+    tokenizer = build_byte_tokenizer()
+    model = _MarkedSteps(tokenizer)
+    monkeypatch.setattr("active_learning.model.load_checkpoint", lambda *_: (model, tokenizer, {}))
+    records = []
+    for n in range(1, 7):
+        records += [_labeled(f"{n} + {n}?", [f"{n} + {n} = {2 * n}.", "Done."], [1, 1]),
+                    _labeled(f"{n} + {n}?", ["Let me see~", f"{n} + {n} = {2 * n}.", "Done."], [0, 1, 1]),
+                    _labeled(f"{n} + {n}?", [f"{n} + {n} = {2 * n + 1}!", "Done."], [-1])]
+    data = tmp_path / "labels.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path), str(data), neutral, "--device", "cpu",
+                                      "--bootstrap", "200"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)
+    for key in ("step_auroc", "step_f1", "step_accuracy", "first_error_f1", "first_error_acc_erroneous",
+                "first_error_acc_correct"):
+        assert (metrics[key], metrics["ci95"][key]) == (1.0, [1.0, 1.0]), key
 
 
 PROCESSBENCH = [
@@ -178,7 +217,7 @@ PROCESSBENCH = [
 
 def test_processbench_eval_prints_accuracies_and_f1(tmp_path, monkeypatch):
     tokenizer = build_byte_tokenizer()
-    model = _ExclaimedStepsAreWrong(tokenizer)
+    model = _MarkedSteps(tokenizer)
     monkeypatch.setattr("active_learning.model.load_checkpoint", lambda *_: (model, tokenizer, {}))
     data = tmp_path / "processbench.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in PROCESSBENCH))
@@ -197,6 +236,20 @@ def test_processbench_eval_prints_accuracies_and_f1(tmp_path, monkeypatch):
     without = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path), "--format", "processbench", str(data),
                                        "--device", "cpu", "--bootstrap", "0"])
     assert without.exit_code == 0 and "ci95" not in json.loads(without.output)
+
+
+def test_processbench_without_an_erroneous_solution_prints_its_metrics_as_null(tmp_path, monkeypatch):
+    tokenizer = build_byte_tokenizer()
+    model = _MarkedSteps(tokenizer)
+    monkeypatch.setattr("active_learning.model.load_checkpoint", lambda *_: (model, tokenizer, {}))
+    data = tmp_path / "processbench.jsonl"
+    data.write_text(json.dumps({"id": "x", "problem": "2+3?", "steps": ["2+3=5", "# Answer\n\n5"], "label": -1}))
+    result = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path), "--format", "processbench", str(data),
+                                      "--device", "cpu", "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)
+    assert metrics["first_error_acc_correct"] == 1.0
+    assert metrics["first_error_acc_erroneous"] is None and metrics["first_error_f1"] is None
 
 
 @pytest.mark.parametrize(("change", "message"), [

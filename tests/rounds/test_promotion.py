@@ -13,7 +13,7 @@ def _settings(**overrides) -> RoundSettings:
     return RoundSettings(**values)
 
 
-def _metrics(value: float, interval: list[float] | None, labels: int) -> dict:
+def _metrics(value: float | None, interval: list[float] | None, labels: int) -> dict:
     return {"step_auroc": value, "ci95": {"step_auroc": interval}, "n_labels": labels}
 
 
@@ -68,3 +68,21 @@ def test_charts_carry_the_intervals() -> None:
     first, second = auroc.points
     assert first["interval"] == [0.6, 0.8] and first["high_y"] < first["y"] < first["low_y"]
     assert second["interval"] is None and "low_y" not in second
+
+
+def test_an_undefined_metric_promotes_nothing_and_says_why() -> None:
+    """Held-out labels without an erroneous solution leave first-error F1 undefined (None), for
+    the served model too: nothing to judge by, and the round says so rather than 'no held-out'."""
+    settings = _settings(promote_metric=PromoteMetric.first_error_f1, promote_min=0.0)
+    undefined = {"first_error_f1": None, "ci95": {"first_error_f1": None}, "n_labels": 80}
+    assert passes(settings, undefined, undefined) == (
+        False, "first_error_f1 is undefined on these 80 held-out labels: "
+               "it needs whole solutions both with an error and without")
+    ok, why = selector_ready(_settings(selector_min_step_auroc=0.9), _metrics(None, None, 80))
+    assert not ok and why == ("the selector: step_auroc is undefined on these 80 held-out labels: "
+                              "it needs both right and wrong steps")
+
+
+def test_a_served_model_without_the_metric_is_not_compared_in_silence() -> None:
+    ok, why = passes(_settings(), _metrics(0.72, [0.64, 0.80], 80), _metrics(None, None, 80))
+    assert ok and why.endswith("passes (served model: no step_auroc to compare with)")
