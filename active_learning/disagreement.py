@@ -51,18 +51,15 @@ def first_error_of_ratings(ratings: Sequence[int | None]) -> int | None:
     return next((i for i, rating in enumerate(ratings) if rating == -1), None)
 
 
-def first_error_of_scores(step_scores: Sequence[float | None], threshold: float = THRESHOLD) -> int | None:
+def first_error_of_scores(step_scores: Sequence[float | None]) -> int | None:
     """The PRM's first error: its first step below the threshold (a step too long to score,
     None, says nothing)."""
-    return next((i for i, p in enumerate(step_scores) if p is not None and p < threshold), None)
+    return next((i for i, p in enumerate(step_scores) if p is not None and p < THRESHOLD), None)
 
 
 def judge(
     opinions: Sequence[Opinion],
     prm_step_scores: Sequence[float | None] | None,
-    *,
-    threshold: float = THRESHOLD,
-    margin: float = UNCERTAIN_MARGIN,
 ) -> Verdict:
     """Compare the machine sources with each other, with the PRM, and look for uncertain steps.
 
@@ -76,16 +73,16 @@ def judge(
             return Verdict(True, f"{a.source} and {b.source} disagree on step {step + 1}",
                            SOURCES_DISAGREE + _earliness(step))
     if prm_step_scores is not None:
-        prm_error = first_error_of_scores(prm_step_scores, threshold)
+        prm_error = first_error_of_scores(prm_step_scores)
         machine = opinions[0]
         if machine.first_error != prm_error:
             step = _contested_step(machine.first_error, prm_error)
             return Verdict(True, f"{_names(opinions)} and {PRM} disagree on step {step + 1}",
                            PRM_DISAGREES + _earliness(step))
-    uncertain = _most_uncertain(opinions, threshold, margin)
+    uncertain = _most_uncertain(opinions)
     if uncertain is not None:
         source, step, share = uncertain
-        closeness = 1 - abs(share - threshold) / margin
+        closeness = 1 - abs(share - THRESHOLD) / UNCERTAIN_MARGIN
         return Verdict(True, f"{source} uncertain at step {step + 1} (share {share:.2f})",
                        UNCERTAIN + closeness * 0.5 + _earliness(step) * 0.5)
     if len(opinions) == 1 and prm_step_scores is None:
@@ -112,9 +109,7 @@ def _names(opinions: Sequence[Opinion]) -> str:
     return " and ".join(o.source for o in opinions)
 
 
-def _most_uncertain(
-    opinions: Sequence[Opinion], threshold: float, margin: float
-) -> tuple[str, int, float] | None:
+def _most_uncertain(opinions: Sequence[Opinion]) -> tuple[str, int, float] | None:
     """(source, step, share) of the share closest to the threshold, within the margin, up to
     and including the source's first error (later steps were never judged)."""
     best: tuple[str, int, float] | None = None
@@ -122,8 +117,8 @@ def _most_uncertain(
         shares = list(opinion.shares or [])
         last = len(shares) if opinion.first_error is None else opinion.first_error + 1
         for step, share in enumerate(shares[:last]):
-            if share is None or abs(share - threshold) >= margin:
+            if share is None or abs(share - THRESHOLD) >= UNCERTAIN_MARGIN:
                 continue
-            if best is None or abs(share - threshold) < abs(best[2] - threshold):
+            if best is None or abs(share - THRESHOLD) < abs(best[2] - THRESHOLD):
                 best = (opinion.source, step, share)
     return best

@@ -194,8 +194,7 @@ def iter_candidates(n_problems: int, solutions_per_problem: int, seed: int = 0,
             yield make_candidate(problem, rng, hazard, errors)
 
 
-def to_prm800k(candidate: Candidate, first_error_only: bool = True, labeler: str = "oracle",
-               generation: int | None = None) -> dict:
+def to_prm800k(candidate: Candidate, first_error_only: bool = True, labeler: str = "oracle") -> dict:
     """A PRM800K record labeled by the oracle; phase-2 style (stop at the first -1) by default."""
     problem = candidate.problem
     last = len(candidate.steps) - 1
@@ -216,7 +215,7 @@ def to_prm800k(candidate: Candidate, first_error_only: bool = True, labeler: str
     return {
         "labeler": labeler,
         "timestamp": "2024-01-01T00:00:00",
-        "generation": generation,
+        "generation": None,
         "is_quality_control_question": False,
         "is_initial_screening_question": False,
         "question": {

@@ -156,6 +156,12 @@ async def page_principal(request: Request, session: SessionDep) -> Principal:
     return principal
 
 
+def has_role(user: User, roles: tuple[Role, ...]) -> bool:
+    """Whether the user may act as one of `roles` (no roles: any user). Admins may do all;
+    pages ask it to show or hide what a role may change."""
+    return not roles or user.role in roles or user.role == Role.admin
+
+
 def _user_with_role(source: Callable[..., object], roles: tuple[Role, ...]):  # type: ignore[no-untyped-def]
     # A default rather than Annotated: `source` is a closure variable, which postponed
     # annotations could not resolve.
@@ -163,7 +169,7 @@ def _user_with_role(source: Callable[..., object], roles: tuple[Role, ...]):  # 
     # hop for a comparison of two enums is most of what this check would cost.
     async def dependency(principal: Principal = Depends(source)) -> User:
         user = principal.user
-        if roles and user.role not in roles and user.role != Role.admin:
+        if not has_role(user, roles):
             allowed = ", ".join(r.value for r in roles)
             raise Forbidden(f"this needs the role {allowed}; you are {user.role.value}")
         return user
@@ -187,9 +193,11 @@ READ_DATA = (Role.manager, Role.researcher)
 ApiPrincipal = Annotated[Principal, Depends(api_principal)]
 ApiUser = Annotated[User, api_user()]
 ManagerApiUser = Annotated[User, api_user(*MANAGE)]
+ResearcherApiUser = Annotated[User, api_user(*RESEARCH)]
 DataApiUser = Annotated[User, api_user(*READ_DATA)]
 AdminApiUser = Annotated[User, api_user(Role.admin)]
 PageUser = Annotated[User, page_user()]
 ManagerPageUser = Annotated[User, page_user(*MANAGE)]
+ResearcherPageUser = Annotated[User, page_user(*RESEARCH)]
 DataPageUser = Annotated[User, page_user(*READ_DATA)]
 AdminPageUser = Annotated[User, page_user(Role.admin)]

@@ -6,6 +6,7 @@ instead of the bare error page a JSON client gets; the schema's rules stay the o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
@@ -51,15 +52,25 @@ class FormInvalid(Exception):
 
 
 def validate_form(
-    schema: type[Schema], values: dict[str, Any], *, keep_blank: tuple[str, ...] = ()
+    schema: type[Schema],
+    values: dict[str, Any],
+    *,
+    keep_blank: tuple[str, ...] = (),
+    required: Iterable[str] = (),
 ) -> Schema:
     """Blank fields count as not given (so a default or None applies), except `keep_blank`
-    ones, where blank is a value: an emptied description."""
+    ones, where blank is a value: an emptied description. A `required` field sent blank is
+    refused: a setting that cannot be empty would otherwise stay as stored under a page that
+    says it saved."""
     given = {k: v for k, v in values.items() if k in keep_blank or v not in ("", None)}
+    errors = {k: "needs a value" for k in required if k in values and values[k] in ("", None)}
     try:
-        return schema.model_validate(given)
+        validated = schema.model_validate(given)
     except ValidationError as exc:
-        raise FormInvalid(_messages(schema, exc)) from None
+        raise FormInvalid({**_messages(schema, exc), **errors}) from None
+    if errors:
+        raise FormInvalid(errors)
+    return validated
 
 
 def _messages(schema: type[BaseModel], exc: ValidationError) -> dict[str, str]:

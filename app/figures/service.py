@@ -173,9 +173,16 @@ def _first_error(output: str) -> str:
 
 
 def _store(settings: Settings, key: str, figure: Figure) -> None:
-    """Write through a temporary file and rename, so another process never reads half a file."""
+    """Write through a temporary file and rename, so another process never reads half a file.
+    The temporary name is unique (not active_learning.files.written_aside's fixed one): two
+    processes may draw the same figure at once."""
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     suffix = ".svg" if figure.svg is not None else ".failed"
-    with tempfile.NamedTemporaryFile("w", dir=settings.figures_dir, delete=False, suffix=".tmp") as file:
-        file.write(figure.svg if figure.svg is not None else figure.error or "")
-    os.replace(file.name, (settings.figures_dir / key).with_suffix(suffix))
+    file = tempfile.NamedTemporaryFile("w", dir=settings.figures_dir, delete=False, suffix=".tmp")
+    try:
+        with file:
+            file.write(figure.svg if figure.svg is not None else figure.error or "")
+        os.replace(file.name, (settings.figures_dir / key).with_suffix(suffix))
+    except BaseException:
+        Path(file.name).unlink(missing_ok=True)
+        raise

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 
 from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
-from app.errors import ServiceError, error_responses
+from app.errors import error_responses
 from app.imports import service
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.models import ImportFormat
@@ -16,10 +16,6 @@ router = APIRouter(
     tags=["imports"],
     responses=error_responses(401, 403, 404, 422),
 )
-
-
-class UploadTooLarge(ServiceError):
-    status_code = status.HTTP_413_CONTENT_TOO_LARGE
 
 
 @router.post(
@@ -54,9 +50,7 @@ def import_upload(
 ) -> ImportResult:
     """Import a file: all of it, or nothing if any line is bad."""
     project = get_project(session, project_id)
-    limit_mb = request.app.state.settings.max_upload_mb
-    if file.size is not None and file.size > limit_mb * 1024 * 1024:
-        raise UploadTooLarge(f"the file is larger than the {limit_mb} MB upload limit")
+    service.check_upload_size(file.size, request.app.state.settings.max_upload_mb)
     result = service.import_file(
         session,
         project,

@@ -31,7 +31,6 @@ def where(path: str, key: str | int) -> str:
 def text(
     obj: dict[str, Any],
     key: str,
-    path: str = "",
     *,
     required: bool = False,
     max_length: int | None = None,
@@ -41,27 +40,27 @@ def text(
     value = obj.get(key)
     if value is None:
         if required:
-            raise Invalid(where(path, key), "missing")
+            raise Invalid(key, "missing")
         return None
     if numbers and type(value) is int:
         value = str(value)
     if type(value) is not str:
-        raise Invalid(where(path, key), f"must be a string, not {type_name(value)}")
+        raise Invalid(key, f"must be a string, not {type_name(value)}")
     if required and not value.strip():
-        raise Invalid(where(path, key), "is empty")
+        raise Invalid(key, "is empty")
     if max_length is not None and len(value) > max_length:
-        raise Invalid(where(path, key), f"longer than {max_length} characters")
+        raise Invalid(key, f"longer than {max_length} characters")
     return value
 
 
-def integer(obj: dict[str, Any], key: str, path: str = "", *, low: int = -INT32_MAX, high: int = INT32_MAX) -> int | None:
+def integer(obj: dict[str, Any], key: str, *, low: int = -INT32_MAX, high: int = INT32_MAX) -> int | None:
     value = obj.get(key)
     if value is None:
         return None
     if type(value) is not int and not beyond_64_bits(value):
-        raise Invalid(where(path, key), f"must be an integer, not {type_name(value)}")
+        raise Invalid(key, f"must be an integer, not {type_name(value)}")
     if not low <= value <= high:
-        raise Invalid(where(path, key), f"must be between {low} and {high}")
+        raise Invalid(key, f"must be between {low} and {high}")
     return value
 
 
@@ -72,20 +71,19 @@ def beyond_64_bits(value: Any) -> bool:
     return type(value) is float and not -(2**63) <= value < 2**64
 
 
-def string_list(obj: dict[str, Any], key: str, path: str = "", *, max_items: int) -> list[str] | None:
+def string_list(obj: dict[str, Any], key: str, *, max_items: int) -> list[str] | None:
     value = obj.get(key)
     if value is None:
         return None
-    field = where(path, key)
     if type(value) is not list:
-        raise Invalid(field, f"must be an array of strings, not {type_name(value)}")
+        raise Invalid(key, f"must be an array of strings, not {type_name(value)}")
     if not value:
-        raise Invalid(field, "is empty: a solution needs at least one step")
+        raise Invalid(key, "is empty: a solution needs at least one step")
     if len(value) > max_items:
-        raise Invalid(field, f"has {len(value)} steps; at most {max_items} are allowed")
+        raise Invalid(key, f"has {len(value)} steps; at most {max_items} are allowed")
     for i, item in enumerate(value):
         if type(item) is not str:
-            raise Invalid(where(field, i), f"must be a string, not {type_name(item)}")
+            raise Invalid(where(key, i), f"must be a string, not {type_name(item)}")
     return value
 
 

@@ -11,7 +11,7 @@ from app.deps import ManagerPageUser, SessionDep
 from app.errors import BadInput
 from app.forms import PageId
 from app.imports.schemas import ImportResult
-from app.imports.service import import_file
+from app.imports.service import UploadTooLarge, check_upload_size, import_file
 from app.models import ImportFormat, Project
 from app.projects.service import get_project
 from app.templating import render
@@ -39,12 +39,12 @@ def import_upload(
 ) -> Response:
     project = get_project(session, project_id)
     values = {"format": fmt, "separator": separator}
-    limit_mb = request.app.state.settings.max_upload_mb
     if file is None or not file.filename:
         return _import_form(request, project, values, {"message": "choose a file to upload"}, 422)
-    if file.size is not None and file.size > limit_mb * 1024 * 1024:
-        too_big = {"message": f"the file is larger than the {limit_mb} MB upload limit"}
-        return _import_form(request, project, values, too_big, 413)
+    try:
+        check_upload_size(file.size, request.app.state.settings.max_upload_mb)
+    except UploadTooLarge as exc:
+        return _import_form(request, project, values, {"message": exc.message}, exc.status_code)
     try:
         # A savepoint: the service may have written part of the file before it met a bad line,
         # and this page answers normally, so the request's commit would otherwise keep that part.

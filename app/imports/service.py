@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.errors import BadInput
+from app.errors import BadInput, ServiceError
 from app.imports.candidates import parse_candidate, separator_from
 from app.imports.chunks import write_candidates, write_prm800k, write_problems
 from app.imports.fields import Invalid
@@ -29,6 +29,17 @@ from app.imports.schemas import ImportBatchRead, ImportResult
 from app.imports.writer import BatchWriter
 from app.labeling.queue import add_batch_slots
 from app.models import ImportBatch, ImportFormat, Project, User, utcnow
+
+class UploadTooLarge(ServiceError):
+    status_code = 413
+
+
+def check_upload_size(size: int | None, limit_mb: int) -> None:
+    """Refuse an upload over STEPWISE_MAX_UPLOAD_MB before reading it (its size is known once
+    the multipart body is spooled)."""
+    if size is not None and size > limit_mb * 1024 * 1024:
+        raise UploadTooLarge(f"the file is larger than the {limit_mb} MB upload limit")
+
 
 CHUNK_LINES = 1000
 CHUNK_BYTES = 32 * 1024 * 1024

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from app.deps import PageUser, SessionDep
 from app.forms import PageId
 from app.labeling import review, service
-from app.labeling.queue import waiting_count
+from app.labeling.queue import WAITING_COUNT_LIMIT, waiting_count
 from app.projects.access import get_visible_project
 from app.projects.service import get_project, list_projects
 from app.templating import render
@@ -20,8 +20,9 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/label")
 def choose_project(request: Request, user: PageUser, session: SessionDep) -> Response:
-    projects = [(p, waiting_count(session, p.id)) for p in list_projects(session, seen_by=user)]
-    return render(request, "labeling/projects.html", {"projects": projects})
+    projects = [(p, waiting_count(session, p.id, WAITING_COUNT_LIMIT))
+                for p in list_projects(session, seen_by=user)]
+    return render(request, "labeling/projects.html", {"projects": projects, "waiting_limit": WAITING_COUNT_LIMIT})
 
 
 @router.get("/label/stats")

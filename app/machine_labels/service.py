@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, insert, select
+from sqlalchemy import ColumnElement, insert, select
 from sqlalchemy.orm import Session
 
 from app.models import Label, LabelSource, utcnow
@@ -140,13 +140,3 @@ def _step(rating: int) -> dict[str, Any]:
         "human_completion": None,
         "chosen_completion": None if rating == -1 else 0,
     }
-
-
-def source_counts(session: Session, project_id: int, max_label_id: int | None = None) -> dict[str, int]:
-    """Current labels of the project per source, up to a snapshot's label id when given."""
-    query = select(Label.source, func.count()).where(
-        Label.project_id == project_id, Label.superseded_at.is_(None)
-    )
-    if max_label_id is not None:
-        query = query.where(Label.id <= max_label_id)
-    return {source.value: n for source, n in session.execute(query.group_by(Label.source))}

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
-from app.deps import DataPageUser, ManagerPageUser, SessionDep
+from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.errors import Conflict, ServiceError
 from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.imports.service import list_batches
-from app.models import Project, Role, StandingDecision, User, utcnow
+from app.models import Project, StandingDecision, User, utcnow
 from app.projects import members, service
 from app.projects.activity import project_activity
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
@@ -59,10 +59,6 @@ class DecisionForm(BaseModel):
     decision: Literal["admit", "retire"]
 
 
-def _can_manage(user: User) -> bool:
-    return user.role in (Role.manager, Role.admin)
-
-
 @router.get("")
 def projects_page(request: Request, user: DataPageUser, session: SessionDep) -> Response:
     return _projects_list(request, session, user, {}, {}, status.HTTP_200_OK)
@@ -99,7 +95,7 @@ def _projects_list(
         "manage/projects.html",
         {
             "rows": rows,
-            "can_manage": _can_manage(user),
+            "can_manage": has_role(user, MANAGE),
             "values": values,
             "errors": errors,
         },
@@ -127,7 +123,8 @@ def update_settings(
     project = service.get_project(session, project_id)
     values = sent_values(form, sent)
     try:
-        changes = validate_form(ProjectUpdate, values, keep_blank=("description",))
+        changes = validate_form(ProjectUpdate, values, keep_blank=("description",),
+                                required=SettingsForm.model_fields.keys() - {"description"})
     except FormInvalid as exc:
         return _project_overview(request, session, user, project, values, exc.errors, 422)
     service.update_project(session, project, changes)
@@ -214,7 +211,7 @@ def _project_overview(
             "progress": progress,
             "chart": daily_bars(progress.labels_per_day, utcnow().date()),
             "chart_height": CHART_HEIGHT,
-            "can_manage": _can_manage(user),
+            "can_manage": has_role(user, MANAGE),
             # A field the post left out shows what is stored, as it stays.
             "values": {**_settings_of(project), **values},
             "errors": errors,

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
-from app.deps import DataPageUser, ManagerPageUser, SessionDep
+from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.forms import FormInvalid, PageId, validate_form
-from app.models import INT32_MAX, Project, Role, User
+from app.models import INT32_MAX, Project, User
 from app.projects.service import get_project
 from app.reports import service
 from app.reports.csv_export import reports_csv
@@ -100,7 +100,7 @@ def _render(
             "values": values,
             "query": urlencode({k: v for k, v in values.items() if v}),
             "labelers": service.reporting_labelers(session, project.id),
-            "can_manage": user.role in (Role.manager, Role.admin),
+            "can_manage": has_role(user, MANAGE),
             "errors": errors,
             "messages": messages,
         },
@@ -176,6 +176,6 @@ def label_page(
         "project": project,
         "tab": "reports",
         "view": view,
-        "can_manage": user.role in (Role.manager, Role.admin),
+        "can_manage": has_role(user, MANAGE),
     }
     return render(request, "manage/label.html", context)

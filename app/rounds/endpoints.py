@@ -4,9 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import DataApiUser, RowId, SessionDep, api_user
+from app.deps import DataApiUser, ResearcherApiUser, RowId, SessionDep
 from app.errors import error_responses
-from app.models import PickReason, Role, User
+from app.models import PickReason
 from app.projects.service import get_project
 from app.rounds import service
 from app.rounds.jobs import wake_after_commit
@@ -28,8 +28,6 @@ router = APIRouter(prefix="/api/v1", tags=["rounds"], responses=error_responses(
 
 # Starting, cancelling and tuning rounds is the researchers' call (admins may too); managers
 # and researchers may both look.
-ResearcherApiUser = Annotated[User, api_user(Role.researcher)]
-
 
 @router.post(
     "/projects/{project_id}/rounds",

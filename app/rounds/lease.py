@@ -14,7 +14,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import or_, select, update
@@ -32,9 +32,9 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-def runnable_rounds(session: Session, now: datetime | None = None) -> list[int]:
+def runnable_rounds(session: Session) -> list[int]:
     """Queued rounds, and running ones whose worker has stopped renewing its lease."""
-    now = now or utcnow()
+    now = utcnow()
     return list(
         session.scalars(
             select(Round.id)

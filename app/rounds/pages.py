@@ -10,10 +10,10 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from active_learning.data import format_source_weights, parse_source_weights
-from app.deps import DataPageUser, SessionDep, page_user
+from app.deps import RESEARCH, DataPageUser, ResearcherPageUser, SessionDep, has_role
 from app.errors import BadInput, Conflict
 from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
-from app.models import PickReason, Project, PromoteMetric, Role, ScoreKind, SelectorMode, User
+from app.models import PickReason, Project, PromoteMetric, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
 from app.rounds import service
 from app.rounds.charts import labels_chart, loss_chart, quality_chart
@@ -27,7 +27,6 @@ from app.templating import render
 
 router = APIRouter(prefix="/research", include_in_schema=False)
 
-ResearcherPageUser = Annotated[User, page_user(Role.researcher)]
 PICKS_PER_PAGE = 50
 
 
@@ -62,10 +61,6 @@ class SettingsForm(BaseModel):
     every_new_labels: str = Field(default="", max_length=50)
     schedule_hours: str = Field(default="", max_length=50)
     source_weights: str = Field(default="", max_length=200)
-
-
-def can_research(user: User) -> bool:
-    return user.role in (Role.researcher, Role.admin)
 
 
 @router.get("")
@@ -121,7 +116,8 @@ def update_settings(
         return _overview(request, session, user, project, values=values,
                          errors={"source_weights": str(exc)}, status_code=422)
     try:
-        changes = validate_form(RoundSettingsUpdate, {**values, "source_weights": weights})
+        changes = validate_form(RoundSettingsUpdate, {**values, "source_weights": weights},
+                                required=SettingsForm.model_fields.keys() - set(NULLABLE_SETTINGS))
     except FormInvalid as exc:
         return _overview(request, session, user, project, values=values, errors=exc.errors,
                          status_code=422)
@@ -165,7 +161,7 @@ def _overview(
                        **(values or {})},
             "errors": errors or {},
             "messages": messages or [],
-            "can_research": can_research(user),
+            "can_research": has_role(user, RESEARCH),
             "score_kinds": list(ScoreKind),
             "promote_metrics": list(PromoteMetric),
             "selector_modes": list(SelectorMode),
@@ -215,7 +211,7 @@ def round_page(
             "loss": loss_chart(service.round_training_log(session, round_.id)),
             "reasons": list(PickReason),
             "label_sources": round_sources(session, round_),
-            "can_research": can_research(user),
+            "can_research": has_role(user, RESEARCH),
             "empty_pool": EMPTY_POOL,
         },
     )

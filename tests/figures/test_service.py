@@ -144,3 +144,13 @@ def test_a_figure_that_writes_without_end_is_stopped(settings: Settings, tmp_pat
     monkeypatch.setattr(service, "MAX_FILE_BYTES", 100_000)
     figure = service.draw(settings.model_copy(update={"figures_dir": tmp_path}), 'while(true) write("xxxxxxxx");')
     assert figure.svg is None and figure.error is not None and figure.error.startswith("Asymptote failed")
+
+
+def test_a_figure_that_cannot_be_stored_leaves_no_temporary_file(settings: Settings, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def full_disk(source: str, target: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(service.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        service._store(settings.model_copy(update={"figures_dir": tmp_path}), "key", service.Figure("<svg/>", None))
+    assert list(tmp_path.iterdir()) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from app.labeling import pages as labeling_pages
 from app.models import Role
 from tests.browser.conftest import add_solution
 from tests.conftest import api_headers, browser_login, make_project, make_user
@@ -119,3 +120,17 @@ def test_project_list_links_to_the_labeling_page(client, session_factory) -> Non
     html = client.get("/label").text
     assert f'href="/label/{project.id}"' in html
     assert f'href="/label/{empty.id}"' not in html
+
+
+def test_project_list_counts_waiting_slots_only_up_to_the_limit(client, session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Counting every slot of each project on every visit is the slow case for a large queue.
+    monkeypatch.setattr(labeling_pages, "WAITING_COUNT_LIMIT", 3)
+    large = make_project(session_factory, name="large")
+    for n in range(5):
+        add_solution(session_factory, large, [f"${n}$"])
+    small = make_project(session_factory, name="small")
+    add_solution(session_factory, small, ["$a$"])
+    make_user(session_factory, "lena", Role.labeler)
+    browser_login(client, "lena")
+    cells = re.findall(r'<td class="num">([^<]*)</td>', client.get("/label").text)
+    assert sorted(cells) == ["1", "3+"]

@@ -126,6 +126,8 @@ def test_research_settings_form_shows_errors_in_place(client, session_factory, p
     url = f"/research/projects/{project.id}/settings"
     bad = client.post(url, data={"csrf_token": csrf, "wrong_share": "lots", "picks_per_round": "30"})
     assert bad.status_code == 422 and "Must be a number" in bad.text
+    emptied = client.post(url, data={"csrf_token": csrf, "wrong_share": "", "picks_per_round": "30"})
+    assert emptied.status_code == 422 and "Needs a value" in emptied.text
     good = client.post(url, data={"csrf_token": csrf, "picks_per_round": "30", "schedule_hours": "12"},
                        follow_redirects=False)
     assert good.status_code == 303
