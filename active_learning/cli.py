@@ -83,8 +83,9 @@ def _add_options(command, config_class):
 
 @prm.command()
 @click.option("--output", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
-@click.option("--problems", default=200, show_default=True, help="Number of problems.")
-@click.option("--solutions-per-problem", default=4, show_default=True, help="Candidates per problem.")
+@click.option("--problems", default=200, show_default=True, type=click.IntRange(min=1), help="Number of problems.")
+@click.option("--solutions-per-problem", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Candidates per problem.")
 @click.option("--seed", default=0, show_default=True, help="Different seeds give different problems.")
 @click.option("--full/--first-error", default=False, show_default=True,
               help="Rate every step, or stop at the first -1 as PRM800K phase 2 did.")
@@ -170,7 +171,7 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 
     target = _output_file(output)
     try:
-        solutions = load_solutions(input_file)
+        solutions = load_solutions(input_file, every_step_written=True)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     if not solutions:
@@ -197,7 +198,8 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
               "JSONL of {problem, steps, label: first wrong step or -1}.")
 @click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
               help="A step with P(correct) below this is predicted to be an error.")
-@click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True)
+@click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
+              help="Whether a step labeled 0 counts as correct, in the labels and in the model's score alike.")
 @click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1))
 @click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
               help="Resamples of the solutions (best-of-N: problems) behind each metric's 95% "
@@ -206,7 +208,9 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, max_length, bootstrap, device):
     """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting; with
     --format processbench, ProcessBench's accuracies on erroneous and correct solutions and F1.
-    Each with its 95% bootstrap interval."""
+    Each with its 95% bootstrap interval. A metric is null where the labels leave it undefined
+    (step F1 without a wrong step; first-error accuracies without an erroneous or a correct
+    solution, and their F1 without both)."""
     if (file is None) == (data is None):
         raise click.UsageError("give the file to evaluate on once: as the argument or as --data")
     _quiet_transformers()

@@ -6,6 +6,7 @@ step is context only. The trainer goes through `tokenize_example` and the scorer
 at.
 """
 
+import codecs
 import hashlib
 import itertools
 from collections import Counter
@@ -53,12 +54,6 @@ def problem_id(problem: str) -> str:
     return hashlib.sha1(problem.strip().encode()).hexdigest()[:16]
 
 
-def read_records(source: str | Path | Iterable[dict]) -> Iterator[dict]:
-    """JSON objects from a JSONL path, or the dicts of an in-memory iterable as they are."""
-    for _, record in placed_records(source):
-        yield record
-
-
 class PlacedRecords(list):
     """(place, record) pairs read once, for several readers (`load_examples`, `load_solutions`)
     to check without reading the file again, each message still naming the record's place."""
@@ -76,6 +71,10 @@ def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, d
         return
     with open(source, "rb") as f:
         for line_no, line in enumerate(f, 1):
+            # A byte order mark opens files saved by some Windows editors; the platform's
+            # importer takes them too.
+            if line_no == 1:
+                line = line.removeprefix(codecs.BOM_UTF8)
             if line.strip():
                 try:
                     record = orjson.loads(line)
@@ -342,9 +341,13 @@ def _trajectory(label_steps: list[dict]) -> list[str]:
             else s["completions"][s.get("chosen_completion") or 0]["text"] for s in label_steps]
 
 
-def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
+def load_solutions(source: str | Path | Iterable[dict], *, every_step_written: bool = False) -> list[Solution]:
     """Whole solutions to score: PRM800K (pre-generated steps, else the labeled trajectory),
-    TRL (`prompt`, `completions`), or candidate files (`problem`, `steps`, optional `answer`)."""
+    TRL (`prompt`, `completions`), or candidate files (`problem`, `steps`, optional `answer`).
+
+    `every_step_written` refuses a solution with no step or a blank one, for scores that rank
+    solutions against each other: the product over no steps is 1, the best there is. (A labeled
+    file may hold a give-up before the first step, which evaluation reads as it is.)"""
     solutions = []
     for place, record in placed_records(source):
         kind = ("PRM800K" if "question" in record else "TRL" if "completions" in record
@@ -354,10 +357,21 @@ def load_solutions(source: str | Path | Iterable[dict]) -> list[Solution]:
                              f"(prompt, completions) nor a candidate (problem, steps); its keys: "
                              f"{', '.join(sorted(record))}")
         try:
-            solutions.append(_solution(record))
+            solution = _solution(record)
+            if every_step_written:
+                _check_written(solution.steps)
         except _MALFORMED as e:
             raise _malformed(place, kind, e) from None
+        solutions.append(solution)
     return solutions
+
+
+def _check_written(steps: list[str]) -> None:
+    if not steps:
+        raise ValueError("no steps to score")
+    blank = next((n for n, step in enumerate(steps, 1) if not step.strip()), None)
+    if blank is not None:
+        raise ValueError(f"step {blank} of {len(steps)} is blank")
 
 
 def _solution(record: dict) -> Solution:

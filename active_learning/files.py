@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+PARTIAL = ".partial"
+
 
 def output_file(path: Path) -> Path:
     """Where writing `path` lands: a symlink's target, since renaming over the link itself would
@@ -25,7 +27,17 @@ def output_file(path: Path) -> Path:
     if target.exists() and not target.is_file():
         raise ValueError(f"{path} exists and is not a regular file (a device, FIFO or socket): name a file")
     _refuse_unwritable_parent(path, target.parent)
+    _refuse_long_name(path, target)
     return target
+
+
+def _refuse_long_name(path: Path, target: Path) -> None:
+    # written_aside writes under the name plus PARTIAL first: a name that fits only without it
+    # would fail after the work, with the file system's own error.
+    limit = os.pathconf(target.parent, "PC_NAME_MAX") - len(PARTIAL)
+    if len(os.fsencode(target.name)) > limit:
+        raise ValueError(f"cannot write {path}: its name is {len(os.fsencode(target.name))} bytes long; "
+                         f"at most {limit} fit here")
 
 
 def output_directory(path: Path) -> Path:
@@ -50,7 +62,7 @@ def _refuse_unwritable_parent(path: Path, parent: Path) -> None:
 def written_aside(target: Path) -> Iterator[Path]:
     """A path beside `target` to write, renamed over it when the block succeeds: a file cut short
     never passes for a whole one, and a failure leaves no partial file behind."""
-    partial = target.with_name(target.name + ".partial")
+    partial = target.with_name(target.name + PARTIAL)
     try:
         yield partial
         partial.replace(target)

@@ -95,9 +95,13 @@ def write_dataset(session: Session, project: Project, filters: ExportFilters, di
 
 
 def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> str:
-    ratings = pc.list_flatten(table["ratings"])
+    # The counts are of labels: with every completion exported, an alternative's row repeats the
+    # steps before it, which counted would rate them again and finish the label twice.
+    own = table.filter(pc.is_null(table["alternative_at"])) if "alternative_at" in table.column_names else table
+    alternatives = table.num_rows - own.num_rows
+    ratings = pc.list_flatten(own["ratings"])
     counts = _value_counts(ratings)
-    reasons = _value_counts(table["finish_reason"])
+    reasons = _value_counts(own["finish_reason"])
     chosen = filters.model_dump(exclude={"neutral"}, exclude_defaults=True, mode="json")
     lines = [
         f"# Stepwise labels: {project.name}",
@@ -126,7 +130,9 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "",
         "## Counts",
         "",
-        f"- labels: {table.num_rows}",
+        f"- labels: {own.num_rows}"
+        + (f", and {alternatives} rows of rated alternatives (`alternative_at`), not counted below"
+           if alternatives else ""),
         f"- rated steps: {len(ratings) - ratings.null_count} of {len(ratings)} steps",
         f"- ratings: +1: {counts.get(1, 0)}, 0: {counts.get(0, 0)}, -1: {counts.get(-1, 0)}",
         "- finish reasons: " + (", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=str)) or "none"),

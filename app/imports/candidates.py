@@ -10,6 +10,7 @@ from app.imports.fields import Invalid, integer, string_list, text
 from app.imports.records import MAX_ANSWER, MAX_STEPS, Candidate, SolutionIn
 
 DEFAULT_SEPARATOR = "\n\n"
+ANSWER_HEADING = "# Answer"
 KNOWN_KEYS = frozenset({"problem", "problem_id", "steps", "text", "answer"})
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r"}
 
@@ -21,6 +22,19 @@ def separator_from(given: str | None) -> str:
     for escaped, char in _ESCAPES.items():
         given = given.replace(escaped, char)
     return given
+
+
+def _answer_rejoined(parts: list[str], separator: str) -> list[str]:
+    """PRM800K-style text ends with a `# Answer` heading, a blank line and the answer. Cut at blank
+    lines, the heading would be a step of its own, one a labeler cannot rate; rejoined with its
+    answer it is the last step, as in PRM800K, and the page shows the answer under it."""
+    steps: list[str] = []
+    for part in parts:
+        if steps and steps[-1] == ANSWER_HEADING:
+            steps[-1] = f"{ANSWER_HEADING}{separator}{part}"
+        else:
+            steps.append(part)
+    return steps
 
 
 def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any]) -> Candidate:
@@ -35,7 +49,7 @@ def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any])
     if (steps is None) == (whole is None):
         raise Invalid("steps", "give exactly one of `steps` (a list) and `text` (cut at the separator)")
     if steps is None:
-        steps = [part.strip() for part in whole.split(separator) if part.strip()]  # type: ignore[union-attr]
+        steps = _answer_rejoined([part.strip() for part in whole.split(separator) if part.strip()], separator)  # type: ignore[union-attr]
         if not steps:
             raise Invalid("text", "has no steps: it is blank")
         if len(steps) > MAX_STEPS:

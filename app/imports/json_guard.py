@@ -84,7 +84,9 @@ def field_at(raw: bytes, offset: int | None = None, *, depth: int | None = None)
 
 
 def _key(token: bytes) -> str:
-    inner = token[1:-1] if token.endswith(b'"') and len(token) > 1 else token[1:]
+    # An unterminated key runs to the end of the line, its line break too, which would break
+    # the message in two.
+    inner = token[1:-1] if token.endswith(b'"') and len(token) > 1 else token[1:].rstrip(b"\r\n")
     return inner.decode("utf-8", "replace").replace('\\"', '"')[:100]
 
 

@@ -251,6 +251,15 @@ class CandidateIn(BaseModel):
 
     steps: list[Annotated[str, Field(max_length=20_000)]] = Field(min_length=1, max_length=200)
 
+    @field_validator("steps")
+    @classmethod
+    def _every_step_written(cls, steps: list[str]) -> list[str]:
+        # A blank step would be scored as if it said something, and rank with the rest.
+        blank = next((n for n, step in enumerate(steps, 1) if not step.strip()), None)
+        if blank is not None:
+            raise ValueError(f"step {blank} of {len(steps)} is blank")
+        return steps
+
 
 class ScoreRequest(BaseModel):
     """A problem and candidate solutions to score with one model version, for best-of-N

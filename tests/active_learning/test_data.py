@@ -72,6 +72,18 @@ def test_trl_records_and_paths(tmp_path):
     assert solution.steps == ["x", "y", "z"]
 
 
+def test_a_byte_order_mark_at_the_start_is_read_past(tmp_path):
+    path = tmp_path / "trl.jsonl"
+    rows = [{"prompt": "P", "completions": ["x", "y"], "labels": [True, True]}] * 2
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(json.dumps(r) for r in rows).encode() + b"\n")
+    assert [e.steps for e in load_examples(path)] == [["x", "y"]] * 2
+    assert [s.steps for s in load_solutions(path)] == [["x", "y"]] * 2
+    # Anywhere else it is no JSON.
+    path.write_bytes(path.read_bytes() + b"\xef\xbb\xbf" + json.dumps(rows[0]).encode() + b"\n")
+    with pytest.raises(ValueError, match="trl.jsonl:3: not valid JSON"):
+        load_examples(path)
+
+
 def test_bad_input_names_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"prompt": "P", "completions": [], "labels": []}\n{oops\n')

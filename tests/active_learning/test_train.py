@@ -178,6 +178,18 @@ def test_an_empty_file_is_refused_by_score_and_eval(checkpoint, tmp_path, comman
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl"]
 
 
+@pytest.mark.parametrize(("steps", "message"), [([], "no steps to score"), (["a", "  "], "step 2 of 2 is blank")])
+def test_score_refuses_a_solution_with_no_step_or_a_blank_one(checkpoint, tmp_path, steps, message):
+    # Scored, a solution with no steps would rank first: the product over no steps is 1.
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text(json.dumps({"problem": "2+3?", "steps": ["2+3=5"]}) + "\n"
+                          + json.dumps({"problem": "2+3?", "steps": steps}) + "\n")
+    result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(candidates),
+                                      "--output", str(tmp_path / "s.jsonl")])
+    assert result.exit_code == 1 and f"{candidates}:2: a candidate record, but {message}" in result.output, result.output
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 def test_score_refuses_a_batch_of_no_tokens(files, checkpoint, tmp_path):
     result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(files / "eval.jsonl"),
                                       "--output", str(tmp_path / "s.jsonl"), "--batch-tokens", "0"])
@@ -626,6 +638,13 @@ def test_synth_refuses_an_output_that_is_not_a_file_to_write(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(prm, ["synth", "--output", output, "--problems", "2"])
     assert result.exit_code in (1, 2) and message in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("counts", [["--problems", "0"], ["--problems", "-3"], ["--solutions-per-problem", "0"]])
+def test_synth_refuses_counts_that_make_nothing(tmp_path, counts):
+    result = CliRunner().invoke(prm, ["synth", "--output", str(tmp_path / "s.jsonl"), *counts])
+    assert result.exit_code == 2 and f"Invalid value for '{counts[0]}'" in result.output, result.output
     assert list(tmp_path.iterdir()) == []
 
 

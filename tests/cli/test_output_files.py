@@ -63,3 +63,10 @@ def test_a_missing_directory_is_named(stepwise, database_url, project, tmp_path:
 def test_an_hf_export_into_a_missing_directory_is_named(stepwise, database_url, project, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("datasets")
     refused(_export(stepwise, database_url, tmp_path / "no" / "set", "hf"), f"no directory {tmp_path / 'no'}")
+
+
+@pytest.mark.parametrize("write", [_export, _backup])
+def test_a_name_too_long_to_write_beside_is_refused_before_any_work(stepwise, database_url, project, tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
+    # 252 bytes is a legal name, but not with ".partial" after it, under which the file is written first.
+    refused(write(stepwise, database_url, tmp_path / ("c" * 246 + ".jsonl")), "its name is 252 bytes long; at most 247")
+    assert list(tmp_path.iterdir()) == []

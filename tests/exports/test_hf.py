@@ -112,3 +112,11 @@ def test_hf_export_with_every_completion_has_the_marked_columns(cli_env, session
     assert loaded.to_list() == parquet.to_pylist()
     card = (output / "README.md").read_text()
     assert "- `completions`: all" in card and "| `human_written` |" in card
+    # Counted by label, as without the alternatives: their rows repeat the steps before them.
+    labels = [row for row in parquet.to_pylist() if row["alternative_at"] is None]
+    ratings = [r for row in labels for r in row["ratings"]]
+    assert f"- labels: {len(labels)}, and {parquet.num_rows - len(labels)} rows of rated alternatives" in card
+    assert f"+1: {ratings.count(1)}, 0: {ratings.count(0)}, -1: {ratings.count(-1)}" in card
+    reasons = sorted({row["finish_reason"] for row in labels})
+    counted = ", ".join(f"{reason}: {sum(row['finish_reason'] == reason for row in labels)}" for reason in reasons)
+    assert f"- finish reasons: {counted}" in card

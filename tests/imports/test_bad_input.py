@@ -46,6 +46,8 @@ PHASE2_ONE_STEP_FOUND_ERROR = 8
 
 CASES = [
     ("malformed JSON", "prm800k", b'{"labeler": "x", ', None, "invalid JSON"),
+    # Cut inside a key: the key read so far names the field, without the line's end.
+    ("a line cut inside a key", "prm800k", b'{"labeler": "x", "que\r', "que", "invalid JSON"),
     ("a JSON array", "prm800k", b"[1, 2]", None, "expected a JSON object"),
     ("non-UTF-8 bytes", "math", b'{"problem": "caf\xe9", "answer": "1"}', "problem", "not valid UTF-8"),
     ("a NUL character", "math", b'{"problem": "a\\u0000b", "answer": "1"}', "problem", "NUL"),

@@ -97,6 +97,15 @@ def test_text_is_cut_at_the_separator(session_factory, separator, steps) -> None
         assert session.scalar(select(Solution.steps)) == steps
 
 
+def test_an_answer_heading_cut_off_by_the_separator_stays_with_its_answer(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    text = "So $2 + 2 = 4$.\n\n# Answer\n\n4"
+    import_bytes(session_factory, project, jsonl([{"problem": "What is $2 + 2$?", "text": text}]), "solutions")
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Solution.steps)) == ["So $2 + 2 = 4$.", "# Answer\n\n4"]
+
+
 def test_candidates_again_add_nothing(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     _problems(session_factory, project)
