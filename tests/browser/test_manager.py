@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import login, screenshot
-from tests.conftest import PASSWORD, api_headers, make_user
+from tests.conftest import PASSWORD, api_headers, make_project, make_user
+from tests.imports.conftest import import_bytes
 
 PROBLEM = "What is $\\frac{1}{2} + \\frac{1}{3}$?"
 STEPS = ["Use the common denominator $6$.", "So $\\frac{3}{6} + \\frac{2}{6} = \\frac{5}{6}$.", "# Answer\n\n$\\frac{5}{6}$"]
@@ -162,3 +163,19 @@ def test_admin_manages_users(browser: Browser, live_server: str, session_factory
     expect(page.locator("#password-error")).to_contain_text("at least 8 characters")
     screenshot(page, "admin_users_errors.png")
     context.close()
+
+
+def test_the_imported_files_table_fits_its_card(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # A long file name used to widen the table past its half-width card and hide "Added".
+    project = make_project(session_factory, "fits")
+    import_bytes(session_factory, project, b'{"problem": "What is 1+1?", "answer": "2"}\n', "math",
+                 filename="a-problem-file-with-a-rather-long-name-from-some-pipeline-2026-11-27.jsonl")
+    make_user(session_factory, "maria", "manager")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    login(page, "maria", f"/manage/projects/{project.id}")
+    table = page.locator("table.imports")
+    box = table.locator("xpath=..").bounding_box()
+    added = table.locator("td.added").first.bounding_box()
+    assert box is not None and added is not None
+    assert added["x"] + added["width"] <= box["x"] + box["width"] + 1
+    expect(table.locator("td.added").first).to_have_text("1 problem")
