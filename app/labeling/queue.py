@@ -360,14 +360,20 @@ def _take_best_slot_statement() -> Update:
         Label.solution_id == slot.solution_id, Label.user_id == bindparam("user")
     )
     # A retired problem is served to nobody, and one a labeler reported as bad is not served to
-    # them again (its other solutions would meet the same fault). Two primary-key look-ups and
-    # ix_reports_bad_problems, for the slot the pick settles on and any it passes over.
+    # them again (its other solutions would meet the same fault), while the label that reported
+    # it stands: a correction may take the report back, and a manager's dismissal keeps the
+    # report on the corrected label. Two primary-key look-ups and ix_reports_bad_problems (and,
+    # only where a report exists, its label's key), for the slot the pick settles on and any it
+    # passes over.
     solution = Solution.__table__.alias("slot_solution")
     problem = Problem.__table__.alias("slot_problem")
+    reporting_label = Label.__table__.alias("reporting_label")
     reported_by_user = exists().where(
         Report.user_id == bindparam("user"),
         Report.kind == BAD_PROBLEM,
         Report.problem_id == problem.c.id,
+        reporting_label.c.id == Report.label_id,
+        reporting_label.c.superseded_at.is_(None),
     )
     servable_problem = exists().where(
         solution.c.id == slot.solution_id,

@@ -210,6 +210,24 @@ def test_a_correction_withdraws_open_reports_it_no_longer_raises(session_factory
         assert service.label_view(session, project.id, fixed).reports == []
 
 
+def test_a_dismissed_bad_problem_report_no_longer_said_stops_holding_the_problem_back(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    bad, _ = add_problem(session_factory, project, "Broken?", n_solutions=2)
+    ann = make_user(session_factory, "ann", "labeler")
+    max_ = make_user(session_factory, "max", "manager")
+    _, first = label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note="Typo?")
+    (report,) = _reports(session_factory, project.id)
+    with session_scope(session_factory) as session:
+        service.dismiss_report(session, project.id, report.id, max_)
+    assert next_task(session_factory, project.id, ann.id) is None
+
+    _correct(session_factory, ann.id, first, FinishReason.solution, [(1, False)] * 3)
+    (kept,) = _reports(session_factory, project.id)
+    assert (kept.id, kept.label_id, kept.status) == (report.id, first, ReportStatus.dismissed)
+    following = next_task(session_factory, project.id, ann.id)
+    assert following is not None and following.problem.id == bad
+
+
 def test_a_correction_takes_over_the_reports_it_still_raises_and_leaves_dismissed_ones(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=1)
     add_problem(session_factory, project, "Hard", n_solutions=1)
