@@ -34,8 +34,9 @@ def output_file(path: Path) -> Path:
 def _refuse_long_name(path: Path, target: Path) -> None:
     # written_aside writes under the name plus PARTIAL first: a name that fits only without it
     # would fail after the work, with the file system's own error.
-    limit = os.pathconf(target.parent, "PC_NAME_MAX") - len(PARTIAL)
-    if len(os.fsencode(target.name)) > limit:
+    name_max = os.pathconf(target.parent, "PC_NAME_MAX")  # -1 where the file system sets none
+    limit = name_max - len(PARTIAL)
+    if name_max > 0 and len(os.fsencode(target.name)) > limit:
         raise ValueError(f"cannot write {path}: its name is {len(os.fsencode(target.name))} bytes long; "
                          f"at most {limit} fit here")
 

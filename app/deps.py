@@ -186,6 +186,8 @@ def page_user(*roles: Role):  # type: ignore[no-untyped-def]
 
 
 MANAGE = (Role.manager,)
+# Starting, cancelling and tuning rounds is the researchers' call (admins may too); managers and
+# researchers may both look (READ_DATA).
 RESEARCH = (Role.researcher,)
 READ_DATA = (Role.manager, Role.researcher)
 

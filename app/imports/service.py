@@ -30,6 +30,10 @@ from app.imports.writer import BatchWriter
 from app.labeling.queue import add_batch_slots
 from app.models import ImportBatch, ImportFormat, Project, User, utcnow
 
+CHUNK_LINES = 1000
+CHUNK_BYTES = 32 * 1024 * 1024
+
+
 class UploadTooLarge(ServiceError):
     status_code = 413
 
@@ -39,10 +43,6 @@ def check_upload_size(size: int | None, limit_mb: int) -> None:
     the multipart body is spooled)."""
     if size is not None and size > limit_mb * 1024 * 1024:
         raise UploadTooLarge(f"the file is larger than the {limit_mb} MB upload limit")
-
-
-CHUNK_LINES = 1000
-CHUNK_BYTES = 32 * 1024 * 1024
 
 
 def import_file(

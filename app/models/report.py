@@ -24,8 +24,9 @@ class Report(Base):
     """Something a labeler raised for a manager: a give-up, a bad problem, a flagged step.
 
     Written with the label that carries it, one row per give-up or bad-problem label and one
-    per flagged step, so that each can be dismissed on its own. The reason is the label's
-    `finish_note` (a flag has none). Imported labels raise no reports: their flags were
+    per flagged step, so that each can be dismissed on its own; a correction that still raises
+    it takes it over, keeping when it was first raised (app.reports.service.carry_reports). The
+    reason is the carrying label's `finish_note` (a flag has none). Imported labels raise no reports: their flags were
     somebody else's to look at.
     """
 

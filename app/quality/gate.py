@@ -219,7 +219,8 @@ def _has_regular_label(session: Session, project_id: int, user_id: int) -> bool:
 
 def _unlabeled_gold(session: Session, project_id: int, user_id: int, *, screening: bool) -> int | None:
     """A gold item of the kind asked for that the labeler has neither labeled nor holds, of a
-    problem still served to them: screening items in a fixed order, QC items at random."""
+    problem not retired: screening items in a fixed order, QC items at random. The labeler's own
+    bad-problem reports hold no gold back, or reporting would be a way out of the checks."""
     gold = _gold_labels(project_id).subquery()
     screening_gold = select(gold.c.solution_id).where(gold.c.is_initial_screening.is_(True))
     kind = gold.c.solution_id.in_(screening_gold)

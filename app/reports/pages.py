@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import INT32_MAX, Project, User
+from app.errors import NotFound
 from app.projects.service import get_project
 from app.reports import service
 from app.reports.csv_export import reports_csv
@@ -51,6 +52,11 @@ def _back_to_reports(project_id: int, form: FilterForm, **extra: object) -> Redi
     )
 
 
+def _row_id(value: str) -> int | None:
+    """A row id from the address, or None for anything else typed there."""
+    return int(value) if value.isascii() and value.isdigit() and 0 < int(value) <= INT32_MAX else None
+
+
 @router.get("/reports")
 def reports_page(
     request: Request,
@@ -63,12 +69,16 @@ def reports_page(
     messages = []
     # Where the retire button sends the manager back to; an address typed by hand with another
     # value, or with a problem that is not retired, shows no banner.
-    retired = request.query_params.get("retired", "")
-    if retired.isascii() and retired.isdigit() and 0 < int(retired) <= INT32_MAX \
-            and service.is_retired(session, project.id, int(retired)):
+    retired = _row_id(request.query_params.get("retired", ""))
+    if retired is not None and service.is_retired(session, project.id, retired):
         messages.append(
-            {"kind": "success", "text": f"Problem {int(retired)} is retired: it is not served again."}
+            {"kind": "success", "text": f"Problem {retired} is retired: it is not served again."}
         )
+    # Where a dismiss of a report that is gone sends the manager back to.
+    gone = _row_id(request.query_params.get("gone", ""))
+    if gone is not None and not service.report_exists(session, project.id, gone):
+        messages.append({"kind": "info", "text": f"Report {gone} is no longer there: the labeler corrected "
+                         "the label and no longer raises it, so there is nothing to dismiss."})
     try:
         filters = _filters(form)
     except FormInvalid as exc:
@@ -143,7 +153,13 @@ def dismiss_report(
     session: SessionDep,
     form: Annotated[FilterForm, Form()],
 ) -> Response:
-    service.dismiss_report(session, project_id, report_id, user)
+    try:
+        service.dismiss_report(session, project_id, report_id, user)
+    except NotFound:
+        # A labeler's correction withdraws the open reports it no longer raises: the list the
+        # manager clicked in may be older than that.
+        get_project(session, project_id)
+        return _back_to_reports(project_id, form, gone=report_id)
     return _back_to_reports(project_id, form)
 
 

@@ -210,6 +210,12 @@ def get_report(session: Session, project_id: int, report_id: int) -> ReportRead:
     return _read(row)
 
 
+def report_exists(session: Session, project_id: int, report_id: int) -> bool:
+    return session.scalar(
+        select(Report.id).where(Report.id == report_id, Report.project_id == project_id)
+    ) is not None
+
+
 def dismiss_report(session: Session, project_id: int, report_id: int, user: User) -> ReportRead:
     """Dismiss a report; one already dismissed keeps who dismissed it and when."""
     report = session.scalar(

@@ -26,8 +26,6 @@ from app.rounds.schemas import (
 # Every route names a project or a round, which may not exist.
 router = APIRouter(prefix="/api/v1", tags=["rounds"], responses=error_responses(401, 403, 404, 422))
 
-# Starting, cancelling and tuning rounds is the researchers' call (admins may too); managers
-# and researchers may both look.
 
 @router.post(
     "/projects/{project_id}/rounds",

@@ -9,7 +9,7 @@ import pytest
 
 from app.models import FinishReason
 from app.reports.csv_export import safe_cell
-from tests.conftest import browser_login, make_project, make_user
+from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.reports.builders import add_problem, label_next
 
 HOSTILE = '=HYPERLINK("http://evil.example","click") <b>bold</b>'
@@ -150,3 +150,27 @@ def test_retiring_from_a_label_that_is_not_there_changes_nothing(client, project
     )
     assert response.status_code == 404
     assert all(r["problem_retired"] == "no" for r in _csv(client.get(f"/manage/projects/{project.id}/reports/download").text))
+
+
+def test_dismissing_a_report_a_correction_withdrew_says_so(client, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "max")
+    rows = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)
+    bad = next(r for r in rows if r["kind"] == "bad_problem")
+    # The labeler corrects the label the report was made on: the open report is withdrawn.
+    browser_login(client, "ann")
+    corrected = client.post(f"/api/v1/me/labels/{bad['label_id']}/corrections", headers=api_headers(client, "ann"),
+                            json={"idempotency_key": "fixed-after-all", "ratings": [{"rating": 1}] * 3,
+                                  "finish_reason": "solution", "total_time_ms": 5})
+    assert corrected.status_code == 200, corrected.text
+
+    csrf = browser_login(client, "max")
+    gone = client.post(f"/manage/projects/{project.id}/reports/{bad['report_id']}/dismiss",
+                       data={"csrf_token": csrf, "status": "open"})
+    assert gone.status_code == 200
+    assert f"Report {bad['report_id']} is no longer there: the labeler corrected the label" in gone.text
+    # An address naming a report that is there, or nonsense, shows no such banner.
+    present = rows[0]["report_id"]
+    for value in (present, "x", "99999999999999999999"):
+        assert "is no longer there" not in client.get(f"/manage/projects/{project.id}/reports?gone={value}").text
+    missing_project = client.post(f"/manage/projects/999999/reports/{bad['report_id']}/dismiss", data={"csrf_token": csrf})
+    assert missing_project.status_code == 404
