@@ -359,14 +359,16 @@ def load_solutions(source: str | Path | Iterable[dict], *, every_step_written: b
         try:
             solution = _solution(record)
             if every_step_written:
-                _check_written(solution.steps)
+                check_written_steps(solution.steps)
         except _MALFORMED as e:
             raise _malformed(place, kind, e) from None
         solutions.append(solution)
     return solutions
 
 
-def _check_written(steps: list[str]) -> None:
+def check_written_steps(steps: list[str]) -> None:
+    """ValueError for no step or a blank one: scored, such a solution would rank with the rest
+    (the product over no steps is 1, the best there is)."""
     if not steps:
         raise ValueError("no steps to score")
     blank = next((n for n, step in enumerate(steps, 1) if not step.strip()), None)

@@ -10,9 +10,9 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
+from app.errors import NotFound
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import INT32_MAX, Project, User
-from app.errors import NotFound
 from app.projects.service import get_project
 from app.reports import service
 from app.reports.csv_export import reports_csv

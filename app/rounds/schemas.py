@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from active_learning.data import check_source_weights
+from active_learning.data import check_source_weights, check_written_steps
 from active_learning.generator_spec import check_generator_spec
 from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
 
@@ -254,10 +254,7 @@ class CandidateIn(BaseModel):
     @field_validator("steps")
     @classmethod
     def _every_step_written(cls, steps: list[str]) -> list[str]:
-        # A blank step would be scored as if it said something, and rank with the rest.
-        blank = next((n for n, step in enumerate(steps, 1) if not step.strip()), None)
-        if blank is not None:
-            raise ValueError(f"step {blank} of {len(steps)} is blank")
+        check_written_steps(steps)
         return steps
 
 

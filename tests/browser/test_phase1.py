@@ -27,6 +27,15 @@ def _alternatives(page: Page, step: int):  # type: ignore[no-untyped-def]
     return page.locator("#steps > .p1-step").nth(step).locator(".alt:not(.own)")
 
 
+def _open_lenas_task(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Overlap 2: the imported label fills one slot, the other waits for lena.
+    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
+    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+
+
 def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
     # Overlap 2: the imported label fills one slot, the other waits for lena.
     project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
@@ -149,11 +158,7 @@ def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: B
 
 
 def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
-    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
-    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
-    make_user(session_factory, "lena", "labeler")
-    login(page, "lena", f"/label/{project.id}")
-    expect(page.locator("#task-view")).to_be_visible()
+    _open_lenas_task(page, session_factory)
     for key in ("1", "3", "Enter", "3", "3", "w"):
         page.keyboard.press(key)
     page.locator(".own-editor:visible textarea").fill(HUMAN)
@@ -167,11 +172,7 @@ def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session
 
 
 def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
-    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
-    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
-    make_user(session_factory, "lena", "labeler")
-    login(page, "lena", f"/label/{project.id}")
-    expect(page.locator("#task-view")).to_be_visible()
+    _open_lenas_task(page, session_factory)
     status, notice = page.locator("#status"), page.locator("#notice")
     editor = page.locator("#steps > .p1-step").nth(0).locator(".own-editor")
 
@@ -215,11 +216,7 @@ def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page
 def test_a_draft_continued_past_unrated_alternatives_asks_for_them(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     # A draft saved before writing a step waited for the ratings: every step continued, the
     # first one's alternatives never rated.
-    project = make_project(session_factory, "Phase one", labeling_mode="phase1", overlap=2)
-    import_bytes(session_factory, project, jsonl([RECORD]), filename="phase1.jsonl")
-    make_user(session_factory, "lena", "labeler")
-    login(page, "lena", f"/label/{project.id}")
-    expect(page.locator("#task-view")).to_be_visible()
+    _open_lenas_task(page, session_factory)
     page.keyboard.press("1")
     page.evaluate(
         """(text) => {
