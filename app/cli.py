@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 from pydantic import ValidationError
@@ -263,6 +263,7 @@ def projects() -> None:
 @click.option("--correction-window-hours", type=int, default=24, show_default=True, help="how long labelers may correct a label; 0 closes corrections")
 @click.option("--description", default="")
 @click.option("--members-only", is_flag=True, help="only the project's members may label (default: every labeler)")
+@click.option("--guidelines", "guidelines_file", type=click.File("rb"), default=None, help="a Markdown file of guidelines for labelers ('-': standard input)")
 @pass_ctx
 def projects_create(
     ctx: _Context,
@@ -273,6 +274,7 @@ def projects_create(
     correction_window_hours: int,
     description: str,
     members_only: bool,
+    guidelines_file: BinaryIO | None,
 ) -> None:
     """Create a project."""
     from app.projects.schemas import ProjectCreate
@@ -286,11 +288,49 @@ def projects_create(
         lease_minutes=lease_minutes,
         correction_window_hours=correction_window_hours,
         description=description,
+        guidelines=_read_guidelines(guidelines_file) if guidelines_file else "",
         open_to_all=not members_only,
     )
     with ctx.session() as session:
         project = create_project(session, data)
         click.echo(f"created project {project.name} (id {project.id})")
+
+
+@projects.command("guidelines")
+@click.argument("name")
+@click.argument("file", type=click.File("rb"), required=False)
+@pass_ctx
+def projects_guidelines(ctx: _Context, name: str, file: BinaryIO | None) -> None:
+    """Print a project's guidelines for labelers, or replace them with FILE's (Markdown; '-':
+    standard input; an empty file removes them)."""
+    from app.projects.schemas import ProjectUpdate
+    from app.projects.service import get_project_by_name, update_project
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, name)
+        if file is None:
+            if project.guidelines:
+                click.echo(project.guidelines, nl=not project.guidelines.endswith("\n"))
+            else:
+                click.echo(f"{project.name} has no guidelines", err=True)
+            return
+        update_project(session, project, _validated(ProjectUpdate, guidelines=_read_guidelines(file)))
+        words = len(project.guidelines.split())
+        click.echo(f"{project.name}: guidelines {'set, ' + format(words, ',') + ' words' if words else 'removed'}")
+
+
+def _read_guidelines(file: BinaryIO) -> str:
+    from app.projects.guidelines import GUIDELINES_MAX_LENGTH
+
+    # UTF-8 takes at most four bytes a character: past that, the file is too long without
+    # reading it whole.
+    raw = file.read(4 * GUIDELINES_MAX_LENGTH + 1)
+    if len(raw) > 4 * GUIDELINES_MAX_LENGTH:
+        raise BadInput(f"{file.name}: guidelines may be {GUIDELINES_MAX_LENGTH:,} characters at most")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{file.name}: not UTF-8 text (byte {exc.start})") from None
 
 
 @projects.command("list")

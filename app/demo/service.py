@@ -33,6 +33,8 @@ DEMO_USERS = (
 
 # MATH-500 ships inside the package (MIT, see data/README.md) so that a clone needs nothing beside it.
 MATH500 = Path(__file__).resolve().parent / "data" / "math500.jsonl"
+# What the demo's labelers read first: how the three ratings and the labeling page's actions are meant.
+GUIDELINES = Path(__file__).resolve().parent / "data" / "guidelines.md"
 
 
 def default_problems_file() -> Path:
@@ -78,6 +80,9 @@ def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport
             ),
             is_demo=True,
         )
+    if not project.guidelines:
+        # A demo made before projects had guidelines gets them too; a manager's own are kept.
+        project.guidelines = GUIDELINES.read_text(encoding="utf-8")
     source = problems_file or default_problems_file()
     if not source.is_file():
         raise NotFound(

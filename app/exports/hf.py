@@ -123,6 +123,7 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         f"file's ratings): {_MODES[project.labeling_mode]}. A `give_up` or "
         "`bad_problem` label keeps the ratings made before it, and its reason in `finish_note`.",
         "",
+        *_guidelines_section(project.guidelines),
         "## Filters",
         "",
         *([f"- `{key}`: {value}" for key, value in chosen.items()] or ["- none: every current label"]),
@@ -145,6 +146,22 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "",
     ]
     return "\n".join(lines)
+
+
+def _guidelines_section(guidelines: str) -> list[str]:
+    if not guidelines.strip():
+        return []
+    # Quoted, so that their own headings stay inside this section.
+    quoted = [f"> {line}".rstrip() for line in guidelines.strip().splitlines()]
+    return [
+        "## Labeling guidelines",
+        "",
+        "What the project's labelers read before labeling, as they stand at export time (a label "
+        "made before an edit was made under the earlier text):",
+        "",
+        *quoted,
+        "",
+    ]
 
 
 def _value_counts(values: Any) -> dict[Any, int]:

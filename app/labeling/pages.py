@@ -6,12 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
+from markupsafe import Markup
 
 from app.deps import PageUser, SessionDep
 from app.forms import PageId
 from app.labeling import review, service
 from app.labeling.queue import WAITING_COUNT_LIMIT, waiting_count
+from app.models import Project
 from app.projects.access import get_visible_project
+from app.projects.guidelines import guidelines_version, render_guidelines
 from app.projects.service import get_project, list_projects
 from app.templating import render
 
@@ -80,7 +83,9 @@ def correct_label(label_id: PageId, request: Request, user: PageUser, session: S
         },
     }
     return render(
-        request, "labeling/task.html", {"project": project, "config": config, "correcting": label}
+        request,
+        "labeling/task.html",
+        {"project": project, "config": config, "correcting": label, **_guidelines_of(project)},
     )
 
 
@@ -98,5 +103,21 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
             "lease_minutes": project.lease_minutes,
         },
         "username": user.username,
+        # The page opens guidelines this labeler has not seen in this version by itself.
+        "guidelines_version": guidelines_version(project.guidelines) if project.guidelines.strip() else None,
     }
-    return render(request, "labeling/task.html", {"project": project, "config": config})
+    return render(
+        request, "labeling/task.html", {"project": project, "config": config, **_guidelines_of(project)}
+    )
+
+
+@router.get("/label/{project_id}/guidelines")
+def guidelines(project_id: PageId, request: Request, user: PageUser, session: SessionDep) -> Response:
+    """The project's guidelines on a page of their own: to read before starting, or to print."""
+    project = get_visible_project(session, user, project_id)
+    return render(request, "labeling/guidelines.html", {"project": project, **_guidelines_of(project)})
+
+
+def _guidelines_of(project: Project) -> dict[str, Markup | None]:
+    text = project.guidelines
+    return {"guidelines": render_guidelines(text) if text.strip() else None}

@@ -16,6 +16,7 @@ from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
 from app.projects import members, service
 from app.projects.activity import project_activity
+from app.projects.guidelines import GUIDELINES_MAX_LENGTH
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
 from app.quality import gate
 from app.quality.agreement import project_agreement
@@ -32,6 +33,7 @@ class SettingsForm(BaseModel):
     """The fields as typed: ProjectCreate/ProjectUpdate judge them, so errors show in place."""
 
     description: str = Field(default="", max_length=10_000)
+    guidelines: str = Field(default="", max_length=2 * GUIDELINES_MAX_LENGTH)
     labeling_mode: str = Field(default="", max_length=50)
     overlap: str = Field(default="", max_length=50)
     lease_minutes: str = Field(default="", max_length=50)
@@ -41,6 +43,10 @@ class SettingsForm(BaseModel):
     qc_rate: str = Field(default="", max_length=50)
     qc_feedback: str = Field(default="", max_length=50)
     qc_pause_below: str = Field(default="", max_length=50)
+
+
+# The settings a manager may leave blank; every other field of the form needs a value.
+OPTIONAL_TEXTS = ("description", "guidelines")
 
 
 class NewProjectForm(SettingsForm):
@@ -123,8 +129,8 @@ def update_settings(
     project = service.get_project(session, project_id)
     values = sent_values(form, sent)
     try:
-        changes = validate_form(ProjectUpdate, values, keep_blank=("description",),
-                                required=SettingsForm.model_fields.keys() - {"description"})
+        changes = validate_form(ProjectUpdate, values, keep_blank=OPTIONAL_TEXTS,
+                                required=SettingsForm.model_fields.keys() - set(OPTIONAL_TEXTS))
     except FormInvalid as exc:
         return _project_overview(request, session, user, project, values, exc.errors, 422)
     service.update_project(session, project, changes)
@@ -236,6 +242,7 @@ def _project_overview(
 def _settings_of(project: Project) -> dict[str, Any]:
     return {
         "description": project.description,
+        "guidelines": project.guidelines,
         "labeling_mode": project.labeling_mode.value,
         "overlap": project.overlap,
         "lease_minutes": project.lease_minutes,

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.models import LabelingMode
+from app.projects.guidelines import GUIDELINES_MAX_LENGTH
 
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
 
@@ -13,6 +14,11 @@ PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
 class ProjectCreate(BaseModel):
     name: str = Field(pattern=PROJECT_NAME_PATTERN, description="letters, digits, space, _ . -")
     description: str = Field(default="", max_length=5000)
+    guidelines: str = Field(
+        default="", max_length=GUIDELINES_MAX_LENGTH,
+        description="what labelers read before their first task and on the labeling page: Markdown, "
+        "math in $…$ and $$…$$",
+    )
     labeling_mode: LabelingMode = LabelingMode.first_error
     overlap: int = Field(default=1, ge=1, le=20, description="labelers per solution")
     lease_minutes: int = Field(default=30, ge=1, le=1440, description="how long a task is held")
@@ -42,6 +48,7 @@ class ProjectUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     description: str | None = Field(default=None, max_length=5000)
+    guidelines: str | None = Field(default=None, max_length=GUIDELINES_MAX_LENGTH)
     labeling_mode: LabelingMode | None = None
     overlap: int | None = Field(default=None, ge=1, le=20)
     lease_minutes: int | None = Field(default=None, ge=1, le=1440)
@@ -60,6 +67,7 @@ class ProjectRead(BaseModel):
     id: int
     name: str
     description: str
+    guidelines: str
     labeling_mode: LabelingMode
     overlap: int
     lease_minutes: int

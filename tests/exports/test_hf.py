@@ -57,6 +57,19 @@ def test_hf_export_loads_as_the_parquet_exports_rows(cli_env, session_factory, t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["labels"]
 
 
+def test_the_card_quotes_the_guidelines_the_labelers_read(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with_guidelines = make_project(session_factory, "graded", guidelines="# Grading\n\nRate $x$ **+1** when right.\n")
+    without = make_project(session_factory, "bare")
+    for project in (with_guidelines, without):
+        import_bytes(session_factory, project, SAMPLE.read_bytes())
+        _export_hf(project.name, tmp_path / project.name)
+    card = (tmp_path / "graded" / "README.md").read_text()
+    assert "## Labeling guidelines" in card
+    assert "> # Grading\n>\n> Rate $x$ **+1** when right.\n" in card
+    assert card.index("## Labeling guidelines") < card.index("## Filters")
+    assert "## Labeling guidelines" not in (tmp_path / "bare" / "README.md").read_text()
+
+
 def test_hf_export_keeps_a_give_up_note(cli_env, client, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
     project, _ = label_in_stepwise(client, session_factory, [1], "give_up", note="The problem is ambiguous.")
     _export_hf(project.name, tmp_path / "labels")

@@ -7,6 +7,7 @@ import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
 import { Phase1State } from "./phase1_state.js";
 import * as phase1View from "./phase1_view.js";
 import { Drafts } from "./drafts.js";
+import { GuidelinesDialog } from "./guidelines.js";
 import { ReasonDialog } from "./reason_dialog.js";
 import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
 
@@ -28,6 +29,7 @@ const timer = new ActiveTimer((ms) => {
 const pending = new PendingSubmits(config.username);
 const drafts = new Drafts(config.username);
 const reasons = new ReasonDialog((kind, note) => submit(kind, note));
+const guidelines = new GuidelinesDialog(config.username, config.project.id, config.guidelines_version ?? null);
 // Set when the page corrects one of the labeler's own labels instead of leasing tasks.
 const correction = config.correction ?? null;
 
@@ -412,9 +414,15 @@ async function flushPending() {
 // ---- input ----------------------------------------------------------------------------------
 
 function onKey(event) {
-  if (reasons.isOpen || root.dataset.view !== "task" || !state) return;
+  if (reasons.isOpen || guidelines.isOpen) return;
   if (event.target.closest("input, textarea, select, [contenteditable]")) return;
   const key = event.key;
+  if (key === "?" && guidelines.available) {
+    event.preventDefault();
+    guidelines.open();
+    return;
+  }
+  if (root.dataset.view !== "task" || !state) return;
   const ctrl = event.ctrlKey || event.metaKey;
   if (ctrl && key.toLowerCase() === "z") {
     event.preventDefault();
@@ -576,5 +584,7 @@ if (!mathAvailable()) {
   notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");
 }
 setView("loading");
-flushPending().then(correction ? () => showTask(correction.task) : loadNext, failed);
+// A new labeler reads the guidelines before a task is leased: reading them is not time on task.
+const start = correction ? () => showTask(correction.task) : () => guidelines.showUnseen().then(loadNext);
+flushPending().then(start, failed);
 loadToday();

@@ -51,6 +51,19 @@ export function renderMathText(element, text) {
   quietErrors(element);
 }
 
+// Formulas the server found in Markdown (app.projects.guidelines): each element holds its LaTeX as
+// text, and data-display says whether it is a display.
+export function renderFormulas(root) {
+  if (!mathAvailable()) return;
+  for (const element of root.querySelectorAll(".math[data-display]")) {
+    window.katex.render(element.textContent, element, {
+      ...KATEX_OPTIONS,
+      displayMode: element.dataset.display === "block",
+    });
+    quietErrors(element);
+  }
+}
+
 // LaTeX that KaTeX cannot render, as readable source in a quiet style with the reason on hover:
 // KaTeX's own error block is red, and a labeler reads red as "this step is wrong".
 export function showSource(element, source, reason) {

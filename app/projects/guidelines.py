@@ -1,0 +1,65 @@
+"""Labeling guidelines: Markdown that a manager writes and labelers read, before their first task
+and whenever they ask, as PRM800K's labelers had their instructions.
+
+markdown-it-py (CommonMark, with GitHub's tables and strikethrough) renders them with raw HTML off, so markup in the text shows as text,
+and its link check refuses javascript:, vbscript:, file: and data: targets. Images are off: the
+pages' Content-Security-Policy would block other sites' pictures anyway. Math is left to KaTeX in
+the browser: `$…$`, `$$…$$` and amsmath environments come out as `.math` elements holding their
+LaTeX as escaped text.
+"""
+
+from __future__ import annotations
+
+from hashlib import sha256
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markupsafe import Markup
+from mdit_py_plugins.amsmath import amsmath_plugin
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+GUIDELINES_MAX_LENGTH = 50_000
+
+
+def _new_tab(self, tokens, idx, options, env) -> str:
+    # A labeler who follows a link in the guidelines keeps the task they are on.
+    tokens[idx].attrSet("target", "_blank")
+    tokens[idx].attrSet("rel", "noopener noreferrer")
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _math(tag: str, display: bool):
+    # One shape for every kind of formula the plugins find (their own markup puts a <div> inside
+    # a <p> for inline $$…$$): the source as text, and whether KaTeX draws it as a display.
+    mode = "block" if display else "inline"
+
+    def render(self, tokens, idx, options, env) -> str:
+        return f'<{tag} class="math" data-display="{mode}">{escapeHtml(tokens[idx].content)}</{tag}>'
+
+    return render
+
+
+# Pandoc's rule for $: no space inside the delimiters and no digit after the closing one, so that
+# "between $3 and $5" stays text.
+_MARKDOWN = (
+    MarkdownIt("commonmark", {"html": False})
+    .enable(["table", "strikethrough"])
+    .use(dollarmath_plugin, allow_space=False, allow_digits=False, double_inline=True)
+    .use(amsmath_plugin)
+    .disable("image")
+)
+_MARKDOWN.add_render_rule("link_open", _new_tab)
+_MARKDOWN.add_render_rule("math_inline", _math("span", display=False))
+_MARKDOWN.add_render_rule("math_inline_double", _math("span", display=True))
+for _block in ("math_block", "math_block_label", "amsmath"):
+    _MARKDOWN.add_render_rule(_block, _math("div", display=True))
+
+
+def render_guidelines(text: str) -> Markup:
+    return Markup(_MARKDOWN.render(text))
+
+
+def guidelines_version(text: str) -> str:
+    """Changes whenever the text does, so the labeling page can show guidelines again once a
+    manager has edited them."""
+    return sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,91 @@
+"""A project's guidelines on the labeling page: read before the first task, at hand with ?, and
+shown again once a manager changes them."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+from sqlalchemy import func, select, update
+
+from app.db import session_scope
+from app.models import Assignment, AssignmentStatus, Project
+from tests.browser.conftest import add_solution, login, screenshot
+from tests.conftest import make_project, make_user
+
+GUIDELINES = """# Grading
+
+Rate **+1** when the step is right: $\\frac{3}{4} + \\frac{1}{6} = \\frac{11}{12}$ is.
+
+<script>window.hacked = true</script>
+"""
+
+
+def _leases(factory) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.scalar(
+            select(func.count()).select_from(Assignment).where(Assignment.status == AssignmentStatus.leased)
+        ) or 0
+
+
+def test_guidelines_open_before_the_first_task_and_again_when_changed(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, guidelines=GUIDELINES)
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, ["$1+1=2$.", "# Answer\n\n2"])
+    dialog = page.locator("#guidelines-dialog")
+
+    login(page, "lena", f"/label/{project.id}")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(".katex")).to_have_count(1)
+    expect(dialog).to_contain_text("<script>window.hacked = true</script>")
+    assert page.evaluate("window.hacked") is None
+    # Reading is not time on task: nothing is leased while the guidelines are open.
+    assert _leases(session_factory) == 0
+    screenshot(page, "guidelines-first-visit.png")
+    page.keyboard.press("Escape")
+    expect(page.locator("#task-view")).to_be_visible()
+    assert _leases(session_factory) == 1
+
+    page.reload()
+    expect(page.locator("#task-view")).to_be_visible()
+    expect(dialog).to_be_hidden()
+
+    page.keyboard.press("?")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("1")
+    expect(page.locator("#steps .rate[aria-pressed=true]")).to_have_count(0)
+    page.get_by_role("button", name="Got it").click()
+    expect(dialog).to_be_hidden()
+    page.keyboard.press("1")
+    expect(page.locator("#steps .rate[aria-pressed=true]")).to_have_count(1)
+    page.get_by_role("button", name="Guidelines").click()
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+
+    with session_scope(session_factory) as session:
+        session.execute(update(Project).values(guidelines=GUIDELINES + "\nAlso: flag what you doubt.\n"))
+    page.reload()
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("flag what you doubt")
+
+
+def test_a_project_without_guidelines_starts_at_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, ["$1+1=2$.", "# Answer\n\n2"])
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    expect(page.locator("#guidelines-dialog")).to_have_count(0)
+    expect(page.get_by_role("button", name="Guidelines")).to_have_count(0)
+    page.keyboard.press("?")
+    page.keyboard.press("1")
+    expect(page.locator("#steps .rate[aria-pressed=true]")).to_have_count(1)
+
+
+def test_the_guidelines_page_renders_math_and_fits_a_phone(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, guidelines=GUIDELINES + "\n| Rating | Key |\n|---|---|\n| +1 | 1 |\n")
+    make_user(session_factory, "lena", "labeler")
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, "lena", f"/label/{project.id}/guidelines")
+    expect(page.locator("#guidelines .katex")).to_have_count(1)
+    expect(page.locator("#guidelines table")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "guidelines-page-phone.png")

@@ -1,0 +1,148 @@
+"""Guidelines for labelers: written by managers (page, API, CLI), read by labelers as Markdown
+with math, never as markup of their own."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.demo.service import DEMO_PROJECT, MATH500, load_demo
+from app.models import Project
+from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version, render_guidelines
+from tests.conftest import api_headers, browser_login, make_project, make_user
+
+GUIDELINES = """# Rating
+
+Rate **+1** when $\\frac{a}{b} < 1$ holds, and see [the handbook](https://example.org/h).
+
+$$
+x^2 + y^2 = z^2
+$$
+"""
+
+
+def stored_guidelines(factory, name: str = "algebra") -> str:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.scalars(select(Project.guidelines).where(Project.name == name)).one()
+
+
+def test_markdown_renders_with_formulas_left_as_text_for_katex() -> None:
+    shown = render_guidelines(GUIDELINES)
+    assert "<h1>Rating</h1>" in shown and "<strong>+1</strong>" in shown
+    assert '<span class="math" data-display="inline">\\frac{a}{b} &lt; 1</span>' in shown
+    assert '<div class="math" data-display="block">\nx^2 + y^2 = z^2\n</div>' in shown
+    assert '<a href="https://example.org/h" target="_blank" rel="noopener noreferrer">' in shown
+
+
+def test_a_table_renders_and_prices_stay_text() -> None:
+    shown = render_guidelines("| a | b |\n|---|---|\n| 1 | 2 |\n\nbetween $3 and $5")
+    assert "<table>" in shown and "<td>2</td>" in shown
+    assert "between $3 and $5" in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "absent"),
+    [
+        ("<script>alert(1)</script>", "<script>"),
+        ('<img src=x onerror="alert(1)">', "<img"),
+        ("[click](javascript:alert(1))", 'href="javascript'),
+        ("[click](data:text/html;base64,PHNjcmlwdD4=)", 'href="data'),
+        ("![tracker](https://example.org/pixel.png)", "<img"),
+        ("$</span><script>alert(1)</script>$", "<script>"),
+    ],
+)
+def test_markup_in_guidelines_is_never_live(text: str, absent: str) -> None:
+    assert absent not in render_guidelines(text)
+
+
+def test_the_version_follows_the_text() -> None:
+    assert guidelines_version(GUIDELINES) == guidelines_version(GUIDELINES)
+    assert guidelines_version(GUIDELINES) != guidelines_version(GUIDELINES + ".")
+
+
+@pytest.fixture
+def headers(client, session_factory) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    return api_headers(client, "max")
+
+
+def test_the_api_writes_reads_and_clears_guidelines(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    created = client.post("/api/v1/projects", headers=headers, json={"name": "algebra", "guidelines": GUIDELINES})
+    assert created.status_code == 201, created.text
+    assert created.json()["guidelines"] == GUIDELINES
+    project_id = created.json()["id"]
+    changed = client.patch(f"/api/v1/projects/{project_id}", headers=headers, json={"guidelines": "Be careful."})
+    assert changed.status_code == 200 and changed.json()["guidelines"] == "Be careful."
+    cleared = client.patch(f"/api/v1/projects/{project_id}", headers=headers, json={"guidelines": ""})
+    assert cleared.json()["guidelines"] == ""
+    assert stored_guidelines(session_factory) == ""
+
+
+def test_guidelines_too_long_are_refused_and_change_nothing(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", guidelines="Kept.")
+    response = client.patch(
+        f"/api/v1/projects/{project.id}", headers=headers, json={"guidelines": "x" * (GUIDELINES_MAX_LENGTH + 1)}
+    )
+    assert response.status_code == 422
+    assert [e["field"] for e in response.json()["errors"]] == ["guidelines"]
+    assert stored_guidelines(session_factory) == "Kept."
+
+
+def test_the_settings_form_saves_and_clears_guidelines(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    csrf = browser_login(client, "max")
+    project = make_project(session_factory, "algebra")
+    form = {"csrf_token": csrf, "labeling_mode": "first_error", "overlap": "1", "lease_minutes": "30",
+            "correction_window_hours": "24", "screening_items": "0", "screening_pass_mark": "0",
+            "qc_rate": "0", "qc_feedback": "false", "qc_pause_below": "0", "description": ""}
+    saved = client.post(f"/manage/projects/{project.id}/settings", data={**form, "guidelines": GUIDELINES},
+                        follow_redirects=False)
+    assert saved.status_code == 303, saved.text
+    assert stored_guidelines(session_factory) == GUIDELINES
+    overview = client.get(f"/manage/projects/{project.id}").text
+    assert f'href="/label/{project.id}/guidelines"' in overview
+    too_long = client.post(f"/manage/projects/{project.id}/settings",
+                           data={**form, "guidelines": "x" * (GUIDELINES_MAX_LENGTH + 1)})
+    assert too_long.status_code == 422
+    assert "at most 50000 characters" in html.unescape(too_long.text).split('id="guidelines-error">', 1)[1]
+    assert stored_guidelines(session_factory) == GUIDELINES
+    client.post(f"/manage/projects/{project.id}/settings", data={**form, "guidelines": ""})
+    assert stored_guidelines(session_factory) == ""
+
+
+def test_labelers_read_the_guidelines_of_projects_they_may_label_only(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    open_project = make_project(session_factory, "algebra", guidelines=GUIDELINES)
+    closed = make_project(session_factory, "secret", guidelines="Private.", open_to_all=False)
+    bare = make_project(session_factory, "bare")
+    make_user(session_factory, "lena", "labeler")
+    browser_login(client, "lena")
+    page = client.get(f"/label/{open_project.id}/guidelines")
+    assert page.status_code == 200
+    assert '<div class="math" data-display="block">' in page.text
+    listing = client.get("/label").text
+    assert f'href="/label/{open_project.id}/guidelines"' in listing
+    assert f'href="/label/{bare.id}/guidelines"' not in listing
+    task_page = client.get(f"/label/{open_project.id}").text
+    assert 'id="guidelines-dialog"' in task_page
+    assert f'"guidelines_version": "{guidelines_version(GUIDELINES)}"' in task_page
+    assert 'id="guidelines-dialog"' not in client.get(f"/label/{bare.id}").text
+    assert "Its managers have written none" in client.get(f"/label/{bare.id}/guidelines").text
+    hidden = client.get(f"/label/{closed.id}/guidelines")
+    assert hidden.status_code == 404 and "Private." not in hidden.text
+
+
+def test_the_demo_project_comes_with_guidelines_and_keeps_a_managers_own(session_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    problems = tmp_path / "math2.jsonl"
+    problems.write_text("\n".join(MATH500.read_text().splitlines()[:2]) + "\n")
+    with session_scope(session_factory) as session:
+        load_demo(session, problems)
+    assert "## The three ratings" in stored_guidelines(session_factory, DEMO_PROJECT)
+    with session_scope(session_factory) as session:
+        session.scalars(select(Project).where(Project.name == DEMO_PROJECT)).one().guidelines = "Ours."
+    with session_scope(session_factory) as session:
+        load_demo(session, problems)
+    assert stored_guidelines(session_factory, DEMO_PROJECT) == "Ours."
