@@ -50,6 +50,7 @@ class ViewedStep(BaseModel):
     text: str
     rating: int | None = Field(description="null where the labeler stopped before this step")
     flagged: bool
+    human: bool = Field(default=False, description="written by the labeler (phase 1), not by the model")
 
 
 class LabelView(BaseModel):

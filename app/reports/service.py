@@ -9,6 +9,7 @@ from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
+from app.exports.trajectory import trajectory
 from app.labeling.schemas import StepRating
 from app.models import (
     Assignment,
@@ -300,15 +301,12 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
 
 
 def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[ViewedStep]:
-    """The solution's steps with the label's first completion of each: its rating and flag,
-    and its own text where the label chose one (PRM800K's phase 1 keeps steps there)."""
-    viewed = []
-    for i in range(max(len(solution_steps), len(label_steps))):
-        completions = (label_steps[i].get("completions") or []) if i < len(label_steps) else []
-        first = completions[0] if completions else {}
-        text = first.get("text") or (solution_steps[i] if i < len(solution_steps) else "")
-        viewed.append(
-            ViewedStep(text=text, rating=first.get("rating"), flagged=bool(first.get("flagged")))
-        )
+    """The steps the labeler went through, each with its rating (in phase 1 the chosen
+    alternative or their own step), then, where that path is the solution's own, the solution's
+    steps after it, unrated."""
+    path = trajectory(solution_steps, label_steps)
+    viewed = [ViewedStep(text=s.text, rating=s.rating, flagged=bool(s.flagged), human=s.human) for s in path]
+    if all(not s.human and s.text == text for s, text in zip(path, solution_steps)):
+        viewed += [ViewedStep(text=text, rating=None, flagged=False) for text in solution_steps[len(path):]]
     return viewed
 

@@ -14,7 +14,7 @@ from app.exports.service import write_export
 from app.labeling import review
 from app.labeling import service as labeling
 from app.labeling.schemas import LabelSubmit, StepRating
-from app.models import Assignment, AssignmentStatus, FinishReason, ReportKind, ReportStatus
+from app.models import Assignment, AssignmentStatus, FinishReason, Label, ReportKind, ReportStatus
 from app.reports import service
 from app.reports.schemas import ReportFilters
 from tests.conftest import make_project, make_user
@@ -165,6 +165,29 @@ def test_the_label_view_shows_the_steps_with_the_ratings_given(session_factory) 
         (task.solution.steps[2], None, False),
     ]
     assert [r.kind for r in view.reports] == [ReportKind.give_up, ReportKind.flagged_step]
+
+
+def test_the_label_view_follows_a_phase1_label_through_its_chosen_alternatives(session_factory) -> None:  # type: ignore[no-untyped-def]
+    """Not the first alternative of each step: the one the labeler continued with, and their own
+    step where they wrote one; the solution's later steps are not theirs and are left out."""
+    project = make_project(session_factory, labeling_mode="phase1")
+    _, (solution_id, _) = add_problem(session_factory, project, "What is $1+1$?")
+    steps = [
+        {"completions": [{"text": "Guess 3.", "rating": -1, "flagged": False},
+                         {"text": "Add: $1+1=2$.", "rating": 1, "flagged": False}], "chosen_completion": 1},
+        {"completions": [{"text": "So 3.", "rating": -1, "flagged": False}], "chosen_completion": None,
+         "human_completion": {"text": "So 2.", "rating": 1, "source": "human", "flagged": True, "corrected_rating": None}},
+    ]
+    with session_scope(session_factory) as session:
+        label = Label(project_id=project.id, solution_id=solution_id, steps=steps,
+                      finish_reason=FinishReason.solution, foreign_labeler="imported-7")
+        session.add(label)
+        session.flush()
+        view = service.label_view(session, project.id, label.id)
+    assert [(s.text, s.rating, s.flagged, s.human) for s in view.steps] == [
+        ("Add: $1+1=2$.", 1, False, False),
+        ("So 2.", 1, True, True),
+    ]
 
 
 def _correct(factory, user_id: int, label_id: int, reason: FinishReason, ratings, note: str | None = None) -> int:  # type: ignore[no-untyped-def]
