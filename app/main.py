@@ -23,6 +23,7 @@ from app.auth import endpoints as auth_api
 from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
 from app.auth.service import Principal, principal_from_cookie
+from app.browse import pages as browse_pages
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.deps import SESSION_COOKIE, LoginRequired
 from app.errors import ServiceError, field_error
@@ -108,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         users_pages.router,
         rounds_pages.router,
         reports_pages.router,
+        browse_pages.router,
         ops_endpoints.router,
     ):
         app.include_router(router)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
@@ -33,6 +33,8 @@ class FilterForm(BaseModel):
 class RetireForm(FilterForm):
     # Set when the button was on a label's page, which is where the manager goes back to.
     label_id: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    # "reports" when that page was opened from the Reports tab, which it then links back to.
+    via: Literal["", "reports"] = ""
 
 
 def _filters(form: FilterForm) -> ReportFilters:
@@ -175,8 +177,9 @@ def retire_problem(
         # Looked up first: a label that is not there retires nothing.
         label = service.label_view(session, project_id, form.label_id)
         service.retire_problem(session, project_id, problem_id)
+        via = "?via=reports" if form.via else ""
         return RedirectResponse(
-            f"/manage/projects/{project_id}/labels/{label.label_id}", status_code=303
+            f"/manage/projects/{project_id}/labels/{label.label_id}{via}", status_code=303
         )
     service.retire_problem(session, project_id, problem_id)
     return _back_to_reports(project_id, form, retired=problem_id)
@@ -188,9 +191,11 @@ def label_page(
 ) -> Response:
     project = get_project(session, project_id)
     view = service.label_view(session, project.id, label_id)
+    # Opened from the Reports tab or from the Labels tab: the page leads back there.
+    via_reports = request.query_params.get("via") == "reports"
     context: dict[str, Any] = {
         "project": project,
-        "tab": "reports",
+        "tab": "reports" if via_reports else "labels",
         "view": view,
         "can_manage": has_role(user, MANAGE),
     }

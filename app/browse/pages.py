@@ -1,0 +1,70 @@
+"""The Labels tab: a project's current labels, filtered, a page at a time; each opens as labeled."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from app.browse.service import PAGE_SIZE, LabelFilters, labeler_names, list_labels
+from app.deps import DataPageUser, SessionDep
+from app.forms import FormInvalid, PageId, validate_form
+from app.models import AnswerGrade, FinishReason, LabelSource
+from app.projects.service import get_project
+from app.templating import render
+
+router = APIRouter(prefix="/manage/projects/{project_id}/labels", include_in_schema=False)
+
+
+class FilterForm(BaseModel):
+    """The filters as typed in the address; LabelFilters judges them."""
+
+    labeler: str = Field(default="", max_length=200)
+    outcome: str = Field(default="", max_length=50)
+    source: str = Field(default="", max_length=50)
+    kind: str = Field(default="", max_length=50)
+    grade: str = Field(default="", max_length=50)
+    problem: str = Field(default="", max_length=50)
+    page: str = Field(default="", max_length=50)
+
+
+@router.get("")
+def labels_page(
+    request: Request,
+    project_id: PageId,
+    user: DataPageUser,
+    session: SessionDep,
+    form: Annotated[FilterForm, Query()],
+) -> Response:
+    project = get_project(session, project_id)
+    values = {**form.model_dump(), "labeler": form.labeler.strip()}
+    errors: dict[str, str] = {}
+    try:
+        filters = validate_form(LabelFilters, values)
+    except FormInvalid as exc:
+        errors = exc.errors
+    listing = None if errors else list_labels(session, project.id, filters)
+    chosen = {k: v for k, v in values.items() if v and k != "page" and k not in errors}
+    return render(
+        request,
+        "manage/labels.html",
+        {
+            "project": project,
+            "tab": "labels",
+            "values": values,
+            "errors": errors,
+            "listing": listing,
+            "page_size": PAGE_SIZE,
+            "filtered": bool(chosen),
+            # The pager keeps the filters; a page number is added to this.
+            "query": urlencode(chosen),
+            "labelers": labeler_names(session, project.id),
+            "outcomes": list(FinishReason),
+            "sources": list(LabelSource),
+            "grades": list(AnswerGrade),
+        },
+        status_code=422 if errors else 200,
+    )

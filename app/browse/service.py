@@ -1,0 +1,146 @@
+"""Browsing a project's labels, as a data manager lists records: current labels, newest first,
+filtered by labeler, outcome, source, kind, the solution's answer grade or the problem, a page at
+a time. Each row carries its step ratings, for a strip that shows where the labeler stopped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from app.labeling.review import step_ratings
+from app.models import INT32_MAX, AnswerGrade, FinishReason, Label, LabelSource, Problem, Solution, User
+
+PAGE_SIZE = 50
+# Labelers offered as the labeler filter's suggestions; an imported PRM800K file may name
+# thousands, and the filter takes any name typed.
+LABELER_SUGGESTIONS = 500
+
+
+class LabelFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    labeler: str | None = Field(default=None, max_length=100, description="a username or an imported labeler id")
+    outcome: FinishReason | None = None
+    source: LabelSource | None = None
+    kind: Literal["all", "ordinary", "qc", "screening"] = "all"
+    grade: AnswerGrade | None = Field(default=None, description="the graded final answer of the solution")
+    problem: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    page: int = Field(default=1, ge=1, le=100_000)
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    label_id: int
+    created_at: datetime
+    labeler: str | None
+    source: LabelSource
+    problem_id: int
+    statement: str
+    solution_id: int
+    grade: AnswerGrade
+    ratings: list[tuple[int | None, bool]]
+    finish_reason: FinishReason | None
+    is_quality_control: bool
+    is_initial_screening: bool
+    total_time_ms: int | None
+    corrects: int | None
+
+    @property
+    def flags(self) -> int:
+        return sum(flagged for _, flagged in self.ratings)
+
+
+@dataclass(frozen=True)
+class LabelPage:
+    rows: list[LabelRow]
+    page: int
+    pages: int
+    total: int
+
+
+def _conditions(project_id: int, filters: LabelFilters) -> list[ColumnElement[bool]]:
+    where = [Label.project_id == project_id, Label.superseded_at.is_(None)]
+    if filters.labeler:
+        where.append(or_(User.username == filters.labeler, Label.foreign_labeler == filters.labeler))
+    if filters.outcome is not None:
+        where.append(Label.finish_reason == filters.outcome)
+    if filters.source is not None:
+        where.append(Label.source == filters.source)
+    if filters.kind == "qc":
+        where.append(Label.is_quality_control.is_(True))
+    elif filters.kind == "screening":
+        where.append(Label.is_initial_screening.is_(True))
+    elif filters.kind == "ordinary":
+        where.append(and_(Label.is_quality_control.is_(False), Label.is_initial_screening.is_(False)))
+    if filters.grade is not None:
+        where.append(Solution.answer_grade == filters.grade)
+    if filters.problem is not None:
+        where.append(Solution.problem_id == filters.problem)
+    return where
+
+
+def list_labels(session: Session, project_id: int, filters: LabelFilters) -> LabelPage:
+    where = _conditions(project_id, filters)
+    joined = (
+        select(Label.id)
+        .join(Solution, Solution.id == Label.solution_id)
+        .outerjoin(User, User.id == Label.user_id)
+        .where(*where)
+    )
+    total = session.scalar(select(func.count()).select_from(joined.subquery())) or 0
+    pages = max(1, -(-total // PAGE_SIZE))
+    rows = session.execute(
+        select(Label, User.username, Solution.answer_grade, Solution.problem_id, Problem.statement)
+        .join(Solution, Solution.id == Label.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .outerjoin(User, User.id == Label.user_id)
+        .where(*where)
+        .order_by(Label.id.desc())
+        .offset((filters.page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE)
+    ).all()
+    return LabelPage(
+        rows=[
+            LabelRow(
+                label_id=label.id,
+                created_at=label.created_at,
+                labeler=username or label.foreign_labeler,
+                source=label.source,
+                problem_id=problem_id,
+                statement=statement,
+                solution_id=label.solution_id,
+                grade=grade,
+                ratings=step_ratings(label.steps),
+                finish_reason=label.finish_reason,
+                is_quality_control=label.is_quality_control,
+                is_initial_screening=label.is_initial_screening,
+                total_time_ms=label.total_time_ms,
+                corrects=label.supersedes_id,
+            )
+            for label, username, grade, problem_id, statement in rows
+        ],
+        page=filters.page,
+        pages=pages,
+        total=total,
+    )
+
+
+def labeler_names(session: Session, project_id: int) -> list[str]:
+    """Who labeled here (usernames and imported ids), for the labeler filter's suggestions."""
+    name = func.coalesce(User.username, Label.foreign_labeler)
+    return list(
+        session.scalars(
+            select(name)
+            .select_from(Label)
+            .outerjoin(User, User.id == Label.user_id)
+            .where(Label.project_id == project_id, name.is_not(None))
+            .group_by(name)
+            .order_by(name)
+            .limit(LABELER_SUGGESTIONS)
+        )
+    )

@@ -1,0 +1,139 @@
+"""The Labels tab: a project's current labels, filtered and paged, over the service and HTTP."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from sqlalchemy import select
+
+from app.browse import service
+from app.browse.service import PAGE_SIZE, LabelFilters
+from app.db import session_scope
+from app.models import FinishReason, Label, LabelSource, Problem
+from tests.conftest import browser_login, make_project, make_user
+from tests.imports.conftest import SAMPLE, import_bytes
+from tests.reports.builders import add_problem, label_next
+
+
+def _listed(factory, project_id: int, **filters: object) -> list[int]:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return [row.label_id for row in service.list_labels(session, project_id, LabelFilters(**filters)).rows]
+
+
+def _ids(factory, project_id: int, *where) -> list[int]:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return list(session.scalars(select(Label.id).where(Label.project_id == project_id, *where).order_by(Label.id.desc())))
+
+
+@pytest.fixture
+def sample(session_factory):  # type: ignore[no-untyped-def]
+    """The PRM800K sample: nine labels of eight labelers, every outcome, a QC and a screening one."""
+    project = make_project(session_factory, "sample")
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    return project
+
+
+def test_every_filter_keeps_what_it_names(session_factory, sample) -> None:  # type: ignore[no-untyped-def]
+    every = _ids(session_factory, sample.id)
+    assert _listed(session_factory, sample.id) == every and len(every) == 9
+    assert _listed(session_factory, sample.id, outcome="found_error") == _ids(
+        session_factory, sample.id, Label.finish_reason == FinishReason.found_error)
+    assert _listed(session_factory, sample.id, kind="qc") == _ids(session_factory, sample.id, Label.is_quality_control)
+    assert _listed(session_factory, sample.id, kind="screening") == _ids(session_factory, sample.id, Label.is_initial_screening)
+    ordinary = _listed(session_factory, sample.id, kind="ordinary")
+    assert len(ordinary) == 7 and not set(ordinary) & set(_listed(session_factory, sample.id, kind="qc"))
+    labeler = "340d89bc-f5b7-45e9-b272-909ba68ee363"
+    assert _listed(session_factory, sample.id, labeler=labeler) == _ids(session_factory, sample.id, Label.foreign_labeler == labeler)
+    assert _listed(session_factory, sample.id, source="rollout") == []
+    with session_scope(session_factory) as session:
+        problem_id = session.scalar(select(Problem.id).where(Problem.statement == "What is $7 \\times 8$?"))
+    assert len(_listed(session_factory, sample.id, problem=problem_id)) == 1
+    assert len(_listed(session_factory, sample.id, grade="wrong")) == 3
+    assert _listed(session_factory, sample.id, outcome="solution", grade="wrong") == []
+
+
+def test_rows_carry_the_path_ratings_and_a_correction_replaces_its_label(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, correction_window_hours=24)
+    add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
+    ann = make_user(session_factory, "ann", "labeler")
+    _, label_id = label_next(session_factory, project.id, ann.id, FinishReason.found_error, ratings=[(1, True), (-1, False)])
+    with session_scope(session_factory) as session:
+        (row,) = service.list_labels(session, project.id, LabelFilters(labeler="ann")).rows
+        assert (row.label_id, row.labeler, row.source) == (label_id, "ann", LabelSource.human)
+        assert row.ratings == [(1, True), (-1, False)] and row.flags == 1
+        assert service.labeler_names(session, project.id) == ["ann"]
+        label = session.get(Label, label_id)
+        label.superseded_at = label.created_at
+        session.add(Label(project_id=project.id, solution_id=label.solution_id, user_id=ann.id, steps=label.steps,
+                          finish_reason=FinishReason.found_error, supersedes_id=label_id))
+    listed = _listed(session_factory, project.id)
+    assert len(listed) == 1 and listed != [label_id]
+
+
+def test_pages_hold_the_newest_first(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "What is $1+1$?", n_solutions=PAGE_SIZE + 3)
+    ann = make_user(session_factory, "ann", "labeler")
+    for _ in range(PAGE_SIZE + 3):
+        label_next(session_factory, project.id, ann.id, FinishReason.solution)
+    with session_scope(session_factory) as session:
+        first = service.list_labels(session, project.id, LabelFilters())
+        second = service.list_labels(session, project.id, LabelFilters(page=2))
+        beyond = service.list_labels(session, project.id, LabelFilters(page=3))
+    assert (first.total, first.pages, len(first.rows), len(second.rows), beyond.rows) == (PAGE_SIZE + 3, 2, PAGE_SIZE, 3, [])
+    ids = [r.label_id for r in first.rows + second.rows]
+    assert ids == sorted(ids, reverse=True)
+
+
+def test_the_tab_lists_labels_with_text_shown_as_text(client, session_factory, sample) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        session.scalars(select(Problem).where(Problem.project_id == sample.id)).first().statement = "<b>bold</b> $x$"
+    make_user(session_factory, "rae", "researcher")
+    browser_login(client, "rae")
+    page = client.get(f"/manage/projects/{sample.id}/labels")
+    assert page.status_code == 200
+    assert 'aria-current="page">Labels</a>' in page.text
+    assert "9 current labels, newest first" in page.text
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page.text and "<b>bold</b>" not in page.text
+    assert len(re.findall(r'<tr id="label-\d+">', page.text)) == 9
+    filtered = client.get(f"/manage/projects/{sample.id}/labels", params={"outcome": "give_up", "labeler": " "})
+    assert "1 current label matches these filters" in filtered.text
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({"outcome": "maybe"}, "outcome", "Input should be"),
+        ({"problem": "-4"}, "problem", "greater than or equal to 1"),
+        ({"problem": "9" * 30}, "problem", "less than or equal to"),
+        ({"kind": "gold"}, "kind", "Input should be"),
+        ({"labeler": "x" * 101}, "labeler", "at most 100 characters"),
+    ],
+)
+def test_bad_filters_are_shown_in_place_and_list_nothing(client, session_factory, sample, params, field, message) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{sample.id}/labels", params=params)
+    assert page.status_code == 422
+    assert "No labels are listed: correct the filters marked above." in page.text
+    assert message in html.unescape(page.text).split(f'id="{field}-error">', 1)[1].split("<", 1)[0]
+    assert '<tr id="label-' not in page.text
+
+
+def test_a_bad_page_number_is_said_and_a_page_past_the_end_leads_back(client, session_factory, sample) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    bad = client.get(f"/manage/projects/{sample.id}/labels", params={"page": "two"})
+    assert bad.status_code == 422 and "Page: must be a whole number." in bad.text
+    past = client.get(f"/manage/projects/{sample.id}/labels", params={"page": "7", "kind": "qc"})
+    assert past.status_code == 200 and "No labels on page 7" in past.text
+    assert 'href="?kind=qc">Back to the newest</a>' in past.text
+
+
+def test_labelers_cannot_browse_labels(client, session_factory, sample) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "lena", "labeler")
+    browser_login(client, "lena")
+    page = client.get(f"/manage/projects/{sample.id}/labels", follow_redirects=False)
+    assert page.status_code == 403 and "340d89bc" not in page.text
