@@ -144,6 +144,9 @@ def correct_label(
 def correction_window(session: Session, label: Label, project: Project, now: datetime) -> CorrectionWindow:
     if label.superseded_at is not None:
         return _closed("it was corrected since; correct the newer label instead")
+    if label.is_quality_control:
+        # A correction would be an ordinary label: the solution would lose its gold unseen.
+        return _closed("a manager made it the gold reference of its solution")
     if _phase1_shaped(label):
         # Its alternatives and written steps have no form to be corrected in: the labeling
         # page corrects ratings of given steps.

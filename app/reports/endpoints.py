@@ -9,8 +9,10 @@ from app.errors import error_responses
 from app.models import INT32_MAX
 from app.projects.service import get_project
 from app.reports import service
+from app.quality.gold import set_gold
 from app.reports.schemas import (
     MAX_REPORTS_PER_PAGE,
+    GoldIn,
     LabelView,
     ProblemRetirement,
     ReportFilters,
@@ -66,4 +68,22 @@ def get_label(
     project_id: RowId, label_id: RowId, _: DataApiUser, session: SessionDep
 ) -> LabelView:
     """One label as submitted, with the problem and steps its labeler saw."""
+    return service.label_view(session, project_id, label_id)
+
+
+@router.put("/labels/{label_id}/gold", response_model=LabelView, responses=error_responses(400, 404, 409))
+def make_gold(
+    project_id: RowId, label_id: RowId, body: GoldIn, _: ManagerApiUser, session: SessionDep
+) -> LabelView:
+    """Take a person's current label as its solution's gold: a quality-control item from now
+    on (a screening item with `screening`), grading the other labels of the solution. Idempotent."""
+    set_gold(session, project_id, label_id, gold=True, screening=body.screening)
+    return service.label_view(session, project_id, label_id)
+
+
+@router.delete("/labels/{label_id}/gold", response_model=LabelView, responses=error_responses(404))
+def remove_gold(project_id: RowId, label_id: RowId, _: ManagerApiUser, session: SessionDep) -> LabelView:
+    """Make the label an ordinary one again; its solution stays gold only if other gold labels
+    remain. Idempotent."""
+    set_gold(session, project_id, label_id, gold=False)
     return service.label_view(session, project_id, label_id)

@@ -10,10 +10,11 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import INT32_MAX, Project, User
 from app.projects.service import get_project
+from app.quality.gold import set_gold
 from app.reports import service
 from app.reports.csv_export import reports_csv
 from app.reports.schemas import MAX_REPORTS_PER_PAGE, ReportFilters, ReportPage
@@ -190,13 +191,54 @@ def label_page(
     request: Request, project_id: PageId, label_id: PageId, user: DataPageUser, session: SessionDep
 ) -> Response:
     project = get_project(session, project_id)
-    view = service.label_view(session, project.id, label_id)
     # Opened from the Reports tab or from the Labels tab: the page leads back there.
-    via_reports = request.query_params.get("via") == "reports"
+    via = "reports" if request.query_params.get("via") == "reports" else ""
+    notice = GOLD_NOTICES.get(request.query_params.get("gold", ""))
+    return _label_page(request, session, project, label_id, user, via,
+                       [{"kind": "success", "text": notice}] if notice else [])
+
+
+GOLD_NOTICES = {
+    "made": "This label is now gold: its solution is a quality-control item, and the other labels "
+            "of the solution are graded against it.",
+    "screening": "This label is now gold: its solution is a screening item, served to new labelers first.",
+    "removed": "This label is an ordinary label again.",
+}
+
+
+class GoldForm(BaseModel):
+    gold: bool
+    screening: bool = False
+    via: Literal["", "reports"] = ""
+
+
+@router.post("/labels/{label_id}/gold")
+def gold_form(
+    request: Request,
+    project_id: PageId,
+    label_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[GoldForm, Form()],
+) -> Response:
+    project = get_project(session, project_id)
+    try:
+        set_gold(session, project.id, label_id, gold=form.gold, screening=form.screening)
+    except Conflict as exc:
+        return _label_page(request, session, project, label_id, user, form.via,
+                           [{"kind": "error", "text": f"Nothing changed: {exc.message}."}], status_code=409)
+    done = "removed" if not form.gold else "screening" if form.screening else "made"
+    query = urlencode({"gold": done, **({"via": form.via} if form.via else {})})
+    return RedirectResponse(f"/manage/projects/{project.id}/labels/{label_id}?{query}", status_code=303)
+
+
+def _label_page(request: Request, session: SessionDep, project: Project, label_id: int, user: User,
+                via: str, messages: list[dict[str, str]], status_code: int = 200) -> Response:
     context: dict[str, Any] = {
         "project": project,
-        "tab": "reports" if via_reports else "labels",
-        "view": view,
+        "tab": "reports" if via else "labels",
+        "view": service.label_view(session, project.id, label_id),
         "can_manage": has_role(user, MANAGE),
+        "messages": messages,
     }
-    return render(request, "manage/label.html", context)
+    return render(request, "manage/label.html", context, status_code=status_code)

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.models import FinishReason, ReportKind, ReportStatus
+from app.models import FinishReason, LabelSource, ReportKind, ReportStatus
 
 # A page of reports in the API: the Reports page shows at most this many too.
 MAX_REPORTS_PER_PAGE = 500
@@ -63,6 +63,10 @@ class LabelView(BaseModel):
     finish_reason: FinishReason | None
     finish_note: str | None
     total_time_ms: int | None
+    source: LabelSource
+    is_quality_control: bool = Field(description="gold: the reference its solution's other labels are graded by")
+    is_initial_screening: bool = Field(description="on gold, a screening item; on a labeler's label, a screening answer")
+    superseded: bool = Field(description="a correction replaced it")
     problem_id: int
     statement: str
     answer: str | None
@@ -70,3 +74,9 @@ class LabelView(BaseModel):
     solution_id: int
     steps: list[ViewedStep]
     reports: list[ReportRead]
+
+
+class GoldIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    screening: bool = Field(default=False, description="also a screening item: new labelers are served it first")
