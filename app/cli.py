@@ -208,6 +208,15 @@ def users_set_role(ctx: _Context, username: str, role: str) -> None:
     click.echo(f"{user.username} is now {user.role.value}")
 
 
+@users.command("set-password")
+@click.option("--username", required=True)
+@pass_ctx
+def users_set_password(ctx: _Context, username: str) -> None:
+    """Give a user a new password, read from standard input; their logins and tokens end."""
+    user = _update_user(ctx, username, password=_read_password())
+    click.echo(f"new password set for {user.username}; their logins and tokens have ended")
+
+
 def _activation_command(name: str, active: bool, doc: str) -> click.Command:
     @users.command(name, help=doc)
     @click.option("--username", required=True)

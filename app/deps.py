@@ -193,6 +193,7 @@ READ_DATA = (Role.manager, Role.researcher)
 
 # The caller's login itself, for a change that must leave it standing (app.users.service).
 ApiPrincipal = Annotated[Principal, Depends(api_principal)]
+PagePrincipal = Annotated[Principal, Depends(page_principal)]
 ApiUser = Annotated[User, api_user()]
 ManagerApiUser = Annotated[User, api_user(*MANAGE)]
 ResearcherApiUser = Annotated[User, api_user(*RESEARCH)]

@@ -44,6 +44,7 @@ from app.rounds import endpoints as rounds_api
 from app.rounds import pages as rounds_pages
 from app.rounds.worker import start_local_worker
 from app.templating import render
+from app.users import account as account_pages
 from app.users import endpoints as users_api
 from app.users import pages as users_pages
 from labeler_ui import STATIC_DIR
@@ -107,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         imports_pages.router,
         exports_pages.router,
         users_pages.router,
+        account_pages.router,
         rounds_pages.router,
         reports_pages.router,
         browse_pages.router,

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, status
+from fastapi.responses import JSONResponse
 
-from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep
+from app.auth.throttle import Limits
+from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep, client_address
 from app.errors import error_responses
 from app.users import service
-from app.users.schemas import UserCreate, UserRead, UserUpdate
+from app.users.schemas import PasswordChange, UserCreate, UserRead, UserUpdate
 
 router = APIRouter(
     prefix="/api/v1/users", tags=["users"], responses=error_responses(401, 403, 422)
@@ -15,6 +17,25 @@ router = APIRouter(
 @router.get("/me", response_model=UserRead)
 def me(user: ApiUser) -> UserRead:
     return UserRead.model_validate(user)
+
+
+@router.post(
+    "/me/password",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_model=None,
+    responses=error_responses(400, 429, described={403: "the current password is wrong"}),
+)
+def change_password(
+    body: PasswordChange, request: Request, login: ApiPrincipal, session: SessionDep
+) -> JSONResponse | None:
+    """Change your own password, giving the current one; every other login of yours (browser
+    sessions, API tokens) ends. Wrong current passwords count as failed logins (429 after
+    several)."""
+    limits = Limits.from_settings(request.app.state.settings)
+    if not service.change_own_password(session, login, body, client_address(request), limits):
+        # Answered, not raised: raising would roll back the failure just counted.
+        return JSONResponse({"detail": "the current password is wrong"}, status_code=status.HTTP_403_FORBIDDEN)
+    return None
 
 
 @router.get("", response_model=list[UserRead])

@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import AdminPageUser, SessionDep
+from app.auth.service import Principal
+from app.deps import AdminPageUser, PagePrincipal, SessionDep
 from app.errors import Conflict
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Role, User
@@ -22,7 +23,11 @@ ShortText = Annotated[str, Form(max_length=1024)]
 
 @router.get("")
 def users_page(request: Request, admin: AdminPageUser, session: SessionDep) -> Response:
-    return _users_list(request, session)
+    changed = next((u for u in service.list_users(session)
+                    if str(u.id) == request.query_params.get("password_set")), None)
+    messages = [{"kind": "success", "text": f"New password set for {changed.username}: hand it to them; "
+                 "their other logins have ended."}] if changed else []
+    return _users_list(request, session, messages=messages)
 
 
 @router.post("")
@@ -64,8 +69,23 @@ def change_active(
     return _update(request, session, admin, user_id, {"is_active": is_active})
 
 
+@router.post("/{user_id}/password")
+def set_password(
+    request: Request,
+    user_id: PageId,
+    admin: AdminPageUser,
+    login: PagePrincipal,
+    session: SessionDep,
+    password: ShortText = "",
+) -> Response:
+    """A new password an admin hands to a user who lost theirs; it ends every login of theirs
+    (the admin's own, when it is their row, stays)."""
+    return _update(request, session, admin, user_id, {"password": password}, keep=login)
+
+
 def _update(
-    request: Request, session: SessionDep, admin: User, user_id: int, values: dict[str, str]
+    request: Request, session: SessionDep, admin: User, user_id: int, values: dict[str, str],
+    keep: Principal | None = None,
 ) -> Response:
     user = service.get_user(session, user_id)
     try:
@@ -75,7 +95,10 @@ def _update(
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
     if not changes.model_fields_set:
         return _users_list(request, session, problem=f"{user.username}: nothing to change", status_code=422)
-    service.update_user(session, user, changes, by=admin)
+    service.update_user(session, user, changes, by=admin, keep=keep)
+    if "password" in values:
+        # To the top, where the banner says whose password changed.
+        return RedirectResponse(f"/admin/users?password_set={user.id}", status_code=303)
     return RedirectResponse(f"/admin/users#user-{user.id}", status_code=303)
 
 
@@ -86,6 +109,7 @@ def _users_list(
     errors: dict[str, str] | None = None,
     *,
     problem: str | None = None,
+    messages: list[dict[str, str]] | None = None,
     status_code: int = status.HTTP_200_OK,
 ) -> Response:
     """The list and the new-user form; `errors` are that form's, `problem` is a row's."""
@@ -98,6 +122,7 @@ def _users_list(
             "values": values or {},
             "errors": errors or {},
             "problem": problem,
+            "messages": messages or [],
         },
         status_code=status_code,
     )

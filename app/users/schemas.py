@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.models import Role
 
@@ -22,6 +22,22 @@ class UserUpdate(BaseModel):
     role: Role | None = None
     is_active: bool | None = None
     password: str | None = Field(default=None, min_length=8, max_length=1024)
+
+
+class PasswordChange(BaseModel):
+    """A user's own new password, with the current one: a browser left logged in is not enough
+    to take the account over."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    current_password: str = Field(min_length=1, max_length=1024)
+    new_password: str = Field(min_length=8, max_length=1024)
+
+    @model_validator(mode="after")
+    def _differs(self) -> PasswordChange:
+        if self.new_password == self.current_password:
+            raise ValueError("the new password is the current one: choose another")
+        return self
 
 
 class UserRead(BaseModel):

@@ -6,11 +6,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.auth.security import hash_password
-from app.auth.service import Principal, end_logins
+from app.auth import throttle
+from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, hold_rule
 from app.errors import Conflict, NotFound
 from app.models import Role, User
-from app.users.schemas import UserCreate, UserUpdate
+from app.users.schemas import PasswordChange, UserCreate, UserUpdate
 
 
 def create_user(session: Session, data: UserCreate) -> User:
@@ -84,3 +85,17 @@ def update_user(
 def _other_active_admin(session: Session, user: User) -> bool:
     others = select(User.id).where(User.role == Role.admin, User.is_active, User.id != user.id)
     return session.scalar(others.limit(1)) is not None
+
+
+def change_own_password(
+    session: Session, login: Principal, data: PasswordChange, address: str | None, limits: throttle.Limits
+) -> bool:
+    """Set the caller's new password, ending their other logins; False, with the failure
+    counted, when the current password is wrong. It is checked as a login is, throttled, so
+    that a stolen session cannot guess it; the caller must commit the count and answer, not
+    raise (which would roll it back)."""
+    user = login.user
+    if log_in(session, user.username, data.current_password, address, limits) is None:
+        return False
+    update_user(session, user, UserUpdate(password=data.new_password), by=None, keep=login)
+    return True

@@ -14,7 +14,7 @@ from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl
 
 # Pages any logged-in user (or nobody) may open: the labeler's area (and below) and the door.
-LABELER_PAGES = ("/label",)
+LABELER_PAGES = ("/label", "/account")
 PUBLIC_PAGES = {"/", "/login", "/logout"}
 # For probes and Prometheus, outside the login: /metrics has its own guard (tests/ops).
 OPERATIONS = {"/healthz", "/readyz", "/metrics"}
@@ -24,6 +24,7 @@ LABELER_API = {
     ("POST", "/api/v1/auth/tokens"),
     ("DELETE", "/api/v1/auth/tokens/current"),
     ("GET", "/api/v1/users/me"),
+    ("POST", "/api/v1/users/me/password"),
     ("GET", "/api/v1/me/stats"),
     ("GET", "/api/v1/me/labels"),
     ("GET", "/api/v1/me/labels/{label_id}"),
@@ -40,6 +41,9 @@ REPORT_ACTIONS = {
     ("POST", "/api/v1/projects/{project_id}/problems/{problem_id}/retire"),
     ("POST", "/manage/projects/{project_id}/reports/{report_id}/dismiss"),
     ("POST", "/manage/projects/{project_id}/problems/{problem_id}/retire"),
+    ("PUT", "/api/v1/projects/{project_id}/labels/{label_id}/gold"),
+    ("DELETE", "/api/v1/projects/{project_id}/labels/{label_id}/gold"),
+    ("POST", "/manage/projects/{project_id}/labels/{label_id}/gold"),
 }
 REPORT_READS = {
     ("GET", "/api/v1/projects/{project_id}/reports"),
@@ -47,6 +51,7 @@ REPORT_READS = {
     ("GET", "/manage/projects/{project_id}/reports"),
     ("GET", "/manage/projects/{project_id}/reports/download"),
     ("GET", "/manage/projects/{project_id}/labels/{label_id}"),
+    ("GET", "/manage/projects/{project_id}/labels"),
 }
 ADMIN_PAGE_PREFIXES = ("/admin",)
 ADMIN_API_PREFIXES = ("/api/v1/users",)
@@ -154,7 +159,7 @@ def test_every_admin_route_refuses_a_manager(client, app, session_factory, ids) 
         path = endpoint.path
         if path.startswith(ADMIN_PAGE_PREFIXES):
             response = _call(client, endpoint, ids, csrf=csrf)
-        elif path.startswith(ADMIN_API_PREFIXES) and path != "/api/v1/users/me":
+        elif path.startswith(ADMIN_API_PREFIXES) and not path.startswith("/api/v1/users/me"):
             response = _call(client, endpoint, ids, headers=headers)
         else:
             continue
