@@ -13,7 +13,7 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -173,6 +173,11 @@ def spread_step_labels(feature: dict) -> None:
         start = marker + 1
 
 
+class TrainingStopped(RuntimeError):
+    """The caller's `stop` asked for it (a cancelled round): training ends where it stands,
+    its work folder kept for whoever may resume it."""
+
+
 class TrainingDiverged(RuntimeError):
     """The loss went NaN or infinite: every weight after it is NaN, so nothing is saved."""
 
@@ -218,11 +223,14 @@ def _features(examples: list[Example], tokenizer, config: TrainConfig, language:
 
 
 def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
-          eval_source: str | Path | Iterable[dict] | None = None) -> Path:
+          eval_source: str | Path | Iterable[dict] | None = None,
+          stop: Callable[[], bool] | None = None) -> Path:
     """Train and write a checkpoint directory to `config.output`; returns its path.
 
     Sources are PRM800K or TRL JSONL paths, or in-memory record dicts. Without `eval_source`,
-    `config.eval_fraction` of the problems are held out for validation.
+    `config.eval_fraction` of the problems are held out for validation. `stop`, asked before
+    every optimizer step, raises TrainingStopped once it answers true; it is for one-process
+    callers, since processes that stopped apart would wait for each other forever.
     """
     config.check()
     cuda = resolve_device(config.device).startswith("cuda")
@@ -304,7 +312,12 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     started, tokens, step = time.monotonic() - spent, 0, start_step
     # Summed on the device and read at log time only: .item() every step would sync the GPU.
     loss_sum, losses = torch.zeros((), device=accelerator.device), 0
+    # With the auxiliary next-token loss on, the step loss alone is kept too: it is the PRM's
+    # own objective, and the sum, mostly next-token loss, says little about how steps are rated.
+    step_loss_sum = torch.zeros((), device=accelerator.device)
     for batch in process_batches(lengths, config, world, rank, start_step):
+        if stop is not None and stop():
+            raise TrainingStopped(f"training stopped at step {step} of {total_steps}")
         elapsed, progress = time.monotonic() - started, step / total_steps
         if config.time_budget_s is not None:
             if world > 1:
@@ -326,6 +339,7 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         else:
             loss = model(**inputs).loss
         if lm_head is not None:
+            step_loss_sum = step_loss_sum + loss.detach().float()
             logits = lm_head(hidden.pop("last"))
             loss = loss + lm_weight * F.cross_entropy(
                 logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
@@ -340,15 +354,19 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         if step % config.log_every == 0 or step == total_steps:
             # The mean since the last entry, over every process (all reach this step together).
             mean_loss = accelerator.reduce(loss_sum / losses, "mean").item()
-            loss_sum, losses = torch.zeros_like(loss_sum), 0
             _stop_if_diverged(mean_loss, step, config, work, accelerator.is_main_process)
             entry = {"step": step, "epoch": round(step / epoch_steps, 2),
                      "loss": round(mean_loss, 4), "lr": optimizer.param_groups[0]["lr"]}
+            if lm_head is not None:
+                entry["step_loss"] = round(accelerator.reduce(step_loss_sum / losses, "mean").item(), 4)
+            loss_sum, step_loss_sum, losses = torch.zeros_like(loss_sum), torch.zeros_like(step_loss_sum), 0
             log(json.dumps({**entry, "of": total_steps,
                             "tokens_per_s": round(tokens / (time.monotonic() - started - spent))}),
                 file=sys.stderr, flush=True)
             accelerator.log({"train/loss": mean_loss, "train/learning_rate": entry["lr"],
-                             "train/epoch": entry["epoch"]}, step=step)
+                             "train/epoch": entry["epoch"],
+                             **({"train/step_loss": entry["step_loss"]} if "step_loss" in entry else {})},
+                            step=step)
             if accelerator.is_main_process:
                 history.add("train", entry)
         if step % config.save_every == 0 and step < total_steps:

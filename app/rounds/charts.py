@@ -107,11 +107,11 @@ class LossChart:
 
     width: int
     height: int
-    series: Series
+    # The loss trained on, then, where the run also learnt next tokens, its step loss alone.
+    series: list[Series]
     gridlines: list[dict[str, Any]]
     steps: list[dict[str, Any]]
     evals: list[dict[str, Any]]
-    final_loss: float
 
 
 def loss_chart(log: dict[str, Any] | None) -> LossChart | None:
@@ -124,6 +124,7 @@ def loss_chart(log: dict[str, Any] | None) -> LossChart | None:
         return None
     planned = log.get("total_steps")
     last = max(planned if isinstance(planned, int) else 0, max(e["step"] for e in entries), 1)
+    stepwise = [e for e in entries if isinstance(e.get("step_loss"), (int, float)) and math.isfinite(e["step_loss"])]
     top = _nice_ceiling(max(e["loss"] for e in entries))
     inner_w, inner_h = WIDTH - PAD_LEFT - PAD_RIGHT, LOSS_HEIGHT - PAD_TOP - PAD_BOTTOM
 
@@ -133,16 +134,21 @@ def loss_chart(log: dict[str, Any] | None) -> LossChart | None:
     def y(value: float) -> float:
         return PAD_TOP + inner_h * (1 - value / top)
 
-    series = Series("loss", "training loss", [
-        {"x": x(e["step"]), "y": y(max(e["loss"], 0.0)), "value": e["loss"], "step": e["step"]}
-        for e in entries])
+    series = [
+        Series(key, label, [{"x": x(e["step"]), "y": y(max(e[key], 0.0)), "value": e[key], "step": e["step"]}
+                            for e in points])
+        for key, label, points in [
+            ("loss", "step loss + next-token loss" if stepwise else "loss", entries),
+            ("step_loss", "step loss", stepwise),
+        ] if points
+    ]
     evals = [{"x": x(e["step"]), "step": e["step"]} for e in log.get("eval") or []
              if isinstance(e, dict) and _step(e) and e["step"] <= last]
     return LossChart(
         WIDTH, LOSS_HEIGHT, series,
         [{"y": y(v), "label": f"{v:g}"} for v in (0.0, top / 2, top)],
         [{"x": x(s), "label": str(s)} for s in sorted({0, last // 2, last})],
-        evals, entries[-1]["loss"],
+        evals,
     )
 
 

@@ -128,10 +128,20 @@ def fail(session: Session, round_id: int, owner: str, message: str) -> None:
            eta_at=None, lease_owner=None, lease_expires_at=None)
 
 
+MESSAGE_CHARS = 500  # Round.message's column
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def give_up_or_retry(
-    factory: sessionmaker[Session], round_id: int, owner: str, error: str, max_attempts: int
+    factory: sessionmaker[Session], round_id: int, owner: str, error: str, max_attempts: int,
+    cause: str = "",
 ) -> RoundStatus | None:
-    """After an error: back to the queue while attempts remain, else failed for good."""
+    """After an error: back to the queue while attempts remain, else failed for good. `error`
+    (a traceback) is kept whole; `cause`, the exception in one line, goes into the message,
+    since it is what a researcher needs and a traceback shows it last."""
     with session_scope(factory) as session:
         round_ = session.scalar(
             select(Round).where(Round.id == round_id, Round.lease_owner == owner).with_for_update()
@@ -147,10 +157,11 @@ def give_up_or_retry(
         if round_.attempts >= max_attempts:
             round_.status = RoundStatus.failed
             round_.finished_at = now
-            round_.message = f"failed at {round_.stage.value} after {round_.attempts} attempts"
+            message = f"failed at {round_.stage.value} after {round_.attempts} attempts"
         else:
             round_.status = RoundStatus.queued
-            round_.message = f"error at {round_.stage.value}; will retry"
+            message = f"error at {round_.stage.value}; will retry"
+        round_.message = _clip(f"{message}: {cause}" if cause else message, MESSAGE_CHARS)
         return round_.status
 
 

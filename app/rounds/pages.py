@@ -152,6 +152,8 @@ def _overview(
             "rounds": rounds,
             "active": service.active_round(session, project.id),
             "versions": service.list_model_versions(session, project.id),
+            # Each version's round by id: its number and why its model was or was not promoted.
+            "round_of": {r.id: r for r in rounds},
             "quality": quality_chart(rounds),
             "payoff": selection_payoff(session, project.id, settings.promote_metric),
             "labels": labels_chart(rounds),

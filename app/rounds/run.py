@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,13 @@ class RoundRun:
     number: int
     settings: RoundSettings
     total_steps: int = 0
+    # Where this attempt took the round up: the ETA extrapolates this attempt's pace only, as
+    # the time an earlier attempt spent before it failed or its worker died bought nothing.
+    resumed_percent: float = 0.0
+    resumed_at: datetime = field(default_factory=utcnow)
+    # True once the lease keeper finds the round cancelled or taken over, so that training,
+    # which records nothing until it ends, stops at its next step rather than run to the end.
+    lease_lost: Callable[[], bool] = lambda: False
 
     def session(self):  # type: ignore[no-untyped-def]
         return session_scope(self.factory)
@@ -60,14 +68,15 @@ class RoundRun:
         start, end = STAGE_START[stage], _next_start(stage)
         percent = start + (end - start) * min(max(within, 0.0), 1.0)
         lease.report(session, self.round_id, self.owner, percent=percent, message=message,
-                     eta_at=self.eta(session, percent))
+                     eta_at=self.eta(percent))
 
-    def eta(self, session: Session, percent: float) -> datetime | None:
-        started = session.scalar(select(Round.started_at).where(Round.id == self.round_id))
-        if started is None or percent < 3:
+    def eta(self, percent: float) -> datetime | None:
+        done = percent - self.resumed_percent
+        if percent < 3 or done <= 0:
             return None
-        elapsed = (utcnow() - started).total_seconds()
-        return utcnow() + timedelta(seconds=elapsed * (100 - percent) / percent)
+        now = utcnow()
+        elapsed = (now - self.resumed_at).total_seconds()
+        return now + timedelta(seconds=elapsed * (100 - percent) / done)
 
 
 def _next_start(stage: RoundStage) -> float:

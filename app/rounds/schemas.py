@@ -182,7 +182,8 @@ class RoundSettingsUpdate(BaseModel):
     to turn that trigger off, for `selector_version_id` to let the next round pin the served
     model as the fixed selector, and for `selector_min_step_auroc` to let any served model rank."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_null_only_where_allowed)
+    # NaN would otherwise fail the bounds checks with a message about the bound, not the value.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_null_only_where_allowed)
 
     picks_per_round: int | None = Field(default=None, ge=1, le=100_000)
     per_problem_cap: int | None = Field(default=None, ge=1, le=1000)

@@ -101,6 +101,7 @@ def cancel_round(session: Session, round_: Round) -> Round:
     now = utcnow()
     round_.status = RoundStatus.cancelled
     round_.message = "cancelled"
+    round_.eta_at = None
     round_.finished_at = now
     round_.updated_at = now
     round_.lease_owner = None

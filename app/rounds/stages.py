@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from active_learning.card import model_card
 from active_learning.config import BOOTSTRAP_SAMPLES, TrainConfig
 from active_learning.data import (
     DEFAULT_SOURCE_WEIGHTS, HUMAN_SOURCE, Example, format_source_weights, load_examples, problem_id, record_source,
@@ -35,10 +36,11 @@ from active_learning.data import (
 )
 from active_learning.data import Solution as PrmSolution
 from active_learning.evaluate import best_of_n, evaluate_examples
+from active_learning.files import replace_whole
 from active_learning.model import META_FILE, load_checkpoint, resolve_device
 from active_learning.rollouts import RolloutSettings, open_generator
 from active_learning.score import in_chunks, iter_scores
-from active_learning.train import PROGRESS_FILE, TrainingDiverged, planned_steps, train
+from active_learning.train import PROGRESS_FILE, TrainingDiverged, TrainingStopped, planned_steps, train
 from app.db import session_scope
 from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
@@ -78,11 +80,13 @@ def run_round(
         if settings is None:
             settings = round_settings(session, round_.project_id)
             session.expunge(settings)
-        run = RoundRun(factory, round_id, owner, worker, round_.project_id, round_.number, settings)
+        run = RoundRun(factory, round_id, owner, worker, round_.project_id, round_.number, settings,
+                       resumed_percent=round_.percent)
     log.info("round %s: claimed by %s", round_id, owner)
     try:
         beat = lambda session: _report_training(run, session)  # noqa: E731
-        with lease.LeaseKeeper(factory, round_id, owner, worker.round_lease_s, beat):
+        with lease.LeaseKeeper(factory, round_id, owner, worker.round_lease_s, beat) as keeper:
+            run.lease_lost = lambda: keeper.lost
             while (stage := _stage(run)) is not None:
                 log.info("round %s: %s", round_id, stage.value)
                 _run_stage(run, stage)
@@ -96,10 +100,11 @@ def run_round(
         with session_scope(factory) as session:
             lease.fail(session, round_id, owner, f"failed: {diverged}")
         return RoundStatus.failed
-    except Exception:
+    except Exception as exc:
         log.exception("round %s failed", round_id)
+        cause = " ".join("".join(traceback.format_exception_only(exc)).split())
         return lease.give_up_or_retry(
-            factory, round_id, owner, traceback.format_exc(), worker.round_max_attempts
+            factory, round_id, owner, traceback.format_exc(), worker.round_max_attempts, cause
         )
 
 
@@ -272,7 +277,7 @@ def _report_training(run: RoundRun, session: Session) -> None:
         update(Round)
         .where(Round.id == run.round_id, Round.lease_owner == run.owner,
                Round.stage == RoundStage.train)
-        .values(percent=percent, eta_at=run.eta(session, percent),
+        .values(percent=percent, eta_at=run.eta(percent),
                 message=f"training: step {done} of {run.total_steps}")
     )
 
@@ -296,7 +301,10 @@ def _train(run: RoundRun) -> None:
     if not _reusable(output, config, examples):
         shutil.rmtree(output, ignore_errors=True)
         # The held-out labels evaluate the checkpoint, so its own metrics are honest ones.
-        train(config, train_records, heldout_records or None)
+        try:
+            train(config, train_records, heldout_records or None, stop=run.lease_lost)
+        except TrainingStopped as stopped:
+            raise lease.LeaseLost(f"round {run.round_id} is no longer ours: {stopped}") from None
     failpoint("train.saved")
     meta = json.loads((output / META_FILE).read_text())
     with run.session() as session:
@@ -336,6 +344,7 @@ def _evaluate(run: RoundRun) -> None:
         metrics["served"] = _metrics_of(run, served.path, heldout, bon_rows)
         metrics["served_version_id"] = served.id
     failpoint("evaluate.measured")
+    _card_from_round(Path(candidate.path), metrics["candidate"])
     with run.session() as session:
         session.execute(update(ModelVersion).where(ModelVersion.id == candidate.id)
                         .values(metrics=jsonable(metrics["candidate"])))
@@ -343,6 +352,17 @@ def _evaluate(run: RoundRun) -> None:
         sources = session.scalar(select(Round.metrics["sources"]).where(Round.id == run.round_id))
         lease.advance(session, run.round_id, run.owner, RoundStage.evaluate, RoundStage.promote,
                       metrics=jsonable({**metrics, "sources": sources}), percent=STAGE_START[RoundStage.promote])
+
+
+def _card_from_round(checkpoint: Path, metrics: dict[str, Any]) -> None:
+    """The checkpoint's card and stepwise.json take the metrics the round judged it by, which
+    the pages and the API show: training measured best-of-N on the labeled held-out solutions
+    only, so a card kept from training would publish other numbers than the ones it was
+    promoted on. Before promotion, so that a served model's files never change."""
+    meta = json.loads((checkpoint / META_FILE).read_text())
+    meta["metrics"] = jsonable(metrics)
+    replace_whole(checkpoint / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
+    replace_whole(checkpoint / "README.md", model_card(meta, checkpoint.name))
 
 
 def _best_of_n_rows(session: Session, run: RoundRun, heldout_texts: set[str]) -> list[tuple]:

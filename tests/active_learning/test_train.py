@@ -23,7 +23,8 @@ from active_learning.config import PretrainConfig, TrainConfig
 from active_learning.data import load_examples, snapshot_hash
 from active_learning.model import compile_layers
 from active_learning.tokenizer import build_byte_tokenizer
-from active_learning.train import batches_per_epoch, epoch_batches, mixed_precision, process_batches, train
+from active_learning.train import (TrainingStopped, batches_per_epoch, epoch_batches, mixed_precision, process_batches,
+                                   train)
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +78,8 @@ def test_train_keeps_its_loss_and_evaluation_history_beside_the_checkpoint(check
     assert [e["step"] for e in train] == sorted({e["step"] for e in train})
     assert all(e["loss"] > 0 and e["lr"] > 0 for e in train)
     assert train[-1]["loss"] < train[0]["loss"]
+    # A preset learns next tokens too: the PRM's own step loss is kept apart from the sum.
+    assert all(0 < e["step_loss"] < e["loss"] for e in train)
     [evaluation] = log["eval"]
     assert evaluation["step"] == steps and 0 <= evaluation["metrics"]["step_auroc"] <= 1
 
@@ -213,6 +216,15 @@ def test_held_out_records_in_memory_may_hold_no_label_yet(tmp_path):
     train(TrainConfig(output=str(output), base="tiny", steps=2, batch_size=8, max_length=256, report_to="none"),
           [_phase_1_record(n) for n in range(1, 5)], iter([give_up]))
     assert json.loads((output / "stepwise.json").read_text())["metrics"]["n_labels"] == 0
+
+
+def test_a_stop_asked_for_ends_training_at_the_next_step_and_serves_nothing(tmp_path):
+    asked = itertools.count()
+    output = tmp_path / "model"
+    config = TrainConfig(output=str(output), base="tiny", steps=50, batch_size=2, max_length=256, report_to="none")
+    with pytest.raises(TrainingStopped, match="stopped at step 3 of 50"):
+        train(config, [_phase_1_record(n) for n in range(1, 9)], stop=lambda: next(asked) == 3)
+    assert not output.exists()
 
 
 def test_a_tracker_that_is_not_installed_is_refused_before_training(files, tmp_path):

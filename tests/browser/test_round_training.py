@@ -41,5 +41,5 @@ def test_round_page_draws_the_training_loss(page: Page, session_factory, tmp_pat
     expect(chart.locator(".series.loss circle")).to_have_count(len(steps))
     box = chart.bounding_box()
     assert box is not None and box["height"] <= 200, box  # a small chart, not a poster
-    expect(page.locator("#training figcaption")).to_contain_text("last: 0.4")
+    expect(page.locator("#training figcaption")).to_contain_text("last: loss 0.4")
     screenshot(page, "research_round_training.png")

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from app.db import session_scope
-from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus
+from app.models import ModelVersion, PickReason, Round, RoundSettings, RoundStage, RoundStatus
 from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.forms.shipped import form_fields
 
@@ -264,3 +264,65 @@ def test_the_round_page_draws_its_models_training_loss(client, session_factory, 
         page = client.get(f"/research/rounds/{ids[quiet]}")
         assert page.status_code == 200 and "No training log." in page.text
         assert 'aria-label="Training loss by step"' not in page.text
+
+
+def test_the_picks_legend_explains_every_pick_reason(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        round_ = Round(project_id=project.id, number=1, status=RoundStatus.done, stage=RoundStage.done,
+                       percent=100.0, metrics={})
+        session.add(round_)
+        session.flush()
+        round_id = round_.id
+    browser_login(client, "rita")
+    legend = re.search(r"Queue order\. Each pick says why it was chosen:(.*?)</p>",
+                       client.get(f"/research/rounds/{round_id}").text, re.S)
+    assert legend is not None
+    explained = set(re.findall(r"<strong>([^<]+)</strong>", legend.group(1)))
+    assert {reason.value.replace("_", " ") for reason in PickReason} <= explained
+
+
+def test_a_setting_that_is_not_a_finite_number_is_refused_as_such(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    api = f"/api/v1/projects/{project.id}/round-settings"
+    for value in ("NaN", "nan", "inf", "-Infinity"):
+        response = client.patch(api, headers=api_headers(client, "rita"), json={"learning_rate": value})
+        assert response.status_code == 422 and "finite number" in response.text, (value, response.text)
+    csrf = browser_login(client, "rita")
+    page = client.post(f"/research/projects/{project.id}/settings",
+                       data={"csrf_token": csrf, "learning_rate": "nan", "train_epochs": "inf"})
+    assert page.status_code == 422 and page.text.count("Input should be a finite number") == 2
+    with session_scope(session_factory) as session:
+        settings = session.get(RoundSettings, project.id)
+        assert settings is None or (settings.learning_rate, settings.train_epochs) == (0.001, 3.0)
+
+
+def test_the_project_page_says_why_a_model_was_not_promoted_with_its_intervals(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    too_few = "step_auroc was measured on 17 held-out labels, fewer than the 50 needed"
+    metrics = {"step_auroc": 0.406, "ci95": {"step_auroc": [0.27, 0.59], "first_error_f1": [0.0, 0.1]},
+               "first_error_f1": 0.05, "best_of_n": {"prm_accuracy": 0.43, "prm_accuracy_ci95": [0.14, 0.86]}}
+    other = make_project(session_factory, "geometry")
+    with session_scope(session_factory) as session:
+        # Another project's round first, so that round ids are not round numbers.
+        session.add(Round(project_id=other.id, number=1, status=RoundStatus.done, stage=RoundStage.done,
+                          percent=100.0, metrics={}))
+        session.flush()
+        for number, served_id in [(1, None), (2, 7)]:
+            round_ = Round(project_id=project.id, number=number, status=RoundStatus.done, stage=RoundStage.done,
+                           percent=100.0, promoted=False,
+                           metrics={"rule": too_few, "candidate": metrics, "served_version_id": served_id})
+            session.add(round_)
+            session.flush()
+            session.add(ModelVersion(project_id=project.id, round_id=round_.id, path="/nowhere", base="tiny",
+                                     data_hash="x", train_labels=133, metrics=metrics, passed=False))
+    browser_login(client, "rita")
+    page = client.get(f"/research/projects/{project.id}").text
+    # Round 1 had no served model: it kept nothing; round 2 kept version 7.
+    rows = re.findall(r'<tr data-round="\d+">.*?</tr>', page, re.S)
+    assert ["kept old" in row for row in rows] == [True, False]
+    assert ["not promoted" in row for row in rows] == [False, True]
+    assert page.count(f'<span class="small muted rule-why">{too_few}</span>') == 2
+    assert "0.406 <span class=\"ci-text small muted\">[0.27, 0.59]</span>" in page
+    assert "[0.14, 0.86]" in page and "[0.00, 0.10]" in page
+    with session_scope(session_factory) as session:
+        ids = {r.number: r.id for r in session.scalars(select(Round).where(Round.project_id == project.id))}
+    trained_by = re.findall(r'<td class="num"><a href="/research/rounds/(\d+)">(\d+)</a></td>', page)
+    assert sorted(trained_by) == sorted((str(ids[n]), str(n)) for n in (1, 2))

@@ -11,8 +11,20 @@ def test_loss_chart_spans_the_run_with_round_gridlines() -> None:
     assert [g["label"] for g in chart.gridlines] == ["0", "2.5", "5"]
     assert [t["label"] for t in chart.steps] == ["0", "20", "40"]
     # Steps are placed on the run's whole length, so an unfinished log ends halfway.
-    assert chart.series.points[-1]["x"] == PAD_LEFT + (WIDTH - PAD_LEFT - PAD_RIGHT) / 2
-    assert chart.evals[0]["x"] == WIDTH - PAD_RIGHT and chart.final_loss == 1.1
+    [series] = chart.series
+    assert series.points[-1]["x"] == PAD_LEFT + (WIDTH - PAD_LEFT - PAD_RIGHT) / 2
+    assert chart.evals[0]["x"] == WIDTH - PAD_RIGHT and series.points[-1]["value"] == 1.1
+    assert series.label == "loss"
+
+
+def test_a_run_that_also_learnt_next_tokens_shows_its_step_loss_apart() -> None:
+    log = {"total_steps": 20, "train": [{"step": 10, "loss": 4.6, "step_loss": 0.9},
+                                        {"step": 20, "loss": 3.8, "step_loss": 0.5}]}
+    chart = loss_chart(log)
+    assert chart is not None
+    assert [(s.key, s.label, [p["value"] for p in s.points]) for s in chart.series] == [
+        ("loss", "step loss + next-token loss", [4.6, 3.8]), ("step_loss", "step loss", [0.9, 0.5])]
+    assert chart.series[1].points[-1]["y"] > chart.series[0].points[-1]["y"]  # lower on the chart
 
 
 def test_no_chart_without_loss_entries() -> None:

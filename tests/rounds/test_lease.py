@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
-from app.models import Project, Round, RoundStage, RoundStatus, utcnow
+from app.models import ModelVersion, Project, Round, RoundStage, RoundStatus, utcnow
 from app.rounds import lease
+from app.rounds.run import RoundRun
 from app.rounds.service import cancel_round, start_round
 from app.rounds.stages import run_round
 from tests.conftest import make_project
@@ -51,7 +53,12 @@ def test_one_worker_holds_a_round_until_its_lease_lapses(session_factory, round_
 def test_a_cancelled_round_stops_its_worker(session_factory, round_id) -> None:  # type: ignore[no-untyped-def]
     assert claim(session_factory, round_id, "a")
     with session_scope(session_factory) as session:
+        lease.report(session, round_id, "a", percent=30.0, eta_at=utcnow() + timedelta(minutes=5))
+    with session_scope(session_factory) as session:
         cancel_round(session, session.get(Round, round_id))
+    with session_scope(session_factory) as session:
+        # No longer due to finish at all.
+        assert session.get(Round, round_id).eta_at is None
     with pytest.raises(lease.LeaseLost), session_scope(session_factory) as session:
         lease.report(session, round_id, "a", percent=50.0)
     assert not claim(session_factory, round_id, "b")
@@ -65,6 +72,31 @@ def test_errors_are_retried_then_fail_for_good(session_factory, round_id) -> Non
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert round_.error == "boom" and "after 3 attempts" in round_.message
+
+
+def test_a_failed_round_says_why_in_its_message(session_factory, worker_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.rounds import stages
+    from tests.rounds.conftest import synthetic_project
+
+    def unreadable_base(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ValueError("cannot load the tokenizer of no-such-org/no-such-model: OSError: offline\n" + "x" * 600)
+
+    monkeypatch.setattr(stages, "train", unreadable_base)
+    project = synthetic_project(session_factory, "unreadable")
+    with session_scope(session_factory) as session:
+        round_id = start_round(session, session.get(Project, project.id)).id
+    settings = worker_settings.model_copy(update={"round_max_attempts": 2})
+    messages = []
+    for _ in range(2):
+        status = run_round(session_factory, round_id, "w", settings)
+        with session_scope(session_factory) as session:
+            messages.append(session.get(Round, round_id).message)
+    assert status == RoundStatus.failed
+    cause = "ValueError: cannot load the tokenizer of no-such-org/no-such-model: OSError: offline xxx"
+    assert messages[0].startswith(f"error at train; will retry: {cause}")
+    assert messages[1].startswith(f"failed at train after 2 attempts: {cause}")
+    # Clipped to fit the column, whole in the round's error.
+    assert len(messages[1]) == 500 and messages[1].endswith("…")
 
 
 def test_a_round_whose_workers_keep_dying_is_failed(session_factory, round_id, worker_settings) -> None:  # type: ignore[no-untyped-def]
@@ -96,3 +128,47 @@ def test_a_round_whose_training_diverges_fails_at_once_and_says_why(  # type: ig
         round_ = session.get(Round, round_id)
         assert round_.status == RoundStatus.failed and round_.attempts == 1
         assert round_.message == "failed: training diverged by step 40 (mean loss nan) with peak learning rate 0.5"
+
+
+def test_a_resumed_rounds_eta_follows_its_own_attempts_pace(worker_settings) -> None:  # type: ignore[no-untyped-def]
+    # The first attempt ran for an hour and died at 50%; this one took it to 75% in a minute.
+    run = RoundRun(None, 1, "b", worker_settings, 1, 1, None,  # type: ignore[arg-type]
+                   resumed_percent=50.0, resumed_at=utcnow() - timedelta(minutes=1))
+    left = (run.eta(75.0) - utcnow()).total_seconds()
+    assert 55 < left < 65
+    assert run.eta(50.0) is None and run.eta(2.0) is None
+
+
+def test_cancelling_a_round_stops_its_training_within_a_lease_beat(  # type: ignore[no-untyped-def]
+    session_factory, worker_settings, monkeypatch
+) -> None:
+    from active_learning.train import TrainingStopped
+    from app.rounds import stages
+    from tests.rounds.conftest import synthetic_project
+
+    project = synthetic_project(session_factory, "cancelled-in-training")
+    with session_scope(session_factory) as session:
+        round_id = start_round(session, session.get(Project, project.id)).id
+    steps = []
+
+    def long_training(config, train_records, heldout_records=None, stop=None):  # type: ignore[no-untyped-def]
+        # Cancelled by a researcher once it is under way, as from the page or the API.
+        with session_scope(session_factory) as session:
+            cancel_round(session, session.get(Round, round_id))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if stop is not None and stop():
+                raise TrainingStopped(f"training stopped at step {len(steps)} of many")
+            steps.append(1)
+            time.sleep(0.05)
+        raise AssertionError("training ran on after its round was cancelled")
+
+    monkeypatch.setattr(stages, "train", long_training)
+    settings = worker_settings.model_copy(update={"round_lease_s": 1.5})
+    started = time.monotonic()
+    assert run_round(session_factory, round_id, "w", settings) is None
+    assert time.monotonic() - started < 20
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert round_.status == RoundStatus.cancelled and round_.stage == RoundStage.train
+        assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0

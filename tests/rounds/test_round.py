@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -154,6 +155,32 @@ def test_rounds_train_promote_score_select_and_enqueue(
             p.priority for p in session.scalars(select(RoundPick).where(RoundPick.round_id == first))
         )
         assert {s.generation for s in session.scalars(select(Solution).where(Solution.id.in_([p.solution_id for p in picks])))} == {2}
+
+
+def test_a_checkpoints_card_publishes_the_metrics_its_round_judged_it_by(
+    session_factory: sessionmaker[Session], worker_settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Training measures best-of-N on the held-out labeled solutions, the round on every graded
+    # solution of those problems: on a real project the two differ. Whatever the round measured,
+    # the card and stepwise.json say it, as the pages and the API do.
+    measure = stages._metrics_of
+
+    def round_measures(*args, **kwargs):  # type: ignore[no-untyped-def]
+        metrics = measure(*args, **kwargs)
+        metrics["best_of_n"] = {**metrics["best_of_n"], "problems": 321}
+        return metrics
+
+    monkeypatch.setattr(stages, "_metrics_of", round_measures)
+    project = synthetic_project(session_factory, "card")
+    round_id = start(session_factory, project.id)
+    assert stages.run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
+    with session_scope(session_factory) as session:
+        version = session.scalar(select(ModelVersion).where(ModelVersion.round_id == round_id))
+        candidate = session.get(Round, round_id).metrics["candidate"]
+    checkpoint = Path(version.path)
+    meta = json.loads((checkpoint / "stepwise.json").read_text())
+    assert meta["metrics"] == version.metrics == candidate and candidate["best_of_n"]["problems"] == 321
+    assert f"best-of-{candidate['best_of_n']['n']} accuracy over 321 problems" in (checkpoint / "README.md").read_text()
 
 
 def test_scoring_that_fails_partway_keeps_what_it_scored_and_resumes(
