@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from active_learning.cli import prm
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
-from app.errors import BadInput, BadLines, ServiceError, field_error
+from app.errors import BadInput, BadLines, Conflict, ServiceError, field_error
 from app.models import Role
 from app.ops.service import driver_reason, not_ready_reason
 
@@ -683,6 +683,24 @@ def rounds_list(ctx: _Context, project_name: str) -> None:
         for r in list_rounds(session, get_project_by_name(session, project_name).id):
             labels = "-" if r.snapshot_labels is None else r.snapshot_labels
             click.echo(f"{r.number}\t{r.status.value}\t{r.stage.value}\t{r.percent:.0f}%\t{labels} labels\t{r.message}")
+
+
+@rounds.command("cancel")
+@click.option("--project", "project_name", required=True)
+@pass_ctx
+def rounds_cancel(ctx: _Context, project_name: str) -> None:
+    """Cancel the project's queued or running round; its training stops at the next step, and
+    nothing it has not finished is served."""
+    from app.projects.service import get_project_by_name
+    from app.rounds.service import active_round, cancel_round
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, project_name)
+        round_ = active_round(session, project.id)
+        if round_ is None:
+            raise Conflict(f"project {project.name!r} has no round queued or running")
+        cancel_round(session, round_)
+        click.echo(f"round {round_.number} of {project.name} cancelled")
 
 
 @cli.command("worker")

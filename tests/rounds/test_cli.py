@@ -40,3 +40,16 @@ def test_start_list_and_run_rounds_from_the_command_line(session_factory, databa
     assert waited.returncode == 0, waited.stderr[-3000:]
     assert "round 2 of cli queued" in waited.stdout and "round 2: done" in waited.stdout
     assert stepwise(env, "rounds", "list", "--project", "nope").returncode == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_cancel_a_queued_round_from_the_command_line(session_factory, database_url, tmp_path, backend) -> None:  # type: ignore[no-untyped-def]
+    synthetic_project(session_factory, "cli")
+    env = {**os.environ, "DATABASE_URL": database_url, "STEPWISE_MODELS_DIR": str(tmp_path / "models")}
+    nothing = stepwise(env, "rounds", "cancel", "--project", "cli")
+    assert nothing.returncode == 1 and "has no round queued or running" in nothing.stderr
+    assert stepwise(env, "rounds", "start", "--project", "cli").returncode == 0
+    cancelled = stepwise(env, "rounds", "cancel", "--project", "cli")
+    assert cancelled.returncode == 0 and "round 1 of cli cancelled" in cancelled.stdout, cancelled.stderr
+    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tcancelled\t")
+    assert stepwise(env, "rounds", "cancel", "--project", "nope").returncode == 1
