@@ -19,16 +19,20 @@ from app.templating import render
 router = APIRouter(prefix="/manage/projects/{project_id}/labels", include_in_schema=False)
 
 
+# Past LabelFilters' own limits, so that a value too long is refused in place, by the field.
+TYPED = 2000
+
+
 class FilterForm(BaseModel):
     """The filters as typed in the address; LabelFilters judges them."""
 
-    labeler: str = Field(default="", max_length=200)
-    outcome: str = Field(default="", max_length=50)
-    source: str = Field(default="", max_length=50)
-    kind: str = Field(default="", max_length=50)
-    grade: str = Field(default="", max_length=50)
-    problem: str = Field(default="", max_length=50)
-    page: str = Field(default="", max_length=50)
+    labeler: str = Field(default="", max_length=TYPED)
+    outcome: str = Field(default="", max_length=TYPED)
+    source: str = Field(default="", max_length=TYPED)
+    kind: str = Field(default="", max_length=TYPED)
+    grade: str = Field(default="", max_length=TYPED)
+    problem: str = Field(default="", max_length=TYPED)
+    page: str = Field(default="", max_length=TYPED)
 
 
 @router.get("")

@@ -66,7 +66,9 @@ class LabelPage:
 def _conditions(project_id: int, filters: LabelFilters) -> list[ColumnElement[bool]]:
     where = [Label.project_id == project_id, Label.superseded_at.is_(None)]
     if filters.labeler:
-        where.append(or_(User.username == filters.labeler, Label.foreign_labeler == filters.labeler))
+        # Usernames are one name whatever their case (app.users.service); imported ids are as filed.
+        where.append(or_(func.lower(User.username) == filters.labeler.lower(),
+                         Label.foreign_labeler == filters.labeler))
     if filters.outcome is not None:
         where.append(Label.finish_reason == filters.outcome)
     if filters.source is not None:
@@ -100,7 +102,8 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
         .join(Problem, Problem.id == Solution.problem_id)
         .outerjoin(User, User.id == Label.user_id)
         .where(*where)
-        .order_by(Label.id.desc())
+        # By when labeled: an imported label keeps its file's time, which its id does not follow.
+        .order_by(Label.created_at.desc(), Label.id.desc())
         .offset((filters.page - 1) * PAGE_SIZE)
         .limit(PAGE_SIZE)
     ).all()

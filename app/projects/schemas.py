@@ -3,12 +3,22 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH
 
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
+
+
+def _as_typed(value: object) -> object:
+    """A text as the person typed it: browsers send a textarea's line breaks as CRLF, which
+    stored as sent would make the form's copy of a text differ from the API's (a new guidelines
+    version for labelers to read again) and count each break twice against the limit."""
+    if not isinstance(value, str):
+        return value
+    value = value.replace("\r\n", "\n")
+    return value if value.strip() else ""
 
 
 class ProjectCreate(BaseModel):
@@ -21,6 +31,8 @@ class ProjectCreate(BaseModel):
     )
     labeling_mode: LabelingMode = LabelingMode.first_error
     overlap: int = Field(default=1, ge=1, le=20, description="labelers per solution")
+
+    _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
     lease_minutes: int = Field(default=30, ge=1, le=1440, description="how long a task is held")
     correction_window_hours: int = Field(
         default=24, ge=0, le=720, description="how long a labeler may correct a label; 0 closes corrections"
@@ -50,6 +62,8 @@ class ProjectUpdate(BaseModel):
     description: str | None = Field(default=None, max_length=5000)
     guidelines: str | None = Field(default=None, max_length=GUIDELINES_MAX_LENGTH)
     labeling_mode: LabelingMode | None = None
+
+    _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
     overlap: int | None = Field(default=None, ge=1, le=20)
     lease_minutes: int | None = Field(default=None, ge=1, le=1440)
     correction_window_hours: int | None = Field(default=None, ge=0, le=720)

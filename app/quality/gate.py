@@ -131,6 +131,9 @@ def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
     """The labeler's labels on the project's gold items, as graded (see service.graded), oldest
     first."""
     gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
+    # An item whose gold is the labeler's own (their correction, taken as gold) does not
+    # measure them: it would count their own change of mind as a miss.
+    own_gold = gold_solutions.where(Label.user_id == user_id)
     mine = session.execute(
         select(Label.solution_id, Label.steps, Label.finish_reason, Label.created_at)
         .where(
@@ -139,6 +142,7 @@ def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
             Label.is_quality_control.is_(False),
             graded(),
             Label.solution_id.in_(gold_solutions),
+            Label.solution_id.not_in(own_gold),
         )
         .order_by(Label.id)
     ).all()

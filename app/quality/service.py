@@ -81,14 +81,27 @@ def graded() -> ColumnElement[bool]:
 
 def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]:
     """Every labeler with at least one label compared against gold, most compared first."""
-    qc_solutions = select(Label.solution_id).where(
-        Label.project_id == project_id,
-        Label.is_quality_control.is_(True),
-        Label.superseded_at.is_(None),
-        _about_steps(),
+    current_gold = (
+        select(Label.id, Label.solution_id, Label.user_id, Label.foreign_labeler, Label.steps)
+        .where(
+            Label.project_id == project_id,
+            Label.is_quality_control.is_(True),
+            Label.superseded_at.is_(None),
+            _about_steps(),
+        )
+        .order_by(Label.id)
     )
+    # The QC labels' verdicts per item, in the order they were stored, and who made them. A gold
+    # label may be a correction (a manager took a labeler's corrected label), which `graded`
+    # leaves out of the labels measured below but which is the item's gold all the same.
+    verdicts: dict[int, list[tuple[int, int | None]]] = {}
+    makers: dict[int, set[tuple[int | None, str | None]]] = {}
+    for gold in session.execute(current_gold):
+        verdicts.setdefault(gold.solution_id, []).append((gold.id, first_error(gold.steps)))
+        makers.setdefault(gold.solution_id, set()).add(_labeler_key(gold))
     rows = session.execute(
         select(
+            Label.id,
             Label.solution_id,
             Label.is_quality_control,
             Label.user_id,
@@ -99,34 +112,31 @@ def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]
         .outerjoin(User, User.id == Label.user_id)
         .where(
             Label.project_id == project_id,
-            Label.solution_id.in_(qc_solutions),
+            Label.solution_id.in_(current_gold.with_only_columns(Label.solution_id)),
             graded(),
             is_human(),
             _about_steps(),
         )
         .order_by(Label.id)
     ).all()
-    # The QC labels' verdicts per item, in the order they were stored.
-    verdicts: dict[int, list[int | None]] = {}
-    for row in rows:
-        if row.is_quality_control:
-            verdicts.setdefault(row.solution_id, []).append(first_error(row.steps))
     tallies: dict[tuple[int | None, str | None], list[Any]] = {}
-    seen_qc: dict[int, int] = {}
     for row in rows:
         if row.user_id is None and row.foreign_labeler is None:
             continue
+        key = _labeler_key(row)
         item = verdicts[row.solution_id]
         if row.is_quality_control:
             # Measured against the item's other QC labels; a lone gold has nothing to meet.
-            k = seen_qc[row.solution_id] = seen_qc.get(row.solution_id, -1) + 1
-            others = item[:k] + item[k + 1:]
+            others = [verdict for label_id, verdict in item if label_id != row.id]
             if not others:
                 continue
             gold = _majority(others)
+        elif key in makers[row.solution_id]:
+            # The gold is this labeler's own later word on the item (their correction, taken as
+            # gold): measuring them against it would count their own change of mind as a miss.
+            continue
         else:
-            gold = _majority(item)
-        key = (row.user_id, None) if row.user_id is not None else (None, row.foreign_labeler)
+            gold = _majority([verdict for _, verdict in item])
         tally = tallies.setdefault(key, [row.username or row.foreign_labeler, 0, 0])
         tally[1] += 1
         tally[2] += first_error(row.steps) == gold
@@ -135,6 +145,10 @@ def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]
         for (user_id, foreign), (name, compared, agreed) in tallies.items()
     ]
     return sorted(found, key=lambda a: (-a.compared, a.name))
+
+
+def _labeler_key(row: Any) -> tuple[int | None, str | None]:
+    return (row.user_id, None) if row.user_id is not None else (None, row.foreign_labeler)
 
 
 def _majority(verdicts: list[int | None]) -> int | None:

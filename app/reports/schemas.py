@@ -67,6 +67,7 @@ class LabelView(BaseModel):
     is_quality_control: bool = Field(description="gold: the reference its solution's other labels are graded by")
     is_initial_screening: bool = Field(description="on gold, a screening item; on a labeler's label, a screening answer")
     superseded: bool = Field(description="a correction replaced it")
+    other_gold: list[int] = Field(description="the other gold labels of its solution, whose majority is the reference")
     problem_id: int
     statement: str
     answer: str | None
@@ -77,6 +78,7 @@ class LabelView(BaseModel):
 
 
 class GoldIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a flag that decides what new labelers are served is true or false, not "yes".
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     screening: bool = Field(default=False, description="also a screening item: new labelers are served it first")

@@ -294,6 +294,11 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         is_quality_control=label.is_quality_control,
         is_initial_screening=label.is_initial_screening,
         superseded=label.superseded_at is not None,
+        other_gold=list(session.scalars(
+            select(Label.id).where(Label.solution_id == label.solution_id, Label.id != label.id,
+                                   Label.is_quality_control.is_(True), Label.superseded_at.is_(None))
+            .order_by(Label.id)
+        )),
         problem_id=problem.id,
         statement=problem.statement,
         answer=problem.answer,

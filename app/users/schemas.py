@@ -1,18 +1,28 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from app.models import Role
 
 USERNAME_PATTERN = r"^[A-Za-z0-9_.\-]{2,64}$"
 
 
+def _not_blank(password: str) -> str:
+    if not password.strip():
+        raise ValueError("a password cannot be only spaces")
+    return password
+
+
+Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_not_blank)]
+
+
 class UserCreate(BaseModel):
     username: str = Field(pattern=USERNAME_PATTERN, description="2-64 letters, digits, _ . -")
     role: Role
-    password: str = Field(min_length=8, max_length=1024)
+    password: Password
 
 
 class UserUpdate(BaseModel):
@@ -21,7 +31,7 @@ class UserUpdate(BaseModel):
 
     role: Role | None = None
     is_active: bool | None = None
-    password: str | None = Field(default=None, min_length=8, max_length=1024)
+    password: Password | None = None
 
 
 class PasswordChange(BaseModel):
@@ -31,7 +41,7 @@ class PasswordChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     current_password: str = Field(min_length=1, max_length=1024)
-    new_password: str = Field(min_length=8, max_length=1024)
+    new_password: Password
 
     @model_validator(mode="after")
     def _differs(self) -> PasswordChange:

@@ -23,8 +23,10 @@ def _listed(factory, project_id: int, **filters: object) -> list[int]:  # type: 
 
 
 def _ids(factory, project_id: int, *where) -> list[int]:  # type: ignore[no-untyped-def]
+    """Newest first by when labeled: an imported file's times do not follow its order."""
     with session_scope(factory) as session:
-        return list(session.scalars(select(Label.id).where(Label.project_id == project_id, *where).order_by(Label.id.desc())))
+        return list(session.scalars(select(Label.id).where(Label.project_id == project_id, *where)
+                                    .order_by(Label.created_at.desc(), Label.id.desc())))
 
 
 @pytest.fixture
@@ -38,6 +40,7 @@ def sample(session_factory):  # type: ignore[no-untyped-def]
 def test_every_filter_keeps_what_it_names(session_factory, sample) -> None:  # type: ignore[no-untyped-def]
     every = _ids(session_factory, sample.id)
     assert _listed(session_factory, sample.id) == every and len(every) == 9
+    assert every != sorted(every, reverse=True), "the sample's times should not follow its order"
     assert _listed(session_factory, sample.id, outcome="found_error") == _ids(
         session_factory, sample.id, Label.finish_reason == FinishReason.found_error)
     assert _listed(session_factory, sample.id, kind="qc") == _ids(session_factory, sample.id, Label.is_quality_control)
@@ -64,6 +67,7 @@ def test_rows_carry_the_path_ratings_and_a_correction_replaces_its_label(session
         assert (row.label_id, row.labeler, row.source) == (label_id, "ann", LabelSource.human)
         assert row.ratings == [(1, True), (-1, False)] and row.flags == 1
         assert service.labeler_names(session, project.id) == ["ann"]
+        assert [r.label_id for r in service.list_labels(session, project.id, LabelFilters(labeler="ANN")).rows] == [label_id]
         label = session.get(Label, label_id)
         label.superseded_at = label.created_at
         session.add(Label(project_id=project.id, solution_id=label.solution_id, user_id=ann.id, steps=label.steps,
@@ -110,6 +114,8 @@ def test_the_tab_lists_labels_with_text_shown_as_text(client, session_factory, s
         ({"problem": "9" * 30}, "problem", "less than or equal to"),
         ({"kind": "gold"}, "kind", "Input should be"),
         ({"labeler": "x" * 101}, "labeler", "at most 100 characters"),
+        ({"labeler": "x" * 1500}, "labeler", "at most 100 characters"),
+        ({"outcome": "y" * 1500}, "outcome", "Input should be"),
     ],
 )
 def test_bad_filters_are_shown_in_place_and_list_nothing(client, session_factory, sample, params, field, message) -> None:  # type: ignore[no-untyped-def]

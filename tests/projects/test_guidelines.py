@@ -146,3 +146,25 @@ def test_the_demo_project_comes_with_guidelines_and_keeps_a_managers_own(session
     with session_scope(session_factory) as session:
         load_demo(session, problems)
     assert stored_guidelines(session_factory, DEMO_PROJECT) == "Ours."
+
+
+def test_the_form_stores_guidelines_as_typed_whatever_line_breaks_the_browser_sends(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    """A browser sends a textarea's line breaks as CRLF: guidelines set by the API at the limit
+    save back unchanged through the form, so labelers are not shown them again as new."""
+    make_user(session_factory, "max", "manager")
+    csrf = browser_login(client, "max")
+    text = ("Rate every step.\n" * (GUIDELINES_MAX_LENGTH // 17))[:GUIDELINES_MAX_LENGTH]
+    project = make_project(session_factory, "algebra", guidelines=text)
+    form = {"csrf_token": csrf, "labeling_mode": "first_error", "overlap": "1", "lease_minutes": "30",
+            "correction_window_hours": "24", "screening_items": "0", "screening_pass_mark": "0",
+            "qc_rate": "0", "qc_feedback": "false", "qc_pause_below": "0", "description": " \r\n ",
+            "guidelines": text.replace("\n", "\r\n")}
+    saved = client.post(f"/manage/projects/{project.id}/settings", data=form, follow_redirects=False)
+    assert saved.status_code == 303, html.unescape(saved.text)[:2000]
+    assert stored_guidelines(session_factory) == text
+    with session_scope(session_factory) as session:
+        assert session.get(Project, project.id).description == ""
+    blank = client.post(f"/manage/projects/{project.id}/settings", data={**form, "guidelines": "\r\n  \r\n"},
+                        follow_redirects=False)
+    assert blank.status_code == 303
+    assert stored_guidelines(session_factory) == ""

@@ -95,6 +95,7 @@ def test_the_api_makes_and_removes_gold_for_managers_only(client, session_factor
     assert client.put(url, headers=api_headers(client, "ann"), json={}).status_code == 403
     manager = api_headers(client, "max")
     assert client.put(url, headers=manager, json={"screening": "sometimes"}).status_code == 422
+    assert client.put(url, headers=manager, json={"screening": "yes"}).status_code == 422
     assert client.put(url, headers=manager, json={"gold": True}).status_code == 422
     made = client.put(url, headers=manager, json={"screening": True})
     assert made.status_code == 200, made.text
@@ -122,9 +123,49 @@ def test_the_label_page_makes_gold_and_says_why_it_cannot(client, session_factor
     assert made.headers["location"] == f"/manage/projects/{project.id}/labels/{ann_label}?gold=made&via=reports"
     shown = client.get(made.headers["location"]).text
     assert "This label is now gold" in shown and "gold (QC)" in shown and "Stop using as gold" in shown
+    screening = client.post(f"/manage/projects/{project.id}/labels/{ann_label}/gold",
+                            data={"csrf_token": csrf, "gold": "true", "screening": "true"})
+    assert "screening gold" in screening.text and "Not a screening item" in screening.text
     assert "Use as gold" not in client.get(f"/manage/projects/{project.id}/labels/{bad}").text
     refused = client.post(f"/manage/projects/{project.id}/labels/{bad}/gold", data={"csrf_token": csrf, "gold": "true"})
     assert refused.status_code == 409
     assert f"Nothing changed: label {bad} reported a bad problem" in refused.text
     with session_scope(session_factory) as session:
         assert not session.get(Label, bad).is_quality_control
+
+
+def test_a_correction_taken_as_gold_grades_others_but_not_its_own_labeler(client, session_factory, labeled) -> None:  # type: ignore[no-untyped-def]
+    """ann corrects her label to find the error bob found; the manager takes her correction as
+    gold. bob agrees with it; ann's first label is not held against her own correction."""
+    project, solution_id, ann_label, _ = labeled
+    with session_scope(session_factory) as session:
+        label = session.get(Label, ann_label)
+        label.superseded_at = label.created_at
+        correction = Label(project_id=project.id, solution_id=solution_id, user_id=label.user_id,
+                           steps=[{"completions": [{"rating": 1, "flagged": False}], "chosen_completion": 0},
+                                  {"completions": [{"rating": -1, "flagged": False}], "chosen_completion": None}],
+                           finish_reason=FinishReason.found_error, supersedes_id=ann_label)
+        session.add(correction)
+        session.flush()
+        set_gold(session, project.id, correction.id, gold=True)
+        ann_id = label.user_id
+    with session_scope(session_factory) as session:
+        assert [(a.name, a.compared, a.agreed) for a in labeler_accuracy(session, project.id)] == [("bob", 1, 1)]
+        assert gate.marks(session, project.id, ann_id) == []
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    assert client.get(f"/manage/projects/{project.id}").status_code == 200
+    kept = export(session_factory, project, "prm800k", min_labeler_accuracy=0.5)
+    assert len(kept.splitlines()) == 2
+
+
+def test_a_label_says_which_other_labels_are_gold_for_its_solution(client, session_factory, labeled) -> None:  # type: ignore[no-untyped-def]
+    project, _, ann_label, bob_label = labeled
+    make_user(session_factory, "max", "manager")
+    headers = api_headers(client, "max")
+    client.put(f"/api/v1/projects/{project.id}/labels/{ann_label}/gold", headers=headers, json={})
+    bob = client.get(f"/api/v1/projects/{project.id}/labels/{bob_label}", headers=headers).json()
+    assert bob["other_gold"] == [ann_label] and bob["is_quality_control"] is False
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/labels/{bob_label}").text
+    assert f'Already gold for this solution: <a href="/manage/projects/{project.id}/labels/{ann_label}">' in page

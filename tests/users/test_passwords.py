@@ -46,6 +46,7 @@ def test_a_user_changes_their_password_by_api_and_keeps_only_that_token(app, ses
         ({"current_password": "not-it-at-all", "new_password": NEW_PASSWORD}, 403, "the current password is wrong"),
         ({"current_password": PASSWORD, "new_password": "short"}, 422, "at least 8 characters"),
         ({"current_password": PASSWORD, "new_password": PASSWORD}, 422, "the new password is the current one"),
+        ({"current_password": PASSWORD, "new_password": " " * 12}, 422, "a password cannot be only spaces"),
         ({"new_password": NEW_PASSWORD}, 422, "current_password"),
         ({"current_password": PASSWORD, "new_password": NEW_PASSWORD, "role": "admin"}, 422, "role"),
     ],
