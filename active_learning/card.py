@@ -105,6 +105,10 @@ def model_card(meta: dict, name: str) -> str:
         trained.append(f"{meta['train_examples']} labeled examples")
     if "steps" in meta:
         trained.append(f"{meta['steps']} optimizer steps")
+    max_length = (meta.get("config") or {}).get("max_length")
+    if isinstance(max_length, int):
+        # Scoring reads longer solutions in windows (prm score's own limit may differ).
+        trained.append(f"solutions of up to {max_length:,} tokens")
     return "\n".join(front) + f"""
 
 # {name}

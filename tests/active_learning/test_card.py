@@ -15,3 +15,11 @@ def test_an_undefined_metric_shows_as_a_dash_said_to_be_undefined():
                                                                 "first_error_f1": 0.6,
                                                                 "first_error_acc_erroneous": 0.4}}, "prm")
     assert "undefined" not in defined
+
+
+def test_the_card_says_how_long_the_solutions_it_was_trained_on_were():
+    """A round may train at 1,024 tokens while prm score reads 2,048 by default: a reader must
+    know what the model saw."""
+    card = model_card({"base": "tiny", "steps": 20, "train_examples": 90, "config": {"max_length": 1024}}, "prm")
+    assert "(90 labeled examples, 20 optimizer steps, solutions of up to 1,024 tokens)" in card
+    assert "tokens)" not in model_card({"base": "tiny", "steps": 20}, "prm")
