@@ -149,7 +149,7 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
 
 
 def _guidelines_section(guidelines: str) -> list[str]:
-    if not guidelines.strip():
+    if not guidelines:
         return []
     # Quoted, so that their own headings stay inside this section.
     quoted = [f"> {line}".rstrip() for line in guidelines.strip().splitlines()]

@@ -104,7 +104,7 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
         },
         "username": user.username,
         # The page opens guidelines this labeler has not seen in this version by itself.
-        "guidelines_version": guidelines_version(project.guidelines) if project.guidelines.strip() else None,
+        "guidelines_version": guidelines_version(project.guidelines) if project.guidelines else None,
     }
     return render(
         request, "labeling/task.html", {"project": project, "config": config, **_guidelines_of(project)}
@@ -120,4 +120,4 @@ def guidelines(project_id: PageId, request: Request, user: PageUser, session: Se
 
 def _guidelines_of(project: Project) -> dict[str, Markup | None]:
     text = project.guidelines
-    return {"guidelines": render_guidelines(text) if text.strip() else None}
+    return {"guidelines": render_guidelines(text) if text else None}

@@ -36,7 +36,8 @@ class Project(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
-    # What labelers read before and while labeling here: Markdown with math (app.projects.guidelines).
+    # What labelers read before and while labeling here: Markdown with math (app.projects.guidelines);
+    # "" when there are none, which the schemas also make of a blank text.
     guidelines: Mapped[str] = mapped_column(Text, default="", server_default="")
     labeling_mode: Mapped[LabelingMode] = mapped_column(
         Enum(LabelingMode, native_enum=False, length=16), default=LabelingMode.first_error
