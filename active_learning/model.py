@@ -7,40 +7,18 @@ It is `AutoModelForTokenClassification` over the backbone, so a checkpoint is a 
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
 
+from active_learning.bases import PRESETS, BaseUnusable, Preset, check_base_name, is_preset, refuse_without_tokenizer_files
 from active_learning.card import model_card, prompt_format
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 ID2LABEL = {0: "-1", 1: "0", 2: "+1"}  # class index = rating + 1
 LABEL2ID = {v: k for k, v in ID2LABEL.items()}
 META_FILE = "stepwise.json"
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A backbone shape built from a config with the byte tokenizer: no download."""
-
-    hidden: int
-    layers: int
-    heads: int
-    # Pretraining's peak learning rate: the larger the model, the lower it must be. 3e-3, right
-    # for tiny, sent the 100m preset's loss to NaN within 300 steps in bf16 on an H200.
-    pretrain_learning_rate: float
-    max_positions: int = 2048
-
-
-# tiny (1M): CPU tests and the embedded demo; 100m: the GPU learning check; 500m: the GPU
-# throughput benchmark (a byte vocabulary leaves nearly all parameters in the layers).
-PRESETS = {
-    "tiny": Preset(hidden=128, layers=4, heads=4, pretrain_learning_rate=3e-3),
-    "100m": Preset(hidden=768, layers=12, heads=12, pretrain_learning_rate=6e-4),
-    "500m": Preset(hidden=1152, layers=24, heads=18, pretrain_learning_rate=3e-4),
-}
 
 
 def preset_config(preset: Preset, tokenizer) -> Qwen2Config:
@@ -70,21 +48,7 @@ def _from_preset(preset: Preset, dtype: torch.dtype, attn: str):
     return model, tokenizer
 
 
-def is_preset(base: str) -> bool:
-    """A preset name, built from a config; a local directory of the same name wins."""
-    return base in PRESETS and not os.path.isdir(base)
-
-
-# Files one of which a tokenizer needs: the fast tokenizer's, or a slow one's vocabulary.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
-                   "sentencepiece.bpe.model")
 PROBE_TEXT = "1 + 1 = 2"
-
-
-def refuse_without_tokenizer_files(directory: str | Path) -> None:
-    if not any(os.path.exists(os.path.join(directory, name)) for name in TOKENIZER_FILES):
-        raise ValueError(f"{directory} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
-                         "save the tokenizer beside the model (tokenizer.save_pretrained)")
 
 
 def missing_weights(keys: list[str]) -> str:
@@ -108,20 +72,28 @@ def check_tokenizer(tokenizer, base: str, remedy: str = "give a base with a work
 def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa"):
     """(model, tokenizer) for a preset name, a local directory or a hub id, head freshly made
     unless `base` is already a Stepwise checkpoint. A base whose tokenizer is missing or reads
-    nothing is refused (ValueError) before its weights are loaded."""
+    nothing is refused before its weights are loaded: BaseUnusable, unless a hub download failed,
+    which may work on another try (ValueError)."""
+    check_base_name(base, directories_here=True)
     if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)
     local = os.path.isdir(base)  # a local path never triggers a download attempt
-    if local:
-        refuse_without_tokenizer_files(base)
+    refused = BaseUnusable if local else ValueError
     try:
         tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
     except Exception as e:  # noqa: BLE001 - a damaged tokenizer file raises whatever its parser does
-        raise ValueError(f"cannot load the tokenizer of {base}: {type(e).__name__}: {e}") from None
-    check_tokenizer(tokenizer, base)
-    model = AutoModelForTokenClassification.from_pretrained(
-        base, local_files_only=local, dtype=dtype, attn_implementation=attn,
-        num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID)
+        raise refused(f"cannot load the tokenizer of {base}: {type(e).__name__}: {e}") from None
+    try:
+        check_tokenizer(tokenizer, base)
+    except ValueError as e:
+        raise BaseUnusable(str(e)) from None
+    try:
+        model = AutoModelForTokenClassification.from_pretrained(
+            base, local_files_only=local, dtype=dtype, attn_implementation=attn,
+            num_labels=3, id2label=ID2LABEL, label2id=LABEL2ID)
+    except (OSError, ValueError, KeyError) as e:
+        # A config of an unknown model type, or weights that do not fit it.
+        raise refused(f"cannot load the model of {base}: {type(e).__name__}: {e}") from None
     if STEP_MARKER not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [STEP_MARKER]})
     if tokenizer.pad_token is None:

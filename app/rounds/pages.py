@@ -126,8 +126,8 @@ def update_settings(
     try:
         service.update_round_settings(session, project.id, changes)
     except BadInput as exc:
-        return _overview(request, session, user, project, values=values, errors={"form": exc.message},
-                         status_code=422)
+        errors = {item["field"]: item["message"] for item in exc.details} if exc.details else {"form": exc.message}
+        return _overview(request, session, user, project, values=values, errors=errors, status_code=422)
     return RedirectResponse(f"/research/projects/{project.id}?saved=1#settings", status_code=303)
 
 

@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from active_learning.bases import BaseUnusable, check_base_name
 from active_learning.tracking import read_training_log
 from app.errors import BadInput, Conflict, NotFound
 from app.models import (
@@ -136,6 +137,8 @@ def update_round_settings(
     merged = {**{k: getattr(settings, k) for k in ("control_share", "qc_share")}, **changes}
     if merged["control_share"] + merged["qc_share"] > 1:
         raise BadInput("control_share + qc_share must not exceed 1")
+    if "base_model" in changes:
+        _check_base(session, changes["base_model"])
     version_id = changes.get("selector_version_id")
     if version_id is not None:
         version = session.get(ModelVersion, version_id)
@@ -146,6 +149,15 @@ def update_round_settings(
     settings.updated_at = utcnow()
     session.flush()
     return settings
+
+
+def _check_base(session: Session, base: str) -> None:
+    # SQLite's file is on this machine, and so are its workers; a PostgreSQL deployment's
+    # workers may mount model directories this API process does not have.
+    try:
+        check_base_name(base, directories_here=session.get_bind().dialect.name == "sqlite")
+    except BaseUnusable as exc:
+        raise BadInput(f"base_model: {exc}", details=[{"field": "base_model", "message": str(exc)}]) from None
 
 
 def list_model_versions(session: Session, project_id: int) -> list[ModelVersion]:

@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from active_learning.bases import BaseUnusable
 from active_learning.card import model_card
 from active_learning.config import BOOTSTRAP_SAMPLES, TrainConfig
 from active_learning.data import (
@@ -94,11 +95,13 @@ def run_round(
     except lease.LeaseLost as lost:
         log.info("round %s: %s", round_id, lost)
         return None
-    except TrainingDiverged as diverged:
-        # Another attempt with the same settings diverges the same way: fail now and say why.
-        log.warning("round %s: %s", round_id, diverged)
+    except (TrainingDiverged, BaseUnusable) as hopeless:
+        # Another attempt with the same settings diverges, or finds the base as it is, the same
+        # way: fail now and say why.
+        log.warning("round %s: %s", round_id, hopeless)
+        why = f"the base model cannot be used: {hopeless}" if isinstance(hopeless, BaseUnusable) else hopeless
         with session_scope(factory) as session:
-            lease.fail(session, round_id, owner, f"failed: {diverged}")
+            lease.fail(session, round_id, owner, f"failed: {why}")
         return RoundStatus.failed
     except Exception as exc:
         log.exception("round %s failed", round_id)

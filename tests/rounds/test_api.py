@@ -97,6 +97,34 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
         assert session.scalar(select(func.count()).select_from(RoundSettings)) == 1
 
 
+def test_a_base_model_no_worker_could_load_is_refused_where_it_is_typed(client, session_factory, backend, project, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = f"/api/v1/projects/{project.id}/round-settings"
+    headers = api_headers(client, "rita")
+    no_tokenizer = tmp_path / "weights-only"
+    no_tokenizer.mkdir()
+    (no_tokenizer / "config.json").write_text("{}")
+    for bad, why in [("my base model", "names no base: give a preset (tiny, 100m, 500m), a model directory, or a hub id"),
+                     (str(no_tokenizer), "has no tokenizer files"),
+                     (str(tmp_path), "has no config.json")]:
+        response = client.patch(url, headers=headers, json={"base_model": bad})
+        assert response.status_code == 422 and why in response.json()["detail"], response.text
+        assert response.json()["errors"][0]["field"] == "base_model"
+    # A directory missing here: SQLite's workers are on this machine; PostgreSQL's may mount it.
+    missing = client.patch(url, headers=headers, json={"base_model": "/models/qwen-math"})
+    assert missing.status_code == (422 if backend == "sqlite" else 200), missing.text
+    assert client.patch(url, headers=headers, json={"base_model": "Qwen/Qwen2.5-Math-1.5B"}).status_code == 200
+
+    csrf = browser_login(client, "rita")
+    page = client.post(f"/research/projects/{project.id}/settings",
+                       data={"csrf_token": csrf, "base_model": "my base model", "picks_per_round": "31"})
+    assert page.status_code == 422
+    field = re.search(r'<input name="base_model"[^>]*>\s*<span class="field-hint">[^<]*</span>\s*(.*?)</label>', page.text, re.S)
+    assert field and "aria-invalid" in field.group(0) and "names no base" in field.group(1)
+    with session_scope(session_factory) as session:
+        settings = session.get(RoundSettings, project.id)
+        assert (settings.base_model, settings.picks_per_round) == ("Qwen/Qwen2.5-Math-1.5B", 100)
+
+
 def test_research_page_starts_a_round_from_the_button(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
     csrf = browser_login(client, "rita")
     page = client.get(f"/research/projects/{project.id}")

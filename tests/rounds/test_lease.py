@@ -172,3 +172,27 @@ def test_cancelling_a_round_stops_its_training_within_a_lease_beat(  # type: ign
         round_ = session.get(Round, round_id)
         assert round_.status == RoundStatus.cancelled and round_.stage == RoundStage.train
         assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0
+
+
+def test_a_round_on_a_base_no_attempt_can_load_fails_at_once(session_factory, worker_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from app.models import RoundSettings
+    from tests.rounds.conftest import synthetic_project
+
+    # Accepted by an API process that has no such directory, as beside GPU workers; on the worker
+    # it holds weights' config but no tokenizer.
+    base = tmp_path / "backbone"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    project = synthetic_project(session_factory, "no-tokenizer")
+    with session_scope(session_factory) as session:
+        session.get(RoundSettings, project.id).base_model = str(base)
+        round_id = start_round(session, session.get(Project, project.id)).id
+    assert run_round(session_factory, round_id, "w", worker_settings) == RoundStatus.failed
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert (round_.status, round_.attempts, round_.stage) == (RoundStatus.failed, 1, RoundStage.train)
+        assert round_.message == (f"failed: the base model cannot be used: {base} has no tokenizer files (one of "
+                                  "tokenizer.json, tokenizer.model, vocab.json, vocab.txt, spiece.model, "
+                                  "sentencepiece.bpe.model); save the tokenizer beside the model "
+                                  "(tokenizer.save_pretrained)")
+        assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0
