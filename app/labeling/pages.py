@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
+from pydantic import BaseModel, Field
 
 from app.deps import PageUser, SessionDep
 from app.forms import PageId
 from app.labeling import review, service
 from app.labeling.queue import WAITING_COUNT_LIMIT, waiting_count
-from app.models import Project
+from app.errors import Conflict
+from app.models import GuidelinesRead, Project, User
 from app.projects.access import get_visible_project
 from app.projects.guidelines import guidelines_version, render_guidelines
+from app.projects.guidelines_reads import has_read_current, record_read
 from app.projects.service import get_project, list_projects
 from app.templating import render
 
@@ -103,8 +106,11 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
             "lease_minutes": project.lease_minutes,
         },
         "username": user.username,
-        # The page opens guidelines this labeler has not seen in this version by itself.
-        "guidelines_version": guidelines_version(project.guidelines) if project.guidelines else None,
+        # The page opens guidelines this labeler has not read in this version by itself.
+        "guidelines": {
+            "version": guidelines_version(project.guidelines),
+            "read": has_read_current(session, project, user.id),
+        } if project.guidelines else None,
     }
     return render(
         request, "labeling/task.html", {"project": project, "config": config, **_guidelines_of(project)}
@@ -115,7 +121,38 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
 def guidelines(project_id: PageId, request: Request, user: PageUser, session: SessionDep) -> Response:
     """The project's guidelines on a page of their own: to read before starting, or to print."""
     project = get_visible_project(session, user, project_id)
-    return render(request, "labeling/guidelines.html", {"project": project, **_guidelines_of(project)})
+    return _guidelines_page(request, session, user, project)
+
+
+class GuidelinesReadForm(BaseModel):
+    version: str = Field(default="", max_length=100)
+
+
+@router.post("/label/{project_id}/guidelines/read")
+def read_guidelines(
+    project_id: PageId, request: Request, user: PageUser, session: SessionDep,
+    form: Annotated[GuidelinesReadForm, Form()],
+) -> Response:
+    project = get_visible_project(session, user, project_id)
+    try:
+        record_read(session, project, user.id, form.version)
+    except Conflict as exc:
+        return _guidelines_page(request, session, user, project, error=exc.message, status_code=409)
+    return RedirectResponse(f"/label/{project.id}/guidelines", status_code=303)
+
+
+def _guidelines_page(
+    request: Request, session: SessionDep, user: User, project: Project, *, error: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    read = session.get(GuidelinesRead, (project.id, user.id))
+    version = guidelines_version(project.guidelines) if project.guidelines else None
+    return render(
+        request, "labeling/guidelines.html",
+        {"project": project, **_guidelines_of(project), "version": version, "error": error,
+         "read_at": read.read_at if read is not None and read.version == version else None},
+        status_code=status_code,
+    )
 
 
 def _guidelines_of(project: Project) -> dict[str, Markup | None]:

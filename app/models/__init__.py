@@ -4,6 +4,7 @@ from app.models.api_token import ApiToken
 from app.models.assignment import Assignment, AssignmentStatus
 from app.models.auth_session import AuthSession
 from app.models.base import INT32_MAX, Base, utcnow
+from app.models.guidelines_read import GuidelinesRead
 from app.models.import_batch import ImportBatch, ImportFormat
 from app.models.instance_secret import InstanceSecret
 from app.models.label import MACHINE_SOURCES, FinishReason, Label, LabelSource
@@ -30,6 +31,7 @@ __all__ = [
     "AnswerGrade",
     "Base",
     "FinishReason",
+    "GuidelinesRead",
     "INT32_MAX",
     "ImportBatch",
     "ImportFormat",

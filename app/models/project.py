@@ -39,6 +39,8 @@ class Project(Base):
     # What labelers read before and while labeling here: Markdown with math (app.projects.guidelines);
     # "" when there are none, which the schemas also make of a blank text.
     guidelines: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # When the text last changed: a labeler who read it before then has read an older version.
+    guidelines_updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     labeling_mode: Mapped[LabelingMode] = mapped_column(
         Enum(LabelingMode, native_enum=False, length=16), default=LabelingMode.first_error
     )

@@ -5,9 +5,12 @@ from fastapi import APIRouter, status
 from app.deps import ApiUser, DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
 from app.models import StandingDecision
-from app.projects import members, service
+from app.projects import guidelines_reads, members, service
 from app.projects.access import get_visible_project
 from app.projects.schemas import (
+    GuidelinesReadersRead,
+    GuidelinesReadIn,
+    GuidelinesReceipt,
     LabelerStandingRead,
     MemberCreate,
     MemberRead,
@@ -53,6 +56,30 @@ def update_project(
 ) -> ProjectRead:
     project = service.get_project(session, project_id)
     return ProjectRead.model_validate(service.update_project(session, project, body))
+
+
+@router.post(
+    "/{project_id}/guidelines/read",
+    response_model=GuidelinesReceipt,
+    responses=error_responses(400, 404, 409, described={409: "no guidelines, or they changed since this version"}),
+)
+def read_guidelines(
+    project_id: RowId, body: GuidelinesReadIn, user: ApiUser, session: SessionDep
+) -> GuidelinesReceipt:
+    """Acknowledge having read the project's guidelines in their current version (the labeling
+    page does so when its labeler closes them)."""
+    project = get_visible_project(session, user, project_id)
+    return GuidelinesReceipt.model_validate(guidelines_reads.record_read(session, project, user.id, body.version))
+
+
+@router.get(
+    "/{project_id}/guidelines/readers", response_model=GuidelinesReadersRead, responses=error_responses(404)
+)
+def guidelines_readers(project_id: RowId, _: DataApiUser, session: SessionDep) -> GuidelinesReadersRead:
+    """Who has read the guidelines as they stand, an older version, or none: everyone who labeled
+    in the project or acknowledged a version."""
+    return GuidelinesReadersRead.model_validate(
+        guidelines_reads.readers(session, service.get_project(session, project_id)))
 
 
 @router.get(

@@ -14,7 +14,7 @@ from app.errors import Conflict, ServiceError
 from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
-from app.projects import members, service
+from app.projects import guidelines_reads, members, service
 from app.projects.activity import project_activity
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
@@ -231,6 +231,7 @@ def _project_overview(
             "agreement": project_agreement(session, project),
             "members": members.list_members(session, project),
             "standings": gate.standings(session, project),
+            "guidelines_readers": guidelines_reads.readers(session, project),
             "member": member,
             "member_error": member_error,
             "member_added": request.query_params.get("member_added") == "1" and member_error is None,

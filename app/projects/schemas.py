@@ -3,10 +3,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from app.models import LabelingMode
-from app.projects.guidelines import GUIDELINES_MAX_LENGTH
+from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
 
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
 
@@ -94,6 +94,12 @@ class ProjectRead(BaseModel):
     qc_pause_below: float
     is_demo: bool
     created_at: datetime
+    guidelines_updated_at: datetime | None = Field(description="when the guidelines text last changed")
+
+    @computed_field(description="changes with every edit of the guidelines; null when there are none")  # type: ignore[prop-decorator]
+    @property
+    def guidelines_version(self) -> str | None:
+        return guidelines_version(self.guidelines) if self.guidelines else None
 
 
 class DailyCount(BaseModel):
@@ -142,3 +148,36 @@ class LabelerStandingRead(BaseModel):
     status: str = Field(
         description="screening, failed screening, passed screening, paused, admitted, retired or labeling"
     )
+
+
+class GuidelinesReadIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: str = Field(min_length=1, max_length=16, description="the project's guidelines_version that was read")
+
+
+class GuidelinesReceipt(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    version: str
+    read_at: datetime
+
+
+class GuidelinesReaderRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    user_id: int
+    username: str
+    read: Literal["current", "older", "none"] = Field(
+        description="current: read the guidelines as they stand; older: read them before the last edit; none: never"
+    )
+    read_at: datetime | None
+
+
+class GuidelinesReadersRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    version: str | None = Field(description="the current guidelines_version; null when the project has none")
+    updated_at: datetime | None
+    current: int = Field(description="how many of the readers listed have read the current version")
+    rows: list[GuidelinesReaderRead] = Field(description="everyone who labeled here or acknowledged a version")

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from app.errors import Conflict, NotFound
 from app.labeling.queue import add_slots
 from app.machine_labels.service import is_human
-from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution, User
+from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution, User, utcnow
 from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
 
@@ -18,7 +18,8 @@ from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, Pro
 def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False) -> Project:
     if session.scalar(select(Project.id).where(Project.name == data.name)) is not None:
         raise Conflict(f"a project named {data.name!r} already exists")
-    project = Project(**data.model_dump(), is_demo=is_demo)
+    project = Project(**data.model_dump(), is_demo=is_demo,
+                      guidelines_updated_at=utcnow() if data.guidelines else None)
     session.add(project)
     session.flush()
     return project
@@ -49,6 +50,8 @@ def get_project_by_name(session: Session, name: str) -> Project:
 def update_project(session: Session, project: Project, data: ProjectUpdate) -> Project:
     changes = data.model_dump(exclude_none=True)
     old_overlap = project.overlap
+    if "guidelines" in changes and changes["guidelines"] != project.guidelines:
+        project.guidelines_updated_at = utcnow()
     for field, value in changes.items():
         setattr(project, field, value)
     session.flush()

@@ -32,6 +32,7 @@ LABELER_API = {
     ("GET", "/api/v1/projects"),
     ("GET", "/api/v1/projects/{project_id}"),
     ("POST", "/api/v1/projects/{project_id}/tasks/next"),
+    ("POST", "/api/v1/projects/{project_id}/guidelines/read"),
     ("GET", "/api/v1/problems/{problem_id}/figures/{index}"),
 }
 LABELER_API_PREFIXES = ("/api/v1/assignments/",)

@@ -1,13 +1,16 @@
 """A project's guidelines on the labeling page: read before the first task, at hand with ?, and
-shown again once a manager changes them."""
+shown again once a manager changes them; reading them is recorded on the server."""
 
 from __future__ import annotations
+
+import time
 
 from playwright.sync_api import Page, expect
 from sqlalchemy import func, select, update
 
 from app.db import session_scope
-from app.models import Assignment, AssignmentStatus, Project
+from app.models import Assignment, AssignmentStatus, GuidelinesRead, Project
+from app.projects.guidelines import guidelines_version
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import make_project, make_user
 
@@ -24,6 +27,18 @@ def _leases(factory) -> int:  # type: ignore[no-untyped-def]
         return session.scalar(
             select(func.count()).select_from(Assignment).where(Assignment.status == AssignmentStatus.leased)
         ) or 0
+
+
+def _read_versions(factory) -> list[str]:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return list(session.scalars(select(GuidelinesRead.version)))
+
+
+def wait_for(condition, timeout_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not recorded in time"
+        time.sleep(0.05)
 
 
 def test_guidelines_open_before_the_first_task_and_again_when_changed(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -43,10 +58,18 @@ def test_guidelines_open_before_the_first_task_and_again_when_changed(page: Page
     page.keyboard.press("Escape")
     expect(page.locator("#task-view")).to_be_visible()
     assert _leases(session_factory) == 1
+    # Read is recorded on the server: managers see it, and another browser does not ask again.
+    wait_for(lambda: _read_versions(session_factory) == [guidelines_version(GUIDELINES)])
 
     page.reload()
     expect(page.locator("#task-view")).to_be_visible()
     expect(dialog).to_be_hidden()
+    phone = page.context.browser.new_context(base_url=page.url.split("/label")[0])
+    other = phone.new_page()
+    login(other, "lena", f"/label/{project.id}")
+    expect(other.locator("#task-view")).to_be_visible()
+    expect(other.locator("#guidelines-dialog")).to_be_hidden()
+    phone.close()
 
     page.keyboard.press("?")
     expect(dialog).to_be_visible()
@@ -65,6 +88,9 @@ def test_guidelines_open_before_the_first_task_and_again_when_changed(page: Page
     page.reload()
     expect(dialog).to_be_visible()
     expect(dialog).to_contain_text("flag what you doubt")
+    page.get_by_role("button", name="Got it").click()
+    edited = guidelines_version(GUIDELINES + "\nAlso: flag what you doubt.\n")
+    wait_for(lambda: _read_versions(session_factory) == [edited])
 
 
 def test_a_project_without_guidelines_starts_at_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -45,7 +45,7 @@ def test_label_page_hands_its_script_json_and_the_csrf_token(client, session_fac
             "lease_minutes": 45,
         },
         "username": "lena",
-        "guidelines_version": None,
+        "guidelines": None,
     }
     # Every script is a file from our own /static (the CSP allows nothing else) or inert JSON.
     for tag in re.findall(r"<script\b[^>]*>", html):

@@ -11,9 +11,10 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.demo.service import DEMO_PROJECT, MATH500, load_demo
-from app.models import Project
+from app.models import FinishReason, GuidelinesRead, Project, User
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version, render_guidelines
 from tests.conftest import api_headers, browser_login, make_project, make_user
+from tests.reports.builders import add_problem, label_next
 
 GUIDELINES = """# Rating
 
@@ -128,7 +129,7 @@ def test_labelers_read_the_guidelines_of_projects_they_may_label_only(client, se
     assert f'href="/label/{bare.id}/guidelines"' not in listing
     task_page = client.get(f"/label/{open_project.id}").text
     assert 'id="guidelines-dialog"' in task_page
-    assert f'"guidelines_version": "{guidelines_version(GUIDELINES)}"' in task_page
+    assert f'"guidelines": {{"read": false, "version": "{guidelines_version(GUIDELINES)}"}}' in task_page
     assert 'id="guidelines-dialog"' not in client.get(f"/label/{bare.id}").text
     assert "Its managers have written none" in client.get(f"/label/{bare.id}/guidelines").text
     hidden = client.get(f"/label/{closed.id}/guidelines")
@@ -168,3 +169,105 @@ def test_the_form_stores_guidelines_as_typed_whatever_line_breaks_the_browser_se
                         follow_redirects=False)
     assert blank.status_code == 303
     assert stored_guidelines(session_factory) == ""
+
+
+
+def reads(factory) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    """(username, version read) of every acknowledgement, by name."""
+    with session_scope(factory) as session:
+        return [tuple(row) for row in session.execute(
+            select(User.username, GuidelinesRead.version).join(User, User.id == GuidelinesRead.user_id)
+            .order_by(User.username))]
+
+
+def test_a_labeler_acknowledges_the_current_version_only(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", guidelines=GUIDELINES)
+    bare = make_project(session_factory, "bare")
+    closed = make_project(session_factory, "secret", guidelines="Private.", open_to_all=False)
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    version = guidelines_version(GUIDELINES)
+    url = f"/api/v1/projects/{project.id}/guidelines/read"
+
+    stale = client.post(url, headers=headers, json={"version": guidelines_version("an older text")})
+    assert stale.status_code == 409 and "have changed since this version" in stale.json()["detail"]
+    for bad in [{}, {"version": ""}, {"version": "x" * 17}, {"version": version, "extra": 1}]:
+        assert client.post(url, headers=headers, json=bad).status_code == 422, bad
+    none = client.post(f"/api/v1/projects/{bare.id}/guidelines/read", headers=headers, json={"version": version})
+    assert none.status_code == 409 and "no guidelines" in none.json()["detail"]
+    hidden = client.post(f"/api/v1/projects/{closed.id}/guidelines/read", headers=headers,
+                         json={"version": guidelines_version("Private.")})
+    assert hidden.status_code == 404
+    assert reads(session_factory) == []
+
+    first = client.post(url, headers=headers, json={"version": version})
+    assert first.status_code == 200 and first.json()["version"] == version
+    again = client.post(url, headers=headers, json={"version": version})
+    assert again.status_code == 200 and again.json()["read_at"] >= first.json()["read_at"]
+    assert reads(session_factory) == [("lena", version)]
+    browser_login(client, "lena")
+    task_page = client.get(f"/label/{project.id}").text
+    assert f'"guidelines": {{"read": true, "version": "{version}"}}' in task_page
+
+
+def test_managers_see_who_read_the_guidelines_as_they_stand(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", guidelines=GUIDELINES)
+    for name, role in [("lena", "labeler"), ("omar", "labeler"), ("pia", "labeler"), ("max", "manager"),
+                       ("rita", "researcher")]:
+        make_user(session_factory, name, role)
+    add_problem(session_factory, project, "What is 1+1?", n_solutions=1)
+    old = guidelines_version(GUIDELINES)
+    for name in ("lena", "omar"):
+        client.post(f"/api/v1/projects/{project.id}/guidelines/read", headers=api_headers(client, name),
+                    json={"version": old})
+    readers_url = f"/api/v1/projects/{project.id}/guidelines/readers"
+    assert client.get(readers_url, headers=api_headers(client, "lena")).status_code == 403
+    before = client.get(readers_url, headers=api_headers(client, "rita")).json()
+    assert (before["version"], before["current"]) == (old, 2)
+    created_at = before["updated_at"]
+    assert created_at is not None
+
+    manager = api_headers(client, "max")
+    same = client.patch(f"/api/v1/projects/{project.id}", headers=manager, json={"guidelines": GUIDELINES})
+    assert same.json()["guidelines_updated_at"] == created_at and same.json()["guidelines_version"] == old
+    edited = client.patch(f"/api/v1/projects/{project.id}", headers=manager,
+                          json={"guidelines": GUIDELINES + "\nFlag what you doubt.\n"})
+    new = edited.json()["guidelines_version"]
+    assert new != old and edited.json()["guidelines_updated_at"] > created_at
+    client.post(f"/api/v1/projects/{project.id}/guidelines/read", headers=api_headers(client, "omar"),
+                json={"version": new})
+    # pia labeled (through the queue) but never read them.
+    with session_scope(session_factory) as session:
+        pia = session.scalar(select(User.id).where(User.username == "pia"))
+    label_next(session_factory, project.id, pia, FinishReason.solution)
+    after = client.get(readers_url, headers=api_headers(client, "max")).json()
+    assert after["current"] == 1
+    assert [(r["username"], r["read"]) for r in after["rows"]] == [("lena", "older"), ("omar", "current"),
+                                                                    ("pia", "none")]
+
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}").text
+    section = page.split('id="guidelines-readers"', 1)[1].split("</section>", 1)[0]
+    assert "<strong>1 of 3</strong> people have read the guidelines as they stand" in section
+    assert section.count("read before the last edit") == 1 and section.count(">not read<") == 1
+
+
+def test_the_guidelines_page_marks_them_read(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", guidelines=GUIDELINES)
+    bare = make_project(session_factory, "bare")
+    make_user(session_factory, "lena", "labeler")
+    csrf = browser_login(client, "lena")
+    url = f"/label/{project.id}/guidelines"
+    assert "I have read these guidelines" in client.get(url).text
+    stale = client.post(f"{url}/read", data={"csrf_token": csrf, "version": "0123456789abcdef"})
+    assert stale.status_code == 409 and "Not recorded: the guidelines have changed" in stale.text
+    assert reads(session_factory) == []
+    done = client.post(f"{url}/read", data={"csrf_token": csrf, "version": guidelines_version(GUIDELINES)},
+                       follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == url
+    shown = client.get(url).text
+    assert "You read these guidelines, as they stand, on" in shown and "I have read these" not in shown
+    assert reads(session_factory) == [("lena", guidelines_version(GUIDELINES))]
+    nothing = client.post(f"/label/{bare.id}/guidelines/read", data={"csrf_token": csrf, "version": "x"})
+    assert nothing.status_code == 409 and "no guidelines to read" in nothing.text
+    assert client.post(f"{url}/read", data={"version": guidelines_version(GUIDELINES)}).status_code == 403

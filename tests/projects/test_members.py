@@ -39,11 +39,19 @@ def _labeler_routes_with_ids(app):  # type: ignore[no-untyped-def]
     return routes
 
 
-def _call(client, endpoint, ids, headers):  # type: ignore[no-untyped-def]
+def _call(client, endpoint, ids, headers, csrf):  # type: ignore[no-untyped-def]
     url = endpoint.url(ids)
     if endpoint.method not in UNSAFE:
         return client.request(endpoint.method, url, headers=headers, follow_redirects=False)
-    body = {**LABEL, "idempotency_key": f"key-{url}"[-64:]} if url.endswith(("/submit", "/corrections")) else None
+    if not endpoint.is_api:
+        return client.request(endpoint.method, url, data={"csrf_token": csrf, "version": "0" * 16},
+                              follow_redirects=False)
+    if url.endswith(("/submit", "/corrections")):
+        body = {**LABEL, "idempotency_key": f"key-{url}"[-64:]}
+    elif url.endswith("/guidelines/read"):
+        body = {"version": "0" * 16}
+    else:
+        body = None
     return client.request(endpoint.method, url, headers=headers, json=body)
 
 
@@ -93,7 +101,7 @@ def test_a_removed_member_gets_404_on_every_labeler_route_that_takes_an_id(clien
     # Both ways in: the bearer token, and the browser session with its CSRF header.
     for headers in (mia, {CSRF_HEADER: csrf}):
         for endpoint in routes:
-            response = _call(client, endpoint, ids, headers if endpoint.is_api else None)
+            response = _call(client, endpoint, ids, headers if endpoint.is_api else None, csrf)
             assert response.status_code == 404, f"{endpoint} gave a removed member {response.status_code}"
     assert client.get("/api/v1/me/labels", headers=mia).json()["total"] == 0
 

@@ -1,14 +1,17 @@
 // The project's guidelines in a dialog on the labeling page: opened with ? or its button, and by
-// itself, before the first task, when this labeler has not yet seen this version of them in this
-// browser (a manager's edit makes a new version).
+// itself, before the first task, when this labeler has not read this version of them (a
+// manager's edit makes a new version). Closing the dialog tells the server, so that the manager
+// sees who has read what, and the guidelines do not open again on the labeler's other devices.
 
+import { postJson } from "./api.js";
 import { renderFormulas } from "./math.js";
 
 export class GuidelinesDialog {
-  constructor(username, projectId, version) {
+  // `state` is {version, read} from the page, or null when the project has no guidelines.
+  constructor(projectId, state) {
     this.dialog = document.getElementById("guidelines-dialog");
-    this.key = `stepwise.guidelines.${username}.${projectId}`;
-    this.version = version;
+    this.url = `/api/v1/projects/${projectId}/guidelines/read`;
+    this.state = state;
     this.closed = null;
     if (!this.dialog) return;
     renderFormulas(this.dialog);
@@ -17,7 +20,7 @@ export class GuidelinesDialog {
       this.open();
     });
     this.dialog.addEventListener("close", () => {
-      this.remember();
+      this.acknowledge();
       this.closed?.();
       this.closed = null;
     });
@@ -36,28 +39,21 @@ export class GuidelinesDialog {
   }
 
   // Resolves once the labeler has closed guidelines new to them, at once when there are none.
-  showUnseen() {
-    if (!this.available || !this.version || this.seen() === this.version) return Promise.resolve();
+  showUnread() {
+    if (!this.available || !this.state || this.state.read) return Promise.resolve();
     return new Promise((resolve) => {
       this.closed = resolve;
       this.open();
     });
   }
 
-  seen() {
+  async acknowledge() {
+    if (!this.state || this.state.read) return;
     try {
-      return localStorage.getItem(this.key);
+      await postJson(this.url, { version: this.state.version });
+      this.state.read = true;
     } catch {
-      return null;
-    }
-  }
-
-  remember() {
-    if (!this.version) return;
-    try {
-      localStorage.setItem(this.key, this.version);
-    } catch {
-      // Storage refused (private mode, full): the guidelines open by themselves again next time.
+      // Not recorded (offline, or edited meanwhile): the guidelines open by themselves next time.
     }
   }
 }

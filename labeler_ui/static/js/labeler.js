@@ -29,7 +29,7 @@ const timer = new ActiveTimer((ms) => {
 const pending = new PendingSubmits(config.username);
 const drafts = new Drafts(config.username);
 const reasons = new ReasonDialog((kind, note) => submit(kind, note));
-const guidelines = new GuidelinesDialog(config.username, config.project.id, config.guidelines_version ?? null);
+const guidelines = new GuidelinesDialog(config.project.id, config.guidelines ?? null);
 // Set when the page corrects one of the labeler's own labels instead of leasing tasks.
 const correction = config.correction ?? null;
 
@@ -585,6 +585,6 @@ if (!mathAvailable()) {
 }
 setView("loading");
 // A new labeler reads the guidelines before a task is leased: reading them is not time on task.
-const start = correction ? () => showTask(correction.task) : () => guidelines.showUnseen().then(loadNext);
+const start = correction ? () => showTask(correction.task) : () => guidelines.showUnread().then(loadNext);
 flushPending().then(start, failed);
 loadToday();
