@@ -17,7 +17,7 @@ from active_learning.config import BOOTSTRAP_SAMPLES, PretrainConfig, TrainConfi
 prm = click.Group("prm", help="Process reward model: synthesise data, train, score, evaluate.")
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()
@@ -113,7 +113,7 @@ def synth(output, problems, solutions_per_problem, seed, full, error_rate):
 def train(train_file, eval_file, **settings):
     """Train a PRM. Run again after a crash to resume; launch with `accelerate launch` or
     `torchrun` for several GPUs or nodes."""
-    _quiet_transformers()
+    quiet_transformers()
     from active_learning.train import TrainingDiverged
     from active_learning.train import train as run_training
 
@@ -132,7 +132,7 @@ def train(train_file, eval_file, **settings):
 def pretrain(data, **settings):
     """Pretrain a preset backbone on solutions by next-token prediction; give the directory to
     `stepwise prm train --base`."""
-    _quiet_transformers()
+    quiet_transformers()
     from active_learning.pretrain import pretrain as run_pretraining
     from active_learning.train import TrainingDiverged
 
@@ -161,7 +161,7 @@ def pretrain(data, **settings):
                    "fused kernels; bench/prm_throughput.py measures the gain.")
 def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_length, device, compile_model):
     """Per-step probabilities and solution scores (product and min) for every solution."""
-    _quiet_transformers()
+    quiet_transformers()
     import orjson
 
     from active_learning.data import load_solutions
@@ -213,7 +213,7 @@ def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, 
     solution, and their F1 without both)."""
     if (file is None) == (data is None):
         raise click.UsageError("give the file to evaluate on once: as the argument or as --data")
-    _quiet_transformers()
+    quiet_transformers()
     from active_learning.data import load_examples
     from active_learning.evaluate import evaluate as run_evaluation
     from active_learning.evaluate import evaluate_processbench

@@ -97,23 +97,30 @@ def _majority_answer(answers: list[str]) -> str:
     return max(clusters, key=len)[0]
 
 
-def best_of_n(solutions: list[Solution], scores: list[SolutionScore], *, bootstrap: int = 0) -> dict | None:
-    """Per problem: is the PRM's top solution right, and is the majority answer right?"""
+def _best_of_n_outcomes(solutions: list[Solution], scores: list[SolutionScore]) -> tuple[list[tuple[bool, bool]], int]:
+    """Per problem with two graded solutions or more: (is the PRM's top solution right, is the
+    majority answer right); and the most common number of candidates."""
     groups = defaultdict(list)
     for solution, score in zip(solutions, scores):
         if solution.answer is not None and solution.ground_truth_answer is not None:
             groups[solution.problem_id].append((solution, score))
     groups = {pid: g for pid, g in groups.items() if len(g) >= 2}
-    if not groups:
-        return None
-    outcomes = []  # (PRM's pick right, majority right) per problem
+    outcomes = []
     for group in groups.values():
         truth = group[0][0].ground_truth_answer
         top = max(group, key=lambda pair: pair[1].product)[0]
         majority = _majority_answer([s.answer for s, _ in group])
         outcomes.append((grade(top.answer, truth) == "right", grade(majority, truth) == "right"))
-    n = Counter(len(g) for g in groups.values()).most_common(1)[0][0]
-    result = {"problems": len(groups), "n": n,
+    n = Counter(len(g) for g in groups.values()).most_common(1)[0][0] if groups else 0
+    return outcomes, n
+
+
+def best_of_n(solutions: list[Solution], scores: list[SolutionScore], *, bootstrap: int = 0) -> dict | None:
+    """Per problem: is the PRM's top solution right, and is the majority answer right?"""
+    outcomes, n = _best_of_n_outcomes(solutions, scores)
+    if not outcomes:
+        return None
+    result = {"problems": len(outcomes), "n": n,
               "prm_accuracy": sum(prm for prm, _ in outcomes) / len(outcomes),
               "majority_accuracy": sum(m for _, m in outcomes) / len(outcomes)}
     if bootstrap:
@@ -189,10 +196,10 @@ class WeightedMetrics:
                 "first_error_acc_correct": acc_ok}
 
 
-def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: float = 0.5,
-                      neutral_as_correct: bool = True, bootstrap: int = 0, **score_options) -> dict:
-    """Step and first-error metrics on labeled examples; with `bootstrap` resamples, also their
-    95% intervals under `ci95`."""
+def _units(model, tokenizer, examples: list[Example], threshold: float, neutral_as_correct: bool,
+           **score_options) -> list[tuple]:
+    """Per example: (ratings, P(correct) of the rated steps, gold first error, predicted first
+    error, whole trajectory), the rows the metrics are computed from."""
     scored = score_solutions(model, tokenizer,
                              [Solution(e.problem_id, e.prompt, e.steps) for e in examples],
                              neutral_as_correct=neutral_as_correct, **score_options)
@@ -207,11 +214,70 @@ def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: f
             next((i for i, _ in labeled if score.step_scores[i] < threshold), None),
             len(labeled) == len(example.labels),  # a whole trajectory, not an alternative step
         ))
+    return units
+
+
+def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: float = 0.5,
+                      neutral_as_correct: bool = True, bootstrap: int = 0, **score_options) -> dict:
+    """Step and first-error metrics on labeled examples; with `bootstrap` resamples, also their
+    95% intervals under `ci95`."""
+    units = _units(model, tokenizer, examples, threshold, neutral_as_correct, **score_options)
     metrics = _solution_metrics(units, threshold, neutral_as_correct) | {"n_labels": len(units)}
     if bootstrap:
         metrics["ci95"] = bootstrap_ci(len(units), WeightedMetrics(units, threshold, neutral_as_correct),
                                        bootstrap)
     return metrics
+
+
+COMPARED = ("step_auroc", "step_f1", "step_accuracy", "first_error_f1", "first_error_acc_erroneous",
+            "first_error_acc_correct")
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def compare_examples(a: tuple, b: tuple, examples: list[Example], *, threshold: float = 0.5,
+                     neutral_as_correct: bool = True, bootstrap: int = 0, **score_options) -> dict:
+    """Two (model, tokenizer) pairs on the same labeled examples: each one's metrics, and each
+    metric's difference a − b with its 95% interval over paired resamples. A resample draws the
+    same solutions for both models, so the interval measures how they differ on the same labels:
+    two models' own intervals overlap far more often than their difference is in doubt."""
+    units_a = _units(*a, examples, threshold, neutral_as_correct, **score_options)
+    units_b = _units(*b, examples, threshold, neutral_as_correct, **score_options)
+    result: dict = {"n_labels": len(examples)}
+    for name, units in (("a", units_a), ("b", units_b)):
+        result[name] = _solution_metrics(units, threshold, neutral_as_correct)
+    result["difference"] = {key: _minus(result["a"][key], result["b"][key]) for key in COMPARED}
+    if bootstrap:
+        weighed_a = WeightedMetrics(units_a, threshold, neutral_as_correct)
+        weighed_b = WeightedMetrics(units_b, threshold, neutral_as_correct)
+
+        def difference(counts: np.ndarray) -> dict[str, float | None]:
+            one, other = weighed_a(counts), weighed_b(counts)
+            return {key: _minus(one[key], other[key]) for key in COMPARED}
+
+        result["difference_ci95"] = bootstrap_ci(len(examples), difference, bootstrap)
+    return result
+
+
+def compare_best_of_n(solutions: list[Solution], scores_a: list[SolutionScore], scores_b: list[SolutionScore],
+                      *, bootstrap: int = 0) -> dict | None:
+    """Best-of-N accuracy of two models' picks on the same problems, and its difference a − b
+    with a 95% interval over paired resamples of the problems."""
+    outcomes_a, n = _best_of_n_outcomes(solutions, scores_a)
+    outcomes_b, _ = _best_of_n_outcomes(solutions, scores_b)
+    if not outcomes_a:
+        return None
+    right_a = np.array([prm for prm, _ in outcomes_a], dtype=np.float64)
+    right_b = np.array([prm for prm, _ in outcomes_b], dtype=np.float64)
+    result = {"problems": len(outcomes_a), "n": n, "a": float(right_a.mean()), "b": float(right_b.mean()),
+              "majority_accuracy": sum(m for _, m in outcomes_a) / len(outcomes_a),
+              "difference": float(right_a.mean() - right_b.mean())}
+    if bootstrap:
+        gap = lambda counts: {"difference": float(counts @ (right_a - right_b) / counts.sum())}  # noqa: E731
+        result["difference_ci95"] = bootstrap_ci(len(outcomes_a), gap, bootstrap)["difference"]
+    return result
 
 
 def evaluate_processbench(model, tokenizer, source: str | Path | Iterable[dict], *, threshold: float = 0.5,

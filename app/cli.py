@@ -15,11 +15,11 @@ from pydantic import ValidationError
 from sqlalchemy import make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from active_learning.cli import prm
+from active_learning.cli import prm, quiet_transformers
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.errors import BadInput, BadLines, Conflict, ServiceError, field_error
-from app.models import Role
+from app.models import INT32_MAX, Role
 from app.ops.service import driver_reason, not_ready_reason
 
 
@@ -701,6 +701,53 @@ def rounds_cancel(ctx: _Context, project_name: str) -> None:
             raise Conflict(f"project {project.name!r} has no round queued or running")
         cancel_round(session, round_)
         click.echo(f"round {round_.number} of {project.name} cancelled")
+
+
+@rounds.command("compare")
+@click.option("--project", "project_name", required=True)
+@click.argument("version_a")
+@click.argument("version_b")
+@click.option("--json", "as_json", is_flag=True, help="print the whole comparison as JSON")
+@pass_ctx
+def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: str, as_json: bool) -> None:
+    """Score model versions VERSION_A and VERSION_B (ids, or `served`) on the project's held-out
+    labels as they stand, with a paired 95% interval for each metric's difference; the research
+    page and GET /api/v1/projects/{id}/model-comparisons keep it. Run it where the checkpoints are."""
+    from app.models import ModelComparison
+    from app.projects.service import get_project_by_name
+    from app.rounds.comparison import compare_versions, metric_differences
+    from app.rounds.schemas import ModelComparisonRead
+    from app.rounds.service import served_version
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, project_name)
+        served = served_version(session, project.id)
+        ids = []
+        for given in (version_a, version_b):
+            if given == "served":
+                if served is None:
+                    raise Conflict(f"project {project.name!r} serves no model yet")
+                ids.append(served.id)
+            elif given.isdigit() and 0 < int(given) <= INT32_MAX:
+                ids.append(int(given))
+            else:
+                raise BadInput(f"{given!r} is not a model version: give its id (GET …/model-versions) or `served`")
+        project_id = project.id
+    quiet_transformers()
+    comparison_id = compare_versions(ctx.factory(), project_id, *ids)
+    with ctx.session() as session:
+        comparison = session.get(ModelComparison, comparison_id)
+        assert comparison is not None
+        if as_json:
+            click.echo(ModelComparisonRead.model_validate(comparison).model_dump_json(indent=2))
+            return
+        click.echo(f"version {ids[0]} (A) against version {ids[1]} (B) on {comparison.heldout_labels} held-out "
+                   f"labels of {project.name} (comparison {comparison.id})")
+        click.echo("metric\tA\tB\tA - B [95% paired interval]\tverdict")
+        for row in metric_differences(comparison.results):
+            values = "\t".join("-" if v is None else f"{v:.3f}" for v in (row.a, row.b, row.difference))
+            interval = "" if row.ci95 is None else f" [{row.ci95[0]:.3f}, {row.ci95[1]:.3f}]"
+            click.echo(f"{row.metric}\t{values}{interval}\t{row.verdict}")
 
 
 @cli.command("worker")

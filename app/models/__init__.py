@@ -10,6 +10,7 @@ from app.models.instance_secret import InstanceSecret
 from app.models.label import MACHINE_SOURCES, FinishReason, Label, LabelSource
 from app.models.labeler_standing import LabelerStanding, StandingDecision
 from app.models.login_failure import LoginFailure, LoginKeyKind
+from app.models.model_comparison import ModelComparison
 from app.models.model_version import ModelVersion
 from app.models.problem import Problem
 from app.models.project import LabelingMode, Project
@@ -43,6 +44,7 @@ __all__ = [
     "LabelingMode",
     "LoginFailure",
     "LoginKeyKind",
+    "ModelComparison",
     "ModelVersion",
     "PickReason",
     "Problem",

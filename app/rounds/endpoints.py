@@ -9,9 +9,11 @@ from app.errors import error_responses
 from app.models import PickReason
 from app.projects.service import get_project
 from app.rounds import service
+from app.rounds.comparison import list_comparisons
 from app.rounds.jobs import wake_after_commit
 from app.rounds.sources import round_sources
 from app.rounds.schemas import (
+    ModelComparisonRead,
     ModelVersionRead,
     PickRead,
     RoundDetailRead,
@@ -94,6 +96,14 @@ def list_picks(
 def list_model_versions(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[ModelVersionRead]:
     get_project(session, project_id)
     return [ModelVersionRead.model_validate(v) for v in service.list_model_versions(session, project_id)]
+
+
+@router.get("/projects/{project_id}/model-comparisons", response_model=list[ModelComparisonRead])
+def list_model_comparisons(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[ModelComparisonRead]:
+    """The latest 20 comparisons of two model versions on the same held-out labels, newest first
+    (made by `stepwise rounds compare`, where the checkpoints are)."""
+    get_project(session, project_id)
+    return [ModelComparisonRead.model_validate(c) for c in list_comparisons(session, project_id)]
 
 
 @router.get("/projects/{project_id}/round-settings", response_model=RoundSettingsRead)

@@ -17,6 +17,7 @@ from app.models import PickReason, Project, PromoteMetric, ScoreKind, SelectorMo
 from app.projects.service import get_project, list_projects
 from app.rounds import service
 from app.rounds.charts import labels_chart, loss_chart, quality_chart
+from app.rounds.comparison import comparison_views
 from app.rounds.jobs import wake_after_commit
 from app.rounds.payoff import selection_payoff
 from app.rounds.picking import EMPTY_POOL
@@ -152,6 +153,7 @@ def _overview(
             "rounds": rounds,
             "active": service.active_round(session, project.id),
             "versions": service.list_model_versions(session, project.id),
+            "comparisons": comparison_views(session, project.id, limit=5),
             # Each version's round by id: its number and why its model was or was not promoted.
             "round_of": {r.id: r for r in rounds},
             "quality": quality_chart(rounds),

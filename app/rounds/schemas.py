@@ -95,6 +95,21 @@ class ModelVersionRead(BaseModel):
     promoted_at: datetime | None
 
 
+class ModelComparisonRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    version_a_id: int
+    version_b_id: int
+    snapshot_label_id: int = Field(description="the held-out set is the project's human labels up to this id")
+    heldout_labels: int
+    results: dict[str, Any] = Field(
+        description="`a` and `b`: each version's metrics; `difference`: a − b per metric; `difference_ci95`: its "
+        "95% paired bootstrap interval; `best_of_n`: accuracies, difference and interval on held-out problems"
+    )
+    created_at: datetime
+
+
 class PickRead(BaseModel):
     rank: int
     solution_id: int

@@ -32,8 +32,7 @@ from active_learning.bases import BaseUnusable
 from active_learning.card import model_card
 from active_learning.config import BOOTSTRAP_SAMPLES, TrainConfig
 from active_learning.data import (
-    DEFAULT_SOURCE_WEIGHTS, HUMAN_SOURCE, Example, format_source_weights, load_examples, problem_id, record_source,
-    snapshot_hash, source_mix, split_by_problem, weigh_sources,
+    DEFAULT_SOURCE_WEIGHTS, Example, format_source_weights, load_examples, snapshot_hash, source_mix, weigh_sources,
 )
 from active_learning.data import Solution as PrmSolution
 from active_learning.evaluate import best_of_n, evaluate_examples
@@ -47,6 +46,7 @@ from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
 from app.ops.metrics import ROUND_STAGE_FAILURES, ROUND_STAGE_SECONDS
 from app.rounds import lease, pool, routing
+from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
 from app.rounds.config import WorkerSettings
 from app.rounds.failpoints import failpoint
 from app.rounds.picking import enqueue_stage, select_stage
@@ -57,11 +57,6 @@ from app.rounds.service import round_settings, selector_version, served_version
 log = logging.getLogger("stepwise.rounds")
 
 SCORE_CHUNK = 512
-BEST_OF_N_PROBLEMS = 200
-BEST_OF_N_SAMPLES = 16
-# Problems are split into train and held-out by a hash of their text, with a seed fixed for
-# good: a held-out problem stays held out in every round, so rounds are compared on one set.
-HELDOUT_SEED = 0
 
 
 def run_round(
@@ -229,16 +224,9 @@ def _split(run: RoundRun, session: Session, *, training: bool = True) -> tuple[l
         version_id = metrics["machine_labels"]["version_id"]
         machine = sorted(routing.accepted_label_ids(session, run.project_id, version_id, max_id))
     records = pool.label_records(session, run.project_id, max_id, machine)
-    heldout = _heldout_texts({r["question"]["problem"] for r in records}, run.settings.heldout_share)
-    train_records = [r for r in records if r["question"]["problem"] not in heldout]
-    heldout_records = [r for r in records if r["question"]["problem"] in heldout and record_source(r) == HUMAN_SOURCE]
-    return weigh_sources(train_records, run.settings.source_weights), heldout_records
-
-
-def _heldout_texts(problems: set[str], share: float) -> set[str]:
-    probes = [Example(problem_id(text), text, [], []) for text in problems]
-    _, held = split_by_problem(probes, share, HELDOUT_SEED)
-    return {e.prompt for e in held}
+    held = heldout_texts({r["question"]["problem"] for r in records}, run.settings.heldout_share)
+    train_records = [r for r in records if r["question"]["problem"] not in held]
+    return weigh_sources(train_records, run.settings.source_weights), heldout_records(records, held)
 
 
 # -- train ------------------------------------------------------------------------------------
@@ -339,7 +327,7 @@ def _evaluate(run: RoundRun) -> None:
         candidate = _round_version(session, run)
         served = served_version(session, run.project_id)
         machine_labels = run.metrics(session).get("machine_labels")
-        bon_rows = _best_of_n_rows(session, run, {r["question"]["problem"] for r in heldout_records})
+        bon_rows = best_of_n_rows(session, run.project_id, {r["question"]["problem"] for r in heldout_records})
     heldout = load_examples(heldout_records)
     metrics: dict[str, Any] = {"heldout_labels": len(heldout), "machine_labels": machine_labels}
     metrics["candidate"] = _metrics_of(run, candidate.path, heldout, bon_rows)
@@ -366,12 +354,6 @@ def _card_from_round(checkpoint: Path, metrics: dict[str, Any]) -> None:
     meta["metrics"] = jsonable(metrics)
     replace_whole(checkpoint / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
     replace_whole(checkpoint / "README.md", model_card(meta, checkpoint.name))
-
-
-def _best_of_n_rows(session: Session, run: RoundRun, heldout_texts: set[str]) -> list[tuple]:
-    problems = [pid for pid, text in pool.problems_of(session, run.project_id) if text in heldout_texts]
-    problems = sorted(problems)[:BEST_OF_N_PROBLEMS]
-    return pool.graded_solutions_of(session, problems, BEST_OF_N_SAMPLES) if problems else []
 
 
 def _metrics_of(run: RoundRun, path: str, heldout: list[Example], bon_rows: list[tuple]) -> dict:

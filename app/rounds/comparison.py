@@ -1,0 +1,139 @@
+"""Compare two model versions of a project on the same held-out labels, as they stand now.
+
+A round measures its candidate and the served model on the round's snapshot; versions made in
+different rounds were measured on different snapshots, and their intervals overlap more often
+than the models differ. Here both are scored on the project's current held-out labels, and each
+metric's difference comes with a paired bootstrap interval (active_learning.evaluate). It loads
+both checkpoints and scores every held-out solution twice: the CLI runs it where the checkpoints
+are, a worker's machine, never in a web request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from active_learning.config import BOOTSTRAP_SAMPLES
+from active_learning.data import Solution as PrmSolution
+from active_learning.data import load_examples
+from app.db import session_scope
+from app.errors import BadInput, NotFound
+from app.models import ModelComparison, ModelVersion
+from app.rounds import pool
+from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
+from app.rounds.service import round_settings
+
+
+def project_version(session: Session, project_id: int, version_id: int) -> ModelVersion:
+    version = session.get(ModelVersion, version_id)
+    if version is None or version.project_id != project_id:
+        raise NotFound(f"no model version {version_id} in this project")
+    return version
+
+
+def compare_versions(factory: sessionmaker[Session], project_id: int, a_id: int, b_id: int) -> int:
+    """Measure versions `a_id` and `b_id` on the held-out labels as they stand; store the
+    comparison and return its id. BadInput, with nothing stored, when there is nothing to
+    measure or a checkpoint cannot be loaded."""
+    if a_id == b_id:
+        raise BadInput("compare two different model versions")
+    with session_scope(factory) as session:
+        paths = [project_version(session, project_id, v).path for v in (a_id, b_id)]
+        settings = round_settings(session, project_id)
+        options = {"neutral_as_correct": settings.neutral_as_correct, "max_length": settings.max_length}
+        snapshot, _ = pool.label_snapshot(session, project_id)
+        records = pool.label_records(session, project_id, snapshot or 0)
+        held = heldout_texts({r["question"]["problem"] for r in records}, settings.heldout_share)
+        heldout = heldout_records(records, held)
+        bon_rows = best_of_n_rows(session, project_id, {r["question"]["problem"] for r in heldout})
+    examples = load_examples(heldout)
+    if not examples:
+        raise BadInput(f"the project has no held-out labels yet (its held-out share is {settings.heldout_share:g} "
+                       "of the problems): label solutions of more problems")
+    results = _measure(paths, examples, bon_rows, options)
+    with session_scope(factory) as session:
+        comparison = ModelComparison(project_id=project_id, version_a_id=a_id, version_b_id=b_id,
+                                     snapshot_label_id=snapshot or 0, heldout_labels=len(examples),
+                                     results=results)
+        session.add(comparison)
+        session.flush()
+        return comparison.id
+
+
+def _measure(paths: list[str], examples, bon_rows: list[tuple], options: dict) -> dict:
+    # Imported here: torch and transformers cost seconds that listing comparisons never needs.
+    from active_learning.evaluate import compare_best_of_n, compare_examples
+    from active_learning.model import load_checkpoint, resolve_device
+    from active_learning.score import iter_scores
+
+    device = resolve_device("auto")
+    models = []
+    for name, path in zip("ab", paths):
+        try:
+            models.append(load_checkpoint(path, device)[:2])
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"version {name.upper()}'s checkpoint at {path} cannot be loaded: {exc}") from None
+    results = compare_examples(models[0], models[1], examples, bootstrap=BOOTSTRAP_SAMPLES, **options)
+    solutions = [PrmSolution(str(pid), text, steps, answer, truth) for pid, text, steps, answer, truth in bon_rows]
+    if solutions:
+        scores = [list(iter_scores(model, tokenizer, solutions, **options)) for model, tokenizer in models]
+        results["best_of_n"] = compare_best_of_n(solutions, scores[0], scores[1], bootstrap=BOOTSTRAP_SAMPLES)
+    return results
+
+
+def list_comparisons(session: Session, project_id: int, limit: int = 20) -> list[ModelComparison]:
+    return list(session.scalars(
+        select(ModelComparison).where(ModelComparison.project_id == project_id)
+        .order_by(ModelComparison.id.desc()).limit(limit)
+    ))
+
+
+@dataclass(frozen=True)
+class MetricDifference:
+    metric: str
+    a: float | None
+    b: float | None
+    difference: float | None
+    ci95: list[float] | None
+
+    @property
+    def verdict(self) -> str:
+        """Which version is better by this metric, when the difference's interval excludes 0."""
+        if self.ci95 is None:
+            return "no interval" if self.difference is not None else "undefined"
+        low, high = self.ci95
+        return "A better" if low > 0 else "B better" if high < 0 else "no clear difference"
+
+
+SHOWN = (("step_auroc", "step AUROC"), ("step_f1", "step F1"), ("first_error_f1", "first-error F1"))
+
+
+def metric_differences(results: dict) -> list[MetricDifference]:
+    """A comparison's headline metrics, a row each, as the page and the CLI show them."""
+    rows = [
+        MetricDifference(label, results["a"].get(key), results["b"].get(key), results["difference"].get(key),
+                         (results.get("difference_ci95") or {}).get(key))
+        for key, label in SHOWN
+    ]
+    bon = results.get("best_of_n")
+    if bon:
+        rows.append(MetricDifference(f"best-of-{bon['n']} accuracy ({bon['problems']} problems)", bon["a"], bon["b"],
+                                     bon["difference"], bon.get("difference_ci95")))
+    return rows
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    version_a_id: int
+    version_b_id: int
+    heldout_labels: int
+    created_at: datetime
+    rows: list[MetricDifference]
+
+
+def comparison_views(session: Session, project_id: int, limit: int) -> list[ComparisonView]:
+    return [ComparisonView(c.version_a_id, c.version_b_id, c.heldout_labels, c.created_at, metric_differences(c.results))
+            for c in list_comparisons(session, project_id, limit)]
