@@ -32,6 +32,7 @@ class FilterForm(BaseModel):
     kind: str = Field(default="", max_length=TYPED)
     grade: str = Field(default="", max_length=TYPED)
     problem: str = Field(default="", max_length=TYPED)
+    agreement: str = Field(default="", max_length=TYPED)
     page: str = Field(default="", max_length=TYPED)
 
 

@@ -1,19 +1,24 @@
 """Browsing a project's labels, as a data manager lists records: current labels, newest first,
-filtered by labeler, outcome, source, kind, the solution's answer grade or the problem, a page at
-a time. Each row carries its step ratings, for a strip that shows where the labeler stopped."""
+filtered by labeler, outcome, source, kind, the solution's answer grade, the problem or whether
+the solution's labelers agree, a page at a time. Each row carries its step ratings, for a strip
+that shows where the labeler stopped, and says whether the solution's labelers disagree, so that
+a manager finds what to adjudicate."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from itertools import combinations
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
+from app.machine_labels.service import is_human
 from app.models import INT32_MAX, AnswerGrade, FinishReason, Label, LabelSource, Problem, Solution, User
+from app.quality.agreement import compared_labels, labels_disagree, of_solutions
 
 PAGE_SIZE = 50
 # Labelers offered as the labeler filter's suggestions; an imported PRM800K file may name
@@ -30,6 +35,10 @@ class LabelFilters(BaseModel):
     kind: Literal["all", "ordinary", "qc", "screening"] = "all"
     grade: AnswerGrade | None = Field(default=None, description="the graded final answer of the solution")
     problem: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    agreement: Literal["all", "disagreed", "agreed"] = Field(
+        default="all",
+        description="the human labels of solutions whose labelers disagree, or agree (see `overlap`)",
+    )
     page: int = Field(default=1, ge=1, le=100_000)
 
 
@@ -49,10 +58,24 @@ class LabelRow:
     is_initial_screening: bool
     total_time_ms: int | None
     corrects: int | None
+    # A human label of a solution whose labelers disagree (see `overlap`).
+    disagreed: bool
 
     @property
     def flags(self) -> int:
         return sum(flagged for _, flagged in self.ratings)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The solutions that two labelers or more rated, split by whether they agree (see `overlap`)."""
+
+    agreed: frozenset[int]
+    disagreed: frozenset[int]
+
+    @property
+    def shared(self) -> int:
+        return len(self.agreed) + len(self.disagreed)
 
 
 @dataclass(frozen=True)
@@ -61,9 +84,23 @@ class LabelPage:
     page: int
     pages: int
     total: int
+    overlap: Overlap
 
 
-def _conditions(project_id: int, filters: LabelFilters) -> list[ColumnElement[bool]]:
+def overlap(session: Session, project_id: int) -> Overlap:
+    """Which solutions with current labels of two labelers or more have labelers who disagree:
+    the labels the Agreement report compares (app.quality.agreement.compared_labels: current
+    human labels about the steps, a labeler's later one where they have two), any two of which
+    disagree by app.quality.agreement.labels_disagree."""
+    by_solution = compared_labels(session, project_id)
+    disagreed = frozenset(
+        solution_id for solution_id, labels in by_solution.items()
+        if any(labels_disagree(a, b) for a, b in combinations(labels, 2))
+    )
+    return Overlap(agreed=frozenset(by_solution) - disagreed, disagreed=disagreed)
+
+
+def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[ColumnElement[bool]]:
     where = [Label.project_id == project_id, Label.superseded_at.is_(None)]
     if filters.labeler:
         # Usernames are one name whatever their case (app.users.service); imported ids are as filed.
@@ -83,11 +120,14 @@ def _conditions(project_id: int, filters: LabelFilters) -> list[ColumnElement[bo
         where.append(Solution.answer_grade == filters.grade)
     if filters.problem is not None:
         where.append(Solution.problem_id == filters.problem)
+    if filters.agreement != "all":
+        where += [is_human(), of_solutions(found.disagreed if filters.agreement == "disagreed" else found.agreed)]
     return where
 
 
 def list_labels(session: Session, project_id: int, filters: LabelFilters) -> LabelPage:
-    where = _conditions(project_id, filters)
+    found = overlap(session, project_id)
+    where = _conditions(project_id, filters, found)
     joined = (
         select(Label.id)
         .join(Solution, Solution.id == Label.solution_id)
@@ -102,8 +142,7 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
         .join(Problem, Problem.id == Solution.problem_id)
         .outerjoin(User, User.id == Label.user_id)
         .where(*where)
-        # By when labeled: an imported label keeps its file's time, which its id does not follow.
-        .order_by(Label.created_at.desc(), Label.id.desc())
+        .order_by(*_order(filters))
         .offset((filters.page - 1) * PAGE_SIZE)
         .limit(PAGE_SIZE)
     ).all()
@@ -124,13 +163,23 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
                 is_initial_screening=label.is_initial_screening,
                 total_time_ms=label.total_time_ms,
                 corrects=label.supersedes_id,
+                disagreed=label.source == LabelSource.human and label.solution_id in found.disagreed,
             )
             for label, username, grade, problem_id, statement in rows
         ],
         page=filters.page,
         pages=pages,
         total=total,
+        overlap=found,
     )
+
+
+def _order(filters: LabelFilters) -> tuple[ColumnElement[Any], ...]:
+    if filters.agreement != "all":
+        # A solution's labels side by side, so that a manager compares them to adjudicate.
+        return Label.solution_id.asc(), Label.created_at.asc(), Label.id.asc()
+    # By when labeled: an imported label keeps its file's time, which its id does not follow.
+    return Label.created_at.desc(), Label.id.desc()
 
 
 def labeler_names(session: Session, project_id: int) -> list[str]:

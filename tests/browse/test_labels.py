@@ -11,7 +11,9 @@ from sqlalchemy import select
 from app.browse import service
 from app.browse.service import PAGE_SIZE, LabelFilters
 from app.db import session_scope
-from app.models import FinishReason, Label, LabelSource, Problem
+from app.labeling.schemas import StepRating
+from app.labeling.service import prm800k_step
+from app.models import FinishReason, Label, LabelSource, Problem, utcnow
 from tests.conftest import browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes
 from tests.reports.builders import add_problem, label_next
@@ -116,6 +118,8 @@ def test_the_tab_lists_labels_with_text_shown_as_text(client, session_factory, s
         ({"labeler": "x" * 101}, "labeler", "at most 100 characters"),
         ({"labeler": "x" * 1500}, "labeler", "at most 100 characters"),
         ({"outcome": "y" * 1500}, "outcome", "Input should be"),
+        ({"agreement": "maybe"}, "agreement", "Input should be"),
+        ({"agreement": "disagreed" * 150}, "agreement", "Input should be"),
     ],
 )
 def test_bad_filters_are_shown_in_place_and_list_nothing(client, session_factory, sample, params, field, message) -> None:  # type: ignore[no-untyped-def]
@@ -143,3 +147,118 @@ def test_labelers_cannot_browse_labels(client, session_factory, sample) -> None:
     browser_login(client, "lena")
     page = client.get(f"/manage/projects/{sample.id}/labels", follow_redirects=False)
     assert page.status_code == 403 and "340d89bc" not in page.text
+
+
+def _label(factory, project_id: int, solution_id: int, user_id: int | None, ratings: list[int], **fields: object) -> int:  # type: ignore[no-untyped-def]
+    """A current label of `ratings`, one a step from the first, stored as the labeling page stores them."""
+    with session_scope(factory) as session:
+        label = Label(project_id=project_id, solution_id=solution_id, user_id=user_id,
+                      steps=[prm800k_step(StepRating(rating=r, flagged=False)) for r in ratings],  # type: ignore[arg-type]
+                      finish_reason=FinishReason.found_error if -1 in ratings else FinishReason.solution, **fields)
+        session.add(label)
+        session.flush()
+        return label.id
+
+
+@pytest.fixture
+def overlapping(session_factory):  # type: ignore[no-untyped-def]
+    """A project of overlap 2 with a problem of four three-step solutions, and labelers ann and bob."""
+    project = make_project(session_factory, overlap=2)
+    _, solutions = add_problem(session_factory, project, "What is $1+1$?", n_solutions=4)
+    ann, bob = (make_user(session_factory, name, "labeler").id for name in ("ann", "bob"))
+    return project, solutions, ann, bob
+
+
+def test_labelers_who_disagree_on_the_first_error_are_listed_side_by_side_and_marked(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=2)
+    _, solutions = add_problem(session_factory, project, "What is $1+1$?", n_solutions=2)
+    ann, bob = (make_user(session_factory, name, "labeler") for name in ("ann", "bob"))
+    # Each labels both solutions before the other starts: newest first would part their labels.
+    made = {}
+    for user, ratings in ((ann, [(1, False), (-1, False)]), (bob, [(-1, False)])):
+        for _ in solutions:
+            task, label_id = label_next(session_factory, project.id, user.id, FinishReason.found_error, ratings=ratings)
+            made[label_id] = task.solution.id
+    by_solution = sorted(made, key=lambda label_id: (made[label_id], label_id))
+    assert _listed(session_factory, project.id) == sorted(made, reverse=True)
+    assert _listed(session_factory, project.id, agreement="disagreed") == by_solution
+    assert _listed(session_factory, project.id, agreement="agreed") == []
+    with session_scope(session_factory) as session:
+        listing = service.list_labels(session, project.id, LabelFilters(agreement="disagreed"))
+    assert all(row.disagreed for row in listing.rows)
+    assert listing.overlap == service.Overlap(agreed=frozenset(), disagreed=frozenset(solutions))
+
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/labels", params={"agreement": "disagreed"})
+    assert page.status_code == 200
+    rows = re.findall(r'<tr id="label-(\d+)"( class="next-solution")?>', page.text)
+    assert [int(label_id) for label_id, _ in rows] == by_solution
+    # The second solution's first row draws the line between the two solutions' labels.
+    assert [bool(line) for _, line in rows] == [False, False, True, False]
+    assert page.text.count(">disagrees</span>") == 4
+    assert "4 current labels match these filters, by solution, its labels side by side." in page.text
+
+
+def test_labelers_who_agree_are_listed_under_agreed_and_a_step_one_left_unrated_is_no_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (same, unrated_after_error, rated_apart, alone), ann, bob = overlapping
+    agreeing = [_label(session_factory, project.id, same, ann, [1, 0, 1]), _label(session_factory, project.id, same, bob, [1, 0, 1]),
+                # Ann stopped at the first error, Bob rated on: the third step has one rating.
+                _label(session_factory, project.id, unrated_after_error, ann, [1, -1]),
+                _label(session_factory, project.id, unrated_after_error, bob, [1, -1, 1])]
+    # No error either way, but the second step is 0 for one and +1 for the other.
+    apart = [_label(session_factory, project.id, rated_apart, ann, [1, 0, 1]),
+             _label(session_factory, project.id, rated_apart, bob, [1, 1, 1])]
+    _label(session_factory, project.id, alone, ann, [-1])
+    assert _listed(session_factory, project.id, agreement="agreed") == agreeing
+    assert _listed(session_factory, project.id, agreement="disagreed") == apart
+    with session_scope(session_factory) as session:
+        listing = service.list_labels(session, project.id, LabelFilters())
+    assert {row.label_id for row in listing.rows if row.disagreed} == set(apart)
+    assert listing.overlap.shared == 3
+
+
+def test_a_machine_label_that_disagrees_with_a_labeler_is_no_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (one_human, two_humans, *_), ann, bob = overlapping
+    _label(session_factory, project.id, one_human, ann, [1, 1, 1])
+    _label(session_factory, project.id, one_human, None, [-1], source=LabelSource.prm)
+    with session_scope(session_factory) as session:
+        assert service.overlap(session, project.id) == service.Overlap(agreed=frozenset(), disagreed=frozenset())
+    humans = [_label(session_factory, project.id, two_humans, ann, [1, 1, 1]),
+              _label(session_factory, project.id, two_humans, bob, [1, 1, 1])]
+    _label(session_factory, project.id, two_humans, None, [1, -1], source=LabelSource.rollout)
+    assert _listed(session_factory, project.id, agreement="disagreed") == []
+    # The machine's label is no labeler's: it is not listed with the labelers who agree.
+    assert _listed(session_factory, project.id, agreement="agreed") == humans
+
+
+def test_only_current_labels_count_a_correction_settles_a_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (solution, *_), ann, bob = overlapping
+    wrong = _label(session_factory, project.id, solution, ann, [1, -1])
+    right = _label(session_factory, project.id, solution, bob, [1, 1, 1])
+    assert _listed(session_factory, project.id, agreement="disagreed") == [wrong, right]
+    with session_scope(session_factory) as session:
+        session.get(Label, wrong).superseded_at = utcnow()
+    correction = _label(session_factory, project.id, solution, ann, [1, 1, 1], supersedes_id=wrong)
+    assert _listed(session_factory, project.id, agreement="disagreed") == []
+    assert _listed(session_factory, project.id, agreement="agreed") == [right, correction]
+
+
+def test_the_count_of_solutions_whose_labelers_disagree_links_to_them(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (first, second, third, _), ann, bob = overlapping
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    url = f"/manage/projects/{project.id}/labels"
+    link = f'<a href="{url}?agreement=disagreed">'
+    _label(session_factory, project.id, first, ann, [1, 1, 1])
+    alone = client.get(url).text
+    assert "where labelers disagree" not in alone and "Labelers agree" not in alone
+    _label(session_factory, project.id, first, bob, [1, 1, 1])
+    assert "Labelers agree on the solution that two or more of them rated." in client.get(url).text
+    for solution in (second, third):
+        _label(session_factory, project.id, solution, ann, [-1])
+        _label(session_factory, project.id, solution, bob, [1, -1])
+    page = client.get(url, params={"outcome": "solution"})
+    assert page.status_code == 200
+    assert f"{link}<strong>2 solutions where labelers disagree</strong></a>" in page.text
+    assert "of 3 that two labelers or more rated" in page.text
