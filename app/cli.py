@@ -711,11 +711,12 @@ def rounds_cancel(ctx: _Context, project_name: str) -> None:
 @pass_ctx
 def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: str, as_json: bool) -> None:
     """Score model versions VERSION_A and VERSION_B (ids, or `served`) on the project's held-out
-    labels as they stand, with a paired 95% interval for each metric's difference; the research
-    page and GET /api/v1/projects/{id}/model-comparisons keep it. Run it where the checkpoints are."""
-    from app.models import ModelComparison
+    labels as they stand, with a paired 95% interval for each metric's difference, in this
+    process (the research page's Compare queues it for a worker); the page and
+    GET /api/v1/projects/{id}/model-comparisons keep it. Run it where the checkpoints are."""
+    from app.models import ComparisonStatus, ModelComparison
     from app.projects.service import get_project_by_name
-    from app.rounds.comparison import compare_versions, metric_differences
+    from app.rounds.comparison import metric_differences, request_comparison, run_comparison
     from app.rounds.schemas import ModelComparisonRead
     from app.rounds.service import served_version
 
@@ -732,12 +733,15 @@ def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: 
                 ids.append(int(given))
             else:
                 raise BadInput(f"{given!r} is not a model version: give its id (GET …/model-versions) or `served`")
-        project_id = project.id
+        comparison_id = request_comparison(session, project.id, *ids).id
     quiet_transformers()
-    comparison_id = compare_versions(ctx.factory(), project_id, *ids)
+    if run_comparison(ctx.factory(), comparison_id) is None:
+        raise Conflict(f"a worker is measuring this comparison now (id {comparison_id}); see the research page")
     with ctx.session() as session:
         comparison = session.get(ModelComparison, comparison_id)
         assert comparison is not None
+        if comparison.status == ComparisonStatus.failed:
+            raise BadInput(f"comparison {comparison_id} failed: {comparison.message}")
         if as_json:
             click.echo(ModelComparisonRead.model_validate(comparison).model_dump_json(indent=2))
             return

@@ -10,7 +10,7 @@ from app.models.instance_secret import InstanceSecret
 from app.models.label import MACHINE_SOURCES, FinishReason, Label, LabelSource
 from app.models.labeler_standing import LabelerStanding, StandingDecision
 from app.models.login_failure import LoginFailure, LoginKeyKind
-from app.models.model_comparison import ModelComparison
+from app.models.model_comparison import ComparisonStatus, ModelComparison
 from app.models.model_version import ModelVersion
 from app.models.problem import Problem
 from app.models.project import LabelingMode, Project
@@ -29,6 +29,7 @@ __all__ = [
     "Assignment",
     "AssignmentStatus",
     "AuthSession",
+    "ComparisonStatus",
     "AnswerGrade",
     "Base",
     "FinishReason",

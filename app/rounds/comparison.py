@@ -3,17 +3,19 @@
 A round measures its candidate and the served model on the round's snapshot; versions made in
 different rounds were measured on different snapshots, and their intervals overlap more often
 than the models differ. Here both are scored on the project's current held-out labels, and each
-metric's difference comes with a paired bootstrap interval (active_learning.evaluate). It loads
-both checkpoints and scores every held-out solution twice: the CLI runs it where the checkpoints
-are, a worker's machine, never in a web request.
+metric's difference comes with a paired bootstrap interval (active_learning.evaluate). Measuring
+loads both checkpoints and scores every held-out solution twice, so a worker does it, as it runs
+rounds (app.rounds.worker), or the CLI in its own process; a request only queues it.
 """
 
 from __future__ import annotations
 
+import logging
+import traceback
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from active_learning.config import BOOTSTRAP_SAMPLES
@@ -21,10 +23,18 @@ from active_learning.data import Solution as PrmSolution
 from active_learning.data import load_examples
 from app.db import session_scope
 from app.errors import BadInput, NotFound
-from app.models import ModelComparison, ModelVersion
+from app.models import ComparisonStatus, ModelComparison, ModelVersion, utcnow
 from app.rounds import pool
 from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
 from app.rounds.service import round_settings
+
+log = logging.getLogger("stepwise.rounds")
+
+# Measuring takes minutes; a claim this old belongs to a worker that died, and another measures
+# it again (a comparison only reads, so measuring twice is harmless).
+STALE_CLAIM = timedelta(hours=2)
+MAX_ATTEMPTS = 3
+MESSAGE_CHARS = 500
 
 
 def project_version(session: Session, project_id: int, version_id: int) -> ModelVersion:
@@ -34,12 +44,81 @@ def project_version(session: Session, project_id: int, version_id: int) -> Model
     return version
 
 
-def compare_versions(factory: sessionmaker[Session], project_id: int, a_id: int, b_id: int) -> int:
-    """Measure versions `a_id` and `b_id` on the held-out labels as they stand; store the
-    comparison and return its id. BadInput, with nothing stored, when there is nothing to
-    measure or a checkpoint cannot be loaded."""
+def request_comparison(session: Session, project_id: int, a_id: int, b_id: int,
+                       user_id: int | None = None) -> ModelComparison:
+    """Queue a comparison of versions `a_id` and `b_id`; the one already waiting for the same
+    pair if there is one, so that a second click does not measure twice."""
     if a_id == b_id:
         raise BadInput("compare two different model versions")
+    for version_id in (a_id, b_id):
+        project_version(session, project_id, version_id)
+    waiting = session.scalar(select(ModelComparison).where(
+        ModelComparison.project_id == project_id, ModelComparison.version_a_id == a_id,
+        ModelComparison.version_b_id == b_id,
+        ModelComparison.status.in_((ComparisonStatus.queued, ComparisonStatus.running)),
+    ))
+    if waiting is not None:
+        return waiting
+    comparison = ModelComparison(project_id=project_id, version_a_id=a_id, version_b_id=b_id, requested_by=user_id)
+    session.add(comparison)
+    session.flush()
+    return comparison
+
+
+def _claimable():  # type: ignore[no-untyped-def]
+    return or_(
+        ModelComparison.status == ComparisonStatus.queued,
+        (ModelComparison.status == ComparisonStatus.running) & (ModelComparison.claimed_at < utcnow() - STALE_CLAIM),
+    )
+
+
+def runnable_comparisons(session: Session) -> list[int]:
+    return list(session.scalars(select(ModelComparison.id).where(_claimable()).order_by(ModelComparison.id)))
+
+
+def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> ComparisonStatus | None:
+    """Claim the comparison and measure it; None when another worker holds it or it is over."""
+    with session_scope(factory) as session:
+        claimed = session.execute(
+            update(ModelComparison).where(ModelComparison.id == comparison_id, _claimable())
+            .values(status=ComparisonStatus.running, claimed_at=utcnow(), attempts=ModelComparison.attempts + 1)
+        ).rowcount
+        if not claimed:
+            return None
+        comparison = session.get(ModelComparison, comparison_id)
+        assert comparison is not None
+        if comparison.attempts > MAX_ATTEMPTS:
+            return _finish(session, comparison, ComparisonStatus.failed,
+                           f"its workers died {comparison.attempts - 1} times while measuring")
+        project_id, ids = comparison.project_id, (comparison.version_a_id, comparison.version_b_id)
+    try:
+        snapshot, heldout, results = _measure_now(factory, project_id, *ids)
+    except BadInput as exc:
+        status, message = ComparisonStatus.failed, exc.message
+    except Exception as exc:  # noqa: BLE001 - recorded with its cause, for the researcher to see
+        log.exception("comparison %s failed", comparison_id)
+        status, message = ComparisonStatus.failed, " ".join("".join(traceback.format_exception_only(exc)).split())
+    else:
+        status, message = ComparisonStatus.done, ""
+    with session_scope(factory) as session:
+        comparison = session.get(ModelComparison, comparison_id)
+        assert comparison is not None
+        if status == ComparisonStatus.done:
+            comparison.snapshot_label_id, comparison.heldout_labels, comparison.results = snapshot, heldout, results
+        return _finish(session, comparison, status, message)
+
+
+def _finish(session: Session, comparison: ModelComparison, status: ComparisonStatus, message: str) -> ComparisonStatus:
+    comparison.status = status
+    comparison.message = message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 1] + "…"
+    comparison.finished_at = utcnow()
+    return status
+
+
+def _measure_now(factory: sessionmaker[Session], project_id: int, a_id: int, b_id: int) -> tuple[int, int, dict]:
+    """(newest label read, held-out labels, results) of versions `a_id` and `b_id` on the
+    held-out labels as they stand; BadInput when there is nothing to measure or a checkpoint
+    cannot be loaded."""
     with session_scope(factory) as session:
         paths = [project_version(session, project_id, v).path for v in (a_id, b_id)]
         settings = round_settings(session, project_id)
@@ -53,14 +132,7 @@ def compare_versions(factory: sessionmaker[Session], project_id: int, a_id: int,
     if not examples:
         raise BadInput(f"the project has no held-out labels yet (its held-out share is {settings.heldout_share:g} "
                        "of the problems): label solutions of more problems")
-    results = _measure(paths, examples, bon_rows, options)
-    with session_scope(factory) as session:
-        comparison = ModelComparison(project_id=project_id, version_a_id=a_id, version_b_id=b_id,
-                                     snapshot_label_id=snapshot or 0, heldout_labels=len(examples),
-                                     results=results)
-        session.add(comparison)
-        session.flush()
-        return comparison.id
+    return snapshot or 0, len(examples), _measure(paths, examples, bon_rows, options)
 
 
 def _measure(paths: list[str], examples, bon_rows: list[tuple], options: dict) -> dict:
@@ -82,6 +154,13 @@ def _measure(paths: list[str], examples, bon_rows: list[tuple], options: dict) -
         scores = [list(iter_scores(model, tokenizer, solutions, **options)) for model, tokenizer in models]
         results["best_of_n"] = compare_best_of_n(solutions, scores[0], scores[1], bootstrap=BOOTSTRAP_SAMPLES)
     return results
+
+
+def get_comparison(session: Session, comparison_id: int) -> ModelComparison:
+    comparison = session.get(ModelComparison, comparison_id)
+    if comparison is None:
+        raise NotFound(f"no model comparison with id {comparison_id}")
+    return comparison
 
 
 def list_comparisons(session: Session, project_id: int, limit: int = 20) -> list[ModelComparison]:
@@ -127,13 +206,11 @@ def metric_differences(results: dict) -> list[MetricDifference]:
 
 @dataclass(frozen=True)
 class ComparisonView:
-    version_a_id: int
-    version_b_id: int
-    heldout_labels: int
-    created_at: datetime
+    comparison: ModelComparison
+    # The metrics, once measured.
     rows: list[MetricDifference]
 
 
 def comparison_views(session: Session, project_id: int, limit: int) -> list[ComparisonView]:
-    return [ComparisonView(c.version_a_id, c.version_b_id, c.heldout_labels, c.created_at, metric_differences(c.results))
+    return [ComparisonView(c, metric_differences(c.results) if c.status == ComparisonStatus.done else [])
             for c in list_comparisons(session, project_id, limit)]

@@ -9,10 +9,11 @@ from app.errors import error_responses
 from app.models import PickReason
 from app.projects.service import get_project
 from app.rounds import service
-from app.rounds.comparison import list_comparisons
-from app.rounds.jobs import wake_after_commit
+from app.rounds.comparison import get_comparison, list_comparisons, request_comparison
+from app.rounds.jobs import wake_after_commit, wake_comparison_after_commit
 from app.rounds.sources import round_sources
 from app.rounds.schemas import (
+    ModelComparisonIn,
     ModelComparisonRead,
     ModelVersionRead,
     PickRead,
@@ -98,12 +99,33 @@ def list_model_versions(project_id: RowId, _: DataApiUser, session: SessionDep) 
     return [ModelVersionRead.model_validate(v) for v in service.list_model_versions(session, project_id)]
 
 
+@router.post(
+    "/projects/{project_id}/model-comparisons",
+    response_model=ModelComparisonRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(400, 404),
+)
+def request_model_comparison(
+    project_id: RowId, body: ModelComparisonIn, user: ResearcherApiUser, session: SessionDep
+) -> ModelComparisonRead:
+    """Queue a comparison of two of the project's model versions on its held-out labels as they
+    stand; a worker measures it (the one already waiting for the same pair is returned)."""
+    get_project(session, project_id)
+    comparison = request_comparison(session, project_id, body.version_a_id, body.version_b_id, user.id)
+    wake_comparison_after_commit(session, comparison.id)
+    return ModelComparisonRead.model_validate(comparison)
+
+
 @router.get("/projects/{project_id}/model-comparisons", response_model=list[ModelComparisonRead])
 def list_model_comparisons(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[ModelComparisonRead]:
-    """The latest 20 comparisons of two model versions on the same held-out labels, newest first
-    (made by `stepwise rounds compare`, where the checkpoints are)."""
+    """The latest 20 comparisons of two model versions, newest first."""
     get_project(session, project_id)
     return [ModelComparisonRead.model_validate(c) for c in list_comparisons(session, project_id)]
+
+
+@router.get("/model-comparisons/{comparison_id}", response_model=ModelComparisonRead, responses=error_responses(404))
+def get_model_comparison(comparison_id: RowId, _: DataApiUser, session: SessionDep) -> ModelComparisonRead:
+    return ModelComparisonRead.model_validate(get_comparison(session, comparison_id))
 
 
 @router.get("/projects/{project_id}/round-settings", response_model=RoundSettingsRead)

@@ -1,13 +1,15 @@
 """The PostgreSQL job queue (procrastinate): it wakes workers, it does not hold round state.
 
-A round is one `run_round(round_id)` job. Its queueing lock keeps one waiting job per round;
-the round's own lease (app.rounds.lease) keeps one worker on it. Procrastinate's tables live in
+A round is one `run_round(round_id)` job, a comparison of two model versions one
+`run_comparison(comparison_id)` job. A queueing lock keeps one waiting job for each; the round's
+own lease (app.rounds.lease), or the comparison's claim, keeps one worker on it. Procrastinate's tables live in
 their own schema (see migration 0002), so its connections search that schema.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -22,6 +24,7 @@ log = logging.getLogger("stepwise.rounds")
 JOB_QUEUE_SCHEMA = "procrastinate"
 QUEUE = "rounds"
 RUN_ROUND = "stepwise.run_round"
+RUN_COMPARISON = "stepwise.run_comparison"
 
 
 def conninfo(database_url: str) -> str:
@@ -43,6 +46,12 @@ def make_job_app(database_url: str, *, pool_size: int = 2) -> App:
 
         run_one(database_url, round_id)
 
+    @app.task(name=RUN_COMPARISON, queue=QUEUE)
+    def run_comparison_job(comparison_id: int) -> None:
+        from app.rounds.worker import compare_one
+
+        compare_one(database_url, comparison_id)
+
     return app
 
 
@@ -61,12 +70,29 @@ def defer_round(app: App, round_id: int) -> bool:
     return True
 
 
-def wake_after_commit(session: Session, round_id: int) -> None:
-    """Wake a worker for the round once the transaction that created it has committed.
+def defer_comparison(app: App, comparison_id: int) -> bool:
+    """Queue a job for the comparison; False when one is already waiting."""
+    try:
+        app.configure_task(RUN_COMPARISON, queueing_lock=f"comparison-{comparison_id}").defer(
+            comparison_id=comparison_id)
+    except AlreadyEnqueued:
+        return False
+    return True
 
-    On SQLite nothing is needed: the local worker polls. If deferring fails, the workers'
-    sweep finds the queued round within a poll interval anyway.
-    """
+
+def wake_after_commit(session: Session, round_id: int) -> None:
+    """Wake a worker for the round once the transaction that created it has committed."""
+    _after_commit(session, lambda app: defer_round(app, round_id), f"round {round_id}")
+
+
+def wake_comparison_after_commit(session: Session, comparison_id: int) -> None:
+    """Wake a worker for the comparison once the transaction that queued it has committed."""
+    _after_commit(session, lambda app: defer_comparison(app, comparison_id), f"comparison {comparison_id}")
+
+
+def _after_commit(session: Session, defer: Callable[[App], bool], what: str) -> None:
+    """On SQLite nothing is needed: the local worker polls. If deferring fails, the workers'
+    sweep finds the queued work within a poll interval anyway."""
     bind = session.get_bind()
     if bind.dialect.name != "postgresql":
         return
@@ -74,9 +100,9 @@ def wake_after_commit(session: Session, round_id: int) -> None:
 
     def _defer(_session: Session) -> None:
         try:
-            defer_round(sender(url), round_id)
+            defer(sender(url))
         except Exception:  # noqa: BLE001 - the sweep is the fallback; the request succeeded
-            log.warning("could not queue a job for round %s; the sweep will", round_id, exc_info=True)
+            log.warning("could not queue a job for %s; the sweep will", what, exc_info=True)
 
     event.listen(session, "after_commit", _defer, once=True)
 
@@ -98,3 +124,10 @@ def revive(app: App, round_ids: list[int]) -> None:
         except ConnectorException:
             # A job for the round is already waiting: nothing to add.
             continue
+
+
+def queue_comparisons(app: App, comparison_ids: list[int]) -> None:
+    """Get a job onto every comparison waiting for a worker (queued, or claimed by one that
+    died); one already waiting is left as it is."""
+    for comparison_id in comparison_ids:
+        defer_comparison(app, comparison_id)

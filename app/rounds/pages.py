@@ -11,14 +11,14 @@ from pydantic import BaseModel, Field
 
 from active_learning.data import format_source_weights, parse_source_weights
 from app.deps import RESEARCH, DataPageUser, ResearcherPageUser, SessionDep, has_role
-from app.errors import BadInput, Conflict
+from app.errors import BadInput, Conflict, NotFound
 from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.models import PickReason, Project, PromoteMetric, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
 from app.rounds import service
 from app.rounds.charts import labels_chart, loss_chart, quality_chart
-from app.rounds.comparison import comparison_views
-from app.rounds.jobs import wake_after_commit
+from app.rounds.comparison import comparison_views, request_comparison
+from app.rounds.jobs import wake_after_commit, wake_comparison_after_commit
 from app.rounds.payoff import selection_payoff
 from app.rounds.picking import EMPTY_POOL
 from app.rounds.pool import pool_shape
@@ -83,6 +83,8 @@ def project_rounds(
         messages.append({"kind": "success", "text": "Round queued: a worker will pick it up."})
     if request.query_params.get("saved") == "1":
         messages.append({"kind": "success", "text": "Round settings saved."})
+    if request.query_params.get("compared") == "1":
+        messages.append({"kind": "success", "text": "Comparison queued: a worker measures both versions."})
     return _overview(request, session, user, project, messages=messages)
 
 
@@ -130,6 +132,33 @@ def update_settings(
         errors = {item["field"]: item["message"] for item in exc.details} if exc.details else {"form": exc.message}
         return _overview(request, session, user, project, values=values, errors=errors, status_code=422)
     return RedirectResponse(f"/research/projects/{project.id}?saved=1#settings", status_code=303)
+
+
+class ComparisonForm(BaseModel):
+    version_a: str = Field(default="", max_length=20)
+    version_b: str = Field(default="", max_length=20)
+
+
+@router.post("/projects/{project_id}/comparisons")
+def queue_comparison(
+    request: Request,
+    project_id: PageId,
+    user: ResearcherPageUser,
+    session: SessionDep,
+    form: Annotated[ComparisonForm, Form()],
+) -> Response:
+    project = get_project(session, project_id)
+    try:
+        ids = [int(v) for v in (form.version_a, form.version_b)]
+        comparison = request_comparison(session, project.id, *ids, user_id=user.id)
+    except ValueError:
+        return _overview(request, session, user, project, status_code=422,
+                         messages=[{"kind": "error", "text": "Choose two model versions to compare."}])
+    except (BadInput, NotFound) as exc:
+        return _overview(request, session, user, project, status_code=422,
+                         messages=[{"kind": "error", "text": f"Not compared: {exc.message}."}])
+    wake_comparison_after_commit(session, comparison.id)
+    return RedirectResponse(f"/research/projects/{project.id}?compared=1#comparisons", status_code=303)
 
 
 def _overview(

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from active_learning.data import check_source_weights, check_written_steps
 from active_learning.generator_spec import check_generator_spec
-from app.models import PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
+from app.models import ComparisonStatus, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
 
 # active_learning.rollouts.METHODS, spelled out so that the API's schema lists them.
 RolloutMethod = Literal["mc", "binary"]
@@ -95,19 +95,30 @@ class ModelVersionRead(BaseModel):
     promoted_at: datetime | None
 
 
+class ModelComparisonIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version_a_id: int = Field(ge=1, le=2**31 - 1)
+    version_b_id: int = Field(ge=1, le=2**31 - 1)
+
+
 class ModelComparisonRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     id: int
     version_a_id: int
     version_b_id: int
-    snapshot_label_id: int = Field(description="the held-out set is the project's human labels up to this id")
-    heldout_labels: int
+    status: ComparisonStatus = Field(description="queued, running (a worker measures it), done or failed")
+    message: str = Field(description="why it failed; empty otherwise")
+    snapshot_label_id: int | None = Field(description="once done: the held-out set is the project's human labels up to this id")
+    heldout_labels: int | None
     results: dict[str, Any] = Field(
-        description="`a` and `b`: each version's metrics; `difference`: a − b per metric; `difference_ci95`: its "
-        "95% paired bootstrap interval; `best_of_n`: accuracies, difference and interval on held-out problems"
+        description="once done: `a` and `b`, each version's metrics; `difference`, a − b per metric; "
+        "`difference_ci95`, its 95% paired bootstrap interval; `best_of_n`, accuracies, difference and "
+        "interval on held-out problems"
     )
     created_at: datetime
+    finished_at: datetime | None
 
 
 class PickRead(BaseModel):

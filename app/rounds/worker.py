@@ -1,7 +1,8 @@
 """Round workers. `stepwise worker` on PostgreSQL runs procrastinate's worker; on SQLite, and in
-the embedded server's thread, a loop polls the rounds table. Both run the same job
-(`app.rounds.stages.run_round`) and the same sweep: start due triggers, and find rounds
-that are queued or whose worker died.
+the embedded server's thread, a loop polls the rounds table. Both run the same jobs
+(`app.rounds.stages.run_round`, and `app.rounds.comparison.run_comparison` for comparisons of two
+model versions) and the same sweep: start due triggers, and find rounds and comparisons that are
+queued or whose worker died.
 """
 
 from __future__ import annotations
@@ -31,6 +32,23 @@ def sweep(factory: sessionmaker[Session]) -> list[int]:
         return runnable_rounds(session)
 
 
+def waiting_comparisons(factory: sessionmaker[Session]) -> list[int]:
+    from app.rounds.comparison import runnable_comparisons
+
+    with session_scope(factory) as session:
+        return runnable_comparisons(session)
+
+
+def run_comparisons(factory: sessionmaker[Session], comparison_ids: list[int],
+                    stop: threading.Event | None = None) -> None:
+    from app.rounds.comparison import run_comparison
+
+    for comparison_id in comparison_ids:
+        if stop is not None and stop.is_set():
+            return
+        run_comparison(factory, comparison_id)
+
+
 def run_rounds(factory: sessionmaker[Session], round_ids: list[int], worker: WorkerSettings,
                owner: str, stop: threading.Event | None = None) -> None:
     # Imported here: torch and transformers cost seconds, and an idle server never needs them.
@@ -57,7 +75,9 @@ class LocalWorker:
         ids = sweep(self.factory)
         if ids:
             run_rounds(self.factory, ids, self.worker, self.owner, self._stop)
-        return len(ids)
+        comparisons = waiting_comparisons(self.factory)
+        run_comparisons(self.factory, comparisons, self._stop)
+        return len(ids) + len(comparisons)
 
     def run_forever(self) -> None:
         while not self._stop.is_set():
@@ -101,8 +121,13 @@ def run_one(database_url: str, round_id: int) -> None:
     run_rounds(_factory(database_url), [round_id], get_worker_settings(), worker_name())
 
 
+def compare_one(database_url: str, comparison_id: int) -> None:
+    """The body of the PostgreSQL comparison job."""
+    run_comparisons(_factory(database_url), [comparison_id])
+
+
 def run_postgres_worker(settings: Settings, once: bool = False) -> None:
-    from app.rounds.jobs import QUEUE, make_job_app, revive, sender
+    from app.rounds.jobs import QUEUE, make_job_app, queue_comparisons, revive, sender
 
     worker = get_worker_settings()
     factory = _factory(settings.database_url)
@@ -111,14 +136,18 @@ def run_postgres_worker(settings: Settings, once: bool = False) -> None:
     queue = sender(settings.database_url)
     stop = threading.Event()
 
+    def sweep_once() -> None:
+        revive(queue, sweep(factory))
+        queue_comparisons(queue, waiting_comparisons(factory))
+
     def sweeper() -> None:
         while not stop.wait(worker.worker_poll_s):
             try:
-                revive(queue, sweep(factory))
+                sweep_once()
             except Exception:
                 log.exception("round sweep failed; trying again")
 
-    revive(queue, sweep(factory))
+    sweep_once()
     if not once:
         threading.Thread(target=sweeper, name="round-sweeper", daemon=True).start()
     try:

@@ -1,4 +1,4 @@
-"""two model versions compared on the same held-out labels
+"""two model versions compared on the same held-out labels, by a worker
 
 Revision ID: 0020
 Revises: 0019
@@ -26,13 +26,20 @@ def upgrade() -> None:
         sa.Column('project_id', sa.Integer(), nullable=False),
         sa.Column('version_a_id', sa.Integer(), nullable=False),
         sa.Column('version_b_id', sa.Integer(), nullable=False),
-        sa.Column('snapshot_label_id', sa.Integer(), nullable=False),
-        sa.Column('heldout_labels', sa.Integer(), nullable=False),
+        sa.Column('requested_by', sa.Integer(), nullable=True),
+        sa.Column('status', sa.Enum('queued', 'running', 'done', 'failed', name='comparisonstatus', native_enum=False, length=16), nullable=False),
+        sa.Column('message', sa.String(length=500), nullable=False),
+        sa.Column('snapshot_label_id', sa.Integer(), nullable=True),
+        sa.Column('heldout_labels', sa.Integer(), nullable=True),
         sa.Column('results', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
+        sa.Column('claimed_at', app.models.base.UTCDateTime(), nullable=True),
+        sa.Column('attempts', sa.Integer(), nullable=False),
         sa.Column('created_at', app.models.base.UTCDateTime(), nullable=False),
+        sa.Column('finished_at', app.models.base.UTCDateTime(), nullable=True),
         sa.ForeignKeyConstraint(['project_id'], ['projects.id'], name=op.f('fk_model_comparisons_project_id_projects'), ondelete='CASCADE'),
         sa.ForeignKeyConstraint(['version_a_id'], ['model_versions.id'], name=op.f('fk_model_comparisons_version_a_id_model_versions'), ondelete='CASCADE'),
         sa.ForeignKeyConstraint(['version_b_id'], ['model_versions.id'], name=op.f('fk_model_comparisons_version_b_id_model_versions'), ondelete='CASCADE'),
+        sa.ForeignKeyConstraint(['requested_by'], ['users.id'], name=op.f('fk_model_comparisons_requested_by_users'), ondelete='SET NULL'),
         sa.PrimaryKeyConstraint('id', name=op.f('pk_model_comparisons')),
     )
     with op.batch_alter_table('model_comparisons', schema=None) as batch_op:

@@ -10,8 +10,8 @@ from transformers import PretrainedConfig
 
 from active_learning.cli import prm
 from active_learning.data import Solution, load_processbench
-from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, evaluate,
-                                     first_error_f1, step_metrics)
+from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, compare_best_of_n,
+                                     evaluate, first_error_f1, step_metrics)
 from active_learning.score import SolutionScore, correct_probability
 from active_learning.tokenizer import build_byte_tokenizer
 
@@ -69,6 +69,20 @@ def test_best_of_n_against_majority():
     result = best_of_n(solutions, scores)
     assert result == {"problems": 2, "n": 3, "prm_accuracy": 1.0, "majority_accuracy": 0.5}
     assert best_of_n(solutions[:1], scores[:1]) is None
+
+
+def test_best_of_n_of_two_models_is_compared_problem_by_problem():
+    solutions = [Solution("p", "Q", ["s"], answer, "5") for answer in ["4", "4", "5"]]
+    solutions += [Solution("q", "R", ["s"], answer, "\\frac12") for answer in ["0.5", "1"]]
+    right = [_score(p) for p in [0.1, 0.2, 0.9, 0.8, 0.3]]  # picks 5 and 0.5: both right
+    wrong = [_score(p) for p in [0.9, 0.2, 0.1, 0.8, 0.3]]  # picks 4 and 0.5: one right
+    compared = compare_best_of_n(solutions, right, wrong, bootstrap=200)
+    assert (compared["a"], compared["b"], compared["difference"]) == (1.0, 0.5, 0.5)
+    assert compared["problems"] == 2 and compared["majority_accuracy"] == 0.5
+    # Paired: problem q, where both pick alike, adds nothing to the difference's spread.
+    assert compared["difference_ci95"] == [0.0, 1.0]
+    assert compare_best_of_n(solutions, right, right, bootstrap=200)["difference_ci95"] == [0.0, 0.0]
+    assert compare_best_of_n(solutions[:1], right[:1], wrong[:1]) is None
 
 
 def _share_of(values):

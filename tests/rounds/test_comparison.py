@@ -4,10 +4,15 @@ with its interval, made by `stepwise rounds compare`, kept for the research page
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import torch
-from sqlalchemy import func, select
+from sqlalchemy import select, update
 
 from active_learning.config import BOOTSTRAP_SAMPLES
 from active_learning.data import load_examples
@@ -15,10 +20,14 @@ from active_learning.evaluate import compare_examples, evaluate_examples
 from active_learning.model import load_base, load_checkpoint, save_checkpoint
 from active_learning.synthetic import iter_candidates, to_prm800k
 from app.db import session_scope
-from app.models import ModelComparison, ModelVersion
+from app.models import ComparisonStatus, ModelComparison, ModelVersion, utcnow
+from app.rounds.comparison import MAX_ATTEMPTS, STALE_CLAIM, request_comparison, run_comparison, runnable_comparisons
+from app.rounds.worker import LocalWorker
 from tests.cli.conftest import refused, stepwise  # noqa: F401  (stepwise: a fixture)
 from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.rounds.conftest import synthetic_project
+
+STEPWISE = str(Path(sys.executable).with_name("stepwise"))
 
 
 def tiny_checkpoint(directory, seed: int):  # type: ignore[no-untyped-def]
@@ -60,11 +69,6 @@ def add_versions(factory, project_id: int, paths, *, serve_last: bool = True) ->
         return [v.id for v in versions]
 
 
-def comparisons(factory) -> int:  # type: ignore[no-untyped-def]
-    with session_scope(factory) as session:
-        return session.scalar(select(func.count()).select_from(ModelComparison)) or 0
-
-
 def test_compare_two_versions_from_the_command_line_and_read_it_on_the_page(
     stepwise, database_url, session_factory, client, checkpoints  # type: ignore[no-untyped-def]
 ) -> None:
@@ -96,7 +100,7 @@ def test_compare_two_versions_from_the_command_line_and_read_it_on_the_page(
     assert "step AUROC" in section and ("no clear difference" in section or "better" in section)
 
 
-def test_a_comparison_that_cannot_be_made_says_why_and_stores_nothing(
+def test_a_comparison_that_cannot_be_made_says_why(
     stepwise, database_url, session_factory, checkpoints, tmp_path  # type: ignore[no-untyped-def]
 ) -> None:
     project = synthetic_project(session_factory, "cmp")
@@ -111,13 +115,119 @@ def test_a_comparison_that_cannot_be_made_says_why_and_stores_nothing(
     def compare(*args: object):  # type: ignore[no-untyped-def]
         return stepwise(database_url, "rounds", "compare", "--project", *args)
 
+    # Refused before anything is queued.
     refused(compare("cmp", old, old), "compare two different model versions")
     refused(compare("cmp", old, 9999), "no model version 9999 in this project")
     refused(compare("cmp", old, other), f"no model version {other} in this project")
     refused(compare("cmp", old, "newest"), "'newest' is not a model version")
-    refused(compare("cmp", broken, old), "version A's checkpoint at", "cannot be loaded")
-    refused(compare("bare", other, "served"), "the project has no held-out labels yet")
     refused(compare("nope", old, served), "nope")
     make_project(session_factory, "unserved")
     refused(compare("unserved", old, "served"), "serves no model yet")
-    assert comparisons(session_factory) == 0
+    assert statuses(session_factory) == []
+    # Measured and failed: kept with the reason, for the page.
+    refused(compare("cmp", broken, old), "failed: version A's checkpoint at", "cannot be loaded")
+    refused(compare("bare", other, "served"), "failed: the project has no held-out labels yet")
+    assert [status for status, _ in statuses(session_factory)] == ["failed", "failed"]
+
+
+def statuses(factory) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return [(c.status.value, c.message) for c in session.scalars(select(ModelComparison).order_by(ModelComparison.id))]
+
+
+def test_researchers_queue_a_comparison_that_a_worker_measures(client, session_factory, checkpoints) -> None:  # type: ignore[no-untyped-def]
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    for name, role in [("rita", "researcher"), ("max", "manager"), ("ann", "labeler")]:
+        make_user(session_factory, name, role)
+    url = f"/api/v1/projects/{project.id}/model-comparisons"
+    rita = api_headers(client, "rita")
+    for who in ("max", "ann"):
+        assert client.post(url, headers=api_headers(client, who),
+                           json={"version_a_id": old, "version_b_id": served}).status_code == 403
+    for bad, code in [({"version_a_id": old}, 422), ({"version_a_id": old, "version_b_id": old}, 422),
+                      ({"version_a_id": old, "version_b_id": 9999}, 404),
+                      ({"version_a_id": old, "version_b_id": "x"}, 422),
+                      ({"version_a_id": old, "version_b_id": served, "extra": 1}, 422)]:
+        assert client.post(url, headers=rita, json=bad).status_code == code, bad
+    assert statuses(session_factory) == []
+
+    queued = client.post(url, headers=rita, json={"version_a_id": old, "version_b_id": served})
+    assert queued.status_code == 202 and queued.json()["status"] == "queued" and queued.json()["results"] == {}
+    again = client.post(url, headers=rita, json={"version_a_id": old, "version_b_id": served})
+    assert again.json()["id"] == queued.json()["id"]
+
+    LocalWorker(session_factory).run_once()
+    done = client.get(f"/api/v1/model-comparisons/{queued.json()['id']}", headers=api_headers(client, "max")).json()
+    assert done["status"] == "done" and done["heldout_labels"] > 0 and done["finished_at"] is not None
+    assert done["results"]["difference"]["step_auroc"] == pytest.approx(
+        done["results"]["a"]["step_auroc"] - done["results"]["b"]["step_auroc"])
+    assert client.get("/api/v1/model-comparisons/9999", headers=rita).status_code == 404
+    assert client.get(f"/api/v1/model-comparisons/{done['id']}", headers=api_headers(client, "ann")).status_code == 403
+
+
+def test_the_research_page_queues_a_comparison_and_shows_it(client, session_factory, checkpoints) -> None:  # type: ignore[no-untyped-def]
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    make_user(session_factory, "rita", "researcher")
+    make_user(session_factory, "max", "manager")
+    csrf = browser_login(client, "rita")
+    page_url = f"/research/projects/{project.id}"
+    form = client.get(page_url).text.split('class="form-row compare-form"', 1)[1].split("</form>", 1)[0]
+    assert f'<option value="{old}" selected>' in form and "served" in form
+
+    same = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": old, "version_b": old})
+    assert same.status_code == 422 and "Not compared: compare two different model versions." in same.text
+    blank = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": "", "version_b": "x"})
+    assert blank.status_code == 422 and "Choose two model versions to compare." in blank.text
+    assert statuses(session_factory) == []
+
+    queued = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": old, "version_b": served},
+                         follow_redirects=False)
+    assert queued.status_code == 303 and queued.headers["location"].endswith("?compared=1#comparisons")
+    shown = client.get(queued.headers["location"]).text
+    assert "Comparison queued" in shown and "a worker measures both versions; reload" in shown
+    LocalWorker(session_factory).run_once()
+    measured = client.get(page_url).text.split('id="comparisons"', 1)[1].split("</section>", 1)[0]
+    assert f"Version {old} (A) against version {served} (B)</strong>" in measured and "step AUROC" in measured
+
+    browser_login(client, "max")
+    read_only = client.get(page_url).text
+    assert "compare-form" not in read_only and "step AUROC" in read_only
+    assert client.post(f"{page_url}/comparisons", data={"version_a": old, "version_b": served}).status_code == 403
+
+
+def test_a_comparison_whose_worker_died_is_measured_again_then_given_up(session_factory, checkpoints) -> None:  # type: ignore[no-untyped-def]
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    with session_scope(session_factory) as session:
+        comparison_id = request_comparison(session, project.id, old, served).id
+    with session_scope(session_factory) as session:
+        session.execute(update(ModelComparison).values(status=ComparisonStatus.running, attempts=1,
+                                                       claimed_at=utcnow()))
+    with session_scope(session_factory) as session:
+        assert runnable_comparisons(session) == []
+    assert run_comparison(session_factory, comparison_id) is None
+    with session_scope(session_factory) as session:
+        session.execute(update(ModelComparison).values(claimed_at=utcnow() - STALE_CLAIM - timedelta(minutes=1)))
+    with session_scope(session_factory) as session:
+        assert runnable_comparisons(session) == [comparison_id]
+    assert run_comparison(session_factory, comparison_id) == ComparisonStatus.done
+    with session_scope(session_factory) as session:
+        comparison_id = request_comparison(session, project.id, served, old).id
+        session.flush()
+        session.execute(update(ModelComparison).where(ModelComparison.id == comparison_id).values(
+            status=ComparisonStatus.running, attempts=MAX_ATTEMPTS, claimed_at=utcnow() - STALE_CLAIM * 2))
+    assert run_comparison(session_factory, comparison_id) == ComparisonStatus.failed
+    assert statuses(session_factory)[-1] == ("failed", f"its workers died {MAX_ATTEMPTS} times while measuring")
+
+
+def test_stepwise_worker_measures_a_queued_comparison(session_factory, database_url, checkpoints, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    with session_scope(session_factory) as session:
+        request_comparison(session, project.id, old, served)
+    env = {**os.environ, "DATABASE_URL": database_url, "STEPWISE_MODELS_DIR": str(tmp_path / "models")}
+    done = subprocess.run([STEPWISE, "worker", "--once"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [status for status, _ in statuses(session_factory)] == ["done"]
