@@ -66,19 +66,25 @@ def check_base_directory(directory: str | Path) -> None:
 def check_base_name(base: str, *, directories_here: bool) -> None:
     """Raise BaseUnusable, saying why, when `base` cannot name a base to train from.
 
-    A directory that exists here must hold a model and its tokenizer. `directories_here` says
-    whether this machine's directories are the workers' (the embedded server, a worker itself):
-    if not, as with an API container beside GPU workers, a path missing here may be mounted there.
+    `directories_here` says whether this machine's directories are the workers' (the embedded
+    server, a worker itself): then a directory must exist and hold a model and its tokenizer.
+    If not, as with an API container beside GPU workers, a path is judged by its form alone: it
+    may be mounted there.
     """
     if is_preset(base):
         return
-    if os.path.isdir(base):
+    if base.startswith("~"):
+        raise BaseUnusable(f"{base}: give the directory's full path (~ is not expanded)")
+    if not directories_here:
+        # Looking here would tell a caller which of this machine's paths exist, and of nothing
+        # the workers will find.
+        if names_a_path(base):
+            return
+    elif os.path.isdir(base):
         check_base_directory(base)
         return
-    if names_a_path(base):
-        if directories_here:
-            raise BaseUnusable(f"there is no directory {base}")
-        return
+    elif names_a_path(base):
+        raise BaseUnusable(f"there is no directory {base}")
     try:
         validate_repo_id(base)
     except HFValidationError:

@@ -16,9 +16,8 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
-from app.machine_labels.service import is_human
 from app.models import INT32_MAX, AnswerGrade, FinishReason, Label, LabelSource, Problem, Solution, User
-from app.quality.agreement import compared_labels, labels_disagree, of_solutions
+from app.quality.agreement import compared_labels, labels_disagree, of_labels, of_solutions
 
 PAGE_SIZE = 50
 # Labelers offered as the labeler filter's suggestions; an imported PRM800K file may name
@@ -68,14 +67,19 @@ class LabelRow:
 
 @dataclass(frozen=True)
 class Overlap:
-    """The solutions that two labelers or more rated, split by whether they agree (see `overlap`)."""
+    """The solutions that two labelers or more rated, by whether they agree (see `overlap`), and
+    the labels compared on each side."""
 
     agreed: frozenset[int]
     disagreed: frozenset[int]
+    # Disagreements a manager settled: a label of the solution is its gold now (Use as gold).
+    settled: frozenset[int]
+    agreed_labels: frozenset[int]
+    disagreed_labels: frozenset[int]
 
     @property
     def shared(self) -> int:
-        return len(self.agreed) + len(self.disagreed)
+        return len(self.agreed) + len(self.disagreed) + len(self.settled)
 
 
 @dataclass(frozen=True)
@@ -91,13 +95,25 @@ def overlap(session: Session, project_id: int) -> Overlap:
     """Which solutions with current labels of two labelers or more have labelers who disagree:
     the labels the Agreement report compares (app.quality.agreement.compared_labels: current
     human labels about the steps, a labeler's later one where they have two), any two of which
-    disagree by app.quality.agreement.labels_disagree."""
+    disagree by app.quality.agreement.labels_disagree. A disagreement whose solution has a
+    current gold label is settled: a manager chose the right one."""
     by_solution = compared_labels(session, project_id)
-    disagreed = frozenset(
-        solution_id for solution_id, labels in by_solution.items()
-        if any(labels_disagree(a, b) for a, b in combinations(labels, 2))
-    )
-    return Overlap(agreed=frozenset(by_solution) - disagreed, disagreed=disagreed)
+    split = {
+        solution_id: any(labels_disagree(a, b) for a, b in combinations(labels, 2))
+        for solution_id, labels in by_solution.items()
+    }
+    gold = set(session.scalars(select(Label.solution_id).where(
+        Label.project_id == project_id, Label.superseded_at.is_(None), Label.is_quality_control.is_(True),
+        of_solutions(s for s, apart in split.items() if apart),
+    ))) if any(split.values()) else set()
+    disagreed = frozenset(s for s, apart in split.items() if apart and s not in gold)
+    agreed = frozenset(s for s, apart in split.items() if not apart)
+
+    def labels_of(solutions: frozenset[int]) -> frozenset[int]:
+        return frozenset(label.label_id for s in solutions for label in by_solution[s])
+
+    return Overlap(agreed=agreed, disagreed=disagreed, settled=frozenset(gold),
+                   agreed_labels=labels_of(agreed), disagreed_labels=labels_of(disagreed))
 
 
 def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[ColumnElement[bool]]:
@@ -121,7 +137,8 @@ def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[
     if filters.problem is not None:
         where.append(Solution.problem_id == filters.problem)
     if filters.agreement != "all":
-        where += [is_human(), of_solutions(found.disagreed if filters.agreement == "disagreed" else found.agreed)]
+        # The labels compared, not every label of those solutions (a give-up, a labeler's earlier one).
+        where.append(of_labels(found.disagreed_labels if filters.agreement == "disagreed" else found.agreed_labels))
     return where
 
 
@@ -163,7 +180,7 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
                 is_initial_screening=label.is_initial_screening,
                 total_time_ms=label.total_time_ms,
                 corrects=label.supersedes_id,
-                disagreed=label.source == LabelSource.human and label.solution_id in found.disagreed,
+                disagreed=label.id in found.disagreed_labels,
             )
             for label, username, grade, problem_id, statement in rows
         ],

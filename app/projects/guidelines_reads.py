@@ -13,7 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict
-from app.models import GuidelinesRead, Label, Project, User, utcnow
+from app.models import GuidelinesRead, Label, Project, ProjectMember, Role, User, utcnow
 from app.projects.guidelines import guidelines_version
 
 
@@ -66,16 +66,19 @@ def has_read_current(session: Session, project: Project, user_id: int) -> bool:
 
 
 def readers(session: Session, project: Project) -> Readers:
-    """Everyone who labeled here (people, not machines) or acknowledged a version, by name."""
+    """The project's labelers, by name: its members, those who labeled here, and those who read
+    a version. Managers and researchers who read them are not labelers to follow up."""
     version = guidelines_version(project.guidelines) if project.guidelines else None
     labeled = select(Label.user_id).where(Label.project_id == project.id, Label.user_id.is_not(None))
     acknowledged = select(GuidelinesRead.user_id).where(GuidelinesRead.project_id == project.id)
+    members = select(ProjectMember.user_id).where(ProjectMember.project_id == project.id)
     reads = {
         r.user_id: r for r in session.scalars(select(GuidelinesRead).where(GuidelinesRead.project_id == project.id))
     }
     users = session.execute(
         select(User.id, User.username)
-        .where(or_(User.id.in_(labeled), User.id.in_(acknowledged)))
+        .where(or_(User.id.in_(labeled), User.id.in_(acknowledged), User.id.in_(members)),
+               User.role == Role.labeler)
         .order_by(User.username)
     ).all()
     rows = []

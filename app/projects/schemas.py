@@ -179,5 +179,6 @@ class GuidelinesReadersRead(BaseModel):
 
     version: str | None = Field(description="the current guidelines_version; null when the project has none")
     updated_at: datetime | None
-    current: int = Field(description="how many of the readers listed have read the current version")
-    rows: list[GuidelinesReaderRead] = Field(description="everyone who labeled here or acknowledged a version")
+    current: int = Field(description="how many of the labelers listed have read the current version")
+    rows: list[GuidelinesReaderRead] = Field(
+        description="the project's labelers: its members, those who labeled here, and those who read a version")

@@ -83,7 +83,13 @@ class ComparedLabel:
     key: tuple[str, int | str]
     name: str
     first_error: int | None
+    # The rating of the step the labeler took at each step (app.labeling.review.step_ratings).
     ratings: tuple[int | None, ...]
+    label_id: int
+    # Each step's alternatives as rated (one in phase 2), and which one the labeler went on with:
+    # its index, "written" for a step of their own, None where they stopped.
+    alternatives: tuple[tuple[int | None, ...], ...]
+    path: tuple[int | str | None, ...]
 
 
 @dataclass
@@ -117,32 +123,57 @@ def compared_labels(session: Session, project_id: int) -> dict[int, list[Compare
     rows = session.execute(
         # As text, parsed by orjson: the driver's JSON parsing took over half the time (80,000
         # labels on PostgreSQL).
-        select(Label.solution_id, Label.user_id, User.username, Label.foreign_labeler, cast(Label.steps, Text))
+        select(Label.id, Label.solution_id, Label.user_id, User.username, Label.foreign_labeler,
+               cast(Label.steps, Text))
         .outerjoin(User, User.id == Label.user_id)
         .where(*about_steps, of_solutions(shared))
         .order_by(Label.id)
     )
     latest: dict[int, dict[tuple[str, int | str], ComparedLabel]] = defaultdict(dict)
-    for solution_id, user_id, username, foreign, steps_text in rows:
+    for label_id, solution_id, user_id, username, foreign, steps_text in rows:
         steps = orjson.loads(steps_text)
         key: tuple[str, int | str] = ("user", user_id) if user_id is not None else ("imported", foreign)
         name = username if user_id is not None else foreign
         ratings = tuple(rating for rating, _ in step_ratings(steps))
-        latest[solution_id][key] = ComparedLabel(key, name, first_error(steps), ratings)
+        alternatives = tuple(tuple(c.get("rating") for c in step.get("completions") or []) for step in steps)
+        latest[solution_id][key] = ComparedLabel(key, name, first_error(steps), ratings, label_id, alternatives,
+                                                 tuple(_taken(step) for step in steps))
     return {s: list(by_key.values()) for s, by_key in latest.items() if len(by_key) >= 2}
 
 
 def of_solutions(solution_ids: Iterable[int]) -> ColumnElement[bool]:
+    return _written_in(Label.solution_id, solution_ids)
+
+
+def of_labels(label_ids: Iterable[int]) -> ColumnElement[bool]:
+    return _written_in(Label.id, label_ids)
+
+
+def _written_in(column: ColumnElement[int], ids: Iterable[int]) -> ColumnElement[bool]:
     # The ids are written into the SQL, not bound one by one: a large project's would pass
     # SQLite's limit on bound parameters.
-    return Label.solution_id.in_(bindparam("solution_ids", list(solution_ids), expanding=True, literal_execute=True))
+    return column.in_(bindparam("ids", sorted(ids), expanding=True, literal_execute=True))
+
+
+def _taken(step: dict) -> int | str | None:
+    chosen = step.get("chosen_completion")
+    if chosen is not None:
+        return chosen
+    return "written" if isinstance(step.get("human_completion"), dict) else None
 
 
 def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
-    """Their first −1 differs, or a step both rated got different ratings; a step one of them
-    left unrated (past a first −1, where labeling stops) neither agrees nor disagrees."""
-    pairs = zip(a.ratings, b.ratings, strict=False)
-    return a.first_error != b.first_error or any(x is not None and y is not None and x != y for x, y in pairs)
+    """Whether two labels of one solution disagree: an alternative of a step they both reached got
+    different ratings (in phase 2 a step has one), or their first −1 differs. Where they went on
+    differently (another alternative, or a step of their own), the steps after are not the same
+    steps, and comparing stops there. A rating one of them did not give neither agrees nor
+    disagrees."""
+    for rated_a, rated_b, took_a, took_b in zip(a.alternatives, b.alternatives, a.path, b.path, strict=False):
+        if any(x is not None and y is not None and x != y for x, y in zip(rated_a, rated_b, strict=False)):
+            return True
+        if took_a != took_b:
+            return False
+    return a.first_error != b.first_error
 
 
 def ordinal_alpha(units: Iterable[Iterable[int]]) -> Alpha:

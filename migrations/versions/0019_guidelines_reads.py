@@ -33,6 +33,9 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_guidelines_reads_user_id'), ['user_id'], unique=False)
     with op.batch_alter_table('projects', schema=None) as batch_op:
         batch_op.add_column(sa.Column('guidelines_updated_at', app.models.base.UTCDateTime(), nullable=True))
+    # Guidelines written before this revision date from the project's creation, the earliest
+    # they can have been written: an acknowledgement is judged by version, not by this date.
+    op.execute("UPDATE projects SET guidelines_updated_at = created_at WHERE guidelines <> ''")
 
 
 def downgrade() -> None:

@@ -24,10 +24,13 @@ def test_a_directory_needs_a_model_and_its_tokenizer(tmp_path) -> None:  # type:
     check_base_name(str(model_dir(tmp_path, "config.json", "tokenizer.json")), directories_here=True)
     (tmp_path / "backbone" / "tokenizer.json").unlink()
     with pytest.raises(BaseUnusable, match="has no tokenizer files"):
-        check_base_name(str(tmp_path / "backbone"), directories_here=False)
+        check_base_name(str(tmp_path / "backbone"), directories_here=True)
     (tmp_path / "backbone" / "config.json").unlink()
     with pytest.raises(BaseUnusable, match="has no config.json: it is not a model saved with save_pretrained"):
-        check_base_name(str(tmp_path / "backbone"), directories_here=False)
+        check_base_name(str(tmp_path / "backbone"), directories_here=True)
+    # Where the workers' directories are elsewhere, this machine's are not looked at: an answer
+    # would only tell a caller which of its paths exist.
+    check_base_name(str(tmp_path / "backbone"), directories_here=False)
 
 
 def test_a_missing_directory_is_refused_only_where_the_workers_directories_are(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -38,6 +41,9 @@ def test_a_missing_directory_is_refused_only_where_the_workers_directories_are(t
     check_base_name(missing, directories_here=False)
     with pytest.raises(BaseUnusable, match="there is no directory ./checkpoints"):
         check_base_name("./checkpoints", directories_here=True)
+    for here in (True, False):
+        with pytest.raises(BaseUnusable, match="give the directory's full path"):
+            check_base_name("~/models/qwen", directories_here=here)
 
 
 @pytest.mark.parametrize("base", ["my model", "org/name!", "a--b", "-x", "Qwen/Qwen 2"])

@@ -14,6 +14,7 @@ from app.db import session_scope
 from app.labeling.schemas import StepRating
 from app.labeling.service import prm800k_step
 from app.models import FinishReason, Label, LabelSource, Problem, utcnow
+from app.quality.gold import set_gold
 from tests.conftest import browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes
 from tests.reports.builders import add_problem, label_next
@@ -186,7 +187,8 @@ def test_labelers_who_disagree_on_the_first_error_are_listed_side_by_side_and_ma
     with session_scope(session_factory) as session:
         listing = service.list_labels(session, project.id, LabelFilters(agreement="disagreed"))
     assert all(row.disagreed for row in listing.rows)
-    assert listing.overlap == service.Overlap(agreed=frozenset(), disagreed=frozenset(solutions))
+    assert (listing.overlap.agreed, listing.overlap.disagreed) == (frozenset(), frozenset(solutions))
+    assert listing.overlap.disagreed_labels == frozenset(made)
 
     make_user(session_factory, "max", "manager")
     browser_login(client, "max")
@@ -223,7 +225,8 @@ def test_a_machine_label_that_disagrees_with_a_labeler_is_no_disagreement(sessio
     _label(session_factory, project.id, one_human, ann, [1, 1, 1])
     _label(session_factory, project.id, one_human, None, [-1], source=LabelSource.prm)
     with session_scope(session_factory) as session:
-        assert service.overlap(session, project.id) == service.Overlap(agreed=frozenset(), disagreed=frozenset())
+        found = service.overlap(session, project.id)
+        assert (found.agreed, found.disagreed, found.settled) == (frozenset(), frozenset(), frozenset())
     humans = [_label(session_factory, project.id, two_humans, ann, [1, 1, 1]),
               _label(session_factory, project.id, two_humans, bob, [1, 1, 1])]
     _label(session_factory, project.id, two_humans, None, [1, -1], source=LabelSource.rollout)
@@ -262,3 +265,61 @@ def test_the_count_of_solutions_whose_labelers_disagree_links_to_them(client, se
     assert page.status_code == 200
     assert f"{link}<strong>2 solutions where labelers disagree</strong></a>" in page.text
     assert "of 3 that two labelers or more rated" in page.text
+
+
+def _phase1_label(factory, project_id: int, solution_id: int, user_id: int, steps: list[dict]) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        label = Label(project_id=project_id, solution_id=solution_id, user_id=user_id, steps=steps,
+                      finish_reason=FinishReason.solution)
+        session.add(label)
+        session.flush()
+        return label.id
+
+
+def _step(ratings: list[int | None], chosen: int | None, written: int | None = None) -> dict:
+    """A phase-1 step: its alternatives as rated, the one taken, or a step the labeler wrote."""
+    return {"completions": [{"text": f"alternative {i}", "rating": r, "flagged": False} for i, r in enumerate(ratings)],
+            "chosen_completion": chosen,
+            "human_completion": None if written is None else {"text": "my step", "rating": written, "flagged": False}}
+
+
+def test_phase1_labelers_are_compared_on_the_alternatives_they_both_rated(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (same_rating_other_choice, wrote_or_stopped, rated_apart, _), ann, bob = overlapping
+    # Alike ratings, different alternatives taken: after that step they label different steps.
+    _phase1_label(session_factory, project.id, same_rating_other_choice, ann, [_step([1, 0], 0), _step([1], 0)])
+    _phase1_label(session_factory, project.id, same_rating_other_choice, bob, [_step([1, 0], 1), _step([-1], None)])
+    # Both find the model's step wrong; one writes a step of their own, the other stops.
+    _phase1_label(session_factory, project.id, wrote_or_stopped, ann, [_step([1], 0), _step([-1], None, written=1)])
+    _phase1_label(session_factory, project.id, wrote_or_stopped, bob, [_step([1], 0), _step([-1], None)])
+    # An alternative rated +1 by one and −1 by the other, though each went on with a +1 one.
+    _phase1_label(session_factory, project.id, rated_apart, ann, [_step([1, 1], 0)])
+    _phase1_label(session_factory, project.id, rated_apart, bob, [_step([-1, 1], 1)])
+    with session_scope(session_factory) as session:
+        found = service.overlap(session, project.id)
+    assert found.agreed == {same_rating_other_choice, wrote_or_stopped}
+    assert found.disagreed == {rated_apart}
+
+
+def test_a_gold_label_settles_a_disagreement_and_other_labels_are_not_compared(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (solution, *_), ann, bob = overlapping
+    cid = make_user(session_factory, "cid", "labeler").id
+    first = _label(session_factory, project.id, solution, ann, [1, 1, 1])
+    second = _label(session_factory, project.id, solution, bob, [1, -1])
+    gave_up = _label(session_factory, project.id, solution, cid, [])
+    with session_scope(session_factory) as session:
+        session.get(Label, gave_up).finish_reason = FinishReason.give_up
+    assert _listed(session_factory, project.id, agreement="disagreed") == [first, second]
+    with session_scope(session_factory) as session:
+        rows = service.list_labels(session, project.id, LabelFilters()).rows
+    assert {row.label_id for row in rows if row.disagreed} == {first, second}
+
+    with session_scope(session_factory) as session:
+        set_gold(session, project.id, second, gold=True)
+    assert _listed(session_factory, project.id, agreement="disagreed") == []
+    with session_scope(session_factory) as session:
+        found = service.overlap(session, project.id)
+    assert (found.disagreed, found.settled) == (frozenset(), {solution})
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = html.unescape(client.get(f"/manage/projects/{project.id}/labels").text)
+    assert "No disagreement left to settle among the 1 solution" in page and "1 disagreement settled with a gold label" in page

@@ -117,3 +117,21 @@ def test_documents_keep_their_content_both_ways(fresh_url: str) -> None:
         assert stored() == (steps, origin)
     finally:
         engine.dispose()
+
+
+def test_guidelines_written_before_their_dates_were_kept_date_from_the_project(fresh_url: str) -> None:
+    upgrade(fresh_url, "0018")
+    engine = create_engine(normalize_database_url(fresh_url))
+    try:
+        with engine.begin() as connection:
+            for project_id, guidelines in ((1, "Rate each step."), (2, "")):
+                connection.execute(text(
+                    "INSERT INTO projects (id, name, description, guidelines, labeling_mode, overlap, lease_minutes, is_demo, created_at)"
+                    " VALUES (:id, :name, '', :guidelines, 'first_error', 1, 30, false, '2026-01-02 03:04:05')"),
+                    {"id": project_id, "name": f"p{project_id}", "guidelines": guidelines})
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            dated = dict(connection.execute(text("SELECT id, guidelines_updated_at FROM projects")).all())
+    finally:
+        engine.dispose()
+    assert str(dated[1]).startswith("2026-01-02 03:04:05") and dated[2] is None

@@ -240,16 +240,21 @@ def test_managers_see_who_read_the_guidelines_as_they_stand(client, session_fact
     with session_scope(session_factory) as session:
         pia = session.scalar(select(User.id).where(User.username == "pia"))
     label_next(session_factory, project.id, pia, FinishReason.solution)
+    # A manager who read them is no labeler to follow up; a member who has not labeled yet is.
+    client.post(f"/api/v1/projects/{project.id}/guidelines/read", headers=manager, json={"version": new})
+    make_user(session_factory, "quin", "labeler")
+    assert client.post(f"/api/v1/projects/{project.id}/members", headers=manager,
+                       json={"username": "quin"}).status_code == 201
     after = client.get(readers_url, headers=api_headers(client, "max")).json()
     assert after["current"] == 1
     assert [(r["username"], r["read"]) for r in after["rows"]] == [("lena", "older"), ("omar", "current"),
-                                                                    ("pia", "none")]
+                                                                    ("pia", "none"), ("quin", "none")]
 
     browser_login(client, "max")
     page = client.get(f"/manage/projects/{project.id}").text
     section = page.split('id="guidelines-readers"', 1)[1].split("</section>", 1)[0]
-    assert "<strong>1 of 3</strong> people have read the guidelines as they stand" in section
-    assert section.count("read before the last edit") == 1 and section.count(">not read<") == 1
+    assert "<strong>1 of 4</strong> labelers have read the guidelines as they stand" in section
+    assert section.count("read before the last edit") == 1 and section.count(">not read<") == 2
 
 
 def test_the_guidelines_page_marks_them_read(client, session_factory) -> None:  # type: ignore[no-untyped-def]
