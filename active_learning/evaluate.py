@@ -11,9 +11,11 @@ nothing of that metric, as labels without both classes say nothing of AUROC; a 0
 model that failed.
 
 Held-out sets in a labeling project are small, so the platform asks for bootstrap intervals:
-solutions (or best-of-N problems) are resampled with replacement and the metric recomputed, and
-the 2.5th and 97.5th percentiles bound it. Steps of one solution are not independent, so the
-solution, not the step, is the unit that is resampled.
+problems are resampled with replacement, each with all its labeled solutions, and the metric
+recomputed; the 2.5th and 97.5th percentiles bound it. Steps of one solution are not
+independent, nor are solutions of one problem (alike in difficulty, often in their mistakes), so
+the problem is the unit that is resampled: resampling solutions made the intervals of a project
+labeling several solutions a problem too narrow.
 """
 
 from collections import Counter, defaultdict
@@ -86,6 +88,15 @@ def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], dict[str, float
                 values[key].append(resample[key])
     return {key: [float(v) for v in np.percentile(found, [2.5, 97.5])] if len(found) >= samples / 2 else None
             for key, found in values.items()}
+
+
+def by_problem(examples: list[Example], statistic: Callable[[np.ndarray], dict[str, float | None]]
+               ) -> tuple[int, Callable[[np.ndarray], dict[str, float | None]]]:
+    """(number of problems, `statistic` over examples given each problem's count): for
+    bootstrap_ci to resample problems, each with all its examples."""
+    index: dict[str, int] = {}
+    owner = np.array([index.setdefault(e.problem_id, len(index)) for e in examples], dtype=np.int64)
+    return len(index), lambda counts: statistic(counts[owner])
 
 
 def _majority_answer(answers: list[str]) -> str:
@@ -224,7 +235,7 @@ def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: f
     units = _units(model, tokenizer, examples, threshold, neutral_as_correct, **score_options)
     metrics = _solution_metrics(units, threshold, neutral_as_correct) | {"n_labels": len(units)}
     if bootstrap:
-        metrics["ci95"] = bootstrap_ci(len(units), WeightedMetrics(units, threshold, neutral_as_correct),
+        metrics["ci95"] = bootstrap_ci(*by_problem(examples, WeightedMetrics(units, threshold, neutral_as_correct)),
                                        bootstrap)
     return metrics
 
@@ -241,7 +252,7 @@ def compare_examples(a: tuple, b: tuple, examples: list[Example], *, threshold: 
                      neutral_as_correct: bool = True, bootstrap: int = 0, **score_options) -> dict:
     """Two (model, tokenizer) pairs on the same labeled examples: each one's metrics, and each
     metric's difference a − b with its 95% interval over paired resamples. A resample draws the
-    same solutions for both models, so the interval measures how they differ on the same labels:
+    same problems for both models, so the interval measures how they differ on the same labels:
     two models' own intervals overlap far more often than their difference is in doubt."""
     units_a = _units(*a, examples, threshold, neutral_as_correct, **score_options)
     units_b = _units(*b, examples, threshold, neutral_as_correct, **score_options)
@@ -257,7 +268,7 @@ def compare_examples(a: tuple, b: tuple, examples: list[Example], *, threshold: 
             one, other = weighed_a(counts), weighed_b(counts)
             return {key: _minus(one[key], other[key]) for key in COMPARED}
 
-        result["difference_ci95"] = bootstrap_ci(len(examples), difference, bootstrap)
+        result["difference_ci95"] = bootstrap_ci(*by_problem(examples, difference), bootstrap)
     return result
 
 

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from transformers import PretrainedConfig
 
 from active_learning.cli import prm
-from active_learning.data import Solution, load_processbench
-from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, compare_best_of_n,
-                                     evaluate, first_error_f1, step_metrics)
+from active_learning.data import Example, Solution, load_processbench
+from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, by_problem,
+                                     compare_best_of_n, evaluate, first_error_f1, step_metrics)
 from active_learning.score import SolutionScore, correct_probability
 from active_learning.tokenizer import build_byte_tokenizer
 
@@ -83,6 +83,19 @@ def test_best_of_n_of_two_models_is_compared_problem_by_problem():
     assert compared["difference_ci95"] == [0.0, 1.0]
     assert compare_best_of_n(solutions, right, right, bootstrap=200)["difference_ci95"] == [0.0, 0.0]
     assert compare_best_of_n(solutions[:1], right[:1], wrong[:1]) is None
+
+
+def test_intervals_resample_problems_each_with_all_its_solutions():
+    # Twenty solutions of a problem the model gets right, twenty of one it gets wrong: forty
+    # solutions, but two draws of evidence.
+    examples = [Example(pid, pid, ["s"], [1]) for pid in ["p"] * 20 + ["q"] * 20]
+    right = np.array([1.0] * 20 + [0.0] * 20)
+    share = lambda counts: {"share": float(counts @ right / counts.sum())}  # noqa: E731
+    n_problems, by_problems = by_problem(examples, share)
+    assert n_problems == 2 and by_problems(np.array([2, 0])) == {"share": 1.0}
+    assert bootstrap_ci(n_problems, by_problems, samples=500)["share"] == [0.0, 1.0]
+    narrow = bootstrap_ci(len(examples), share, samples=500)["share"]
+    assert narrow[1] - narrow[0] < 0.4
 
 
 def _share_of(values):
