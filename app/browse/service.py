@@ -20,6 +20,8 @@ from app.models import INT32_MAX, AnswerGrade, FinishReason, Label, LabelSource,
 from app.quality.agreement import compared_labels, labels_disagree, of_labels, of_solutions
 
 PAGE_SIZE = 50
+# With the agreement filter, a page lists this many solutions with all their labels compared.
+SOLUTIONS_PER_PAGE = 20
 # Labelers offered as the labeler filter's suggestions; an imported PRM800K file may name
 # thousands, and the filter takes any name typed.
 LABELER_SUGGESTIONS = 500
@@ -152,17 +154,25 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
         .where(*where)
     )
     total = session.scalar(select(func.count()).select_from(joined.subquery())) or 0
-    pages = max(1, -(-total // PAGE_SIZE))
-    rows = session.execute(
+    listed = (
         select(Label, User.username, Solution.answer_grade, Solution.problem_id, Problem.statement)
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
         .outerjoin(User, User.id == Label.user_id)
-        .where(*where)
         .order_by(*_order(filters))
-        .offset((filters.page - 1) * PAGE_SIZE)
-        .limit(PAGE_SIZE)
-    ).all()
+    )
+    if filters.agreement == "all":
+        pages = max(1, -(-total // PAGE_SIZE))
+        listed = listed.where(*where).offset((filters.page - 1) * PAGE_SIZE).limit(PAGE_SIZE)
+    else:
+        # A page of solutions, each with all its labels: a page of labels could part them.
+        solutions = joined.with_only_columns(Label.solution_id).distinct()
+        count = session.scalar(select(func.count()).select_from(solutions.subquery())) or 0
+        pages = max(1, -(-count // SOLUTIONS_PER_PAGE))
+        shown = session.scalars(solutions.order_by(Label.solution_id)
+                                .offset((filters.page - 1) * SOLUTIONS_PER_PAGE).limit(SOLUTIONS_PER_PAGE))
+        listed = listed.where(*where, of_solutions(shown))
+    rows = session.execute(listed).all()
     return LabelPage(
         rows=[
             LabelRow(

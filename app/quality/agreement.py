@@ -152,7 +152,8 @@ def of_labels(label_ids: Iterable[int]) -> ColumnElement[bool]:
 def _written_in(column: ColumnElement[int], ids: Iterable[int]) -> ColumnElement[bool]:
     # The ids are written into the SQL, not bound one by one: a large project's would pass
     # SQLite's limit on bound parameters.
-    return column.in_(bindparam("ids", sorted(ids), expanding=True, literal_execute=True))
+    # unique: a statement may hold two such lists (labels and solutions), each its own parameter.
+    return column.in_(bindparam("ids", sorted(ids), expanding=True, literal_execute=True, unique=True))
 
 
 def _taken(step: dict) -> int | str | None:

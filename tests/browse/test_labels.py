@@ -323,3 +323,19 @@ def test_a_gold_label_settles_a_disagreement_and_other_labels_are_not_compared(c
     browser_login(client, "max")
     page = html.unescape(client.get(f"/manage/projects/{project.id}/labels").text)
     assert "No disagreement left to settle among the 1 solution" in page and "1 disagreement settled with a gold label" in page
+
+
+def test_the_agreement_views_page_by_solution_so_that_labels_stay_together(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=3)
+    _, solutions = add_problem(session_factory, project, "What is $1+1$?", n_solutions=service.SOLUTIONS_PER_PAGE + 1)
+    people = [make_user(session_factory, name, "labeler").id for name in ("ann", "bob", "cid")]
+    # Three labels a solution: pages of 50 labels would cut the 17th solution's.
+    for solution in solutions:
+        for person, ratings in zip(people, ([1, 1, 1], [1, -1], [1, 1, 1]), strict=True):
+            _label(session_factory, project.id, solution, person, ratings)
+    with session_scope(session_factory) as session:
+        first = service.list_labels(session, project.id, LabelFilters(agreement="disagreed"))
+        second = service.list_labels(session, project.id, LabelFilters(agreement="disagreed", page=2))
+    assert (first.pages, first.total) == (2, 3 * len(solutions))
+    assert [row.solution_id for row in first.rows] == [s for s in sorted(solutions)[:-1] for _ in range(3)]
+    assert [row.solution_id for row in second.rows] == [max(solutions)] * 3
