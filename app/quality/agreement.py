@@ -6,9 +6,12 @@ an imported one its file's labeler id (`foreign_labeler`), and an imported label
 left out, since nothing tells whether two of them came from one person. A labeler with two
 current labels of one solution (an import can hold both) counts with the later one.
 
-- Step α: Krippendorff's ordinal α over units (solution, step index), values −1 < 0 < +1. A step
-  a labeler did not rate (those after the first −1 when labeling stops there) is missing, not a
-  value: it neither agrees nor disagrees.
+- Step α: Krippendorff's ordinal α over units (solution, step index, alternative), values
+  −1 < 0 < +1; a phase-2 step has one alternative, a phase-1 step several. A step a labeler did
+  not rate (those after the first −1 when labeling stops there) is missing, not a value: it
+  neither agrees nor disagrees. In phase 1, labelers who went on differently (another
+  alternative, a step of their own) rate different steps after that point: a unit is a step
+  reached the same way.
 - First-error agreement: of the pairs of labels on one solution, the share that put the first −1
   at the same step, or both found none.
 - Confusion: every pair of ratings of one step by two labelers, counted both ways round, so the
@@ -32,7 +35,6 @@ import orjson
 from sqlalchemy import ColumnElement, Text, bindparam, cast, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.labeling.review import step_ratings
 from app.machine_labels.service import is_human
 from app.models import Label, Project, User
 from app.quality.service import NOT_ABOUT_STEPS, first_error
@@ -83,8 +85,6 @@ class ComparedLabel:
     key: tuple[str, int | str]
     name: str
     first_error: int | None
-    # The rating of the step the labeler took at each step (app.labeling.review.step_ratings).
-    ratings: tuple[int | None, ...]
     label_id: int
     # Each step's alternatives as rated (one in phase 2), and which one the labeler went on with:
     # its index, "written" for a step of their own, None where they stopped.
@@ -134,9 +134,8 @@ def compared_labels(session: Session, project_id: int) -> dict[int, list[Compare
         steps = orjson.loads(steps_text)
         key: tuple[str, int | str] = ("user", user_id) if user_id is not None else ("imported", foreign)
         name = username if user_id is not None else foreign
-        ratings = tuple(rating for rating, _ in step_ratings(steps))
         alternatives = tuple(tuple(c.get("rating") for c in step.get("completions") or []) for step in steps)
-        latest[solution_id][key] = ComparedLabel(key, name, first_error(steps), ratings, label_id, alternatives,
+        latest[solution_id][key] = ComparedLabel(key, name, first_error(steps), label_id, alternatives,
                                                  tuple(_taken(step) for step in steps))
     return {s: list(by_key.values()) for s, by_key in latest.items() if len(by_key) >= 2}
 
@@ -157,10 +156,14 @@ def _written_in(column: ColumnElement[int], ids: Iterable[int]) -> ColumnElement
 
 
 def _taken(step: dict) -> int | str | None:
-    chosen = step.get("chosen_completion")
-    if chosen is not None:
-        return chosen
-    return "written" if isinstance(step.get("human_completion"), dict) else None
+    """How the labeler went on from a step: a step of their own ("written"), the alternative
+    they chose, or None where they stopped. A step of one completion is the solution's own, and
+    every labeler goes on with it (a full-mode label rates on past a −1)."""
+    if step.get("chosen_completion") is None and isinstance(step.get("human_completion"), dict):
+        return "written"
+    if len(step.get("completions") or []) <= 1:
+        return 0
+    return step.get("chosen_completion")
 
 
 def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
@@ -208,16 +211,19 @@ def agreeing_solutions(session: Session, project_id: int, threshold: float) -> s
 
 def project_agreement(session: Session, project: Project) -> ProjectAgreement:
     by_solution = compared_labels(session, project.id)
-    units: dict[tuple[int, int], list[tuple[tuple[str, int | str], int]]] = defaultdict(list)
+    # A unit is an alternative of a step, reached the same way: labelers who went on differently
+    # (phase 1) rate different steps after that.
+    units: dict[tuple, list[tuple[tuple[str, int | str], int]]] = defaultdict(list)
     tallies: dict[tuple[str, int | str], _Tally] = defaultdict(_Tally)
     fe_pairs = fe_agreed = 0
     for solution_id, labels in by_solution.items():
         for label in labels:
             tallies[label.key].name = label.name
             tallies[label.key].labels += 1
-            for index, rating in enumerate(label.ratings):
-                if rating in RATINGS:
-                    units[(solution_id, index)].append((label.key, rating))
+            for index, rated in enumerate(label.alternatives):
+                for alternative, rating in enumerate(rated):
+                    if rating in RATINGS:
+                        units[(solution_id, label.path[:index], index, alternative)].append((label.key, rating))
         for a, b in combinations(labels, 2):
             agreed = a.first_error == b.first_error
             fe_pairs += 1

@@ -13,7 +13,8 @@ from app.browse.service import PAGE_SIZE, LabelFilters
 from app.db import session_scope
 from app.labeling.schemas import StepRating
 from app.labeling.service import prm800k_step
-from app.models import FinishReason, Label, LabelSource, Problem, utcnow
+from app.models import FinishReason, Label, LabelSource, Problem, Project, utcnow
+from app.quality.agreement import project_agreement
 from app.quality.gold import set_gold
 from tests.conftest import browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes
@@ -339,3 +340,15 @@ def test_the_agreement_views_page_by_solution_so_that_labels_stay_together(sessi
     assert (first.pages, first.total) == (2, 3 * len(solutions))
     assert [row.solution_id for row in first.rows] == [s for s in sorted(solutions)[:-1] for _ in range(3)]
     assert [row.solution_id for row in second.rows] == [max(solutions)] * 3
+
+
+def test_phase1_agreement_compares_the_alternatives_of_steps_reached_the_same_way(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (solution, *_), ann, bob = overlapping
+    # Alike on both alternatives of the first step; then each rates the next step of another path.
+    _phase1_label(session_factory, project.id, solution, ann, [_step([1, 0], 0), _step([1], 0)])
+    _phase1_label(session_factory, project.id, solution, bob, [_step([1, 0], 1), _step([-1], None)])
+    with session_scope(session_factory) as session:
+        report = project_agreement(session, session.get(Project, project.id))
+    assert (report.rating_pairs, report.units) == (2, 2)
+    assert report.labelers[0].rating_agreement == 1.0
+    assert report.confusion == [[0, 0, 0], [0, 2, 0], [0, 0, 2]]
