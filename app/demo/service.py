@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.demo.solutions import demo_solutions
 from app.errors import NotFound
 from app.imports.service import import_file
-from app.models import Problem, Project, Role, Solution, User
+from app.models import Problem, Project, Role, Solution, User, utcnow
 from app.projects.schemas import ProjectCreate
 from app.projects.service import create_project
 from app.users.schemas import UserCreate, UserUpdate
@@ -83,6 +83,7 @@ def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport
     if not project.guidelines:
         # A demo made before projects had guidelines gets them too; a manager's own are kept.
         project.guidelines = GUIDELINES.read_text(encoding="utf-8")
+        project.guidelines_updated_at = utcnow()
     source = problems_file or default_problems_file()
     if not source.is_file():
         raise NotFound(

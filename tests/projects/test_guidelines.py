@@ -143,6 +143,8 @@ def test_the_demo_project_comes_with_guidelines_and_keeps_a_managers_own(session
         load_demo(session, problems)
     assert "## The three ratings" in stored_guidelines(session_factory, DEMO_PROJECT)
     with session_scope(session_factory) as session:
+        assert session.scalars(select(Project).where(Project.name == DEMO_PROJECT)).one().guidelines_updated_at
+    with session_scope(session_factory) as session:
         session.scalars(select(Project).where(Project.name == DEMO_PROJECT)).one().guidelines = "Ours."
     with session_scope(session_factory) as session:
         load_demo(session, problems)
