@@ -75,16 +75,15 @@ def check_base_name(base: str, *, directories_here: bool) -> None:
         return
     if base.startswith("~"):
         raise BaseUnusable(f"{base}: give the directory's full path (~ is not expanded)")
-    if not directories_here:
-        # Looking here would tell a caller which of this machine's paths exist, and of nothing
-        # the workers will find.
-        if names_a_path(base):
-            return
-    elif os.path.isdir(base):
+    if directories_here and os.path.isdir(base):
         check_base_directory(base)
         return
-    elif names_a_path(base):
-        raise BaseUnusable(f"there is no directory {base}")
+    if names_a_path(base):
+        if directories_here:
+            raise BaseUnusable(f"there is no directory {base}")
+        # Looking here would tell a caller which of this machine's paths exist, and nothing of
+        # what the workers will find.
+        return
     try:
         validate_repo_id(base)
     except HFValidationError:

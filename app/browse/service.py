@@ -38,7 +38,7 @@ class LabelFilters(BaseModel):
     problem: int | None = Field(default=None, ge=1, le=INT32_MAX)
     agreement: Literal["all", "disagreed", "agreed"] = Field(
         default="all",
-        description="the human labels of solutions whose labelers disagree, or agree (see `overlap`)",
+        description="the labels compared on solutions whose labelers disagree, or agree (see `overlap`)",
     )
     page: int = Field(default=1, ge=1, le=100_000)
 
@@ -59,7 +59,7 @@ class LabelRow:
     is_initial_screening: bool
     total_time_ms: int | None
     corrects: int | None
-    # A human label of a solution whose labelers disagree (see `overlap`).
+    # One of the labels compared on a solution whose labelers disagree (see `overlap`).
     disagreed: bool
 
     @property

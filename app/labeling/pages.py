@@ -10,14 +10,14 @@ from markupsafe import Markup
 from pydantic import BaseModel, Field
 
 from app.deps import PageUser, SessionDep
+from app.errors import Conflict
 from app.forms import PageId
 from app.labeling import review, service
 from app.labeling.queue import WAITING_COUNT_LIMIT, waiting_count
-from app.errors import Conflict
-from app.models import GuidelinesRead, Project, User
+from app.models import Project, User
 from app.projects.access import get_visible_project
 from app.projects.guidelines import guidelines_version, render_guidelines
-from app.projects.guidelines_reads import has_read_current, record_read
+from app.projects.guidelines_reads import current_read, record_read
 from app.projects.service import get_project, list_projects
 from app.templating import render
 
@@ -109,7 +109,7 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
         # The page opens guidelines this labeler has not read in this version by itself.
         "guidelines": {
             "version": guidelines_version(project.guidelines),
-            "read": has_read_current(session, project, user.id),
+            "read": current_read(session, project, user.id) is not None,
         } if project.guidelines else None,
     }
     return render(
@@ -145,12 +145,12 @@ def _guidelines_page(
     request: Request, session: SessionDep, user: User, project: Project, *, error: str | None = None,
     status_code: int = 200,
 ) -> Response:
-    read = session.get(GuidelinesRead, (project.id, user.id))
-    version = guidelines_version(project.guidelines) if project.guidelines else None
+    read = current_read(session, project, user.id)
     return render(
         request, "labeling/guidelines.html",
-        {"project": project, **_guidelines_of(project), "version": version, "error": error,
-         "read_at": read.read_at if read is not None and read.version == version else None},
+        {"project": project, **_guidelines_of(project), "error": error,
+         "version": guidelines_version(project.guidelines) if project.guidelines else None,
+         "read_at": read.read_at if read is not None else None},
         status_code=status_code,
     )
 

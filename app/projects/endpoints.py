@@ -76,8 +76,8 @@ def read_guidelines(
     "/{project_id}/guidelines/readers", response_model=GuidelinesReadersRead, responses=error_responses(404)
 )
 def guidelines_readers(project_id: RowId, _: DataApiUser, session: SessionDep) -> GuidelinesReadersRead:
-    """Who has read the guidelines as they stand, an older version, or none: everyone who labeled
-    in the project or acknowledged a version."""
+    """Who of the project's labelers (its members, those who labeled here or read a version) has
+    read the guidelines as they stand, an older version, or none."""
     return GuidelinesReadersRead.model_validate(
         guidelines_reads.readers(session, service.get_project(session, project_id)))
 

@@ -57,12 +57,13 @@ def record_read(session: Session, project: Project, user_id: int, version: str) 
     return read
 
 
-def has_read_current(session: Session, project: Project, user_id: int) -> bool:
-    if not project.guidelines:
-        return True
-    read = session.scalar(select(GuidelinesRead.version).where(
-        GuidelinesRead.project_id == project.id, GuidelinesRead.user_id == user_id))
-    return read == guidelines_version(project.guidelines)
+def current_read(session: Session, project: Project, user_id: int) -> GuidelinesRead | None:
+    """The person's acknowledgement of the guidelines as they stand; None if they have read
+    none, or only a text since edited."""
+    read = session.get(GuidelinesRead, (project.id, user_id))
+    if read is None or not project.guidelines or read.version != guidelines_version(project.guidelines):
+        return None
+    return read
 
 
 def readers(session: Session, project: Project) -> Readers:

@@ -31,8 +31,6 @@ class ProjectCreate(BaseModel):
     )
     labeling_mode: LabelingMode = LabelingMode.first_error
     overlap: int = Field(default=1, ge=1, le=20, description="labelers per solution")
-
-    _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
     lease_minutes: int = Field(default=30, ge=1, le=1440, description="how long a task is held")
     correction_window_hours: int = Field(
         default=24, ge=0, le=720, description="how long a labeler may correct a label; 0 closes corrections"
@@ -54,6 +52,8 @@ class ProjectCreate(BaseModel):
         default=0.0, ge=0, le=1, description="pause a labeler whose QC accuracy (5 items or more) is below; 0: never"
     )
 
+    _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
+
 
 class ProjectUpdate(BaseModel):
     # A field this cannot change (name, say) is refused by name, not dropped with a 200.
@@ -62,8 +62,6 @@ class ProjectUpdate(BaseModel):
     description: str | None = Field(default=None, max_length=5000)
     guidelines: str | None = Field(default=None, max_length=GUIDELINES_MAX_LENGTH)
     labeling_mode: LabelingMode | None = None
-
-    _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
     overlap: int | None = Field(default=None, ge=1, le=20)
     lease_minutes: int | None = Field(default=None, ge=1, le=1440)
     correction_window_hours: int | None = Field(default=None, ge=0, le=720)
@@ -73,6 +71,8 @@ class ProjectUpdate(BaseModel):
     qc_rate: float | None = Field(default=None, ge=0, le=1)
     qc_feedback: bool | None = None
     qc_pause_below: float | None = Field(default=None, ge=0, le=1)
+
+    _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
 
 
 class ProjectRead(BaseModel):

@@ -148,12 +148,12 @@ def queue_comparison(
     form: Annotated[ComparisonForm, Form()],
 ) -> Response:
     project = get_project(session, project_id)
-    try:
-        ids = [int(v) for v in (form.version_a, form.version_b)]
-        comparison = request_comparison(session, project.id, *ids, user_id=user.id)
-    except ValueError:
+    if not (form.version_a.isdigit() and form.version_b.isdigit()):
         return _overview(request, session, user, project, status_code=422,
                          messages=[{"kind": "error", "text": "Choose two model versions to compare."}])
+    try:
+        comparison = request_comparison(session, project.id, int(form.version_a), int(form.version_b),
+                                        user_id=user.id)
     except (BadInput, NotFound) as exc:
         return _overview(request, session, user, project, status_code=422,
                          messages=[{"kind": "error", "text": f"Not compared: {exc.message}."}])

@@ -46,9 +46,9 @@ from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
 from app.ops.metrics import ROUND_STAGE_FAILURES, ROUND_STAGE_SECONDS
 from app.rounds import lease, pool, routing
-from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
 from app.rounds.config import WorkerSettings
 from app.rounds.failpoints import failpoint
+from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
 from app.rounds.picking import enqueue_stage, select_stage
 from app.rounds.promotion import passes, selector_ready
 from app.rounds.run import STAGE_START, RoundRun, frozen_settings, jsonable, settings_dict

@@ -123,7 +123,9 @@ def run_one(database_url: str, round_id: int) -> None:
 
 def compare_one(database_url: str, comparison_id: int) -> None:
     """The body of the PostgreSQL comparison job."""
-    run_comparisons(_factory(database_url), [comparison_id])
+    from app.rounds.comparison import run_comparison
+
+    run_comparison(_factory(database_url), comparison_id)
 
 
 def run_postgres_worker(settings: Settings, once: bool = False) -> None:
