@@ -77,13 +77,25 @@ def synthetic_project(
     return project
 
 
-def untrained_checkpoint(directory: Path) -> Path:
+def untrained_checkpoint(directory: Path, seed: int = 0) -> Path:
     """An untrained tiny PRM, saved as a round's would be: for tests that need a model to load,
-    not one that knows anything."""
-    torch.manual_seed(0)
+    not one that knows anything. Two seeds give two models that score differently."""
+    torch.manual_seed(seed)
     model, tokenizer = load_base("tiny")
-    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": "abc"})
+    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": f"seed-{seed}"})
     return directory
+
+
+def add_versions(factory: sessionmaker[Session], project_id: int, paths: list[Path], *,
+                 serve_last: bool = True) -> list[int]:
+    """Model versions of the project at these checkpoints, the last one served unless told not."""
+    with session_scope(factory) as session:
+        versions = [ModelVersion(project_id=project_id, path=str(path), base="tiny", data_hash=path.name,
+                                 train_labels=0, is_served=serve_last and i == len(paths) - 1)
+                    for i, path in enumerate(paths)]
+        session.add_all(versions)
+        session.flush()
+        return [v.id for v in versions]
 
 
 @pytest.fixture(scope="module")

@@ -12,36 +12,27 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import torch
 from sqlalchemy import select, update
 
 from active_learning.data import load_examples
 from active_learning.evaluate import compare_examples, evaluate_examples
-from active_learning.model import load_base, load_checkpoint, save_checkpoint
+from active_learning.model import load_checkpoint
 from active_learning.synthetic import iter_candidates, to_prm800k
 from app.db import session_scope
-from app.models import ComparisonStatus, ModelComparison, ModelVersion, utcnow
+from app.models import ComparisonStatus, ModelComparison, utcnow
 from app.rounds.comparison import MAX_ATTEMPTS, STALE_CLAIM, request_comparison, run_comparison, runnable_comparisons
 from app.rounds.worker import LocalWorker
 from tests.cli.conftest import refused, stepwise  # noqa: F401  (stepwise: a fixture)
 from tests.conftest import api_headers, browser_login, make_project, make_user
-from tests.rounds.conftest import synthetic_project
+from tests.rounds.conftest import add_versions, synthetic_project, untrained_checkpoint
 
 STEPWISE = str(Path(sys.executable).with_name("stepwise"))
-
-
-def tiny_checkpoint(directory, seed: int):  # type: ignore[no-untyped-def]
-    """An untrained tiny PRM; two seeds give two models that score differently."""
-    torch.manual_seed(seed)
-    model, tokenizer = load_base("tiny")
-    save_checkpoint(model, tokenizer, directory, {"base": "tiny", "data_hash": f"seed-{seed}"})
-    return directory
 
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("versions")
-    return [tiny_checkpoint(root / f"seed-{seed}", seed) for seed in (0, 1)]
+    return [untrained_checkpoint(root / f"seed-{seed}", seed) for seed in (0, 1)]
 
 
 def test_the_difference_is_paired_and_a_model_against_itself_differs_by_nothing(checkpoints) -> None:  # type: ignore[no-untyped-def]
@@ -57,16 +48,6 @@ def test_the_difference_is_paired_and_a_model_against_itself_differs_by_nothing(
     assert compared["difference"]["step_auroc"] == pytest.approx(difference) and difference != 0
     low, high = compared["difference_ci95"]["step_auroc"]
     assert low <= difference <= high
-
-
-def add_versions(factory, project_id: int, paths, *, serve_last: bool = True) -> list[int]:  # type: ignore[no-untyped-def]
-    with session_scope(factory) as session:
-        versions = [ModelVersion(project_id=project_id, path=str(path), base="tiny", data_hash=path.name,
-                                 train_labels=0, is_served=serve_last and i == len(paths) - 1)
-                    for i, path in enumerate(paths)]
-        session.add_all(versions)
-        session.flush()
-        return [v.id for v in versions]
 
 
 def test_compare_two_versions_from_the_command_line_and_read_it_on_the_page(
@@ -188,7 +169,7 @@ def test_the_research_page_queues_a_comparison_and_shows_it(client, session_fact
                          follow_redirects=False)
     assert queued.status_code == 303 and queued.headers["location"].endswith("?compared=1#comparisons")
     shown = client.get(queued.headers["location"]).text
-    assert "Comparison queued" in shown and "a worker measures both versions; reload" in shown
+    assert "Comparison queued" in shown and "a worker measures both versions; the result appears here when it is ready" in shown
     LocalWorker(session_factory).run_once()
     measured = client.get(page_url).text.split('id="comparisons"', 1)[1].split("</section>", 1)[0]
     assert f"Version {old} (A) against version {served} (B)</strong>" in measured and "step AUROC" in measured

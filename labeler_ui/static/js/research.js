@@ -1,6 +1,6 @@
-// Research pages: keep active rounds' progress bars live, and render the math in picks.
-// Progress comes from GET /api/v1/rounds/{id}; when a round ends the page reloads once, so that
-// its metrics, model version and picks appear.
+// Research pages: keep active rounds' progress bars and waiting comparisons live, and render the
+// math in picks. Progress comes from GET /api/v1/rounds/{id}; when a round ends the page reloads
+// once, so that its metrics, model version and picks appear. A comparison is followed the same way.
 
 import { getJson } from "./api.js";
 import { mathAvailable, renderInlineAnswer, renderProblemText, renderStepText } from "./math.js";
@@ -34,33 +34,51 @@ function show(container, round) {
   }
 }
 
-// The banners that said "queued" or "saved" belong to the moment they were shown.
-function reloadWithoutNotices() {
+// The banners that said "queued", "saved" or "compared" belong to the moment they were shown.
+// The address is rewritten in place and then reloaded: navigating to an address that differs only
+// in its #fragment would merely scroll.
+function reloadWithoutNotices(fragment) {
   const url = new URL(window.location.href);
-  url.searchParams.delete("started");
-  url.searchParams.delete("saved");
-  window.location.replace(url.toString());
+  for (const notice of ["started", "saved", "compared"]) url.searchParams.delete(notice);
+  if (fragment) url.hash = fragment;
+  window.history.replaceState(null, "", url.toString());
+  window.location.reload();
 }
 
-function follow(container) {
-  const id = container.dataset.liveRound;
+// Polls `path` until `seen` returns true. A missed poll (server restarting, network blip) is
+// retried on the next tick.
+function poll(path, seen) {
   const tick = async () => {
     try {
-      const { data } = await getJson(`/api/v1/rounds/${id}`);
-      show(container, data);
-      if (ENDED.has(data.status)) {
-        window.setTimeout(reloadWithoutNotices, 800);
-        return;
-      }
+      const { data } = await getJson(path);
+      if (seen(data)) return;
     } catch {
-      // A missed poll (server restarting, network blip) is retried on the next tick.
+      // Retried below.
     }
     window.setTimeout(tick, POLL_MS);
   };
   window.setTimeout(tick, POLL_MS / 2);
 }
 
-document.querySelectorAll("[data-live-round]").forEach(follow);
+document.querySelectorAll("[data-live-round]").forEach((container) => {
+  poll(`/api/v1/rounds/${container.dataset.liveRound}`, (round) => {
+    show(container, round);
+    if (!ENDED.has(round.status)) return false;
+    window.setTimeout(() => reloadWithoutNotices(), 800);
+    return true;
+  });
+});
+
+// A comparison waits for a worker; once it is done or failed, the page reloads at the
+// comparisons to show its table or its reason.
+document.querySelectorAll("[data-live-comparison]").forEach((container) => {
+  poll(`/api/v1/model-comparisons/${container.dataset.liveComparison}`, (comparison) => {
+    setText(container, "status", comparison.status);
+    if (comparison.status !== "done" && comparison.status !== "failed") return false;
+    window.setTimeout(() => reloadWithoutNotices("comparisons"), 800);
+    return true;
+  });
+});
 
 if (mathAvailable()) {
   document.querySelectorAll(".math-text.problem").forEach((element) => {

@@ -1,0 +1,67 @@
+"""The research page follows what a worker is doing: a waiting comparison's result and a round's
+end appear without the researcher reloading, wherever on the page they are.
+
+The test's server runs no worker, so the test plays the worker's part here, as a separate worker
+process would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from sqlalchemy import update
+
+from app.db import session_scope
+from app.models import Round, RoundStage, RoundStatus
+from app.rounds.comparison import request_comparison
+from app.rounds.worker import LocalWorker
+from tests.browser.conftest import login, screenshot
+from tests.conftest import make_project, make_user
+from tests.rounds.conftest import add_versions, synthetic_project, untrained_checkpoint
+
+
+def test_a_waiting_comparison_shows_its_result_when_a_worker_finishes(  # type: ignore[no-untyped-def]
+    page: Page, session_factory, tmp_path: Path
+) -> None:
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id,
+                               [untrained_checkpoint(tmp_path / f"seed-{seed}", seed) for seed in (0, 1)])
+    make_user(session_factory, "rita", "researcher")
+    with session_scope(session_factory) as session:
+        request_comparison(session, project.id, old, served)
+    page.set_viewport_size({"width": 1360, "height": 900})
+    login(page, "rita", f"/research/projects/{project.id}")
+
+    comparison = page.locator("div.comparison")
+    expect(comparison.locator('[data-field="status"]')).to_have_text("queued")
+    expect(comparison.locator("table")).to_have_count(0)
+
+    LocalWorker(session_factory).run_once()
+    section = comparison.first
+    expect(section.get_by_role("cell", name="step AUROC", exact=True)).to_be_visible(timeout=20_000)
+    expect(section).to_contain_text(f"Version {old} (A) against version {served} (B) on")
+    expect(page.locator("[data-live-comparison]")).to_have_count(0)
+    screenshot(page, "research_comparison_done.png")
+
+
+def test_a_round_that_ends_reloads_the_page_even_at_an_anchor(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    with session_scope(session_factory) as session:
+        round_ = Round(project_id=project.id, number=1, status=RoundStatus.running, stage=RoundStage.train,
+                       percent=40.0)
+        session.add(round_)
+        session.flush()
+        round_id = round_.id
+    login(page, "rita", f"/research/projects/{project.id}")
+    # Following a link to a section leaves the page's address with a #fragment.
+    page.goto(f"/research/projects/{project.id}#comparisons")
+    expect(page.locator(f'[data-live-round="{round_id}"]')).to_have_count(1)
+
+    with session_scope(session_factory) as session:
+        session.execute(update(Round).where(Round.id == round_id).values(
+            status=RoundStatus.failed, stage=RoundStage.train, message="the base model could not be loaded"))
+    # Only a reloaded page drops the live marker; the poll alone updates the badge in place.
+    expect(page.locator("[data-live-round]")).to_have_count(0, timeout=20_000)
+    expect(page.locator("tr[data-round]").first).to_contain_text("failed")
