@@ -207,17 +207,22 @@ class WeightedMetrics:
                 "first_error_acc_correct": acc_ok}
 
 
-def _units(model, tokenizer, examples: list[Example], threshold: float, neutral_as_correct: bool,
-           **score_options) -> list[tuple]:
+def _scored(model, tokenizer, examples: list[Example], neutral_as_correct: bool, **score_options) -> list[SolutionScore]:
+    return score_solutions(model, tokenizer, [Solution(e.problem_id, e.prompt, e.steps) for e in examples],
+                           neutral_as_correct=neutral_as_correct, **score_options)
+
+
+def _units(examples: list[Example], scores: list[SolutionScore], threshold: float, neutral_as_correct: bool,
+           *, also_scored_by: list[SolutionScore] | None = None) -> list[tuple]:
     """Per example: (ratings, P(correct) of the rated steps, gold first error, predicted first
-    error, whole trajectory), the rows the metrics are computed from."""
-    scored = score_solutions(model, tokenizer,
-                             [Solution(e.problem_id, e.prompt, e.steps) for e in examples],
-                             neutral_as_correct=neutral_as_correct, **score_options)
+    error, whole trajectory), the rows the metrics are computed from. A step the model did not
+    score (past its token limit) is left out; with `also_scored_by`, so is one the other model
+    did not score, so that two models are measured on the same steps."""
     units = []
-    for example, score in zip(examples, scored):
+    for j, (example, score) in enumerate(zip(examples, scores)):
         labeled = [(i, r) for i, r in enumerate(example.labels)
-                   if r is not None and score.step_scores[i] is not None]
+                   if r is not None and score.step_scores[i] is not None
+                   and (also_scored_by is None or also_scored_by[j].step_scores[i] is not None)]
         units.append((
             [r for _, r in labeled],
             [score.step_scores[i] for i, _ in labeled],
@@ -232,7 +237,8 @@ def evaluate_examples(model, tokenizer, examples: list[Example], *, threshold: f
                       neutral_as_correct: bool = True, bootstrap: int = 0, **score_options) -> dict:
     """Step and first-error metrics on labeled examples; with `bootstrap` resamples, also their
     95% intervals under `ci95`."""
-    units = _units(model, tokenizer, examples, threshold, neutral_as_correct, **score_options)
+    units = _units(examples, _scored(model, tokenizer, examples, neutral_as_correct, **score_options),
+                   threshold, neutral_as_correct)
     metrics = _solution_metrics(units, threshold, neutral_as_correct) | {"n_labels": len(units)}
     if bootstrap:
         metrics["ci95"] = bootstrap_ci(*by_problem(examples, WeightedMetrics(units, threshold, neutral_as_correct)),
@@ -253,9 +259,13 @@ def compare_examples(a: tuple, b: tuple, examples: list[Example], *, threshold: 
     """Two (model, tokenizer) pairs on the same labeled examples: each one's metrics, and each
     metric's difference a − b with its 95% interval over paired resamples. A resample draws the
     same problems for both models, so the interval measures how they differ on the same labels:
-    two models' own intervals overlap far more often than their difference is in doubt."""
-    units_a = _units(*a, examples, threshold, neutral_as_correct, **score_options)
-    units_b = _units(*b, examples, threshold, neutral_as_correct, **score_options)
+    two models' own intervals overlap far more often than their difference is in doubt. Each is
+    measured on the steps both scored: models with different tokenizers or token limits can leave
+    different over-long steps unscored."""
+    scores_a = _scored(*a, examples, neutral_as_correct, **score_options)
+    scores_b = _scored(*b, examples, neutral_as_correct, **score_options)
+    units_a = _units(examples, scores_a, threshold, neutral_as_correct, also_scored_by=scores_b)
+    units_b = _units(examples, scores_b, threshold, neutral_as_correct, also_scored_by=scores_a)
     result: dict = {"n_labels": len(examples)}
     for name, units in (("a", units_a), ("b", units_b)):
         result[name] = _solution_metrics(units, threshold, neutral_as_correct)

@@ -699,7 +699,7 @@ def rounds_cancel(ctx: _Context, project_name: str) -> None:
         round_ = active_round(session, project.id)
         if round_ is None:
             raise Conflict(f"project {project.name!r} has no round queued or running")
-        cancel_round(session, round_)
+        cancel_round(round_)
         click.echo(f"round {round_.number} of {project.name} cancelled")
 
 

@@ -513,7 +513,7 @@ def lock_assignment(session: Session, assignment_id: int) -> Assignment | None:
     )
 
 
-def release(session: Session, assignment: Assignment) -> None:
+def release(assignment: Assignment) -> None:
     assignment.status = AssignmentStatus.waiting
     assignment.expires_at = None
 

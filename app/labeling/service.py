@@ -265,7 +265,7 @@ def release_task(session: Session, user: User, task_id: int) -> None:
         # A check slot is the labeler's own (see app.quality.gate): it goes, not to the queue.
         session.delete(assignment)
         return
-    queue.release(session, assignment)
+    queue.release(assignment)
     # Releasing means "not me": let the slot go to somebody else.
     assignment.user_id = None
 

@@ -73,7 +73,7 @@ def get_round(round_id: RowId, _: DataApiUser, session: SessionDep) -> RoundDeta
     responses=error_responses(409, described={409: "the round is no longer queued or running"}),
 )
 def cancel_round(round_id: RowId, _: ResearcherApiUser, session: SessionDep) -> RoundRead:
-    round_ = service.cancel_round(session, service.get_round(session, round_id))
+    round_ = service.cancel_round(service.get_round(session, round_id))
     return RoundRead.model_validate(round_)
 
 

@@ -254,5 +254,5 @@ def round_page(
 def cancel_round(
     request: Request, round_id: PageId, user: ResearcherPageUser, session: SessionDep
 ) -> Response:
-    round_ = service.cancel_round(session, service.get_round(session, round_id))
+    round_ = service.cancel_round(service.get_round(session, round_id))
     return RedirectResponse(f"/research/projects/{round_.project_id}", status_code=303)

@@ -94,7 +94,7 @@ def get_round(session: Session, round_id: int) -> Round:
     return round_
 
 
-def cancel_round(session: Session, round_: Round) -> Round:
+def cancel_round(round_: Round) -> Round:
     """Stop a queued or running round; its worker notices at its next lease beat (training
     stops at its next step) or stage boundary, and nothing it has not finished is served or
     enqueued."""

@@ -9,10 +9,13 @@ from click.testing import CliRunner
 from transformers import PretrainedConfig
 
 from active_learning.cli import prm
-from active_learning.data import Example, Solution, load_processbench
-from active_learning.evaluate import (WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, by_problem,
-                                     compare_best_of_n, evaluate, first_error_f1, step_metrics)
+from active_learning.data import Example, Solution, load_examples, load_processbench
+from active_learning.evaluate import (COMPARED, WeightedMetrics, _solution_metrics, best_of_n, bootstrap_ci, by_problem,
+                                     compare_best_of_n, compare_examples, evaluate, evaluate_examples, first_error_f1,
+                                     step_metrics)
+from active_learning.model import load_base
 from active_learning.score import SolutionScore, correct_probability
+from active_learning.synthetic import iter_candidates, to_prm800k
 from active_learning.tokenizer import build_byte_tokenizer
 
 
@@ -301,3 +304,28 @@ def test_an_empty_processbench_file_is_named(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match=re.escape(f"{empty}: no ProcessBench records to evaluate on")):
         load_processbench(empty)
+
+
+def test_two_models_are_compared_on_the_steps_both_scored():
+    """A step one model's tokenizer makes too long to score is left out of both models' metrics,
+    so that the difference is over the same labels."""
+    long_step = "x" * 300
+    torch.manual_seed(0)
+    a = load_base("tiny")
+    torch.manual_seed(1)
+    model_b, tokenizer_b = load_base("tiny")
+    # B reads the long step as one token and scores it; A's bytes run past the limit.
+    tokenizer_b.add_tokens([long_step])
+    model_b.resize_token_embeddings(len(tokenizer_b))
+    b = (model_b, tokenizer_b)
+    examples = load_examples([to_prm800k(c) for c in iter_candidates(8, 2, seed=3)])
+    examples.append(Example("long", "What is x?", ["Write it out.", long_step, "So x."], [1, -1, 1]))
+    unscorable = [*examples[:-1], Example("long", "What is x?", ["Write it out.", long_step, "So x."], [1, None, 1])]
+
+    compared = compare_examples(a, b, examples, max_length=256)
+    by_b_alone = evaluate_examples(*b, examples, max_length=256)
+    assert by_b_alone != evaluate_examples(*b, unscorable, max_length=256)  # B does score the step
+    for name, model in (("a", a), ("b", b)):
+        alone = evaluate_examples(*model, unscorable, max_length=256)
+        for key in COMPARED:
+            assert compared[name][key] == pytest.approx(alone[key]), (name, key)

@@ -55,7 +55,7 @@ def test_a_cancelled_round_stops_its_worker(session_factory, round_id) -> None: 
     with session_scope(session_factory) as session:
         lease.report(session, round_id, "a", percent=30.0, eta_at=utcnow() + timedelta(minutes=5))
     with session_scope(session_factory) as session:
-        cancel_round(session, session.get(Round, round_id))
+        cancel_round(session.get(Round, round_id))
     with session_scope(session_factory) as session:
         # No longer due to finish at all.
         assert session.get(Round, round_id).eta_at is None
@@ -154,7 +154,7 @@ def test_cancelling_a_round_stops_its_training_within_a_lease_beat(  # type: ign
     def long_training(config, train_records, heldout_records=None, stop=None):  # type: ignore[no-untyped-def]
         # Cancelled by a researcher once it is under way, as from the page or the API.
         with session_scope(session_factory) as session:
-            cancel_round(session, session.get(Round, round_id))
+            cancel_round(session.get(Round, round_id))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if stop is not None and stop():
