@@ -171,6 +171,22 @@ def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session
     expect(page.locator("#steps > .p1-step").nth(1).locator(".own-text")).to_contain_text("stays text")
 
 
+def test_enter_submits_a_solution_whose_step_has_no_good_alternative(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # The last −1 leaves the cursor on the write-your-own row; Enter still submits, as the page
+    # says, and W is the key that writes.
+    _open_lenas_task(page, session_factory)
+    for key in ("1", "3", "Enter", "3", "3"):
+        page.keyboard.press(key)
+    expect(page.locator("#status")).to_contain_text("the solution ends there. Press Enter to submit.")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_contain_text("Saved")
+    expect(page.locator(".own-editor:visible")).to_have_count(0)
+    with session_scope(session_factory) as session:
+        label = session.scalars(select(Label).where(Label.user_id.is_not(None))).one()
+        assert label.finish_reason.value == "found_error"
+        assert [[c["rating"] for c in s["completions"]] for s in label.steps] == [[1, -1], [-1, -1]]
+
+
 def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     _open_lenas_task(page, session_factory)
     status, notice = page.locator("#status"), page.locator("#notice")
