@@ -14,6 +14,7 @@ from app.reports.schemas import (
     MAX_REPORTS_PER_PAGE,
     GoldIn,
     LabelView,
+    ProblemRestoration,
     ProblemRetirement,
     ReportFilters,
     ReportPage,
@@ -61,6 +62,19 @@ def retire_problem(
 ) -> ProblemRetirement:
     """Stop serving the problem's solutions; its labels stay and export. Idempotent."""
     return service.retire_problem(session, project_id, problem_id)
+
+
+@router.post(
+    "/problems/{problem_id}/restore",
+    response_model=ProblemRestoration,
+    responses=error_responses(404),
+)
+def restore_problem(
+    project_id: RowId, problem_id: RowId, _: ManagerApiUser, session: SessionDep
+) -> ProblemRestoration:
+    """Undo a retirement: serve the problem's solutions again, each with the queue slots it
+    lacks to reach the project's overlap. Idempotent."""
+    return service.restore_problem(session, project_id, problem_id)
 
 
 @router.get("/labels/{label_id}", response_model=LabelView, responses=error_responses(404))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.errors import Conflict, NotFound
@@ -70,13 +72,17 @@ def reports_page(
 ) -> Response:
     project = get_project(session, project_id)
     messages = []
-    # Where the retire button sends the manager back to; an address typed by hand with another
-    # value, or with a problem that is not retired, shows no banner.
+    # Where the retire and restore buttons send the manager back to; an address typed by hand
+    # with another value, or with a problem in another state, shows no banner.
     retired = _row_id(request.query_params.get("retired", ""))
-    if retired is not None and service.is_retired(session, project.id, retired):
+    if retired is not None and service.is_retired(session, project.id, retired) is True:
         messages.append(
             {"kind": "success", "text": f"Problem {retired} is retired: it is not served again."}
         )
+    restored = _row_id(request.query_params.get("restored", ""))
+    if restored is not None and service.is_retired(session, project.id, restored) is False:
+        messages.append({"kind": "success",
+                         "text": f"Problem {restored} is back in labeling: its solutions are served again."})
     # Where a dismiss of a report that is gone sends the manager back to.
     gone = _row_id(request.query_params.get("gone", ""))
     if gone is not None and not service.report_exists(session, project.id, gone):
@@ -174,16 +180,40 @@ def retire_problem(
     session: SessionDep,
     form: Annotated[RetireForm, Form()],
 ) -> Response:
+    return _change_problem(service.retire_problem, session, project_id, problem_id, form, "retired")
+
+
+@router.post("/problems/{problem_id}/restore")
+def restore_problem(
+    project_id: PageId,
+    problem_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[RetireForm, Form()],
+) -> Response:
+    return _change_problem(service.restore_problem, session, project_id, problem_id, form, "restored")
+
+
+def _change_problem(
+    change: Callable[[Session, int, int], object],
+    session: Session,
+    project_id: int,
+    problem_id: int,
+    form: RetireForm,
+    notice: str,
+) -> RedirectResponse:
+    """Retire or restore a problem, then go back to the label page the button was on, or to the
+    Reports tab with a banner saying what changed."""
     if form.label_id is not None:
-        # Looked up first: a label that is not there retires nothing.
+        # Looked up first: a label that is not there changes nothing.
         label = service.label_view(session, project_id, form.label_id)
-        service.retire_problem(session, project_id, problem_id)
+        change(session, project_id, problem_id)
         via = "?via=reports" if form.via else ""
         return RedirectResponse(
             f"/manage/projects/{project_id}/labels/{label.label_id}{via}", status_code=303
         )
-    service.retire_problem(session, project_id, problem_id)
-    return _back_to_reports(project_id, form, retired=problem_id)
+    change(session, project_id, problem_id)
+    return _back_to_reports(project_id, form, **{notice: problem_id})
 
 
 @router.get("/labels/{label_id}")

@@ -46,6 +46,11 @@ class ProblemRetirement(BaseModel):
     slots_removed: int = Field(description="waiting queue slots taken out by this call")
 
 
+class ProblemRestoration(BaseModel):
+    problem_id: int
+    slots_added: int = Field(description="queue slots given back to the problem's solutions by this call")
+
+
 class ViewedStep(BaseModel):
     text: str
     rating: int | None = Field(description="null where the labeler stopped before this step")

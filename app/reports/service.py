@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
 from app.exports.trajectory import trajectory
+from app.labeling.queue import add_slots
 from app.labeling.schemas import StepRating
 from app.models import (
     Assignment,
@@ -17,6 +18,7 @@ from app.models import (
     FinishReason,
     Label,
     Problem,
+    Project,
     Report,
     ReportKind,
     ReportStatus,
@@ -26,6 +28,7 @@ from app.models import (
 )
 from app.reports.schemas import (
     LabelView,
+    ProblemRestoration,
     ProblemRetirement,
     ReportFilters,
     ReportPage,
@@ -234,9 +237,22 @@ def dismiss_report(session: Session, project_id: int, report_id: int, user: User
     return get_report(session, project_id, report_id)
 
 
-def is_retired(session: Session, project_id: int, problem_id: int) -> bool:
-    return session.scalar(select(Problem.retired_at).where(
-        Problem.id == problem_id, Problem.project_id == project_id)) is not None
+def is_retired(session: Session, project_id: int, problem_id: int) -> bool | None:
+    """Whether the project's problem is retired; None when the project has no such problem."""
+    found = session.execute(select(Problem.retired_at).where(
+        Problem.id == problem_id, Problem.project_id == project_id)).first()
+    return None if found is None else found.retired_at is not None
+
+
+def _locked_problem(session: Session, project_id: int, problem_id: int) -> Problem:
+    problem = session.scalar(
+        select(Problem)
+        .where(Problem.id == problem_id, Problem.project_id == project_id)
+        .with_for_update()
+    )
+    if problem is None:
+        raise NotFound(f"no problem {problem_id} in project {project_id}")
+    return problem
 
 
 def retire_problem(session: Session, project_id: int, problem_id: int) -> ProblemRetirement:
@@ -246,13 +262,7 @@ def retire_problem(session: Session, project_id: int, problem_id: int) -> Proble
     Leases in hand are left alone, so that a labeler at work on one can still submit. Calling
     it again keeps the first retirement's time and removes nothing more.
     """
-    problem = session.scalar(
-        select(Problem)
-        .where(Problem.id == problem_id, Problem.project_id == project_id)
-        .with_for_update()
-    )
-    if problem is None:
-        raise NotFound(f"no problem {problem_id} in project {project_id}")
+    problem = _locked_problem(session, project_id, problem_id)
     if problem.retired_at is None:
         problem.retired_at = utcnow()
     removed = session.execute(
@@ -267,6 +277,23 @@ def retire_problem(session: Session, project_id: int, problem_id: int) -> Proble
     return ProblemRetirement(
         problem_id=problem.id, retired_at=problem.retired_at, slots_removed=removed or 0
     )
+
+
+def restore_problem(session: Session, project_id: int, problem_id: int) -> ProblemRestoration:
+    """Undo a retirement: the problem is served again, and each of its solutions gets back the
+    queue slots it lacks to reach the project's overlap (every solution of a project is queued,
+    as an import or a round's generation queues it). A problem that is not retired is left as it
+    is."""
+    problem = _locked_problem(session, project_id, problem_id)
+    if problem.retired_at is None:
+        return ProblemRestoration(problem_id=problem.id, slots_added=0)
+    problem.retired_at = None
+    solutions = session.execute(
+        select(Solution.id, Solution.priority, Solution.generation).where(Solution.problem_id == problem.id)
+    ).all()
+    added = add_slots(session, session.get_one(Project, project_id), [tuple(s) for s in solutions])
+    session.flush()
+    return ProblemRestoration(problem_id=problem.id, slots_added=added)
 
 
 def label_view(session: Session, project_id: int, label_id: int) -> LabelView:

@@ -40,8 +40,10 @@ LABELER_API_PREFIXES = ("/api/v1/assignments/",)
 REPORT_ACTIONS = {
     ("POST", "/api/v1/projects/{project_id}/reports/{report_id}/dismiss"),
     ("POST", "/api/v1/projects/{project_id}/problems/{problem_id}/retire"),
+    ("POST", "/api/v1/projects/{project_id}/problems/{problem_id}/restore"),
     ("POST", "/manage/projects/{project_id}/reports/{report_id}/dismiss"),
     ("POST", "/manage/projects/{project_id}/problems/{problem_id}/retire"),
+    ("POST", "/manage/projects/{project_id}/problems/{problem_id}/restore"),
     ("PUT", "/api/v1/projects/{project_id}/labels/{label_id}/gold"),
     ("DELETE", "/api/v1/projects/{project_id}/labels/{label_id}/gold"),
     ("POST", "/manage/projects/{project_id}/labels/{label_id}/gold"),

@@ -72,6 +72,36 @@ def test_dismiss_and_retire_need_a_manager(client, session_factory) -> None:  # 
     assert [r["problem_retired"] for r in listed] == [True, True]
 
 
+def test_a_retired_problem_returns_to_labeling_with_the_slots_it_lost(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, bad = _setup(session_factory)
+    manager, researcher, labeler = (api_headers(client, u) for u in ("max", "rae", "ann"))
+    restore = f"/api/v1/projects/{project.id}/problems/{bad}/restore"
+
+    def waiting() -> int:
+        with session_scope(session_factory) as session:
+            return session.scalar(select(func.count()).select_from(Assignment).where(
+                Assignment.project_id == project.id, Assignment.status == "waiting")) or 0
+
+    assert client.post(restore, headers=manager).json() == {"problem_id": bad, "slots_added": 0}
+    assert client.post(f"/api/v1/projects/{project.id}/problems/{bad}/retire", headers=manager).json()["slots_removed"] == 1
+    assert waiting() == 1
+    for headers in (researcher, labeler):
+        assert client.post(restore, headers=headers).status_code == 403
+    assert waiting() == 1
+
+    # Two of the problem's three solutions were labeled (overlap 1): the third waits again.
+    assert client.post(restore, headers=manager).json() == {"problem_id": bad, "slots_added": 1}
+    assert client.post(restore, headers=manager).json() == {"problem_id": bad, "slots_added": 0}
+    assert waiting() == 2
+    listed = client.get(f"/api/v1/projects/{project.id}/reports", headers=manager).json()["reports"]
+    assert [r["problem_retired"] for r in listed] == [False, False]
+    assert client.post(f"/api/v1/projects/{project.id}/problems/99999/restore", headers=manager).status_code == 404
+    # The queue serves it again.
+    make_user(session_factory, "cat", "labeler")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=api_headers(client, "cat")).json()
+    assert task["task"]["problem"]["id"] == bad
+
+
 def test_retiring_an_unknown_problem_changes_nothing(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     project, _ = _setup(session_factory)
     other = make_project(session_factory, "other")

@@ -110,6 +110,20 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
     assert after[rows[0]["report_id"]]["status"] == "dismissed" and after[rows[0]["report_id"]]["dismissed_by"] == "max"
     assert after[bad["report_id"]]["problem_retired"] == "yes"
 
+    # The retired row offers the way back, which keeps the filters too.
+    assert "Return to labeling</button>" in page.text
+    restored = client.post(
+        f"/manage/projects/{project.id}/problems/{bad['problem_id']}/restore",
+        data={"csrf_token": csrf, "status": "open"},
+        follow_redirects=False,
+    )
+    assert restored.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&restored={bad['problem_id']}"
+    page = client.get(restored.headers["location"])
+    assert f"Problem {bad['problem_id']} is back in labeling" in page.text
+    assert '<span class="badge">retired</span>' not in page.text and "Retire problem" in page.text
+    # A banner only for a problem of the project that is being served.
+    assert "is back in labeling" not in client.get(f"/manage/projects/{project.id}/reports?restored=99999").text
+
 
 @pytest.mark.parametrize("retired", ["%C2%B2", "%E2%91%A0", "%D9%A1%D9%A2", "99999999999999999999999999", "0", "-1", "x"])
 def test_a_retired_banner_only_for_a_retired_problem(client, project, retired) -> None:  # type: ignore[no-untyped-def]
@@ -136,7 +150,16 @@ def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  
         follow_redirects=False,
     )
     assert retired.headers["location"] == rows[0]["label_url"]
-    assert "retired " in client.get(rows[0]["label_url"]).text
+    page = client.get(rows[0]["label_url"]).text
+    assert "retired " in page and "Return problem to labeling" in page and "Retire problem" not in page
+    restored = client.post(
+        f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/restore",
+        data={"csrf_token": csrf, "label_id": rows[0]["label_id"]},
+        follow_redirects=False,
+    )
+    assert restored.headers["location"] == rows[0]["label_url"]
+    page = client.get(rows[0]["label_url"]).text
+    assert "retired " not in page and "Retire problem" in page
     assert client.get(f"/manage/projects/{project.id}/labels/99999").status_code == 404
 
 
