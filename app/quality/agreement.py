@@ -103,8 +103,10 @@ class _Tally:
     first_error_agreed: int = 0
 
 
-def compared_labels(session: Session, project_id: int) -> dict[int, list[ComparedLabel]]:
-    """The labels that take part, by solution: only solutions with two labelers or more."""
+def compared_labels(session: Session, project_id: int,
+                    solution_ids: Iterable[int] | None = None) -> dict[int, list[ComparedLabel]]:
+    """The labels that take part, by solution: only solutions with two labelers or more, and
+    only these solutions when given."""
     about_steps = (
         Label.project_id == project_id,
         Label.superseded_at.is_(None),
@@ -116,7 +118,8 @@ def compared_labels(session: Session, project_id: int) -> dict[int, list[Compare
     # They are found first, not in a subquery: PostgreSQL, its statistics not yet updated after
     # an import, ran such a subquery once a label (80,000 labels: minutes).
     shared = list(session.scalars(
-        select(Label.solution_id).where(*about_steps).group_by(Label.solution_id).having(func.count() >= 2)
+        select(Label.solution_id).where(*about_steps, *([] if solution_ids is None else [of_solutions(solution_ids)]))
+        .group_by(Label.solution_id).having(func.count() >= 2)
     ))
     if not shared:
         return {}

@@ -58,6 +58,20 @@ class ViewedStep(BaseModel):
     human: bool = Field(default=False, description="written by the labeler (phase 1), not by the model")
 
 
+class OtherLabel(BaseModel):
+    """Another current label of the same solution, as the label view lists it."""
+
+    label_id: int
+    labeler: str | None
+    source: LabelSource
+    finish_reason: FinishReason | None
+    is_quality_control: bool
+    disagrees: bool | None = Field(
+        description="whether it disagrees with this label on the steps both rated (as the Agreement report and "
+        "the Labels tab's Disagree filter judge it); null where either is not compared (a give-up, a "
+        "machine's label, a labeler's earlier label)")
+
+
 class LabelView(BaseModel):
     """One label as its labeler submitted it, with the problem and solution they saw."""
 
@@ -73,6 +87,7 @@ class LabelView(BaseModel):
     is_initial_screening: bool = Field(description="on gold, a screening item; on a labeler's label, a screening answer")
     superseded: bool = Field(description="a correction replaced it")
     other_gold: list[int] = Field(description="the other gold labels of its solution, whose majority is the reference")
+    other_labels: list[OtherLabel] = Field(description="its solution's other current labels, oldest first")
     problem_id: int
     statement: str
     answer: str | None

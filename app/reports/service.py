@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, aliased
 from app.errors import NotFound
 from app.exports.trajectory import trajectory
 from app.labeling.queue import add_slots
+from app.quality.agreement import compared_labels, labels_disagree
 from app.labeling.schemas import StepRating
 from app.models import (
     Assignment,
@@ -28,6 +29,7 @@ from app.models import (
 )
 from app.reports.schemas import (
     LabelView,
+    OtherLabel,
     ProblemRestoration,
     ProblemRetirement,
     ReportFilters,
@@ -309,6 +311,7 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
     label: Label = row.Label
     problem: Problem = row.Problem
     reports = session.execute(_report_rows().where(Report.label_id == label.id).order_by(Report.id)).all()
+    others = _other_labels(session, label)
     return LabelView(
         label_id=label.id,
         project_id=label.project_id,
@@ -321,11 +324,8 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         is_quality_control=label.is_quality_control,
         is_initial_screening=label.is_initial_screening,
         superseded=label.superseded_at is not None,
-        other_gold=list(session.scalars(
-            select(Label.id).where(Label.solution_id == label.solution_id, Label.id != label.id,
-                                   Label.is_quality_control.is_(True), Label.superseded_at.is_(None))
-            .order_by(Label.id)
-        )),
+        other_gold=[other.label_id for other in others if other.is_quality_control],
+        other_labels=others,
         problem_id=problem.id,
         statement=problem.statement,
         answer=problem.answer,
@@ -334,6 +334,29 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         steps=_viewed_steps(row.steps, label.steps),
         reports=[_read(r) for r in reports],
     )
+
+
+def _other_labels(session: Session, label: Label) -> list[OtherLabel]:
+    """The solution's other current labels, each marked as agreeing with this one or not the
+    way the Labels tab's Disagree filter marks them."""
+    compared = {c.label_id: c for c in compared_labels(session, label.project_id, [label.solution_id])
+                .get(label.solution_id, [])}
+    mine = compared.get(label.id)
+    rows = session.execute(
+        select(Label.id, User.username, Label.foreign_labeler, Label.source, Label.finish_reason,
+               Label.is_quality_control)
+        .outerjoin(User, User.id == Label.user_id)
+        .where(Label.solution_id == label.solution_id, Label.id != label.id, Label.superseded_at.is_(None))
+        .order_by(Label.id)
+    ).all()
+    return [
+        OtherLabel(
+            label_id=row.id, labeler=row.username or row.foreign_labeler, source=row.source,
+            finish_reason=row.finish_reason, is_quality_control=row.is_quality_control,
+            disagrees=None if mine is None or row.id not in compared else labels_disagree(mine, compared[row.id]),
+        )
+        for row in rows
+    ]
 
 
 def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[ViewedStep]:

@@ -197,3 +197,22 @@ def test_dismissing_a_report_a_correction_withdrew_says_so(client, project) -> N
         assert "is no longer there" not in client.get(f"/manage/projects/{project.id}/reports?gone={value}").text
     missing_project = client.post(f"/manage/projects/999999/reports/{bad['report_id']}/dismiss", data={"csrf_token": csrf})
     assert missing_project.status_code == 404
+
+
+def test_the_label_view_links_the_solutions_other_labels(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "pairs", overlap=2)
+    problem, _ = add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
+    ann = label_next(session_factory, project.id, make_user(session_factory, "ann", "labeler").id,
+                     FinishReason.solution, ratings=[(1, False)] * 3)[1]
+    bob = label_next(session_factory, project.id, make_user(session_factory, "bob", "labeler").id,
+                     FinishReason.found_error, ratings=[(1, False), (-1, False)])[1]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/labels/{ann}").text
+    assert '<dt>Finished as</dt><dd><span class="badge good">no error</span></dd>' in page
+    others = page.split('id="other-labels"', 1)[1].split("</ul>", 1)[0]
+    assert f'href="/manage/projects/{project.id}/labels/{bob}"' in others and "bob" in others
+    assert "found error" in others and ">disagrees</span>" in others
+    assert f'href="/manage/projects/{project.id}/labels?agreement=disagreed&amp;problem={problem}"' in page
+    side_by_side = client.get(f"/manage/projects/{project.id}/labels?agreement=disagreed&problem={problem}").text
+    assert f"/labels/{ann}" in side_by_side and f"/labels/{bob}" in side_by_side

@@ -167,6 +167,30 @@ def test_the_label_view_shows_the_steps_with_the_ratings_given(session_factory) 
     assert [r.kind for r in view.reports] == [ReportKind.give_up, ReportKind.flagged_step]
 
 
+def test_the_label_view_lists_the_solutions_other_labels_and_which_disagree(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=4)
+    add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
+    ids = {}
+    for name, reason, ratings in (
+        ("ann", FinishReason.solution, [(1, False), (1, False), (1, False)]),
+        ("bob", FinishReason.found_error, [(1, False), (-1, False)]),
+        ("cat", FinishReason.give_up, [(1, False)]),
+        ("dan", FinishReason.solution, [(1, False), (0, False), (1, False)]),
+    ):
+        ids[name] = label_next(session_factory, project.id, make_user(session_factory, name, "labeler").id,
+                               reason, ratings=ratings, note="Unsure." if reason == FinishReason.give_up else None)[1]
+    with session_scope(session_factory) as session:
+        anns = service.label_view(session, project.id, ids["ann"])
+        cats = service.label_view(session, project.id, ids["cat"])
+    assert [(o.labeler, o.finish_reason, o.disagrees) for o in anns.other_labels] == [
+        ("bob", FinishReason.found_error, True),
+        ("cat", FinishReason.give_up, None),  # a give-up says nothing about the steps
+        ("dan", FinishReason.solution, True),  # a 0 where ann gave +1
+    ]
+    assert [o.disagrees for o in cats.other_labels] == [None, None, None]
+    assert [o.labeler for o in cats.other_labels] == ["ann", "bob", "dan"]
+
+
 def test_the_label_view_follows_a_phase1_label_through_its_chosen_alternatives(session_factory) -> None:  # type: ignore[no-untyped-def]
     """Not the first alternative of each step: the one the labeler continued with, and their own
     step where they wrote one; the solution's later steps are not theirs and are left out."""
