@@ -9,6 +9,7 @@ from app.errors import BadInput, Conflict, NotFound
 from app.models import Project, ProjectMember, Role, User
 from app.projects.access import release_leases_of_outsiders
 from app.projects.schemas import MemberRead
+from app.users.service import get_user_by_name
 
 
 def list_members(session: Session, project: Project) -> list[MemberRead]:
@@ -22,15 +23,14 @@ def list_members(session: Session, project: Project) -> list[MemberRead]:
 
 
 def add_member(session: Session, project: Project, username: str) -> MemberRead:
-    user = session.scalar(select(User).where(User.username == username))
-    if user is None:
-        raise NotFound(f"no user named {username!r}")
+    user = get_user_by_name(session, username)
+    # The messages start with "user", not the name: a page capitalises the first letter.
     if user.role != Role.labeler:
         # Only labelers are kept out of projects; a member list of managers would promise a
         # restriction that does not exist.
-        raise BadInput(f"{username} is a {user.role.value}, who sees every project: only labelers are members")
+        raise BadInput(f"user {user.username} is a {user.role.value}, who sees every project: only labelers are members")
     if session.get(ProjectMember, (project.id, user.id)) is not None:
-        raise Conflict(f"{username} is already a member of {project.name}")
+        raise Conflict(f"user {user.username} is already a member of {project.name}")
     member = ProjectMember(project_id=project.id, user_id=user.id)
     session.add(member)
     session.flush()
@@ -45,12 +45,9 @@ def remove_member(session: Session, project: Project, user_id: int) -> None:
     )
     if not removed.rowcount:
         username = session.scalar(select(User.username).where(User.id == user_id))
-        raise NotFound(f"{username if username else f'user {user_id}'} is not a member of {project.name}")
+        raise NotFound(f"user {username or user_id} is not a member of {project.name}")
     release_leases_of_outsiders(session, project, user_id)
 
 
 def remove_member_by_name(session: Session, project: Project, username: str) -> None:
-    user_id = session.scalar(select(User.id).where(User.username == username))
-    if user_id is None:
-        raise NotFound(f"no user named {username!r}")
-    remove_member(session, project, user_id)
+    remove_member(session, project, get_user_by_name(session, username).id)

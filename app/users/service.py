@@ -44,7 +44,8 @@ def get_user(session: Session, user_id: int) -> User:
 
 
 def get_user_by_name(session: Session, username: str) -> User:
-    user = session.scalar(select(User).where(User.username == username))
+    """The user of that name in any case: names are unique regardless of case (create_user)."""
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
     if user is None:
         raise NotFound(f"no user named {username!r}")
     return user

@@ -40,4 +40,4 @@ def test_removing_a_non_member_names_them(stepwise, database_url, session_factor
     project = make_project(session_factory, "P1", open_to_all=False)
     make_user(session_factory, "bob", "labeler")
     refused(stepwise(database_url, "members", "remove", "--project", project.name, "--username", "bob"),
-            "bob is not a member of P1")
+            "user bob is not a member of P1")

@@ -219,6 +219,13 @@ def test_the_manager_adds_and_removes_members_on_the_project_page(client, sessio
     shown = client.get(added.headers["location"]).text
     assert "Member added." in shown and "Remove mia" in shown
 
+    # Names are one name whatever their case; a message keeps the name as it is written.
+    again = client.post(f"{page}/members", data={"csrf_token": csrf, "username": "MIA"})
+    assert again.status_code == 409 and "User mia is already a member of" in again.text
+    make_user(session_factory, "rae", "researcher")
+    researcher = client.post(f"{page}/members", data={"csrf_token": csrf, "username": "Rae"})
+    assert researcher.status_code == 422 and "User rae is a researcher, who sees every project" in researcher.text
+
     unknown = client.post(f"{page}/members", data={"csrf_token": csrf, "username": "nobody"})
     assert unknown.status_code == 404 and "No user named &#39;nobody&#39;" in unknown.text
     assert 'value="nobody"' in unknown.text
