@@ -11,7 +11,10 @@ from app.imports.line_errors import LineErrors
 from app.imports.prm800k import label_extra
 from app.imports.records import Candidate, PrmRecord, StoredProblem
 from app.imports.writer import BatchWriter
-from app.models import Problem
+from app.machine_labels.service import machine_label_hash
+from app.models import MACHINE_SOURCES, Problem
+
+MACHINE_SOURCE_VALUES = frozenset(source.value for source in MACHINE_SOURCES)
 
 
 def _duplicates(hashes: Iterable[str], new: set[str]) -> int:
@@ -45,10 +48,22 @@ def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> i
             unlabeled.append(solution.hash)
             continue
         extra = label_extra(record, problems[record.problem.hash], solution)
-        labels.append((record.label.hash_for(solution.hash), solution.id, record.label, extra))
+        labels.append((_label_hash(record, solution.hash, solution.id, extra), solution.id, record.label, extra))
     own = {s.id for s in solutions if s.hash in new_solutions or writer.wrote_solution(s.hash)}
     new_labels = writer.labels(labels, own)
     return _duplicates(unlabeled, new_solutions) + _duplicates((h for h, *_ in labels), new_labels)
+
+
+def _label_hash(record: PrmRecord, solution_hash: str, solution_id: int, extra: dict[str, Any]) -> str:
+    """A machine label Stepwise exported names its generator's key: hashed as the machine labels
+    service hashes it, it is the label it came from, and a project's own export imported back
+    adds nothing. Any other label is hashed from its content."""
+    assert record.label is not None
+    exported = extra.get("record") or {}
+    detail = exported.get("source_detail")
+    if exported.get("source") in MACHINE_SOURCE_VALUES and isinstance(detail, dict) and isinstance(detail.get("key"), str):
+        return machine_label_hash(detail["key"], solution_id)
+    return record.label.hash_for(solution_hash)
 
 
 def write_candidates(writer: BatchWriter, parsed: list[tuple[int, Candidate]], errors: LineErrors) -> int:

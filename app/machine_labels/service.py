@@ -44,7 +44,9 @@ def generator_key(source: LabelSource, generator: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _label_hash(key: str, solution_id: int) -> str:
+def machine_label_hash(key: str, solution_id: int) -> str:
+    """The content hash of one generator's label of a solution: a solution has at most one, and
+    the same label exported and imported back has the same hash (app.imports.chunks)."""
     return hashlib.sha256(f"machine:{key}:{solution_id}".encode()).hexdigest()
 
 
@@ -72,7 +74,7 @@ def store_machine_labels(
     if source == LabelSource.human:
         raise ValueError("machine labels need a machine source")
     key = generator_key(source, generator)
-    wanted = {_label_hash(key, label.solution_id): label for label in labels}
+    wanted = {machine_label_hash(key, label.solution_id): label for label in labels}
     if not wanted:
         return 0
     have = set(session.scalars(

@@ -137,3 +137,23 @@ def test_machine_records_import_back_as_machine_labels(session_factory, project)
         ).all()
         slots = session.scalars(select(Assignment.solution_id).where(Assignment.project_id == other.id)).all()
     assert machine_only and set(machine_only) <= set(slots)
+
+
+def test_a_projects_own_export_imported_back_adds_no_machine_label(session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    exported = export(session_factory, project)
+    with session_scope(session_factory) as session:
+        before = session.scalar(select(func.count()).select_from(Label).where(Label.project_id == project.id))
+    import_bytes(session_factory, project, exported)
+    assert export(session_factory, project) == exported
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Label).where(Label.project_id == project.id)) == before
+        solutions = session.scalars(select(Solution.id).order_by(Solution.id).limit(2)).all()
+        # The same generator run again finds its labels there.
+        labels = [MachineLabel(s, [1, -1], {"shares": [0.75, 0.0]}) for s in solutions]
+        assert store_machine_labels(session, project.id, LabelSource.rollout, GENERATOR, labels) == 0
+
+    # A copy imported twice holds each machine label once, and its generator finds them too.
+    other = make_project(session_factory, "Twice", overlap=1)
+    import_bytes(session_factory, other, exported)
+    import_bytes(session_factory, other, exported)
+    assert export(session_factory, other) == exported
