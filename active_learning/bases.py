@@ -4,6 +4,7 @@ when a researcher types it, instead of a round failing on it later."""
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,11 @@ def check_base_name(base: str, *, directories_here: bool) -> None:
         # Looking here would tell a caller which of this machine's paths exist, and nothing of
         # what the workers will find.
         return
+    # A hub id with no owner ("gpt2") is rare; one a letter away from a preset is a typo, which
+    # would otherwise surface only when a worker failed to download it.
+    near = difflib.get_close_matches(base.lower(), PRESETS, n=1, cutoff=0.8) if "/" not in base else []
+    if near:
+        raise BaseUnusable(f"{base!r} is not a preset: did you mean {near[0]!r}? (presets: {', '.join(PRESETS)})")
     try:
         validate_repo_id(base)
     except HFValidationError:

@@ -52,7 +52,7 @@ def _within_positions(model, max_length: int) -> int:
     positions = getattr(model.config.get_text_config(), "max_position_embeddings", None)
     if positions and max_length > positions:
         click.echo(json.dumps({"note": f"--max-length {max_length} is beyond the model's {positions} "
-                                       f"positions; solutions are cut at {positions} tokens"}), err=True)
+                                       f"positions; windows are {positions} tokens"}), err=True)
         return positions
     return max_length
 
@@ -154,7 +154,8 @@ def pretrain(data, **settings):
               help="Padded tokens per batch. Default: STEPWISE_SCORE_BATCH_TOKENS, else 65536 on CUDA, "
                    "16384 on CPU.")
 @click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
-              help="Tokens per solution; later steps get no score.")
+              help="Tokens per window: a longer solution is read in windows, each step with as much of what "
+                   "precedes it as fits; a step longer than this alone gets no score (truncated).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
               help="Compile the backbone's repeated layer first (torch.compile): seconds of compiling, then "
@@ -170,6 +171,8 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
     from active_learning.files import written_aside
 
     target = _output_file(output)
+    if target.resolve() == Path(input_file).resolve():
+        raise click.ClickException(f"--output {output} is the input file: give another file for the scores")
     try:
         solutions = load_solutions(input_file, every_step_written=True)
     except ValueError as e:

@@ -137,11 +137,11 @@ def _clip(text: str, limit: int) -> str:
 
 def give_up_or_retry(
     factory: sessionmaker[Session], round_id: int, owner: str, error: str, max_attempts: int,
-    cause: str = "",
 ) -> RoundStatus | None:
-    """After an error: back to the queue while attempts remain, else failed for good. `error`
-    (a traceback) is kept whole; `cause`, the exception in one line, goes into the message,
-    since it is what a researcher needs and a traceback shows it last."""
+    """After an error: back to the queue while attempts remain, else failed for good. `error`,
+    the exception in one line, is kept and goes into the message: what a researcher needs, and
+    all that the pages and the API show. The traceback, with the server's paths, stays in the
+    worker's log."""
     with session_scope(factory) as session:
         round_ = session.scalar(
             select(Round).where(Round.id == round_id, Round.lease_owner == owner).with_for_update()
@@ -161,7 +161,7 @@ def give_up_or_retry(
         else:
             round_.status = RoundStatus.queued
             message = f"error at {round_.stage.value}; will retry"
-        round_.message = _clip(f"{message}: {cause}" if cause else message, MESSAGE_CHARS)
+        round_.message = _clip(f"{message}: {error}", MESSAGE_CHARS)
         return round_.status
 
 

@@ -33,7 +33,7 @@ class RoundRead(BaseModel):
     snapshot_hash: str | None
     promoted: bool | None
     metrics: dict[str, Any]
-    error: str | None
+    error: str | None = Field(description="the last error, in one line; the worker's log has its traceback")
     attempts: int
     created_at: datetime
     started_at: datetime | None
@@ -302,10 +302,19 @@ class CandidateScore(BaseModel):
     step_scores: list[float | None] = Field(
         description="P(step is correct) per step; null for a step that alone is longer than the model's limit"
     )
-    product: float = Field(description="P(every step is correct): the paper's solution score")
-    minimum: float = Field(description="the weakest step's P(correct)")
+    product: float = Field(description="P(every step is correct) over the steps scored: the paper's solution score")
+    minimum: float = Field(description="the weakest scored step's P(correct)")
+    truncated: bool = Field(
+        description="some step alone is longer than `max_length` and has no score, so `product` and `minimum` "
+        "leave it out: rank such a candidate as you see fit"
+    )
 
 
 class ScoreResponse(BaseModel):
     model_version_id: int
+    max_length: int = Field(
+        description="tokens per window, the project's round setting the version trained with: a longer solution "
+        "is read in windows, each step with as much of what precedes it as fits (`prm score --max-length` "
+        "gives the same scores)"
+    )
     solutions: list[CandidateScore]

@@ -61,6 +61,7 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
             raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded; the server log says why") from None
         scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
                                  neutral_as_correct=request.neutral_as_correct)
-    return ScoreResponse(model_version_id=version_id, solutions=[
-        CandidateScore(step_scores=s.step_scores, product=s.product, minimum=s.minimum) for s in scores
+    return ScoreResponse(model_version_id=version_id, max_length=max_length, solutions=[
+        CandidateScore(step_scores=s.step_scores, product=s.product, minimum=s.minimum, truncated=s.truncated)
+        for s in scores
     ])

@@ -101,9 +101,7 @@ def run_round(
     except Exception as exc:
         log.exception("round %s failed", round_id)
         cause = " ".join("".join(traceback.format_exception_only(exc)).split())
-        return lease.give_up_or_retry(
-            factory, round_id, owner, traceback.format_exc(), worker.round_max_attempts, cause
-        )
+        return lease.give_up_or_retry(factory, round_id, owner, cause, worker.round_max_attempts)
 
 
 def _run_stage(run: RoundRun, stage: RoundStage) -> None:

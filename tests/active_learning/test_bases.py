@@ -50,3 +50,14 @@ def test_a_missing_directory_is_refused_only_where_the_workers_directories_are(t
 def test_a_name_that_is_no_preset_directory_or_hub_id_says_what_would_be(base: str) -> None:
     with pytest.raises(BaseUnusable, match="names no base: give a preset \\(tiny, 100m, 500m\\)"):
         check_base_name(base, directories_here=False)
+
+
+@pytest.mark.parametrize(("base", "meant"), [("Tiny", "tiny"), ("tinyy", "tiny"), ("500M", "500m"), ("100mm", "100m")])
+def test_a_preset_mistyped_is_not_taken_for_a_hub_id(base: str, meant: str) -> None:
+    with pytest.raises(BaseUnusable, match=f"'{base}' is not a preset: did you mean '{meant}'"):
+        check_base_name(base, directories_here=False)
+
+
+@pytest.mark.parametrize("base", ["tiny-gpt2", "distilgpt2", "org/tinyy"])
+def test_hub_ids_near_a_preset_in_name_only_are_hub_ids(base: str) -> None:
+    check_base_name(base, directories_here=False)

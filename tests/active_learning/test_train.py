@@ -200,6 +200,16 @@ def test_score_refuses_a_batch_of_no_tokens(files, checkpoint, tmp_path):
     assert not (tmp_path / "s.jsonl").exists()
 
 
+def test_score_refuses_to_write_over_its_input(checkpoint, tmp_path):
+    candidates = tmp_path / "candidates.jsonl"
+    kept = json.dumps({"problem": "2+3?", "steps": ["2+3=5"]}) + "\n"
+    candidates.write_text(kept)
+    result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(candidates),
+                                      "--output", str(tmp_path / "." / "candidates.jsonl")])
+    assert result.exit_code == 1 and "is the input file" in result.output, result.output
+    assert candidates.read_text() == kept
+
+
 def test_train_names_the_line_of_a_bad_record(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(_phase_1_record(1)) + "\n"
@@ -666,4 +676,4 @@ def test_a_max_length_beyond_the_models_positions_is_cut_to_them_and_said(files,
     result = runner.invoke(prm, ["score", "--model", str(checkpoint), "--input", str(files / "eval.jsonl"),
                                  "--output", str(tmp_path / "scores.jsonl"), "--max-length", str(positions * 50)])
     assert result.exit_code == 0, result.output
-    assert f"beyond the model's {positions} positions; solutions are cut at {positions} tokens" in result.output
+    assert f"beyond the model's {positions} positions; windows are {positions} tokens" in result.output

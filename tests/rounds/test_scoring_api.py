@@ -37,10 +37,17 @@ def test_researchers_score_candidates_as_the_scorer_does(client, session_factory
     body = response.json()
     model, tokenizer, _ = load_checkpoint(checkpoint)
     expected = score_solutions(model, tokenizer, [Solution("p", PROBLEM, steps) for steps in CANDIDATES], max_length=1024)
-    assert body["model_version_id"] == version_id
+    assert body["model_version_id"] == version_id and body["max_length"] == 1024
     for got, want in zip(body["solutions"], expected, strict=True):
         assert got["step_scores"] == pytest.approx(want.step_scores, abs=1e-5)
         assert (got["product"], got["minimum"]) == pytest.approx((want.product, want.minimum), abs=1e-5)
+        assert got["truncated"] is False
+
+    # A step longer than the window alone has no score, and the candidate says so.
+    overlong = client.post(f"/api/v1/model-versions/{version_id}/score", headers=api_headers(client, "rita"),
+                           json={"problem": PROBLEM, "solutions": [{"steps": ["$10 - 2 = 8$.", "y" * 3000]}]})
+    scored = overlong.json()["solutions"][0]
+    assert scored["step_scores"][1] is None and scored["truncated"] is True
 
 
 @pytest.mark.parametrize("role", ["labeler", "manager"])
