@@ -12,6 +12,7 @@ read, and corrected, by what its steps hold (see `_label_mode`), never by the pr
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -264,10 +265,32 @@ def _own(
     return row[0], row[1], row[2], row[3]
 
 
+_MATH_DELIMITER = re.compile(r"\\\$|\$\$|\$|\\\(|\\\)|\\\[|\\\]")
+_CLOSES = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
+
+
+def snippet_of(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The text's start on one line, at most `limit` characters: cut before a formula the limit
+    would split, so that the page renders the math it shows instead of a stray `$` and LaTeX."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut, closing = limit - 1, None
+    for match in _MATH_DELIMITER.finditer(text, 0, limit - 1):
+        token = match.group()
+        if token == "\\$":
+            continue
+        if closing is None and token in _CLOSES:
+            closing, opened = _CLOSES[token], match.start()
+        elif token == closing:
+            closing = None
+    if closing is not None:
+        cut = opened
+    return text[:cut].rstrip() + "…"
+
+
 def _own_label(label: Label, project_name: str, statement: str) -> OwnLabel:
-    snippet = " ".join(statement.split())
-    if len(snippet) > SNIPPET_CHARS:
-        snippet = snippet[: SNIPPET_CHARS - 1].rstrip() + "…"
+    snippet = snippet_of(statement)
     return OwnLabel(
         label_id=label.id,
         project_id=label.project_id,

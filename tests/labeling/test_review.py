@@ -12,6 +12,7 @@ from sqlalchemy import func, select, update
 
 from app.db import session_scope
 from app.labeling.queue import add_slots
+from app.labeling import review
 from app.labeling.review import _label_mode
 from app.models import Assignment, Label, Project
 from app.projects.schemas import ProjectUpdate
@@ -295,3 +296,16 @@ WRITTEN = {"text": "My own step.", "rating": 1, "source": "human", "flagged": Fa
 )
 def test_a_label_is_phase_1_by_what_its_steps_hold(steps, mode) -> None:  # type: ignore[no-untyped-def]
     assert _label_mode(Project(labeling_mode="full"), Label(steps=steps), len(steps)) == mode
+
+
+@pytest.mark.parametrize(("text", "limit", "snippet"), [
+    ("Short $x$.", 40, "Short $x$."),
+    ("Let $x$ be a number bigger than ten.", 15, "Let $x$ be a n…"),
+    ("Let $a_1, a_2$ be real. Compute $(a_9 + a_{10})^2$ now.", 40, "Let $a_1, a_2$ be real. Compute…"),
+    ("See $$\\sum_{k=1}^{n} k$$ here and more.", 15, "See…"),
+    ("Costs \\$5 and \\$6 in all, $x$ more.", 20, "Costs \\$5 and \\$6 i…"),
+    ("Find \\(x^2 + y^2\\) please.", 12, "Find…"),
+    ("Plain   words\nacross lines, nothing else at all.", 20, "Plain words across…"),
+])
+def test_a_snippet_never_ends_inside_a_formula(text: str, limit: int, snippet: str) -> None:
+    assert review.snippet_of(text, limit) == snippet
