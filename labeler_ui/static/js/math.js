@@ -128,7 +128,8 @@ function tabularsToArrays(text) {
 // MATH draws figures in Asymptote, inline as [asy]…[/asy]. The server draws them to sanitised
 // SVG (GET …/figures/{n}); shown through <img>, an SVG cannot run scripts or fetch anything.
 // Without a drawing (Asymptote not installed, or the code failed) the page shows a collapsed
-// block with the source, the server's reason on hover, instead of a wall of code.
+// block with the source, the reason on hover, instead of a wall of code. A server without
+// Asymptote says so on the page (body[data-figures=off]), and nothing is asked of it.
 const ASY_BLOCK = /\[asy\]([\s\S]*?)\[\/asy\]/;
 
 export function renderProblemText(element, text, figureUrl) {
@@ -139,7 +140,10 @@ export function renderProblemText(element, text, figureUrl) {
   }
   element.replaceChildren(
     ...parts.map((part, i) => {
-      if (i % 2) return figure(part, figureUrl((i - 1) / 2));
+      if (i % 2) {
+        if (document.body.dataset.figures === "off") return figureSource(part, null);
+        return figure(part, figureUrl((i - 1) / 2));
+      }
       const span = document.createElement("span");
       // A figure is a block of its own: the line breaks around its code would add blank lines.
       let text = i > 0 ? part.replace(/^[ \t]*\n/, "") : part;
@@ -169,6 +173,10 @@ function figureSource(source, url) {
   const code = document.createElement("pre");
   code.textContent = source.trim();
   block.append(summary, code);
+  if (!url) {
+    block.title = "This server does not draw Asymptote figures (see make asymptote).";
+    return block;
+  }
   getJson(url).catch((error) => {
     block.title = error.message;
   });
