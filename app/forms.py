@@ -21,9 +21,25 @@ PLAIN_MESSAGES = {
     "missing": "this field is required",
     "int_parsing": "must be a whole number",
     "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
     "bool_parsing": "must be true or false",
     "date_parsing": "must be a date (YYYY-MM-DD)",
     "date_from_datetime_parsing": "must be a date (YYYY-MM-DD)",
+}
+
+# Bounds and choices, said with the bound or the choices: pydantic's "Input should be greater
+# than or equal to 1".
+BOUND_MESSAGES = {
+    "greater_than_equal": "must be at least {ge}",
+    "less_than_equal": "must be at most {le}",
+    "greater_than": "must be more than {gt}",
+    "less_than": "must be less than {lt}",
+    "string_too_short": "must be at least {min_length} characters long",
+    "string_too_long": "must be at most {max_length} characters long",
+    "too_short": "needs at least {min_length} items",
+    "too_long": "takes at most {max_length} items",
+    "enum": "must be one of {expected}",
+    "literal_error": "must be one of {expected}",
 }
 
 PageId = RowId
@@ -88,6 +104,8 @@ def _messages(schema: type[BaseModel], exc: ValidationError) -> dict[str, str]:
             info = schema.model_fields.get(field)
             rule = info.description if info else None
             message = f"use only {rule}" if rule else "contains characters that are not allowed"
+        elif error["type"] in BOUND_MESSAGES:
+            message = BOUND_MESSAGES[error["type"]].format(**error.get("ctx", {}))
         else:
             message = PLAIN_MESSAGES.get(error["type"], error["msg"])
         if len(loc) > 1 and isinstance(loc[1], int):

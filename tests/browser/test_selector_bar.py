@@ -24,7 +24,7 @@ def test_a_researcher_turns_ranking_on_with_a_bar_and_clears_it(page: Page, sess
     field.fill("1.5")
     page.get_by_role("button", name="Save round settings").click()
     expect(page.locator("#settings [role=alert]")).to_be_visible()
-    expect(page.locator("#settings")).to_contain_text("less than or equal to 1")
+    expect(page.locator("#settings")).to_contain_text("be at most 1")
     with session_scope(session_factory) as session:
         saved = round_settings(session, project.id)
         assert (saved.selector_mode.value, saved.selector_min_step_auroc) == ("uniform", 0.9)

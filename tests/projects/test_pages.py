@@ -83,9 +83,9 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
     [
         ({"name": ""}, "This field is required"),
         ({"name": "no/slashes"}, "Use only letters, digits, space, _ . -"),
-        ({"name": "ok", "overlap": "0"}, "greater than or equal to 1"),
+        ({"name": "ok", "overlap": "0"}, "be at least 1"),
         ({"name": "ok", "overlap": "many"}, "Must be a whole number"),
-        ({"name": "ok", "lease_minutes": "100000"}, "less than or equal to 1440"),
+        ({"name": "ok", "lease_minutes": "100000"}, "be at most 1440"),
         ({"name": "ok", "labeling_mode": "whenever"}, "'first_error', 'full' or 'phase1'"),
         ({"name": "x" * 101}, "Use only letters, digits, space, _ . -"),
     ],
@@ -138,8 +138,8 @@ def test_the_settings_form_saves_and_a_larger_overlap_adds_queue_slots(client, s
 @pytest.mark.parametrize(
     ("form", "field_message"),
     [
-        ({"overlap": "21"}, "less than or equal to 20"),
-        ({"lease_minutes": "0"}, "greater than or equal to 1"),
+        ({"overlap": "21"}, "be at most 20"),
+        ({"lease_minutes": "0"}, "be at least 1"),
         ({"labeling_mode": "sometimes"}, "'first_error', 'full' or 'phase1'"),
         ({"description": "d" * 5001}, "at most 5000 characters"),
         # Emptied, a setting that cannot be empty stayed as stored under "saved".
