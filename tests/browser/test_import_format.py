@@ -72,3 +72,16 @@ def test_a_dropped_file_is_guessed_and_an_unknown_one_is_left_to_the_manager(imp
     # The server still judges the file as the manager chose.
     page.get_by_role("button", name="Upload and import").click()
     expect(page.get_by_role("alert")).to_contain_text("1 bad line in notes.txt: nothing was imported.")
+
+
+@pytest.mark.parametrize(("data", "why"), [
+    (b"", "the file is empty"),
+    (b"\n  \n\n", "the file has only blank lines"),
+    ('{"problem": "2+2"}\n'.encode("utf-16"), "the file is UTF-16 text, not UTF-8: save it as UTF-8"),
+    (b'{"problem": "x\x00"}\n', "the file holds NUL bytes: it is not UTF-8 text"),
+    (b'{"problem": "' + b"y" * (2 << 20) + b'"}\n', "its first line is longer than the megabyte this page reads"),
+])
+def test_a_file_whose_start_cannot_be_read_says_why_not_that_it_is_not_json(import_page: Page, data: bytes, why: str) -> None:
+    page = import_page
+    page.get_by_label("File").set_input_files({"name": "odd.jsonl", "mimeType": "application/x-ndjson", "buffer": data})
+    expect(page.locator("#format-guess")).to_have_text(f"Could not tell the format: {why}. Choose it below.")

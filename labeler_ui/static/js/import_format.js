@@ -36,6 +36,22 @@ function firstLine(text) {
   return text.replace(/^\uFEFF/, "").split(/\r?\n/).find((line) => line.trim() !== "") ?? "";
 }
 
+/** {format, why} for a file of `size` bytes from its first `bytes` (a Uint8Array). */
+export function guessFile(bytes, size) {
+  if (size === 0) return { format: null, why: "the file is empty" };
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    return { format: null, why: "the file is UTF-16 text, not UTF-8: save it as UTF-8" };
+  }
+  if (bytes.subarray(0, 4096).includes(0)) return { format: null, why: "the file holds NUL bytes: it is not UTF-8 text" };
+  const text = new TextDecoder().decode(bytes);
+  const line = firstLine(text);
+  if (!line) return { format: null, why: "the file has only blank lines" };
+  if (size > bytes.length && !text.slice(text.indexOf(line)).includes("\n")) {
+    return { format: null, why: "its first line is longer than the megabyte this page reads" };
+  }
+  return guessFormat(line);
+}
+
 const form = document.querySelector("form[data-import]");
 const input = form?.querySelector('input[type="file"]');
 const note = document.getElementById("format-guess");
@@ -46,8 +62,8 @@ async function sniff() {
     note.hidden = true;
     return;
   }
-  const line = firstLine(await file.slice(0, SNIFF_BYTES).text());
-  const { format, why } = guessFormat(line);
+  const bytes = new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer());
+  const { format, why } = guessFile(bytes, file.size);
   if (format) {
     form.querySelector(`input[name="format"][value="${format}"]`).checked = true;
     note.textContent = `Looks like ${NAMES[format]}: ${why}. Change it below if that is wrong.`;
