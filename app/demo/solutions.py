@@ -3,8 +3,9 @@
 MATH-500 has no model-written solutions, so the demo makes three per problem:
 
 1. `reference`: the reference solution split into steps (paragraphs, then sentences outside
-   math), `[asy]` figure code dropped from the steps, and PRM800K's closing step
-   `# Answer\\n\\n<answer>`. Its final answer is right.
+   math), and PRM800K's closing step `# Answer\\n\\n<answer>`. Its final answer is right. A
+   reference solution that draws a figure (`[asy]`) makes none: its steps lean on the figure
+   ("First, we build a diagram:"), which a step cannot show.
 2. `wrong_answer`: the reference steps with the final answer changed (the first number in the
    boxed answer moved by one; if it has none, its first sign flipped or `+ 1` appended), in the
    boxed step and the `# Answer` step. The first wrong step is the step holding the box.
@@ -40,9 +41,8 @@ class DemoSolution:
 
 
 def split_steps(solution: str) -> list[str]:
-    text = ASY_BLOCK.sub("", solution)
     steps: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
+    for paragraph in re.split(r"\n\s*\n", solution):
         paragraph = paragraph.strip()
         if paragraph:
             steps.extend(_sentences(paragraph))
@@ -76,6 +76,8 @@ def perturb_answer(answer: str) -> str:
 
 
 def demo_solutions(solution: str, answer: str, seed: int) -> list[DemoSolution]:
+    if ASY_BLOCK.search(solution):
+        return []
     steps = split_steps(solution)
     if not steps:
         return []

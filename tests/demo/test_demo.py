@@ -17,11 +17,8 @@ from app.users.service import get_user_by_name, update_user
 from tests.conftest import make_user
 
 
-def test_split_steps_keeps_math_whole_and_drops_figures() -> None:
-    text = (
-        "Let $x = 1.5.$  Then $y = 2$. So\n\\[z = 3.\\]Thus, we are done.\n\n"
-        "[asy]draw((0,0)--(1,1));[/asy]\n\nThe answer is $\\boxed{3}$."
-    )
+def test_split_steps_keeps_math_whole() -> None:
+    text = "Let $x = 1.5.$  Then $y = 2$. So\n\\[z = 3.\\]Thus, we are done.\n\nThe answer is $\\boxed{3}$."
     assert split_steps(text) == [
         "Let $x = 1.5.$",
         "Then $y = 2$.",
@@ -29,6 +26,12 @@ def test_split_steps_keeps_math_whole_and_drops_figures() -> None:
         "Thus, we are done.",
         "The answer is $\\boxed{3}$.",
     ]
+
+
+def test_a_reference_solution_that_draws_a_figure_makes_no_demo_solution() -> None:
+    # Its steps would lean on a figure no step can show: "First, we build a diagram:".
+    solution = "First, we build a diagram:\n\n[asy]draw((0,0)--(1,1));[/asy]\n\nThe answer is $\\boxed{3}$."
+    assert demo_solutions(solution, "3", seed=0) == []
 
 
 def test_perturbed_answers_differ() -> None:
