@@ -119,6 +119,9 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "- `-1`: wrong, or misleading;",
         "- null: not rated.",
         "",
+        "A step a labeler wrote themselves (PRM800K's `human_completion`) is rated 1 where its record "
+        "left it unrated: PRM800K's labelers wrote their own step only as a correct one.",
+        "",
         f"Labeling mode of the project, for the labels made in Stepwise (imported ones keep their "
         f"file's ratings): {_MODES[project.labeling_mode]}. A `give_up` or "
         "`bad_problem` label keeps the ratings made before it, and its reason in `finish_note`.",

@@ -22,7 +22,7 @@ log = logging.getLogger("stepwise.rounds")
 
 # A round's pool is what no labeler has labeled or holds; imported labels empty it. Said by the
 # round's message and its page.
-EMPTY_POOL = "its pool was empty, every solution having a human label or a labeler"
+EMPTY_POOL = "its pool was empty: no solution is left without a human label or a labeler"
 
 
 def selection_rule(settings: RoundSettings, seed: int) -> SelectionRule:

@@ -96,7 +96,8 @@ class ModelVersionRead(BaseModel):
 
 
 class ModelComparisonIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `true` is not version 1.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     version_a_id: int = Field(ge=1, le=2**31 - 1)
     version_b_id: int = Field(ge=1, le=2**31 - 1)

@@ -131,6 +131,7 @@ def test_researchers_queue_a_comparison_that_a_worker_measures(client, session_f
     for bad, code in [({"version_a_id": old}, 422), ({"version_a_id": old, "version_b_id": old}, 422),
                       ({"version_a_id": old, "version_b_id": 9999}, 404),
                       ({"version_a_id": old, "version_b_id": "x"}, 422),
+                      ({"version_a_id": True, "version_b_id": served}, 422),
                       ({"version_a_id": old, "version_b_id": served, "extra": 1}, 422)]:
         assert client.post(url, headers=rita, json=bad).status_code == code, bad
     assert statuses(session_factory) == []
