@@ -46,15 +46,14 @@ def _output_file(path: str) -> Path:
 
 
 def _within_positions(model, max_length: int) -> int:
-    """`max_length`, at most the positions the model was built for: past them a model with
-    learned positions fails, and one with rotary positions reads tokens it was never trained at,
-    while the scores would claim nothing was cut."""
-    positions = getattr(model.config.get_text_config(), "max_position_embeddings", None)
-    if positions and max_length > positions:
+    """active_learning.score.within_positions, saying so when it cuts."""
+    from active_learning.score import within_positions
+
+    positions = within_positions(model, max_length)
+    if positions < max_length:
         click.echo(json.dumps({"note": f"--max-length {max_length} is beyond the model's {positions} "
                                        f"positions; windows are {positions} tokens"}), err=True)
-        return positions
-    return max_length
+    return positions
 
 
 def _config_options(config_class):

@@ -50,6 +50,14 @@ class SolutionScore:
     truncated: bool  # some step alone is longer than max_length and was not scored
 
 
+def within_positions(model, max_length: int) -> int:
+    """`max_length`, at most the positions the model was built for: past them a model with
+    learned positions fails, and one with rotary positions reads tokens it was never trained at,
+    while the scores would claim nothing was cut."""
+    positions = getattr(model.config.get_text_config(), "max_position_embeddings", None)
+    return min(max_length, positions) if positions else max_length
+
+
 def correct_probability(probs: list[float], neutral_as_correct: bool = True) -> float:
     """P(step is correct). A neutral step is correct-but-unhelpful, so by default it counts as
     correct, as in the paper's PRM scoring."""

@@ -13,6 +13,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
 
 from app.deps import RowId
+from app.models import INT32_MAX
 
 Schema = TypeVar("Schema", bound=BaseModel)
 
@@ -27,8 +28,8 @@ PLAIN_MESSAGES = {
     "date_from_datetime_parsing": "must be a date (YYYY-MM-DD)",
 }
 
-# Bounds and choices, said with the bound or the choices: pydantic's "Input should be greater
-# than or equal to 1".
+# Bounds and choices, said with the bound or the choices, instead of pydantic's "Input should be
+# greater than or equal to 1".
 BOUND_MESSAGES = {
     "greater_than_equal": "must be at least {ge}",
     "less_than_equal": "must be at most {le}",
@@ -43,6 +44,12 @@ BOUND_MESSAGES = {
 }
 
 PageId = RowId
+
+
+def row_id(value: str) -> int | None:
+    """A row id typed in an address or a form, or None for anything else: superscript and
+    Arabic-Indic digits are digits to str.isdigit, and int() refuses them."""
+    return int(value) if value.isascii() and value.isdigit() and 0 < int(value) <= INT32_MAX else None
 
 
 async def _sent_fields(request: Request) -> frozenset[str]:

@@ -8,7 +8,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from app.figures.service import asymptote_path
+from app.figures.service import figures_shown
 from labeler_ui import TEMPLATES_DIR
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
@@ -23,7 +23,7 @@ def render(
         "csrf_token": principal.session.csrf_token if principal and principal.session else "",
         # Pages then show an [asy] figure's source at once instead of asking for a drawing that
         # cannot come (a 404 in the console for every figure).
-        "figures_drawn": asymptote_path(request.app.state.settings) is not None,
+        "figures_drawn": figures_shown(request.app.state.settings),
     }
     return templates.TemplateResponse(
         request, name, {**base, **(context or {})}, status_code=status_code

@@ -54,6 +54,18 @@ def asymptote_path(settings: Settings) -> str | None:
     return shutil.which(settings.asymptote)
 
 
+def figures_shown(settings: Settings) -> bool:
+    """Whether a page may ask for drawings: Asymptote draws them here, or another process (a
+    worker, `stepwise figures`) left some in the shared cache."""
+    if asymptote_path(settings) is not None:
+        return True
+    try:
+        with os.scandir(settings.figures_dir) as entries:
+            return any(entry.name.endswith(".svg") for entry in entries)
+    except OSError:
+        return False
+
+
 def cached(settings: Settings, key: str) -> Figure | None:
     base = settings.figures_dir / key
     try:

@@ -10,11 +10,9 @@ from sqlalchemy import select
 from app.imports.line_errors import LineErrors
 from app.imports.prm800k import label_extra
 from app.imports.records import Candidate, PrmRecord, StoredProblem
-from app.imports.writer import BatchWriter
+from app.imports.writer import BatchWriter, exported_source
 from app.machine_labels.service import machine_label_hash
-from app.models import MACHINE_SOURCES, Problem
-
-MACHINE_SOURCE_VALUES = frozenset(source.value for source in MACHINE_SOURCES)
+from app.models import LabelSource, Problem
 
 
 def _duplicates(hashes: Iterable[str], new: set[str]) -> int:
@@ -59,9 +57,8 @@ def _label_hash(record: PrmRecord, solution_hash: str, solution_id: int, extra: 
     service hashes it, it is the label it came from, and a project's own export imported back
     adds nothing. Any other label is hashed from its content."""
     assert record.label is not None
-    exported = extra.get("record") or {}
-    detail = exported.get("source_detail")
-    if exported.get("source") in MACHINE_SOURCE_VALUES and isinstance(detail, dict) and isinstance(detail.get("key"), str):
+    detail = (extra.get("record") or {}).get("source_detail")
+    if exported_source(extra) != LabelSource.human and isinstance(detail, dict) and isinstance(detail.get("key"), str):
         return machine_label_hash(detail["key"], solution_id)
     return record.label.hash_for(solution_hash)
 

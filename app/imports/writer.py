@@ -84,12 +84,15 @@ _LABEL_COLUMNS = (
 )
 
 
-def _source(extra: dict[str, Any]) -> str:
+MACHINE_SOURCE_VALUES = frozenset(source.value for source in MACHINE_SOURCES)
+
+
+def exported_source(extra: dict[str, Any]) -> str:
     """A record Stepwise exported from a machine label names its source (and keeps it, with
     `source_detail`, in `extra` to be written back): read again, it is that machine's label, which
     must not pass for a labeler's."""
     source = (extra.get("record") or {}).get("source")
-    return source if source in {s.value for s in MACHINE_SOURCES} else LabelSource.human.value
+    return source if source in MACHINE_SOURCE_VALUES else LabelSource.human.value
 
 
 def _key(content_hash: str) -> int:
@@ -307,7 +310,7 @@ class BatchWriter:
                 self.batch_id,
                 encode_document(extra),
                 label.created_at,
-                _source(extra),
+                exported_source(extra),
             )
         if rows:
             self.rows.insert(Label, _LABEL_COLUMNS, list(rows.values()), ids=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -81,20 +82,20 @@ def add_slots(
     project: Project,
     solutions: Sequence[tuple[int, float, int | None]],
 ) -> int:
-    """Give each (solution id, priority, generation) the slots it lacks to reach the overlap."""
+    """Give each (solution id, priority, generation) the slots it lacks to reach the overlap,
+    numbered with the lowest numbers free: a retired problem's waiting slots were taken out
+    from between leased or done ones, so a solution's numbers may have gaps."""
     if not solutions:
         return 0
     ids = [s[0] for s in solutions]
-    have: dict[int, int] = {}
+    have: dict[int, set[int]] = {}
     labeled: dict[int, int] = {}
     for chunk in _chunks(ids, 5000):
-        have.update(
-            session.execute(
-                select(Assignment.solution_id, func.count())
-                .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
-                .group_by(Assignment.solution_id)
-            ).all()
-        )
+        for solution_id, slot in session.execute(
+            select(Assignment.solution_id, Assignment.slot)
+            .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
+        ):
+            have.setdefault(solution_id, set()).add(slot)
         # Labels that arrived with an import (no slot) count towards the overlap too; a
         # correction has no slot either, but its slot is the corrected label's. A machine's
         # label fills no labeler's slot.
@@ -113,8 +114,9 @@ def add_slots(
         )
     rows = []
     for solution_id, priority, generation in solutions:
-        first = have.get(solution_id, 0)
-        needed = project.overlap - labeled.get(solution_id, 0)
+        taken = have.get(solution_id, set())
+        lacking = project.overlap - labeled.get(solution_id, 0) - len(taken)
+        free = (n for n in range(project.overlap + len(taken)) if n not in taken)
         rows.extend(
             {
                 "project_id": project.id,
@@ -124,7 +126,7 @@ def add_slots(
                 "generation": generation,
                 "status": AssignmentStatus.waiting,
             }
-            for slot in range(first, needed)
+            for slot in islice(free, max(0, lacking))
         )
     for chunk in _chunks(rows, 5000):
         session.execute(insert(Assignment), chunk)

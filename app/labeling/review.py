@@ -284,7 +284,8 @@ def snippet_of(text: str, limit: int = SNIPPET_CHARS) -> str:
             closing, opened = _CLOSES[token], match.start()
         elif token == closing:
             closing = None
-    if closing is not None:
+    if closing is not None and opened > 0:
+        # A statement that opens with a formula longer than the limit keeps the plain cut.
         cut = opened
     return text[:cut].rstrip() + "…"
 

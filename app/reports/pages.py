@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.errors import Conflict, NotFound
-from app.forms import FormInvalid, PageId, validate_form
+from app.forms import FormInvalid, PageId, row_id, validate_form
 from app.models import INT32_MAX, Project, User
 from app.projects.service import get_project
 from app.quality.gold import set_gold
@@ -33,7 +33,7 @@ class FilterForm(BaseModel):
     labeler: str = Field(default="", max_length=200)
 
 
-class RetireForm(FilterForm):
+class ProblemForm(FilterForm):
     # Set when the button was on a label's page, which is where the manager goes back to.
     label_id: int | None = Field(default=None, ge=1, le=INT32_MAX)
     # "reports" when that page was opened from the Reports tab, which it then links back to.
@@ -57,11 +57,6 @@ def _back_to_reports(project_id: int, form: FilterForm, **extra: object) -> Redi
     )
 
 
-def _row_id(value: str) -> int | None:
-    """A row id from the address, or None for anything else typed there."""
-    return int(value) if value.isascii() and value.isdigit() and 0 < int(value) <= INT32_MAX else None
-
-
 @router.get("/reports")
 def reports_page(
     request: Request,
@@ -74,17 +69,17 @@ def reports_page(
     messages = []
     # Where the retire and restore buttons send the manager back to; an address typed by hand
     # with another value, or with a problem in another state, shows no banner.
-    retired = _row_id(request.query_params.get("retired", ""))
+    retired = row_id(request.query_params.get("retired", ""))
     if retired is not None and service.is_retired(session, project.id, retired) is True:
         messages.append(
             {"kind": "success", "text": f"Problem {retired} is retired: it is not served again."}
         )
-    restored = _row_id(request.query_params.get("restored", ""))
+    restored = row_id(request.query_params.get("restored", ""))
     if restored is not None and service.is_retired(session, project.id, restored) is False:
         messages.append({"kind": "success",
                          "text": f"Problem {restored} is back in labeling: its solutions are served again."})
     # Where a dismiss of a report that is gone sends the manager back to.
-    gone = _row_id(request.query_params.get("gone", ""))
+    gone = row_id(request.query_params.get("gone", ""))
     if gone is not None and not service.report_exists(session, project.id, gone):
         messages.append({"kind": "info", "text": f"Report {gone} is no longer there: the labeler corrected "
                          "the label and no longer raises it, so there is nothing to dismiss."})
@@ -178,7 +173,7 @@ def retire_problem(
     problem_id: PageId,
     user: ManagerPageUser,
     session: SessionDep,
-    form: Annotated[RetireForm, Form()],
+    form: Annotated[ProblemForm, Form()],
 ) -> Response:
     return _change_problem(service.retire_problem, session, project_id, problem_id, form, "retired")
 
@@ -189,7 +184,7 @@ def restore_problem(
     problem_id: PageId,
     user: ManagerPageUser,
     session: SessionDep,
-    form: Annotated[RetireForm, Form()],
+    form: Annotated[ProblemForm, Form()],
 ) -> Response:
     return _change_problem(service.restore_problem, session, project_id, problem_id, form, "restored")
 
@@ -199,7 +194,7 @@ def _change_problem(
     session: Session,
     project_id: int,
     problem_id: int,
-    form: RetireForm,
+    form: ProblemForm,
     notice: str,
 ) -> RedirectResponse:
     """Retire or restore a problem, then go back to the label page the button was on, or to the

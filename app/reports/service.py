@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session, aliased
 from app.errors import NotFound
 from app.exports.trajectory import trajectory
 from app.labeling.queue import add_slots
-from app.quality.agreement import compared_labels, labels_disagree
 from app.labeling.schemas import StepRating
 from app.models import (
     Assignment,
@@ -27,6 +26,7 @@ from app.models import (
     User,
     utcnow,
 )
+from app.quality.agreement import compared_labels, labels_disagree
 from app.reports.schemas import (
     LabelView,
     OtherLabel,

@@ -149,7 +149,7 @@ def give_up_or_retry(
         if round_ is None or round_.status != RoundStatus.running:
             return None
         now = utcnow()
-        round_.error = error[-4000:]
+        round_.error = _clip(error, 4000)
         round_.lease_owner = None
         round_.lease_expires_at = None
         round_.updated_at = now

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from active_learning.data import format_source_weights, parse_source_weights
 from app.deps import RESEARCH, DataPageUser, ResearcherPageUser, SessionDep, has_role
 from app.errors import BadInput, Conflict, NotFound
-from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
+from app.forms import FormInvalid, PageId, SentFields, row_id, sent_values, validate_form
 from app.models import PickReason, Project, PromoteMetric, ScoreKind, SelectorMode, User
 from app.projects.service import get_project, list_projects
 from app.rounds import service
@@ -148,12 +148,12 @@ def queue_comparison(
     form: Annotated[ComparisonForm, Form()],
 ) -> Response:
     project = get_project(session, project_id)
-    if not (form.version_a.isdigit() and form.version_b.isdigit()):
+    version_a, version_b = row_id(form.version_a), row_id(form.version_b)
+    if version_a is None or version_b is None:
         return _overview(request, session, user, project, status_code=422,
                          messages=[{"kind": "error", "text": "Choose two model versions to compare."}])
     try:
-        comparison = request_comparison(session, project.id, int(form.version_a), int(form.version_b),
-                                        user_id=user.id)
+        comparison = request_comparison(session, project.id, version_a, version_b, user_id=user.id)
     except (BadInput, NotFound) as exc:
         return _overview(request, session, user, project, status_code=422,
                          messages=[{"kind": "error", "text": f"Not compared: {exc.message}."}])

@@ -314,8 +314,8 @@ class CandidateScore(BaseModel):
 class ScoreResponse(BaseModel):
     model_version_id: int
     max_length: int = Field(
-        description="tokens per window, the project's round setting the version trained with: a longer solution "
-        "is read in windows, each step with as much of what precedes it as fits (`prm score --max-length` "
-        "gives the same scores)"
+        description="tokens per window: the project's current `max_length` round setting, at most the model's "
+        "positions. A longer solution is read in windows, each step with as much of what precedes it as fits "
+        "(`prm score --max-length` with this value gives the same scores)"
     )
     solutions: list[CandidateScore]

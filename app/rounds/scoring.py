@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from active_learning.data import Solution
 from active_learning.model import load_checkpoint, resolve_device
-from active_learning.score import score_solutions
+from active_learning.score import score_solutions, within_positions
 from app.db import end_reads
 from app.errors import Conflict, NotFound
 from app.models import ModelVersion, RoundSettings
@@ -59,6 +59,7 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
             # What is wrong names files on the server: logged here, not told to the client.
             logger.error("model version %s: %s", version_id, e)
             raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded; the server log says why") from None
+        max_length = within_positions(model, max_length)
         scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
                                  neutral_as_correct=request.neutral_as_correct)
     return ScoreResponse(model_version_id=version_id, max_length=max_length, solutions=[

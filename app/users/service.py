@@ -44,11 +44,17 @@ def get_user(session: Session, user_id: int) -> User:
 
 
 def get_user_by_name(session: Session, username: str) -> User:
-    """The user of that name in any case: names are unique regardless of case (create_user)."""
-    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
-    if user is None:
+    """The user of exactly that name, else the one user of that name in another case: new names
+    may not differ only in case (create_user), but a database may hold two from before."""
+    exact = session.scalar(select(User).where(User.username == username))
+    if exact is not None:
+        return exact
+    alike = session.scalars(select(User).where(func.lower(User.username) == username.lower()).limit(2)).all()
+    if not alike:
         raise NotFound(f"no user named {username!r}")
-    return user
+    if len(alike) > 1:
+        raise Conflict(f"several users are named {username!r} in different cases: give the name exactly")
+    return alike[0]
 
 
 def update_user(

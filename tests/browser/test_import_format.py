@@ -77,6 +77,7 @@ def test_a_dropped_file_is_guessed_and_an_unknown_one_is_left_to_the_manager(imp
 @pytest.mark.parametrize(("data", "why"), [
     (b"", "the file is empty"),
     (b"\n  \n\n", "the file has only blank lines"),
+    (b"\n" * (2 << 20) + b'{"problem": "2+2"}\n', "its first megabyte has only blank lines"),
     ('{"problem": "2+2"}\n'.encode("utf-16"), "the file is UTF-16 text, not UTF-8: save it as UTF-8"),
     (b'{"problem": "x\x00"}\n', "the file holds NUL bytes: it is not UTF-8 text"),
     (b'{"problem": "' + b"y" * (2 << 20) + b'"}\n', "its first line is longer than the megabyte this page reads"),

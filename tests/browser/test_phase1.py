@@ -187,6 +187,22 @@ def test_enter_submits_a_solution_whose_step_has_no_good_alternative(page: Page,
         assert [[c["rating"] for c in s["completions"]] for s in label.steps] == [[1, -1], [-1, -1]]
 
 
+def test_enter_on_an_earlier_steps_own_row_writes_even_in_a_complete_label(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _open_lenas_task(page, session_factory)
+    for key in ("1", "3", "k", "Enter", "1", "1", "Enter", "1", "Enter"):
+        page.keyboard.press(key)
+    expect(page.locator("#status")).to_contain_text("All 3 steps done")
+    own = page.locator("#steps > .p1-step").nth(0).locator(".alt.own")
+    for _ in range(12):
+        if own.get_attribute("aria-current") == "true":
+            break
+        page.keyboard.press("k")
+    expect(own).to_have_attribute("aria-current", "true")
+    page.keyboard.press("Enter")
+    expect(own.locator(".own-editor")).to_be_visible()
+    expect(page.locator("#notice")).not_to_contain_text("Saved")
+
+
 def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     _open_lenas_task(page, session_factory)
     status, notice = page.locator("#status"), page.locator("#notice")

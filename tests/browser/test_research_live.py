@@ -45,15 +45,19 @@ def test_a_waiting_comparison_shows_its_result_when_a_worker_finishes(  # type: 
     screenshot(page, "research_comparison_done.png")
 
 
-def test_a_round_that_ends_reloads_the_page_even_at_an_anchor(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
-    project = make_project(session_factory)
-    make_user(session_factory, "rita", "researcher")
-    with session_scope(session_factory) as session:
-        round_ = Round(project_id=project.id, number=1, status=RoundStatus.running, stage=RoundStage.train,
+def _running_round(factory, project_id: int) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        round_ = Round(project_id=project_id, number=1, status=RoundStatus.running, stage=RoundStage.train,
                        percent=40.0)
         session.add(round_)
         session.flush()
-        round_id = round_.id
+        return round_.id
+
+
+def test_a_round_that_ends_reloads_the_page_even_at_an_anchor(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    round_id = _running_round(session_factory, project.id)
     login(page, "rita", f"/research/projects/{project.id}")
     # Following a link to a section leaves the page's address with a #fragment.
     page.goto(f"/research/projects/{project.id}#comparisons")
@@ -65,3 +69,16 @@ def test_a_round_that_ends_reloads_the_page_even_at_an_anchor(page: Page, sessio
     # Only a reloaded page drops the live marker; the poll alone updates the badge in place.
     expect(page.locator("[data-live-round]")).to_have_count(0, timeout=20_000)
     expect(page.locator("tr[data-round]").first).to_contain_text("failed")
+
+
+def test_a_page_with_changes_in_a_form_is_not_reloaded_under_the_researcher(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    round_id = _running_round(session_factory, project.id)
+    login(page, "rita", f"/research/projects/{project.id}")
+    page.get_by_label("Picks per round").fill("77")
+    with session_scope(session_factory) as session:
+        session.execute(update(Round).where(Round.id == round_id).values(status=RoundStatus.done))
+    expect(page.locator("[data-reload-hint]:visible")).to_have_count(1, timeout=20_000)
+    expect(page.get_by_label("Picks per round")).to_have_value("77")
+    expect(page.locator(f'[data-live-round="{round_id}"]')).to_have_count(1)

@@ -75,6 +75,17 @@ def test_a_missing_executable_counts_as_not_installed(settings: Settings) -> Non
     assert service.asymptote_path(settings.model_copy(update={"asymptote": "OFF"})) is None
 
 
+def test_pages_ask_for_drawings_where_asymptote_draws_or_the_cache_holds_some(settings: Settings, tmp_path: Path) -> None:
+    off = settings.model_copy(update={"asymptote": "off", "figures_dir": tmp_path / "figures"})
+    assert not service.figures_shown(off)  # no directory yet
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "abc.failed").write_text("syntax error")
+    assert not service.figures_shown(off)
+    # Drawn by a worker or `stepwise figures` into the shared cache: this server serves them.
+    (tmp_path / "figures" / "def.svg").write_text("<svg/>")
+    assert service.figures_shown(off)
+
+
 @pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_asymptote_draws_a_clean_cached_svg(figure_client, figure_settings, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -305,6 +305,8 @@ def test_a_label_is_phase_1_by_what_its_steps_hold(steps, mode) -> None:  # type
     ("See $$\\sum_{k=1}^{n} k$$ here and more.", 15, "See…"),
     ("Costs \\$5 and \\$6 in all, $x$ more.", 20, "Costs \\$5 and \\$6 i…"),
     ("Find \\(x^2 + y^2\\) please.", 12, "Find…"),
+    # Opening with a formula longer than the limit: nothing before it to keep, so the plain cut.
+    ("$x_1 + x_2 + x_3 + x_4$ is long", 10, "$x_1 + x_…"),
     ("Plain   words\nacross lines, nothing else at all.", 20, "Plain words across…"),
 ])
 def test_a_snippet_never_ends_inside_a_formula(text: str, limit: int, snippet: str) -> None:

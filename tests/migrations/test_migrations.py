@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import orjson
@@ -135,3 +136,41 @@ def test_guidelines_written_before_their_dates_were_kept_date_from_the_project(f
     finally:
         engine.dispose()
     assert str(dated[1]).startswith("2026-01-02 03:04:05") and dated[2] is None
+
+
+def test_imported_machine_labels_take_their_generators_hash_and_round_errors_their_last_line(fresh_url: str) -> None:
+    upgrade(fresh_url, "0020")
+    engine = create_engine(normalize_database_url(fresh_url))
+    extra = orjson.dumps({"record": {"source": "rollout", "source_detail": {"key": "k1", "rollouts": 4}}}).decode()
+
+    def machine(solution_id: int) -> str:
+        return hashlib.sha256(f"machine:k1:{solution_id}".encode()).hexdigest()
+
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (id, name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES (1, 'p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO problems (id, project_id, statement, answer, content_hash, is_demo, created_at) VALUES (1, 1, 'What is 2 + 2?', '4', 'ph', false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO import_batches (id, project_id, filename, format, file_sha256, lines, added, created_at) VALUES (1, 1, 'f.jsonl', 'prm800k', 'fh', 3, '{}', CURRENT_TIMESTAMP)"))
+            for solution_id in (1, 2):
+                connection.execute(text(
+                    "INSERT INTO solutions (id, project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                    " VALUES (:id, 1, 1, '[\"4\"]', 'given', 'right', '{}', 0, :h, false, CURRENT_TIMESTAMP)"), {"id": solution_id, "h": f"sh{solution_id}"})
+            label = text(
+                "INSERT INTO labels (id, project_id, solution_id, is_quality_control, is_initial_screening, steps, content_hash, import_batch_id, extra, source, created_at)"
+                " VALUES (:id, 1, :solution, false, false, '[]', :h, :batch, :extra, 'rollout', CURRENT_TIMESTAMP)")
+            # Solution 1: imported only. Solution 2: made here, then imported again (a copy).
+            connection.execute(label, {"id": 1, "solution": 1, "h": "content-1", "batch": 1, "extra": extra})
+            connection.execute(label, {"id": 2, "solution": 2, "h": machine(2), "batch": None, "extra": "{}"})
+            connection.execute(label, {"id": 3, "solution": 2, "h": "content-3", "batch": 1, "extra": extra})
+            connection.execute(text(
+                "INSERT INTO rounds (id, project_id, number, status, stage, percent, trigger, metrics, error, attempts, message, created_at, updated_at)"
+                " VALUES (1, 1, 1, 'failed', 'train', 0, 'manual', '{}', :e, 3, 'failed', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"),
+                {"e": 'Traceback (most recent call last):\n  File "/srv/app/rounds/stages.py", line 9, in run\nValueError: no base\n'})
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            hashes = dict(connection.execute(text("SELECT id, content_hash FROM labels")).all())
+            error = connection.execute(text("SELECT error FROM rounds")).scalar()
+    finally:
+        engine.dispose()
+    assert hashes == {1: machine(1), 2: machine(2), 3: "content-3"}
+    assert error == "ValueError: no base"

@@ -300,3 +300,21 @@ def test_a_correction_takes_over_the_reports_it_still_raises_and_leaves_dismisse
     assert reports[give_up].reason == "Lost at step 3."
     # A manager's decision on what the superseded label said stays with that label.
     assert (reports[flag_1].label_id, reports[flag_1].status, reports[flag_1].dismissed_by) == (first, ReportStatus.dismissed, "max")
+
+
+def test_restoring_fills_the_slot_numbers_a_retirement_left_free(session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Overlap 2: ann's lease ran out and went back to waiting while bob's is held, so retiring
+    # takes out a slot from below one that stays.
+    project = make_project(session_factory, overlap=2)
+    problem, (solution,) = add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
+    ann, bob = (make_user(session_factory, name, "labeler") for name in ("ann", "bob"))
+    assert next_task(session_factory, project.id, ann.id) and next_task(session_factory, project.id, bob.id)
+    with session_scope(session_factory) as session:
+        lapsed = session.scalars(select(Assignment).where(Assignment.user_id == ann.id)).one()
+        lapsed.status, lapsed.expires_at, lapsed_slot = AssignmentStatus.waiting, None, lapsed.slot
+        service.retire_problem(session, project.id, problem)
+    with session_scope(session_factory) as session:
+        assert service.restore_problem(session, project.id, problem).slots_added == 1
+    with session_scope(session_factory) as session:
+        slots = dict(session.execute(select(Assignment.slot, Assignment.status).where(Assignment.solution_id == solution)).all())
+    assert slots[lapsed_slot] == AssignmentStatus.waiting and sorted(slots) == [0, 1]

@@ -162,8 +162,9 @@ def test_the_research_page_queues_a_comparison_and_shows_it(client, session_fact
 
     same = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": old, "version_b": old})
     assert same.status_code == 422 and "Not compared: compare two different model versions." in same.text
-    blank = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": "", "version_b": "x"})
-    assert blank.status_code == 422 and "Choose two model versions to compare." in blank.text
+    for a, b in (("", "x"), ("²", str(served)), (str(2**40), str(served))):
+        blank = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": a, "version_b": b})
+        assert blank.status_code == 422 and "Choose two model versions to compare." in blank.text
     assert statuses(session_factory) == []
 
     queued = client.post(f"{page_url}/comparisons", data={"csrf_token": csrf, "version_a": old, "version_b": served},

@@ -45,7 +45,10 @@ export function guessFile(bytes, size) {
   if (bytes.subarray(0, 4096).includes(0)) return { format: null, why: "the file holds NUL bytes: it is not UTF-8 text" };
   const text = new TextDecoder().decode(bytes);
   const line = firstLine(text);
-  if (!line) return { format: null, why: "the file has only blank lines" };
+  if (!line) {
+    const why = size > bytes.length ? "its first megabyte has only blank lines" : "the file has only blank lines";
+    return { format: null, why };
+  }
   if (size > bytes.length && !text.slice(text.indexOf(line)).includes("\n")) {
     return { format: null, why: "its first line is longer than the megabyte this page reads" };
   }

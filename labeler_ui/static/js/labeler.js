@@ -489,12 +489,13 @@ function phase1Key(key) {
 }
 
 // Enter continues with the alternative under the cursor, opens the editor on the
-// write-your-own row, and submits a complete label. A label is complete on that row when every
-// alternative of the step is −1 (the last −1 puts the cursor there): Enter submits, as the
+// write-your-own row, and submits a complete label. On the own row of the step where the
+// solution ends, every alternative −1 (the last −1 puts the cursor there), Enter submits, as the
 // status says, and W writes.
 function phase1Enter() {
   const { step, alt } = state.cursor;
-  if (state.onOwnRow() && !state.isComplete()) openEditor(step);
+  const endsHere = state.isComplete() && state.endsInError() && step === state.reach();
+  if (state.onOwnRow() && !endsHere) openEditor(step);
   else if (state.canChoose(step, alt) && state.chosen[step] !== alt) act(() => state.choose(step, alt));
   else if (state.isComplete()) submit();
   else if (state.ratings[step][alt] === BAD) notify("info", "A −1 alternative cannot be continued with: choose a good one, or write your own step (W).");

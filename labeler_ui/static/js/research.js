@@ -34,10 +34,23 @@ function show(container, round) {
   }
 }
 
+// Set once the researcher types in a form on the page (settings, the compare form).
+let edited = false;
+document.addEventListener("input", (event) => {
+  if (event.target.closest("form")) edited = true;
+});
+
 // The banners that said "queued", "saved" or "compared" belong to the moment they were shown.
 // The address is rewritten in place and then reloaded: navigating to an address that differs only
 // in its #fragment would merely scroll.
 function reloadWithoutNotices(fragment) {
+  if (edited) {
+    // A reload would throw away what the researcher is typing; the badge already says it ended.
+    document.querySelectorAll("[data-reload-hint]").forEach((hint) => {
+      hint.hidden = false;
+    });
+    return;
+  }
   const url = new URL(window.location.href);
   for (const notice of ["started", "saved", "compared"]) url.searchParams.delete(notice);
   if (fragment) url.hash = fragment;
