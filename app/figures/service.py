@@ -54,16 +54,24 @@ def asymptote_path(settings: Settings) -> str | None:
     return shutil.which(settings.asymptote)
 
 
+# Cache directories found to hold a drawing: drawings are never removed, so every page render
+# after the first finding costs a set lookup instead of a directory scan.
+_caches_with_drawings: set[Path] = set()
+
+
 def figures_shown(settings: Settings) -> bool:
     """Whether a page may ask for drawings: Asymptote draws them here, or another process (a
     worker, `stepwise figures`) left some in the shared cache."""
-    if asymptote_path(settings) is not None:
+    if settings.figures_dir in _caches_with_drawings or asymptote_path(settings) is not None:
         return True
     try:
         with os.scandir(settings.figures_dir) as entries:
-            return any(entry.name.endswith(".svg") for entry in entries)
+            found = any(entry.name.endswith(".svg") for entry in entries)
     except OSError:
         return False
+    if found:
+        _caches_with_drawings.add(settings.figures_dir)
+    return found
 
 
 def cached(settings: Settings, key: str) -> Figure | None:

@@ -32,6 +32,12 @@ def _csv(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
+def _change_problem(client, project_id: int, problem_id: object, action: str, csrf: str, fields: dict):  # type: ignore[no-untyped-def]
+    """Retire or restore a problem through the page's form, the redirect not followed."""
+    return client.post(f"/manage/projects/{project_id}/problems/{problem_id}/{action}",
+                       data={"csrf_token": csrf, **fields}, follow_redirects=False)
+
+
 def test_the_tab_lists_every_report_with_text_shown_as_text(client, project) -> None:  # type: ignore[no-untyped-def]
     browser_login(client, "max")
     page = client.get(f"/manage/projects/{project.id}/reports")
@@ -96,11 +102,7 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
     )
     assert dismissed.status_code == 303
     assert dismissed.headers["location"] == f"/manage/projects/{project.id}/reports"
-    retired = client.post(
-        f"/manage/projects/{project.id}/problems/{bad['problem_id']}/retire",
-        data={"csrf_token": csrf, "status": "open"},
-        follow_redirects=False,
-    )
+    retired = _change_problem(client, project.id, bad['problem_id'], "retire", csrf, {"status": "open"})
     assert retired.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&retired={bad['problem_id']}"
     page = client.get(retired.headers["location"])
     assert f"Problem {bad['problem_id']} is retired" in page.text
@@ -112,11 +114,7 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
 
     # The retired row offers the way back, which keeps the filters too.
     assert "Return to labeling</button>" in page.text
-    restored = client.post(
-        f"/manage/projects/{project.id}/problems/{bad['problem_id']}/restore",
-        data={"csrf_token": csrf, "status": "open"},
-        follow_redirects=False,
-    )
+    restored = _change_problem(client, project.id, bad['problem_id'], "restore", csrf, {"status": "open"})
     assert restored.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&restored={bad['problem_id']}"
     page = client.get(restored.headers["location"])
     assert f"Problem {bad['problem_id']} is back in labeling" in page.text
@@ -144,19 +142,11 @@ def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  
     assert "Broken $x$" in page.text and "-2 is not an answer" in page.text
     assert page.text.count('<li id="step-') == 3 and "not rated" in page.text and "⚑ flagged" in page.text
     assert '/static/js/math_view.js' in page.text
-    retired = client.post(
-        f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/retire",
-        data={"csrf_token": csrf, "label_id": rows[0]["label_id"]},
-        follow_redirects=False,
-    )
+    retired = _change_problem(client, project.id, rows[0]['problem_id'], "retire", csrf, {"label_id": rows[0]["label_id"]})
     assert retired.headers["location"] == rows[0]["label_url"]
     page = client.get(rows[0]["label_url"]).text
     assert "retired " in page and "Return problem to labeling" in page and "Retire problem" not in page
-    restored = client.post(
-        f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/restore",
-        data={"csrf_token": csrf, "label_id": rows[0]["label_id"]},
-        follow_redirects=False,
-    )
+    restored = _change_problem(client, project.id, rows[0]['problem_id'], "restore", csrf, {"label_id": rows[0]["label_id"]})
     assert restored.headers["location"] == rows[0]["label_url"]
     page = client.get(rows[0]["label_url"]).text
     assert "retired " not in page and "Retire problem" in page
@@ -166,11 +156,7 @@ def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  
 def test_retiring_from_a_label_that_is_not_there_changes_nothing(client, project) -> None:  # type: ignore[no-untyped-def]
     csrf = browser_login(client, "max")
     rows = _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)
-    response = client.post(
-        f"/manage/projects/{project.id}/problems/{rows[0]['problem_id']}/retire",
-        data={"csrf_token": csrf, "label_id": "99999"},
-        follow_redirects=False,
-    )
+    response = _change_problem(client, project.id, rows[0]['problem_id'], "retire", csrf, {"label_id": "99999"})
     assert response.status_code == 404
     assert all(r["problem_retired"] == "no" for r in _csv(client.get(f"/manage/projects/{project.id}/reports/download").text))
 
