@@ -359,11 +359,19 @@ def load_solutions(source: str | Path | Iterable[dict], *, every_step_written: b
         try:
             solution = _solution(record)
             if every_step_written:
+                check_written_problem(solution.prompt)
                 check_written_steps(solution.steps)
         except _MALFORMED as e:
             raise _malformed(place, kind, e) from None
         solutions.append(solution)
     return solutions
+
+
+def check_written_problem(problem: str) -> None:
+    """ValueError for a blank problem: the model would score steps against nothing, and the
+    score endpoint refuses one."""
+    if not problem.strip():
+        raise ValueError("the problem is blank")
 
 
 def check_written_steps(steps: list[str]) -> None:

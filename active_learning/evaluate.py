@@ -27,7 +27,7 @@ from sklearn.metrics import f1_score, roc_auc_score
 
 from active_learning.data import Example, Solution, load_examples, load_processbench, load_solutions
 from active_learning.grading import grade, is_equivalent
-from active_learning.score import SolutionScore, score_solutions
+from active_learning.score import SolutionScore, on_common_steps, score_solutions
 
 
 def is_wrong(rating: int, neutral_as_correct: bool = True) -> bool:
@@ -285,7 +285,9 @@ def compare_examples(a: tuple, b: tuple, examples: list[Example], *, threshold: 
 def compare_best_of_n(solutions: list[Solution], scores_a: list[SolutionScore], scores_b: list[SolutionScore],
                       *, bootstrap: int = 0) -> dict | None:
     """Best-of-N accuracy of two models' picks on the same problems, and its difference a − b
-    with a 95% interval over paired resamples of the problems."""
+    with a 95% interval over paired resamples of the problems. Each candidate is ranked on the
+    steps both models scored."""
+    scores_a, scores_b = zip(*map(on_common_steps, scores_a, scores_b)) if scores_a else ([], [])
     outcomes_a, n = _best_of_n_outcomes(solutions, scores_a)
     outcomes_b, _ = _best_of_n_outcomes(solutions, scores_b)
     if not outcomes_a:

@@ -71,6 +71,23 @@ def _summarise(step_probs: list, neutral_as_correct: bool) -> SolutionScore:
                          len(known) < len(scores))
 
 
+def on_common_steps(a: SolutionScore, b: SolutionScore) -> tuple[SolutionScore, SolutionScore]:
+    """Two models' scores of one solution, each restricted to the steps both scored: a step
+    one tokenizer makes longer than the window drops a factor from that model's product only,
+    which would favour it in a comparison."""
+    if not (a.truncated or b.truncated):
+        return a, b
+    both = [x is not None and y is not None for x, y in zip(a.step_scores, b.step_scores)]
+    return _restricted(a, both), _restricted(b, both)
+
+
+def _restricted(score: SolutionScore, keep: list[bool]) -> SolutionScore:
+    probs = [p if k else None for p, k in zip(score.step_probs, keep)]
+    scores = [s if k else None for s, k in zip(score.step_scores, keep)]
+    known = [s for s in scores if s is not None]
+    return SolutionScore(probs, scores, math.prod(known), min(known, default=1.0), len(known) < len(scores))
+
+
 def token_batches(lengths: list[int], batch_tokens: int) -> Iterator[list[int]]:
     """Indices grouped so that (longest in batch) * (batch size) <= batch_tokens."""
     order = sorted(range(len(lengths)), key=lengths.__getitem__)

@@ -81,8 +81,15 @@ def export_filters(
             completions=completions,
         )
     except ValidationError as exc:
-        details = [field_error(e, whole="filters") for e in exc.errors()]
+        # Named as the query names them: `source`, not ExportFilters' `sources.0`; the one check
+        # across fields is that `since` comes before `until`.
+        details = [field_error(e, whole="until", name=_query_parameter) for e in exc.errors()]
         raise BadInput("invalid export filters", details) from exc
+
+
+def _query_parameter(field: str) -> str:
+    name = field.split(".")[0]
+    return {"generations": "generation", "labelers": "labeler", "sources": "source"}.get(name, name)
 
 
 @router.get(

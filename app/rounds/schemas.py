@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from active_learning.data import check_source_weights, check_written_steps
+from active_learning.data import check_source_weights, check_written_problem, check_written_steps
 from active_learning.generator_spec import check_generator_spec
 from app.models import ComparisonStatus, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
 
@@ -297,6 +297,12 @@ class ScoreRequest(BaseModel):
     neutral_as_correct: bool = Field(
         default=True, description="count a step rated 0 (neutral) as correct, as the paper's PRM scoring does"
     )
+
+    @field_validator("problem")
+    @classmethod
+    def _problem_written(cls, problem: str) -> str:
+        check_written_problem(problem)
+        return problem
 
 
 class CandidateScore(BaseModel):

@@ -1,4 +1,5 @@
 import json
+import math
 import re
 from types import SimpleNamespace
 
@@ -329,3 +330,23 @@ def test_two_models_are_compared_on_the_steps_both_scored():
         alone = evaluate_examples(*model, unscorable, max_length=256)
         for key in COMPARED:
             assert compared[name][key] == pytest.approx(alone[key]), (name, key)
+
+
+def test_best_of_n_of_two_models_ranks_each_candidate_on_the_steps_both_scored():
+    # Model A cannot read the wrong candidate's second step, which B finds weak: on their own
+    # products B picks the right candidate (0.64 against 0.07) and A the wrong one (0.64 against
+    # 0.7), a difference that is the tokenizer's, not the models'. On the steps both scored,
+    # both read the wrong candidate's first step alone, and both pick it.
+    solutions = [Solution("p", "Q", ["s", "t"], answer, "5") for answer in ["4", "5"]]
+    solutions += [Solution("q", "R", ["s", "t"], answer, "2") for answer in ["2", "3"]]
+
+    def scored(*steps):
+        known = [s for s in steps if s is not None]
+        return SolutionScore([None if s is None else [0, 1 - s, s] for s in steps], list(steps),
+                             math.prod(known), min(known), None in steps)
+
+    a = [scored(0.7, None), scored(0.8, 0.8), scored(0.9, 0.9), scored(0.1, 0.1)]
+    b = [scored(0.7, 0.1), scored(0.8, 0.8), scored(0.9, 0.9), scored(0.1, 0.1)]
+    assert (best_of_n(solutions, a)["prm_accuracy"], best_of_n(solutions, b)["prm_accuracy"]) == (0.5, 1.0)
+    compared = compare_best_of_n(solutions, a, b)
+    assert (compared["a"], compared["b"], compared["difference"]) == (0.5, 0.5, 0.0)

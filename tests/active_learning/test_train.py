@@ -181,12 +181,15 @@ def test_an_empty_file_is_refused_by_score_and_eval(checkpoint, tmp_path, comman
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl"]
 
 
-@pytest.mark.parametrize(("steps", "message"), [([], "no steps to score"), (["a", "  "], "step 2 of 2 is blank")])
-def test_score_refuses_a_solution_with_no_step_or_a_blank_one(checkpoint, tmp_path, steps, message):
+@pytest.mark.parametrize(("problem", "steps", "message"), [
+    ("2+3?", [], "no steps to score"), ("2+3?", ["a", "  "], "step 2 of 2 is blank"),
+    (" \n", ["2+3=5"], "the problem is blank"),
+])
+def test_score_refuses_a_solution_with_no_step_or_a_blank_one(checkpoint, tmp_path, problem, steps, message):
     # Scored, a solution with no steps would rank first: the product over no steps is 1.
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_text(json.dumps({"problem": "2+3?", "steps": ["2+3=5"]}) + "\n"
-                          + json.dumps({"problem": "2+3?", "steps": steps}) + "\n")
+                          + json.dumps({"problem": problem, "steps": steps}) + "\n")
     result = CliRunner().invoke(prm, ["score", "--model", str(checkpoint), "--input", str(candidates),
                                       "--output", str(tmp_path / "s.jsonl")])
     assert result.exit_code == 1 and f"{candidates}:2: a candidate record, but {message}" in result.output, result.output

@@ -85,7 +85,9 @@ def test_bad_requests_are_refused_before_streaming(client, session_factory) -> N
         assert response.headers["content-type"] == "application/json"
     backwards = client.get(url, params={"format": "trl", "since": "2023-02-01", "until": "2023-01-01"}, headers=headers)
     assert backwards.status_code == 422 and backwards.json()["detail"] == "invalid export filters"
-    assert "since must be before until" in backwards.json()["errors"][0]["message"]
+    assert backwards.json()["errors"] == [{"field": "until", "message": "Value error, since must be before until"}]
+    unknown = client.get(url, params={"format": "trl", "source": "human,robot"}, headers=headers)
+    assert unknown.status_code == 422 and [e["field"] for e in unknown.json()["errors"]] == ["source"]
     assert client.get(f"/api/v1/projects/{project.id + 100}/export", params={"format": "trl"}, headers=headers).status_code == 404
     assert client.get(url, params={"format": "trl"}, headers=api_headers(client, "leo")).status_code == 403
     assert client.get(url, params={"format": "trl"}).status_code == 401

@@ -74,6 +74,8 @@ def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoi
         assert response.status_code == 422, (bad, response.text)
     blank = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x", " \n"]}]})
     assert blank.status_code == 422 and "step 2 of 2 is blank" in blank.text
+    unwritten = client.post(url, headers=headers, json={"problem": " \n", "solutions": [{"steps": ["x"]}]})
+    assert unwritten.status_code == 422 and "the problem is blank" in unwritten.text
     missing = client.post("/api/v1/model-versions/999/score", headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
     assert missing.status_code == 404 and "999" in missing.json()["detail"]
     with session_scope(session_factory) as session:
