@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
@@ -444,6 +444,7 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @pass_ctx
 def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: str | None, qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
+    from app.exports.query import check_labelers
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
     from app.ops.files import output_directory, output_file, written_aside
@@ -468,6 +469,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     what = "records" if completions == "all" else "labels"
     with ctx.session() as session:
         project = get_project_by_name(session, project_name)
+        check_labelers(session, project.id, filters)
         if fmt == "hf":
             from app.exports.hf import write_dataset
 
@@ -624,7 +626,7 @@ def _validated(model, **values):  # type: ignore[no-untyped-def]
     try:
         return model(**values)
     except ValidationError as exc:
-        raise BadInput("invalid arguments", _details(exc)) from exc
+        raise BadInput("invalid arguments", _details(exc, schema=model)) from exc
 
 
 def _comma_list(text: str | None) -> list[str] | None:
@@ -633,8 +635,9 @@ def _comma_list(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] or None
 
 
-def _details(exc: ValidationError, name: Callable[[str], str] = str) -> list[dict[str, str]]:
-    return [field_error(e, whole="arguments", name=name) for e in exc.errors()]
+def _details(exc: ValidationError, name: Callable[[str], str] = str,
+             schema: type[BaseModel] | None = None) -> list[dict[str, str]]:
+    return [field_error(e, whole="arguments", name=name, schema=schema) for e in exc.errors()]
 
 
 # The PRM engine's own command group; it imports torch only inside its commands.

@@ -39,11 +39,58 @@ class Forbidden(ServiceError):
     status_code = 403
 
 
-def field_error(error: Mapping[str, Any], *, whole: str, name: Callable[[str], str] = str) -> dict[str, str]:
+# Pydantic's wording for the commonest slips, said plainly and the same way in a form, an API
+# answer and the CLI: "must be at least 1", not "Input should be greater than or equal to 1".
+PLAIN_MESSAGES = {
+    "missing": "this field is required",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_parsing": "must be true or false",
+    "date_parsing": "must be a date (YYYY-MM-DD)",
+    "date_from_datetime_parsing": "must be a date (YYYY-MM-DD)",
+    "greater_than_equal": "must be at least {ge}",
+    "less_than_equal": "must be at most {le}",
+    "greater_than": "must be more than {gt}",
+    "less_than": "must be less than {lt}",
+    "string_too_short": "must be at least {min_length} characters long",
+    "string_too_long": "must be at most {max_length} characters long",
+    "too_short": "needs at least {min_length} items",
+    "too_long": "takes at most {max_length} items",
+    "enum": "must be one of {expected}",
+    "literal_error": "must be one of {expected}",
+}
+
+
+def plain_message(error: Mapping[str, Any], schema: type[BaseModel] | None = None) -> str:
+    """What a pydantic error says, in the words of PLAIN_MESSAGES; a validator's own sentence
+    without pydantic's "Value error, " in front; a pattern by the rule the schema's field
+    describes in words, where it does."""
+    kind, ctx = error.get("type"), error.get("ctx") or {}
+    if kind == "value_error" and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "string_pattern_mismatch":
+        if error.get("input") == "":
+            return "needs a value"
+        loc = error.get("loc") or ("",)
+        info = schema.model_fields.get(str(loc[0])) if schema is not None else None
+        if info is not None and info.description:
+            return f"use only {info.description}"
+    if kind in PLAIN_MESSAGES:
+        try:
+            return PLAIN_MESSAGES[kind].format(**ctx)
+        except (KeyError, IndexError):
+            pass
+    return str(error.get("msg", "invalid"))
+
+
+def field_error(error: Mapping[str, Any], *, whole: str, name: Callable[[str], str] = str,
+                schema: type[BaseModel] | None = None) -> dict[str, str]:
     """A pydantic error as an item of `errors`: its location joined with dots (FastAPI's "body"
     left out), or `whole` when the error is about the input as a whole."""
     field = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
-    return {"field": name(field) if field else whole, "message": error.get("msg", "invalid")}
+    return {"field": name(field) if field else whole, "message": plain_message(error, schema)}
 
 
 class ErrorItem(BaseModel):

@@ -13,35 +13,10 @@ from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
 
 from app.deps import RowId
+from app.errors import plain_message
 from app.models import INT32_MAX
 
 Schema = TypeVar("Schema", bound=BaseModel)
-
-# Pydantic's wording for the commonest slips, said the way a form would say it.
-PLAIN_MESSAGES = {
-    "missing": "this field is required",
-    "int_parsing": "must be a whole number",
-    "float_parsing": "must be a number",
-    "finite_number": "must be a finite number",
-    "bool_parsing": "must be true or false",
-    "date_parsing": "must be a date (YYYY-MM-DD)",
-    "date_from_datetime_parsing": "must be a date (YYYY-MM-DD)",
-}
-
-# Bounds and choices, said with the bound or the choices, instead of pydantic's "Input should be
-# greater than or equal to 1".
-BOUND_MESSAGES = {
-    "greater_than_equal": "must be at least {ge}",
-    "less_than_equal": "must be at most {le}",
-    "greater_than": "must be more than {gt}",
-    "less_than": "must be less than {lt}",
-    "string_too_short": "must be at least {min_length} characters long",
-    "string_too_long": "must be at most {max_length} characters long",
-    "too_short": "needs at least {min_length} items",
-    "too_long": "takes at most {max_length} items",
-    "enum": "must be one of {expected}",
-    "literal_error": "must be one of {expected}",
-}
 
 PageId = RowId
 
@@ -102,19 +77,7 @@ def _messages(schema: type[BaseModel], exc: ValidationError) -> dict[str, str]:
     for error in exc.errors(include_url=False):
         loc = error["loc"]
         field = str(loc[0]) if loc else "form"
-        if error["type"] == "value_error":
-            # A validator's own sentence, without pydantic's "Value error, " in front.
-            message = str(error["ctx"]["error"])
-        elif error["type"] == "string_pattern_mismatch":
-            # "String should match pattern '^[A-Za-z0-9]…'" means nothing to a person; the
-            # field's description says the rule in words.
-            info = schema.model_fields.get(field)
-            rule = info.description if info else None
-            message = f"use only {rule}" if rule else "contains characters that are not allowed"
-        elif error["type"] in BOUND_MESSAGES:
-            message = BOUND_MESSAGES[error["type"]].format(**error.get("ctx", {}))
-        else:
-            message = PLAIN_MESSAGES.get(error["type"], error["msg"])
+        message = plain_message(error, schema)
         if len(loc) > 1 and isinstance(loc[1], int):
             message = f"item {loc[1] + 1}: {message}"
         errors.setdefault(field, message)

@@ -148,8 +148,13 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                present = {name.lower() for name, _ in message.get("headers", ())}
-                missing = [(n, v) for n, v in self.headers if n not in present]
+                given = {name.lower(): value for name, value in message.get("headers", ())}
+                missing = [(n, v) for n, v in self.headers if n not in given]
+                if given.get(b"content-type", b"").startswith(b"text/html") and b"cache-control" not in given:
+                    # A page holds one person's state (a task under lease, a label that may have
+                    # been corrected since): Back shows it fetched anew, not a copy whose forms
+                    # would only fail on submit.
+                    missing.append((b"cache-control", b"no-store"))
                 if missing:
                     message = {**message, "headers": [*message.get("headers", ()), *missing]}
             await send(message)
@@ -194,6 +199,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        if not _wants_json(request) and all(err.get("loc", ("",))[0] == "path" for err in exc.errors()):
+            # A page's address with no such id in it (/label/abc) names nothing, as any other
+            # address that names nothing: the JSON API says which part is wrong.
+            return await http_error(request, StarletteHTTPException(404))
         errors = [_field_error(err, _content_type(request)) for err in exc.errors()]
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
         return _error_response(request, 422, f"invalid request: {summary}", errors)

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from app.deps import DataApiUser, RowId, SessionDep
 from app.errors import BadInput, error_responses, field_error
+from app.exports.query import check_labelers
 from app.exports.schemas import (
     MAX_FILTER_VALUES,
     Accuracy,
@@ -112,6 +113,7 @@ def export(
 ) -> StreamingResponse:
     """Labels of the project as PRM800K JSONL, TRL stepwise supervision JSONL, or Parquet."""
     project = get_project(session, project_id)
+    check_labelers(session, project.id, filters)
     filename = export_filename(project, fmt.value, utcnow().date())
     return StreamingResponse(
         stream_export(request.app.state.session_factory, project.id, fmt.value, filters),

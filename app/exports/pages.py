@@ -11,6 +11,8 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.deps import DataPageUser, SessionDep
+from app.errors import BadInput
+from app.exports.query import check_labelers
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import LabelSource, Project
@@ -85,6 +87,11 @@ def export_download(
         )
     except FormInvalid as exc:
         errors.update(exc.errors)
+    else:
+        try:
+            check_labelers(session, project.id, filters)
+        except BadInput as exc:
+            errors["labelers"] = exc.message
     if errors:
         return _export_form(request, project, form.model_dump(), errors, 422)
     query = urlencode([("format", form.format), *filters_query(filters)])

@@ -31,6 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
+from app.errors import BadInput
 from app.exports.schemas import ExportFilters
 from app.models import FinishReason, Label, Problem, Solution, User
 from app.quality.service import AccurateLabelers
@@ -128,6 +129,32 @@ def label_query(
             )
         )
     return query
+
+
+def check_labelers(session: Session, project_id: int, filters: ExportFilters) -> None:
+    """BadInput naming each labeler filter that no label of the project matches, as label_query
+    matches them: a mistyped name would otherwise give an empty export and no word why."""
+    wanted = set(filters.labelers or ())
+    if not wanted:
+        return
+    found = set(session.scalars(
+        select(Label.foreign_labeler).where(Label.project_id == project_id, Label.foreign_labeler.in_(wanted))
+        .distinct()
+    ))
+    users = session.execute(
+        select(User.username, User.labeler_uuid).join(Label, Label.user_id == User.id)
+        .where(Label.project_id == project_id, or_(User.username.in_(wanted), User.labeler_uuid.in_(wanted)))
+        .distinct()
+    )
+    for username, labeler_uuid in users:
+        found |= {username, labeler_uuid}
+    unknown = sorted(wanted - found)
+    if unknown:
+        raise BadInput(
+            f"no label in this project is by {', '.join(map(repr, unknown))}: give a username, a labeler UUID "
+            "or an imported labeler id, as the project's Labels tab lists them",
+            [{"field": "labeler", "message": f"no labels by {name!r} here"} for name in unknown],
+        )
 
 
 def stream_rows(session: Session, query: Select) -> Iterator[LabelRow]:

@@ -76,5 +76,5 @@ class ExportFilters(BaseModel):
     @model_validator(mode="after")
     def _ordered(self) -> ExportFilters:
         if self.since and self.until and self.since >= self.until:
-            raise ValueError("since must be before until")
+            raise ValueError("since (labeled on or after) must be before until (labeled before)")
         return self

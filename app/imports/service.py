@@ -150,7 +150,9 @@ def _import_lines(
             del parsed
             gc.collect(0)
     if lines == 0:
-        errors.add(1, None, "the file has no records: expected one JSON object a line")
+        # No line is bad: there is none to list.
+        raise BadInput(f"nothing was imported: {filename} holds no records (it is empty or only blank lines; "
+                       "expected one JSON object a line)")
     errors.raise_if_any()
     first_id = writer.first_solution_id
     queued = 0 if first_id is None else add_batch_slots(session, project, batch.id, first_id)

@@ -236,7 +236,7 @@ def test_an_id_past_the_id_columns_is_a_422(client, session_factory):  # type: i
     response = client.get(f"/api/v1/projects/{2**31}", headers=headers)
     assert response.status_code == 422
     assert response.json()["errors"] == [
-        {"field": "path.project_id", "message": "Input should be less than or equal to 2147483647"}
+        {"field": "path.project_id", "message": "must be at most 2147483647"}
     ]
 
 

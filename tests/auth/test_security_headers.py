@@ -25,3 +25,14 @@ def test_security_headers_on_every_kind_of_response(client, path: str, status: i
     assert response.headers.get_list("content-security-policy") == [CONTENT_SECURITY_POLICY]
     assert response.headers.get_list("x-content-type-options") == ["nosniff"]
     assert response.headers.get_list("referrer-policy") == ["same-origin"]
+
+
+@pytest.mark.parametrize(
+    ("path", "stored"),
+    [("/login", False), ("/no/such/page", False), ("/api/v1/openapi.json", True),
+     ("/static/vendor/katex/katex.min.css", True)],
+)
+def test_pages_are_never_stored_for_back_while_files_are(client, path: str, stored: bool) -> None:  # type: ignore[no-untyped-def]
+    # Back to a page that is a copy shows a lease or a label as they were: a form that fails on submit.
+    response = client.get(path)
+    assert ("no-store" in response.headers.get("cache-control", "")) is not stored

@@ -181,6 +181,38 @@ def test_full_mode_rates_every_step(page: Page, session_factory) -> None:  # typ
     assert label.finish_reason == FinishReason.found_error
 
 
+def test_full_mode_counts_ratings_out_of_order_and_says_what_a_give_up_keeps(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory, mode="full")
+    add_solution(session_factory, project, ["$a=1$", "$b=2$", "$c=3$", "$d=4$"])
+    _start(page, project)
+
+    page.keyboard.press("j")
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    expect(page.locator("#progress-text")).to_have_text("2 of 4 steps rated")
+    expect(page.locator("#status")).to_have_text("2 steps left to rate.")
+    page.keyboard.press("g")
+    help_text = page.locator("#reason-help")
+    expect(help_text).to_contain_text("None of your ratings is kept: the 2 ratings after step 1")
+    expect(help_text).to_contain_text("Rate step 1 first to keep them.")
+    page.keyboard.press("Escape")
+
+    # Closed by Escape, the dialog leaves the keys to the page again.
+    for _ in range(3):
+        page.keyboard.press("k")
+    expect(_steps(page).nth(0)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("1")
+    expect(page.locator("#progress-text")).to_have_text("3 of 4 steps rated")
+    page.keyboard.press("g")
+    expect(help_text).to_contain_text("The ratings you gave so far are kept.")
+    page.locator("#reason-dialog").get_by_label("Reason").fill("The last step needs a table I do not have.")
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    (label,) = _labels(session_factory)
+    assert label.finish_reason == FinishReason.give_up
+    assert _ratings(label) == [(1, False), (1, False), (1, False)]
+
+
 def test_give_up_needs_a_reason(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     add_solution(session_factory, project, ["$a$", "$b$", "$c$"])

@@ -47,6 +47,17 @@ def test_answer_at_the_end_of_the_last_step_renders_as_math(page: Page, session_
     screenshot(page, "labeler_answer_in_last_step.png")
 
 
+@pytest.mark.parametrize("answer", ["$n(n+1)/2$", "5 apples each"])
+def test_an_answer_in_delimiters_or_words_gets_the_same_heading(page: Page, session_factory, answer: str) -> None:  # type: ignore[no-untyped-def]
+    _open(page, session_factory, ["Add $1$ to each.", f"# Answer\n\n{answer}"], "Find $n$.")
+
+    last = page.locator("#steps > .step").nth(1).locator(".step-text")
+    expect(last.locator(".answer-heading")).to_have_text("# Answer")
+    expect(last.locator(".answer-value")).to_have_count(1)
+    assert "$" not in last.inner_text()
+    expect(last.locator(".answer-value .katex")).to_have_count(1 if "$" in answer else 0)
+
+
 def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     table = _math500(lambda p: "\\multicolumn" in p)["problem"]
     steps = [

@@ -85,7 +85,11 @@ def test_bad_requests_are_refused_before_streaming(client, session_factory) -> N
         assert response.headers["content-type"] == "application/json"
     backwards = client.get(url, params={"format": "trl", "since": "2023-02-01", "until": "2023-01-01"}, headers=headers)
     assert backwards.status_code == 422 and backwards.json()["detail"] == "invalid export filters"
-    assert backwards.json()["errors"] == [{"field": "until", "message": "Value error, since must be before until"}]
+    assert backwards.json()["errors"] == [{"field": "until", "message": "since (labeled on or after) must be before until (labeled before)"}]
+    nobody = client.get(url, params={"format": "trl", "labeler": ["leo", "340d89bc-f5b7-45e9-b272-909ba68ee363"]},
+                        headers=headers)
+    assert nobody.status_code == 422 and nobody.json()["errors"] == [{"field": "labeler", "message": "no labels by 'leo' here"}]
+    assert nobody.json()["detail"].startswith("no label in this project is by 'leo'")
     unknown = client.get(url, params={"format": "trl", "source": "human,robot"}, headers=headers)
     assert unknown.status_code == 422 and [e["field"] for e in unknown.json()["errors"]] == ["source"]
     assert client.get(f"/api/v1/projects/{project.id + 100}/export", params={"format": "trl"}, headers=headers).status_code == 404

@@ -76,6 +76,8 @@ def test_filters_become_the_export_apis_query(client, session_factory, project) 
         ({"format": "trl", "generations": "1, two"}, "generations", "Item 2: must be a whole number"),
         ({"format": "trl", "qc": "maybe"}, "qc", "'include', 'exclude' or 'only'"),
         ({"format": "trl", "labelers": "x" * 101}, "labelers", "at most 100 characters"),
+        ({"format": "trl", "labelers": "340d89bc-f5b7-45e9-b272-909ba68ee363, max"}, "labelers",
+         "label in this project is by 'max': give a username"),
     ],
 )
 def test_bad_filters_are_shown_on_the_form(client, session_factory, project, params, field, message) -> None:  # type: ignore[no-untyped-def]
@@ -96,7 +98,7 @@ def test_dates_out_of_order_are_refused_as_a_whole(client, session_factory, proj
         params={"format": "prm800k", "since": "2024-02-01", "until": "2024-01-01"},
     )
     assert response.status_code == 422
-    assert "Since must be before until." in response.text
+    assert "Since (labeled on or after) must be before until (labeled before)." in response.text
 
 
 def test_default_filters_add_nothing_to_the_query() -> None:

@@ -152,9 +152,9 @@ def test_empty_file_is_refused(session_factory, data) -> None:  # type: ignore[n
     project = make_project(session_factory)
     with pytest.raises(BadInput) as caught:
         import_bytes(session_factory, project, data, "math", filename="empty.jsonl")
-    assert caught.value.details == [
-        {"file": "empty.jsonl", "line": 1, "field": None, "message": "the file has no records: expected one JSON object a line"}
-    ]
+    assert caught.value.message == ("nothing was imported: empty.jsonl holds no records (it is empty or only blank "
+                                    "lines; expected one JSON object a line)")
+    assert caught.value.details is None
     assert row_counts(session_factory)["import_batches"] == 0
 
 

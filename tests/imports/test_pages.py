@@ -94,7 +94,7 @@ def test_text_solutions_are_cut_at_the_separator_typed_in_the_form(client, sessi
     ("fmt", "data", "message"),
     [
         ("xml", b'{"problem": "p", "answer": "1"}', "unknown import format"),
-        ("math", b"", "the file has no records"),
+        ("math", b"", "holds no records (it is empty or only blank lines"),
     ],
 )
 def test_a_wrong_format_or_empty_file_is_refused(client, session_factory, manager, fmt, data, message) -> None:  # type: ignore[no-untyped-def]

@@ -197,24 +197,26 @@ def test_a_refused_partial_post_shows_the_stored_settings_it_left_out(client, se
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "status"),
+    ("method", "path", "message"),
     [
-        ("GET", "/manage/projects/999", 404),
-        ("POST", "/manage/projects/999/settings", 404),
-        ("GET", "/manage/projects/999/import", 404),
-        ("POST", "/manage/projects/999/import", 404),
-        ("GET", "/manage/projects/999/export", 404),
-        ("GET", "/manage/projects/999/export/download", 404),
-        ("GET", "/manage/projects/abc", 422),
-        ("POST", "/manage/projects/abc/settings", 422),
-        ("GET", "/manage/projects/99999999999999999999999", 422),
+        ("GET", "/manage/projects/999", "no project with id 999"),
+        ("POST", "/manage/projects/999/settings", "no project with id 999"),
+        ("GET", "/manage/projects/999/import", "no project with id 999"),
+        ("POST", "/manage/projects/999/import", "no project with id 999"),
+        ("GET", "/manage/projects/999/export", "no project with id 999"),
+        ("GET", "/manage/projects/999/export/download", "no project with id 999"),
+        # An address that cannot hold an id names nothing, as on any page.
+        ("GET", "/manage/projects/abc", "there is nothing at /manage/projects/abc"),
+        ("POST", "/manage/projects/abc/settings", "there is nothing at /manage/projects/abc/settings"),
+        ("GET", "/manage/projects/99999999999999999999999", "there is nothing at /manage/projects/9999"),
+        ("GET", "/label/0", "there is nothing at /label/0"),
+        ("GET", "/label/labels/abc", "there is nothing at /label/labels/abc"),
     ],
 )
-def test_unknown_and_malformed_project_ids_get_a_clear_4xx(client, session_factory, manager, method, path, status) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_and_malformed_project_ids_get_a_clear_404(client, session_factory, manager, method, path, message) -> None:  # type: ignore[no-untyped-def]
     response = client.request(method, path, data={"csrf_token": manager} if method == "POST" else None)
-    assert response.status_code == status
-    if status == 404:
-        assert "no project with id 999" in response.text
+    assert response.status_code == 404
+    assert message in response.text
     assert "<h1>" in response.text, "an error page, not a bare error"
 
 

@@ -455,6 +455,10 @@ function handleKey(key) {
   return true;
 }
 
+function giveUp() {
+  reasons.open("give_up", isPhase1() ? null : state.givenUpLoss());
+}
+
 function otherKey(key) {
   if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
   else if (key === "ArrowDown" || key === "j") moveDown();
@@ -463,7 +467,7 @@ function otherKey(key) {
     else notify("info", statusText(false, -1));
   } else if (key === "f") act(() => state.toggleFlag(state.cursor));
   else if (key === "u") act(() => state.undo());
-  else if (key === "g") reasons.open("give_up");
+  else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
   else return false;
   return true;
@@ -482,7 +486,7 @@ function phase1Key(key) {
   else if (key === "w") openEditor(step);
   else if (key === "f") act(() => !state.onOwnRow() && state.toggleFlag(step, alt));
   else if (key === "u") act(() => state.undo());
-  else if (key === "g") reasons.open("give_up");
+  else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
   else return false;
   return true;
@@ -578,10 +582,15 @@ onButton("flag", () => {
   else act(() => state.toggleFlag(state.cursor));
 });
 onButton("undo", () => state && act(() => state.undo()));
-onButton("give-up", () => task && !busy && reasons.open("give_up"));
+onButton("give-up", () => task && !busy && giveUp());
 onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));
 onButton("check-again", loadNext);
 setInterval(updateLease, 1000);
+// A page the browser kept in memory comes back as it was left: a lease since expired, or a label
+// since corrected. Loaded anew, it asks the server (drafts are kept in local storage).
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted) location.reload();
+});
 
 if (!mathAvailable()) {
   notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");

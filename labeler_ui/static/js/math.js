@@ -199,7 +199,7 @@ function isProse(answer) {
 export function renderStepText(element, text) {
   const heading = ANSWER_SECTION.exec(text);
   const answer = heading ? text.slice(heading.index + heading[0].length).trim() : "";
-  if (!heading || !answer || answer.includes("$") || isProse(answer) || !mathAvailable()) {
+  if (!heading || !answer || !mathAvailable()) {
     renderMathText(element, text);
     return;
   }
@@ -216,7 +216,9 @@ export function renderStepText(element, text) {
   title.textContent = "# Answer";
   const value = document.createElement("span");
   value.className = "answer-value";
-  renderInlineAnswer(value, answer);
+  // An answer with its own delimiters, or in words, is text with math like the rest of the step.
+  if (answer.includes("$") || isProse(answer)) renderMathText(value, answer);
+  else renderInlineAnswer(value, answer);
   element.replaceChildren(...parts, title, value);
 }
 

@@ -61,8 +61,9 @@ export class RatingState {
     return this.errorIndex() >= 0 ? "found_error" : "solution";
   }
 
+  // Full mode rates in any order: every rated step counts, where a label records them from the top.
   ratedCount() {
-    return this.submittedRatings().length;
+    return this.firstError ? this.submittedRatings().length : this.ratings.filter((r) => r !== null).length;
   }
 
   // What a label records: the rated steps from the top, in order, up to and including the
@@ -79,7 +80,20 @@ export class RatingState {
   }
 
   flaggedCount() {
-    return this.submittedRatings().filter((r) => r.flagged).length;
+    if (this.firstError) return this.submittedRatings().filter((r) => r.flagged).length;
+    return this.flags.filter((flagged, i) => flagged && this.ratings[i] !== null).length;
+  }
+
+  // What a give-up keeps, said where full-mode ratings out of order would be lost: a label holds
+  // ratings from step 1 on without a gap. null when everything rated is kept.
+  givenUpLoss() {
+    const kept = this.submittedRatings().length;
+    const lost = this.ratedCount() - kept;
+    if (lost <= 0) return null;
+    const ratings = `${lost} rating${lost === 1 ? "" : "s"}`;
+    const keptWords = kept ? `Your ratings of steps 1–${kept} are kept; the` : "None of your ratings is kept: the";
+    return `${keptWords} ${ratings} after step ${kept + 1}, which you have not rated, are not, as a label holds ` +
+      `ratings from step 1 on without a gap. Rate step ${kept + 1} first to keep them.`;
   }
 
   // A submitted label's ratings ({rating, flagged} from the top), which a correction starts from.

@@ -30,6 +30,9 @@ export class ReasonDialog {
       this.submit();
     });
     document.getElementById("reason-cancel").addEventListener("click", () => this.dialog.close());
+    // Closed by Escape, the dialog leaves focus in its hidden text box, where the page's keys
+    // are typing: the labeler's next J or 1 would do nothing.
+    this.dialog.addEventListener("close", () => this.text.blur());
     this.text.addEventListener("input", () => {
       this.error.hidden = true;
     });
@@ -45,11 +48,12 @@ export class ReasonDialog {
     return this.dialog.open;
   }
 
-  open(kind) {
+  // `help` replaces the kind's own sentence where the page knows better what is kept.
+  open(kind, help = null) {
     const words = KINDS[kind];
     this.kind = kind;
     document.getElementById("reason-title").textContent = words.title;
-    document.getElementById("reason-help").textContent = words.help;
+    document.getElementById("reason-help").textContent = help ?? words.help;
     this.confirm.textContent = words.confirm;
     this.confirm.classList.toggle("danger", words.danger);
     this.text.value = "";
