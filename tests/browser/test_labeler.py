@@ -157,10 +157,14 @@ def test_earlier_ratings_change_reopen_and_undo_with_flag(page: Page, session_fa
     assert label.finish_reason == FinishReason.solution
 
 
-def test_full_mode_rates_every_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+def _start_full_mode(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory, mode="full")
     add_solution(session_factory, project, ["$a=1$", "$b=2$", "$c=3$", "$d=4$"])
     _start(page, project)
+
+
+def test_full_mode_rates_every_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _start_full_mode(page, session_factory)
 
     page.keyboard.press("1")
     page.keyboard.press("3")
@@ -182,9 +186,7 @@ def test_full_mode_rates_every_step(page: Page, session_factory) -> None:  # typ
 
 
 def test_full_mode_counts_ratings_out_of_order_and_says_what_a_give_up_keeps(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
-    project = _project_and_labeler(session_factory, mode="full")
-    add_solution(session_factory, project, ["$a=1$", "$b=2$", "$c=3$", "$d=4$"])
-    _start(page, project)
+    _start_full_mode(page, session_factory)
 
     page.keyboard.press("j")
     page.keyboard.press("1")

@@ -415,7 +415,9 @@ async function flushPending() {
 
 function onKey(event) {
   if (reasons.isOpen || guidelines.isOpen) return;
-  if (event.target.closest("input, textarea, select, [contenteditable]")) return;
+  // A closed dialog leaves focus in its hidden text box: keys there are the page's again.
+  const typing = event.target.closest("input, textarea, select, [contenteditable]");
+  if (typing && !typing.closest("dialog:not([open])")) return;
   const key = event.key;
   if (key === "?" && guidelines.available) {
     event.preventDefault();

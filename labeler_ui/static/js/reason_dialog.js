@@ -30,9 +30,6 @@ export class ReasonDialog {
       this.submit();
     });
     document.getElementById("reason-cancel").addEventListener("click", () => this.dialog.close());
-    // Closed by Escape, the dialog leaves focus in its hidden text box, where the page's keys
-    // are typing: the labeler's next J or 1 would do nothing.
-    this.dialog.addEventListener("close", () => this.text.blur());
     this.text.addEventListener("input", () => {
       this.error.hidden = true;
     });
