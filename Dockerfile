@@ -39,6 +39,8 @@ RUN pip install /wheels/*.whl && rm -rf /wheels
 
 # Numeric, so that a runtime that refuses root (runAsNonRoot) can tell without /etc/passwd.
 RUN useradd --create-home --uid 10001 --user-group stepwise
+# Made here, so that the checkpoint volume mounted on it starts owned by the user, not root.
+RUN install -d -o 10001 -g 10001 /home/stepwise/models
 USER 10001:10001
 WORKDIR /home/stepwise
 

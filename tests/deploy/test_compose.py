@@ -230,3 +230,18 @@ def test_everything_the_build_copies_exists(dockerfile):  # type: ignore[no-unty
             assert source not in ignored, f"{source} is copied but left out of the context"
     for made_in_the_build in (".venv", ".git", "labeler_ui/static/vendor", "stepwise.db*"):
         assert made_in_the_build in ignored
+
+
+def test_the_api_reads_the_checkpoints_the_workers_write(compose, services, dockerfile):  # type: ignore[no-untyped-def]
+    # Each container's own ./models held only what it wrote: the API found no checkpoint to score with.
+    mounts = set()
+    for name in ("api", "worker", "worker-gpu"):
+        models_dir = services[name]["environment"]["STEPWISE_MODELS_DIR"]
+        mount = next(m for m in services[name]["volumes"] if m.endswith(f":{models_dir}"))
+        mounts.add(mount)
+    (mount,) = mounts
+    assert mount.partition(":")[0] in compose["volumes"], "a named volume, shared by all of them"
+    # A volume starts with the ownership of the image's folder: made by root, the user could not write it.
+    user = next(line.split()[1] for line in reversed(_stages(dockerfile)[-1]) if line.startswith("USER "))
+    made = f"install -d -o {user.split(':')[0]} -g {user.split(':')[1]} {mount.partition(':')[2]}"
+    assert any(made in line for line in _stages(dockerfile)[-1])
