@@ -321,3 +321,13 @@ def test_sigterm_finishes_submits_in_flight_and_loses_no_acknowledged_label(env:
     assert len(stored) == len(set(stored)), "a label was stored twice"
     assert set(acknowledged) <= set(stored), "an acknowledged label was lost"
     assert len(stored) - len(acknowledged) <= 8, "more labels stored unacknowledged than were in flight"
+
+
+def test_the_readme_lists_every_setting_read_from_the_environment() -> None:
+    from app.config import Settings
+    from app.rounds.config import WorkerSettings
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    names = [field.alias or name.upper() for name, field in Settings.model_fields.items()]
+    names += [f"STEPWISE_{name.upper()}" for name in WorkerSettings.model_fields]
+    assert [name for name in names if f"| `{name}` |" not in readme] == []
