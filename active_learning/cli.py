@@ -146,7 +146,8 @@ def pretrain(data, **settings):
 @click.option("--model", "model_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--input", "input_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="PRM800K, TRL, or candidate JSONL ({problem, steps}).")
-@click.option("--output", required=True, type=click.Path(dir_okay=False), help="JSONL, one line per input line.")
+@click.option("--output", required=True, type=click.Path(dir_okay=False),
+              help="JSONL, one line per input record, in order (blank input lines have none).")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
               help="Whether a step rated 0 counts as correct in step and solution scores.")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
@@ -202,10 +203,12 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
               help="Whether a step labeled 0 counts as correct, in the labels and in the model's score alike.")
-@click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1))
+@click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
+              help="Tokens per window, as prm score reads them; a step longer than this alone gets no score "
+                   "(counted under n_truncated).")
 @click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
-              help="Resamples of the solutions (best-of-N: problems) behind each metric's 95% "
-              "interval, printed under ci95; 0 for none.")
+              help="Resamples behind each metric's 95% interval, printed under ci95; 0 for none. Labels: "
+              "problems, each with all its solutions; processbench: records.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, max_length, bootstrap, device):
     """Print one JSON object: step AUROC/F1, first-error F1, best-of-N vs majority voting; with

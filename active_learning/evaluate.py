@@ -110,7 +110,9 @@ def _majority_answer(answers: list[str]) -> str:
 
 def _best_of_n_outcomes(solutions: list[Solution], scores: list[SolutionScore]) -> tuple[list[tuple[bool, bool]], int]:
     """Per problem with two graded solutions or more: (is the PRM's top solution right, is the
-    majority answer right); and the most common number of candidates."""
+    majority answer right); and the most common number of candidates. A candidate with a step
+    too long to score ranks below every one read whole: its product lacks that step's factor,
+    and one read not at all would score 1, the best there is."""
     groups = defaultdict(list)
     for solution, score in zip(solutions, scores):
         if solution.answer is not None and solution.ground_truth_answer is not None:
@@ -119,7 +121,7 @@ def _best_of_n_outcomes(solutions: list[Solution], scores: list[SolutionScore]) 
     outcomes = []
     for group in groups.values():
         truth = group[0][0].ground_truth_answer
-        top = max(group, key=lambda pair: pair[1].product)[0]
+        top = max(group, key=lambda pair: (not pair[1].truncated, pair[1].product))[0]
         majority = _majority_answer([s.answer for s, _ in group])
         outcomes.append((grade(top.answer, truth) == "right", grade(majority, truth) == "right"))
     n = Counter(len(g) for g in groups.values()).most_common(1)[0][0] if groups else 0
@@ -337,6 +339,7 @@ def evaluate(model, tokenizer, source: str | Path | Iterable[dict], *, threshold
     metrics = evaluate_examples(model, tokenizer, load_examples(records), threshold=threshold,
                                 bootstrap=bootstrap, **options)
     solutions = load_solutions(records)
-    metrics["best_of_n"] = best_of_n(solutions, score_solutions(model, tokenizer, solutions, **options),
-                                     bootstrap=bootstrap)
+    scores = score_solutions(model, tokenizer, solutions, **options)
+    metrics["best_of_n"] = best_of_n(solutions, scores, bootstrap=bootstrap)
+    metrics["n_truncated"] = sum(score.truncated for score in scores)
     return metrics

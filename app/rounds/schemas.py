@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from active_learning.data import check_source_weights, check_written_problem, check_written_steps
 from active_learning.generator_spec import check_generator_spec
@@ -257,6 +257,15 @@ class RoundSettingsUpdate(BaseModel):
             "out is not trained on; null: human labels only. Held-out evaluation is human labels alone."
         ),
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_truth_values_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # Pydantic reads `true` as 1 for a number: `"selector_version_id": true` pinned version 1.
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and annotation is not bool and bool not in get_args(annotation):
+            raise ValueError("must be a number, not true or false")
+        return value
 
     @field_validator("autolabel_generator")
     @classmethod

@@ -75,6 +75,13 @@ def test_best_of_n_against_majority():
     assert best_of_n(solutions[:1], scores[:1]) is None
 
 
+def test_best_of_n_ranks_a_candidate_read_in_part_below_those_read_whole():
+    # The wrong candidate's only step was too long to score: its empty product is 1.
+    solutions = [Solution("p", "Q", ["s"], answer, "5") for answer in ["4", "5"]]
+    unread = SolutionScore([None], [None], 1.0, 1.0, True)
+    assert best_of_n(solutions, [unread, _score(0.6)])["prm_accuracy"] == 1.0
+
+
 def test_best_of_n_of_two_models_is_compared_problem_by_problem():
     solutions = [Solution("p", "Q", ["s"], answer, "5") for answer in ["4", "4", "5"]]
     solutions += [Solution("q", "R", ["s"], answer, "\\frac12") for answer in ["0.5", "1"]]
@@ -333,10 +340,9 @@ def test_two_models_are_compared_on_the_steps_both_scored():
 
 
 def test_best_of_n_of_two_models_ranks_each_candidate_on_the_steps_both_scored():
-    # Model A cannot read the wrong candidate's second step, which B finds weak: on their own
-    # products B picks the right candidate (0.64 against 0.07) and A the wrong one (0.64 against
-    # 0.7), a difference that is the tokenizer's, not the models'. On the steps both scored,
-    # both read the wrong candidate's first step alone, and both pick it.
+    # Model A cannot read the wrong candidate's second step, so it ranks that candidate last and
+    # picks the right one; B reads it whole and prefers it (0.81 against 0.64). The difference is
+    # the tokenizer's, not the models': on the steps both scored, both rank it last.
     solutions = [Solution("p", "Q", ["s", "t"], answer, "5") for answer in ["4", "5"]]
     solutions += [Solution("q", "R", ["s", "t"], answer, "2") for answer in ["2", "3"]]
 
@@ -345,8 +351,8 @@ def test_best_of_n_of_two_models_ranks_each_candidate_on_the_steps_both_scored()
         return SolutionScore([None if s is None else [0, 1 - s, s] for s in steps], list(steps),
                              math.prod(known), min(known), None in steps)
 
-    a = [scored(0.7, None), scored(0.8, 0.8), scored(0.9, 0.9), scored(0.1, 0.1)]
-    b = [scored(0.7, 0.1), scored(0.8, 0.8), scored(0.9, 0.9), scored(0.1, 0.1)]
-    assert (best_of_n(solutions, a)["prm_accuracy"], best_of_n(solutions, b)["prm_accuracy"]) == (0.5, 1.0)
+    a = [scored(0.9, None), scored(0.8, 0.8), scored(0.9, 0.9), scored(0.1, 0.1)]
+    b = [scored(0.9, 0.9), scored(0.8, 0.8), scored(0.9, 0.9), scored(0.1, 0.1)]
+    assert (best_of_n(solutions, a)["prm_accuracy"], best_of_n(solutions, b)["prm_accuracy"]) == (1.0, 0.5)
     compared = compare_best_of_n(solutions, a, b)
-    assert (compared["a"], compared["b"], compared["difference"]) == (0.5, 0.5, 0.0)
+    assert (compared["a"], compared["b"], compared["difference"]) == (1.0, 1.0, 0.0)
