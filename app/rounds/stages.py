@@ -287,25 +287,39 @@ def _train(run: RoundRun) -> None:
     config = _train_config(run, len(examples))
     run.total_steps = _total_steps(config, len(examples))
     output = run.checkpoint_dir
-    if not _reusable(output, config, examples):
-        shutil.rmtree(output, ignore_errors=True)
-        # The held-out labels evaluate the checkpoint, so its own metrics are honest ones.
-        try:
-            train(config, train_records, heldout_records or None, stop=run.lease_lost)
-        except TrainingStopped as stopped:
-            raise lease.LeaseLost(f"round {run.round_id} is no longer ours: {stopped}") from None
-    failpoint("train.saved")
-    meta = json.loads((output / META_FILE).read_text())
+    try:
+        if not _reusable(output, config, examples):
+            shutil.rmtree(output, ignore_errors=True)
+            # The held-out labels evaluate the checkpoint, so its own metrics are honest ones.
+            try:
+                train(config, train_records, heldout_records or None, stop=run.lease_lost)
+            except TrainingStopped as stopped:
+                raise lease.LeaseLost(f"round {run.round_id} is no longer ours: {stopped}") from None
+        failpoint("train.saved")
+        meta = json.loads((output / META_FILE).read_text())
+        with run.session() as session:
+            version = ModelVersion(
+                project_id=run.project_id, round_id=run.round_id, path=str(output.resolve()),
+                base=run.settings.base_model, data_hash=meta["data_hash"],
+                train_labels=len(examples), metrics=jsonable(meta.get("metrics") or {}),
+            )
+            session.add(version)
+            session.flush()
+            lease.advance(session, run.round_id, run.owner, RoundStage.train, RoundStage.evaluate,
+                          percent=STAGE_START[RoundStage.evaluate], message="evaluating")
+    except lease.LeaseLost:
+        _drop_if_cancelled(run, output)
+        raise
+
+
+def _drop_if_cancelled(run: RoundRun, output: Path) -> None:
+    """A cancelled round's checkpoint, whole or a snapshot, is disk no version points to. (A
+    round whose lease lapsed is another worker's now, in the same folder: that one is kept.)"""
     with run.session() as session:
-        version = ModelVersion(
-            project_id=run.project_id, round_id=run.round_id, path=str(output.resolve()),
-            base=run.settings.base_model, data_hash=meta["data_hash"],
-            train_labels=len(examples), metrics=jsonable(meta.get("metrics") or {}),
-        )
-        session.add(version)
-        session.flush()
-        lease.advance(session, run.round_id, run.owner, RoundStage.train, RoundStage.evaluate,
-                      percent=STAGE_START[RoundStage.evaluate], message="evaluating")
+        status = session.scalar(select(Round.status).where(Round.id == run.round_id))
+    if status == RoundStatus.cancelled:
+        for folder in (output, output.with_name(output.name + ".partial")):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _reusable(output: Path, config: TrainConfig, examples: list[Example]) -> bool:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from active_learning.model import META_FILE
 from app.db import session_scope
 from app.models import ModelVersion, Project, Round, RoundStage, RoundStatus, utcnow
 from app.rounds import lease
@@ -175,6 +178,35 @@ def test_cancelling_a_round_stops_its_training_within_a_lease_beat(  # type: ign
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert round_.status == RoundStatus.cancelled and round_.stage == RoundStage.train
+        assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0
+
+
+def test_a_round_cancelled_as_its_training_ends_leaves_no_checkpoint(  # type: ignore[no-untyped-def]
+    session_factory, worker_settings, monkeypatch
+) -> None:
+    from app.rounds import stages
+    from tests.rounds.conftest import synthetic_project
+
+    project = synthetic_project(session_factory, "cancelled-at-the-end")
+    with session_scope(session_factory) as session:
+        round_id = start_round(session, session.get(Project, project.id)).id
+    written = []
+
+    def training_that_ends_first(config, train_records, heldout_records=None, stop=None):  # type: ignore[no-untyped-def]
+        # Cancelled between lease beats: the trainer finishes before it hears of it.
+        with session_scope(session_factory) as session:
+            cancel_round(session.get(Round, round_id))
+        output = Path(config.output)
+        for folder in (output, output.with_name(output.name + ".partial")):
+            folder.mkdir(parents=True)
+            written.append(folder)
+        (output / META_FILE).write_text(json.dumps({"data_hash": "d", "metrics": {}}))
+
+    monkeypatch.setattr(stages, "train", training_that_ends_first)
+    assert run_round(session_factory, round_id, "w", worker_settings) is None
+    assert len(written) == 2 and not any(folder.exists() for folder in written)
+    with session_scope(session_factory) as session:
+        assert session.get(Round, round_id).status == RoundStatus.cancelled
         assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0
 
 
