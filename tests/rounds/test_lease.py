@@ -146,16 +146,21 @@ def test_a_resumed_rounds_eta_follows_its_own_attempts_pace(worker_settings) -> 
     assert run.eta(50.0) is None and run.eta(2.0) is None
 
 
+def _started_round(session_factory, name: str) -> int:  # type: ignore[no-untyped-def]
+    from tests.rounds.conftest import synthetic_project
+
+    project = synthetic_project(session_factory, name)
+    with session_scope(session_factory) as session:
+        return start_round(session, session.get(Project, project.id)).id
+
+
 def test_cancelling_a_round_stops_its_training_within_a_lease_beat(  # type: ignore[no-untyped-def]
     session_factory, worker_settings, monkeypatch
 ) -> None:
     from active_learning.train import TrainingStopped
     from app.rounds import stages
-    from tests.rounds.conftest import synthetic_project
 
-    project = synthetic_project(session_factory, "cancelled-in-training")
-    with session_scope(session_factory) as session:
-        round_id = start_round(session, session.get(Project, project.id)).id
+    round_id = _started_round(session_factory, "cancelled-in-training")
     steps = []
 
     def long_training(config, train_records, heldout_records=None, stop=None):  # type: ignore[no-untyped-def]
@@ -185,11 +190,8 @@ def test_a_round_cancelled_as_its_training_ends_leaves_no_checkpoint(  # type: i
     session_factory, worker_settings, monkeypatch
 ) -> None:
     from app.rounds import stages
-    from tests.rounds.conftest import synthetic_project
 
-    project = synthetic_project(session_factory, "cancelled-at-the-end")
-    with session_scope(session_factory) as session:
-        round_id = start_round(session, session.get(Project, project.id)).id
+    round_id = _started_round(session_factory, "cancelled-at-the-end")
     written = []
 
     def training_that_ends_first(config, train_records, heldout_records=None, stop=None):  # type: ignore[no-untyped-def]
