@@ -39,12 +39,13 @@ export function mathAvailable() {
   return typeof window.katex !== "undefined" && typeof window.renderMathInElement === "function";
 }
 
-export function renderMathText(element, text) {
+// `inline` sets displayed formulas in the line too, for one-line previews of a problem.
+export function renderMathText(element, text, { inline = false } = {}) {
   element.textContent = mathAvailable() ? tabularsToArrays(text) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
     ...KATEX_OPTIONS,
-    delimiters: DELIMITERS,
+    delimiters: inline ? DELIMITERS.map((d) => ({ ...d, display: false })) : DELIMITERS,
     errorCallback: () => {},
   });
   renderBareBoxes(element);

@@ -4,7 +4,12 @@
 // rendered (guidelines) marks its formulas itself.
 import { renderAnswer, renderFormulas, renderMathText, renderStepText } from "./math.js";
 
-const RENDER = { text: renderMathText, step: renderStepText, answer: renderAnswer };
+const RENDER = {
+  text: renderMathText,
+  line: (element, text) => renderMathText(element, text, { inline: true }),
+  step: renderStepText,
+  answer: renderAnswer,
+};
 
 for (const element of document.querySelectorAll("[data-math]")) {
   RENDER[element.dataset.math](element, element.textContent);

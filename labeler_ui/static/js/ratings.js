@@ -90,10 +90,12 @@ export class RatingState {
     const kept = this.submittedRatings().length;
     const lost = this.ratedCount() - kept;
     if (lost <= 0) return null;
+    const gap = kept + 1;
     const ratings = `${lost} rating${lost === 1 ? "" : "s"}`;
-    const keptWords = kept ? `Your ratings of steps 1–${kept} are kept; the` : "None of your ratings is kept: the";
-    return `${keptWords} ${ratings} after step ${kept + 1}, which you have not rated, are not, as a label holds ` +
-      `ratings from step 1 on without a gap. Rate step ${kept + 1} first to keep them.`;
+    const unrated = `step ${gap} is not rated, so your ${ratings} after it would be lost: ` +
+      `rate step ${gap} first to keep ${lost === 1 ? "it" : "them"}.`;
+    const said = kept ? `Your ratings of steps 1–${kept} are kept, but ${unrated}` : unrated[0].toUpperCase() + unrated.slice(1);
+    return `A label keeps ratings from step 1 on, without gaps. ${said}`;
   }
 
   // A submitted label's ratings ({rating, flagged} from the top), which a correction starts from.
