@@ -27,7 +27,7 @@ from sklearn.metrics import f1_score, roc_auc_score
 
 from active_learning.data import Example, Solution, load_examples, load_processbench, load_solutions
 from active_learning.grading import grade, is_equivalent
-from active_learning.score import SolutionScore, on_common_steps, score_solutions
+from active_learning.score import SolutionScore, best_of_n_order, on_common_steps, score_solutions
 
 
 def is_wrong(rating: int, neutral_as_correct: bool = True) -> bool:
@@ -110,9 +110,8 @@ def _majority_answer(answers: list[str]) -> str:
 
 def _best_of_n_outcomes(solutions: list[Solution], scores: list[SolutionScore]) -> tuple[list[tuple[bool, bool]], int]:
     """Per problem with two graded solutions or more: (is the PRM's top solution right, is the
-    majority answer right); and the most common number of candidates. A candidate with a step
-    too long to score ranks below every one read whole: its product lacks that step's factor,
-    and one read not at all would score 1, the best there is."""
+    majority answer right); and the most common number of candidates. Candidates rank in
+    best_of_n_order."""
     groups = defaultdict(list)
     for solution, score in zip(solutions, scores):
         if solution.answer is not None and solution.ground_truth_answer is not None:
@@ -121,7 +120,7 @@ def _best_of_n_outcomes(solutions: list[Solution], scores: list[SolutionScore]) 
     outcomes = []
     for group in groups.values():
         truth = group[0][0].ground_truth_answer
-        top = max(group, key=lambda pair: (not pair[1].truncated, pair[1].product))[0]
+        top = max(group, key=lambda pair: best_of_n_order(pair[1]))[0]
         majority = _majority_answer([s.answer for s, _ in group])
         outcomes.append((grade(top.answer, truth) == "right", grade(majority, truth) == "right"))
     n = Counter(len(g) for g in groups.values()).most_common(1)[0][0] if groups else 0

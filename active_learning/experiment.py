@@ -82,7 +82,7 @@ from active_learning.files import replace_whole
 from active_learning.model import PRESETS, is_preset, load_checkpoint, resolve_device
 from active_learning.plot import experiment_svg
 from active_learning.pretrain import pretrain
-from active_learning.score import iter_scores
+from active_learning.score import best_of_n_order, iter_scores
 from active_learning.select import Candidate, SelectionRule, select, select_uniform
 from active_learning.synthetic import Candidate as Synthetic
 from active_learning.synthetic import ERRORS, error_kinds, iter_candidates, to_prm800k
@@ -341,14 +341,14 @@ def _measure(config: ExperimentConfig, checkpoint: Path, test: Sequence[Syntheti
     model, tokenizer, _ = load_checkpoint(checkpoint, resolve_device(config.device))
     scores = list(iter_scores(model, tokenizer, _solutions(test), max_length=config.max_length))
     ratings, p_correct, gold, predicted = [], [], [], []
-    groups: dict[str, list[tuple[float, Synthetic]]] = defaultdict(list)
+    groups: dict[str, list[tuple[tuple[bool, float], Synthetic]]] = defaultdict(list)
     for candidate, score in zip(test, scores):
         read = [(r, p) for r, p in zip(candidate.ratings, score.step_scores) if p is not None]
         ratings += [r for r, _ in read]
         p_correct += [p for _, p in read]
         gold.append(candidate.first_error)
         predicted.append(next((i for i, p in enumerate(score.step_scores) if p is not None and p < 0.5), None))
-        groups[candidate.problem.problem_id].append((score.product, candidate))
+        groups[candidate.problem.problem_id].append((best_of_n_order(score), candidate))
     outcomes, majority = [], []
     for group in groups.values():
         truth = str(group[0][1].problem.answer)

@@ -71,6 +71,13 @@ def _summarise(step_probs: list, neutral_as_correct: bool) -> SolutionScore:
                          len(known) < len(scores))
 
 
+def best_of_n_order(score: SolutionScore) -> tuple[bool, float]:
+    """The key best-of-N picks the greatest of: the product, a candidate with a step too long
+    to score ranking below every one read whole (its product lacks that step's factor, and one
+    read not at all scores 1, the best there is)."""
+    return not score.truncated, score.product
+
+
 def on_common_steps(a: SolutionScore, b: SolutionScore) -> tuple[SolutionScore, SolutionScore]:
     """Two models' scores of one solution, each restricted to the steps both scored: a step
     one tokenizer makes longer than the window drops a factor from that model's product only,

@@ -77,6 +77,7 @@ def plain_message(error: Mapping[str, Any], schema: type[BaseModel] | None = Non
         info = schema.model_fields.get(str(loc[0])) if schema is not None else None
         if info is not None and info.description:
             return f"use only {info.description}"
+        return f"contains characters that are not allowed: it must match {ctx.get('pattern', 'the field pattern')}"
     if kind in PLAIN_MESSAGES:
         try:
             return PLAIN_MESSAGES[kind].format(**ctx)

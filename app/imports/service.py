@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.errors import BadInput, ServiceError
+from app.errors import BadInput, BadLines, ServiceError
 from app.imports.candidates import parse_candidate, separator_from
 from app.imports.chunks import write_candidates, write_prm800k, write_problems
 from app.imports.fields import Invalid
@@ -150,8 +150,8 @@ def _import_lines(
             del parsed
             gc.collect(0)
     if lines == 0:
-        # No line is bad: there is none to list.
-        raise BadInput(f"nothing was imported: {filename} holds no records (it is empty or only blank lines; "
+        # Bad data, as a bad line is (the CLI exits 2), though there is no line to list.
+        raise BadLines(f"nothing was imported: {filename} holds no records (it is empty or only blank lines; "
                        "expected one JSON object a line)")
     errors.raise_if_any()
     first_id = writer.first_solution_id

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 
 from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
+from app.validation import NumbersNotTruthValues
 
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
 
@@ -21,7 +22,7 @@ def _as_typed(value: object) -> object:
     return value if value.strip() else ""
 
 
-class ProjectCreate(BaseModel):
+class ProjectCreate(NumbersNotTruthValues):
     name: str = Field(pattern=PROJECT_NAME_PATTERN, description="letters, digits, space, _ . -")
     description: str = Field(default="", max_length=5000)
     guidelines: str = Field(
@@ -55,7 +56,7 @@ class ProjectCreate(BaseModel):
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
 
 
-class ProjectUpdate(BaseModel):
+class ProjectUpdate(NumbersNotTruthValues):
     # A field this cannot change (name, say) is refused by name, not dropped with a 200.
     model_config = ConfigDict(extra="forbid")
 

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from active_learning.data import check_source_weights, check_written_problem, check_written_steps
 from active_learning.generator_spec import check_generator_spec
 from app.models import ComparisonStatus, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
+from app.validation import NumbersNotTruthValues
 
 # active_learning.rollouts.METHODS, spelled out so that the API's schema lists them.
 RolloutMethod = Literal["mc", "binary"]
@@ -204,7 +205,7 @@ def _null_only_where_allowed(schema: dict[str, Any]) -> None:
             field.update(kept[0])
 
 
-class RoundSettingsUpdate(BaseModel):
+class RoundSettingsUpdate(NumbersNotTruthValues):
     """Fields left out stay as they are; send null for `every_new_labels` or `schedule_hours`
     to turn that trigger off, for `selector_version_id` to let the next round pin the served
     model as the fixed selector, and for `selector_min_step_auroc` to let any served model rank."""
@@ -257,15 +258,6 @@ class RoundSettingsUpdate(BaseModel):
             "out is not trained on; null: human labels only. Held-out evaluation is human labels alone."
         ),
     )
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_truth_values_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # Pydantic reads `true` as 1 for a number: `"selector_version_id": true` pinned version 1.
-        annotation = cls.model_fields[info.field_name].annotation
-        if isinstance(value, bool) and annotation is not bool and bool not in get_args(annotation):
-            raise ValueError("must be a number, not true or false")
-        return value
 
     @field_validator("autolabel_generator")
     @classmethod

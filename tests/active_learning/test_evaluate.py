@@ -342,7 +342,8 @@ def test_two_models_are_compared_on_the_steps_both_scored():
 def test_best_of_n_of_two_models_ranks_each_candidate_on_the_steps_both_scored():
     # Model A cannot read the wrong candidate's second step, so it ranks that candidate last and
     # picks the right one; B reads it whole and prefers it (0.81 against 0.64). The difference is
-    # the tokenizer's, not the models': on the steps both scored, both rank it last.
+    # the tokenizer's, not the models': restricted to the steps both scored, the candidate is read
+    # in part by both, and both rank it last.
     solutions = [Solution("p", "Q", ["s", "t"], answer, "5") for answer in ["4", "5"]]
     solutions += [Solution("q", "R", ["s", "t"], answer, "2") for answer in ["2", "3"]]
 

@@ -196,7 +196,7 @@ def test_full_mode_counts_ratings_out_of_order_and_says_what_a_give_up_keeps(pag
     page.keyboard.press("g")
     help_text = page.locator("#reason-help")
     expect(help_text).to_have_text("A label keeps ratings from step 1 on, without gaps. Step 1 is not rated, so your 2 "
-                                   "ratings after it would be lost: rate step 1 first to keep them.")
+                                   "ratings after it would be lost: rate every step up to step 3 first to keep them.")
     page.keyboard.press("Escape")
 
     # Closed by Escape, the dialog leaves the keys to the page again.

@@ -128,7 +128,7 @@ def test_my_labels_table_fits_its_card_with_the_view_link_in_sight(page: Page, s
     project = make_project(session_factory, "Competition algebra - second round")
     make_user(session_factory, "lena", "labeler")
     statement = (
-        "Let\n\\[f(x) = x^3 - 6x^2 + 11x - 6.\\]Find the sum of the squares of the roots of $f$, and then "
+        "Let\n\\[f(x) = x^3 - 6x^2 + 11x - 6,\\]\\begin{align*} g &= f + 1.\\end{align*}Find the sum of the squares of the roots of $f$, and then "
         "the product of those roots that are greater than $\\frac{3}{2}$, giving both as integers."
     )
     add_solution(session_factory, project, STEPS, statement=statement, answer="14")
@@ -143,7 +143,7 @@ def test_my_labels_table_fits_its_card_with_the_view_link_in_sight(page: Page, s
     view = page.locator("#my-labels tbody tr").first.get_by_role("link", name="View")
     expect(page.locator("#my-labels .snippet .katex").first).to_be_visible()
     # A one-line preview: the displayed formula stays in the line.
-    expect(page.locator("#my-labels .snippet .katex-display")).to_have_count(0)
+    expect(page.locator("#my-labels .snippet .math-source")).to_have_count(0)
     lines = "e => { const r = document.createRange(); r.selectNodeContents(e); return r.getBoundingClientRect().height; }"
     assert page.locator("#my-labels .snippet").evaluate(lines) < 40
     for width in (1280, 1440, 1920):

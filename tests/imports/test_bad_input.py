@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
-from app.errors import BadInput
+from app.errors import BadInput, BadLines
 from app.imports.reader import MAX_LINE_BYTES
 from app.models import Solution
 from tests.conftest import make_project
@@ -150,7 +150,8 @@ def test_huge_line_is_refused_with_its_number(session_factory) -> None:  # type:
 @pytest.mark.parametrize("data", [b"", b"\n\n  \n"], ids=["empty", "blank lines"])
 def test_empty_file_is_refused(session_factory, data) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
-    with pytest.raises(BadInput) as caught:
+    # Bad data, as a bad line is: the CLI exits 2.
+    with pytest.raises(BadLines) as caught:
         import_bytes(session_factory, project, data, "math", filename="empty.jsonl")
     assert caught.value.message == ("nothing was imported: empty.jsonl holds no records (it is empty or only blank "
                                     "lines; expected one JSON object a line)")

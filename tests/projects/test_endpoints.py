@@ -58,12 +58,17 @@ def test_a_field_the_update_cannot_change_is_refused_by_name(client, session_fac
     assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json() == before
 
 
-@pytest.mark.parametrize("body", [{"overlap": 0}, {"lease_minutes": 5000}, {"labeling_mode": "x"}])
+@pytest.mark.parametrize("body", [{"overlap": 0}, {"lease_minutes": 5000}, {"labeling_mode": "x"},
+                                  {"overlap": True}, {"correction_window_hours": False}, {"qc_rate": True}])
 def test_invalid_settings_change_nothing(client, session_factory, headers, body) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "algebra", overlap=2)
+    before = client.get(f"/api/v1/projects/{project.id}", headers=headers).json()
     response = client.patch(f"/api/v1/projects/{project.id}", headers=headers, json=body)
     assert response.status_code == 422
-    assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json()["overlap"] == 2
+    if isinstance(list(body.values())[0], bool):
+        # JSON true is not 1: false would have closed corrections.
+        assert response.json()["errors"][0]["message"] == "must be a number, not true or false"
+    assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json() == before
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,8 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
     for bad in [{"wrong_share": 1.5}, {"picks_per_round": 0}, {"qc_share": 0.95}, {"bogus": 1},
                 {"picks_per_round": None}, {"promote_metric": "vibes"}, {"selector_mode": "sometimes"},
                 {"selector_version_id": 999}, {"promote_min_heldout": 0}, {"selector_min_step_auroc": 1.5},
-                {"selector_min_step_auroc": "high"}, {"selector_version_id": True}, {"wrong_share": False}]:
+                {"selector_min_step_auroc": "high"}, {"selector_version_id": True}, {"wrong_share": False},
+                {"source_weights": {"human": True}}]:
         response = client.patch(url, headers=headers, json=bad)
         assert response.status_code == 422, (bad, response.text)
     assert client.get(url, headers=headers).json() == changed.json()

@@ -39,13 +39,17 @@ export function mathAvailable() {
   return typeof window.katex !== "undefined" && typeof window.renderMathInElement === "function";
 }
 
-// `inline` sets displayed formulas in the line too, for one-line previews of a problem.
+// For one-line previews of a problem: $$…$$ and \[…\] set in the line. The environments stay
+// displays, as KaTeX draws align and its kin in display mode only; the previews' CSS keeps
+// those in the line.
+const INLINE_DELIMITERS = DELIMITERS.map((d) => (d.left.startsWith("\\begin") ? d : { ...d, display: false }));
+
 export function renderMathText(element, text, { inline = false } = {}) {
   element.textContent = mathAvailable() ? tabularsToArrays(text) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
     ...KATEX_OPTIONS,
-    delimiters: inline ? DELIMITERS.map((d) => ({ ...d, display: false })) : DELIMITERS,
+    delimiters: inline ? INLINE_DELIMITERS : DELIMITERS,
     errorCallback: () => {},
   });
   renderBareBoxes(element);

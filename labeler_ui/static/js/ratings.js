@@ -91,10 +91,12 @@ export class RatingState {
     const lost = this.ratedCount() - kept;
     if (lost <= 0) return null;
     const gap = kept + 1;
+    const last = this.ratings.findLastIndex((r) => r !== null) + 1;
     const ratings = `${lost} rating${lost === 1 ? "" : "s"}`;
     const unrated = `step ${gap} is not rated, so your ${ratings} after it would be lost: ` +
-      `rate step ${gap} first to keep ${lost === 1 ? "it" : "them"}.`;
-    const said = kept ? `Your ratings of steps 1–${kept} are kept, but ${unrated}` : unrated[0].toUpperCase() + unrated.slice(1);
+      `rate every step up to step ${last} first to keep ${lost === 1 ? "it" : "them"}.`;
+    const keptWords = kept === 1 ? "Your rating of step 1 is kept" : `Your ratings of steps 1–${kept} are kept`;
+    const said = kept ? `${keptWords}, but ${unrated}` : unrated[0].toUpperCase() + unrated.slice(1);
     return `A label keeps ratings from step 1 on, without gaps. ${said}`;
   }
 

@@ -1,0 +1,32 @@
+"""A rule the writable schemas share."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationInfo, field_validator
+
+
+class NumbersNotTruthValues(BaseModel):
+    """Refuses JSON `true` and `false` for numbers: pydantic reads them as 1 and 0, so
+    `"selector_version_id": true` pinned version 1 and `"correction_window_hours": false`
+    closed corrections. Browser forms send text, which this leaves to the fields' own checks."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_not_truth_values(cls, value: Any, info: ValidationInfo) -> Any:
+        kinds = _kinds(cls.model_fields[info.field_name].annotation)
+        if bool in kinds or not kinds & {int, float}:
+            return value
+        values = value.values() if isinstance(value, dict) else [value]
+        if any(isinstance(item, bool) for item in values):
+            raise ValueError("must be a number, not true or false")
+        return value
+
+
+def _kinds(annotation: Any) -> set[Any]:
+    """The types an annotation names, its unions' and containers' included."""
+    kinds = {annotation}
+    for arg in get_args(annotation):
+        kinds |= _kinds(arg)
+    return kinds
