@@ -91,7 +91,8 @@ def _update(
     try:
         changes = validate_form(UserUpdate, values)
     except FormInvalid as exc:
-        problem = "; ".join(f"{field} {message}" for field, message in exc.errors.items())
+        # "role must be one of …", but "a password cannot be only spaces" names its field itself.
+        problem = "; ".join(message if field in message else f"{field} {message}" for field, message in exc.errors.items())
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
     if not changes.model_fields_set:
         return _users_list(request, session, problem=f"{user.username}: nothing to change", status_code=422)

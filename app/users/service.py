@@ -84,6 +84,9 @@ def update_user(
         user.is_active = data.is_active
     if password_hash is not None:
         user.password_hash = password_hash
+        # A new password is what an admin gives a user locked out by failed logins: the lock
+        # on the name goes with the old password (the address's stays, as a good login's does).
+        throttle.forget_username(session, user.username)
     if data.is_active is False or data.password is not None:
         end_logins(session, user, keep=keep)
     return user

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.auth.throttle import Limits, keys_for, record_failure
 from app.db import session_scope
 from app.main import create_app
-from app.models import LoginFailure, LoginKeyKind, utcnow
+from app.models import LoginFailure, LoginKeyKind, User, utcnow
 from tests.api.test_openapi_contract import CHECKS
 from tests.conftest import PASSWORD, make_user
 
@@ -63,6 +63,20 @@ def test_ten_wrong_passwords_lock_the_username_until_the_lockout_ends(client, se
     _assert_locked(login(client, "ann", PASSWORD))
     _pass_time(session_factory, 2)
     assert login(client, "ann", PASSWORD).status_code in (201, 303)
+
+
+def test_a_new_password_from_an_admin_lifts_the_lock_on_the_name(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from app.users.schemas import UserUpdate
+    from app.users.service import update_user
+
+    make_user(session_factory, "ann", "labeler")
+    for _ in range(10):
+        _api(client, "ann", "wrong password")
+    _assert_locked(_api(client, "ann", PASSWORD))
+    with session_scope(session_factory) as session:
+        ann = session.scalar(select(User).where(User.username == "ann"))
+        update_user(session, ann, UserUpdate(password="a fresh one 42"), by=None)
+    assert _api(client, "ann", "a fresh one 42").status_code == 201
 
 
 def test_the_form_says_why_it_refuses(client, session_factory) -> None:  # type: ignore[no-untyped-def]

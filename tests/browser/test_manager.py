@@ -137,6 +137,8 @@ def test_admin_manages_users(browser: Browser, live_server: str, session_factory
     make_user(session_factory, "boss", "admin")
     make_user(session_factory, "lena", "labeler")
     make_user(session_factory, "rhea", "researcher")
+    # The longest name allowed wraps: it pushed every row's actions out of the card.
+    make_user(session_factory, "x" * 64, "labeler")
     context = browser.new_context(base_url=live_server, viewport={"width": 1360, "height": 900})
     page = context.new_page()
     login(page, "boss", "/admin/users")
@@ -153,6 +155,7 @@ def test_admin_manages_users(browser: Browser, live_server: str, session_factory
     lena_row.get_by_label("Role of lena").select_option("researcher")
     lena_row.get_by_role("button", name="Change role").click()
     expect(lena_row.get_by_label("Role of lena")).to_have_value("researcher")
+    assert page.locator("table.users").evaluate("e => e.parentElement.scrollWidth <= e.parentElement.clientWidth")
     screenshot(page, "admin_users.png")
 
     rhea_row = page.locator("tr", has=page.locator("td.username", has_text="rhea"))

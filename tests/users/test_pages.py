@@ -126,10 +126,11 @@ def test_an_admin_cannot_demote_or_deactivate_themselves(client, session_factory
     [
         ("/admin/users/999/role", {"role": "manager"}, 404, "no user with id 999"),
         ("/admin/users/999/active", {"is_active": "false"}, 404, "no user with id 999"),
-        ("/admin/users/abc/role", {"role": "manager"}, 422, "user_id"),
+        ("/admin/users/abc/role", {"role": "manager"}, 404, "there is nothing at /admin/users/abc/role"),
         ("/admin/users/{ann}/role", {"role": "superuser"}, 422, "ann: role must be one of"),
         ("/admin/users/{ann}/role", {}, 422, "ann: nothing to change"),
         ("/admin/users/{ann}/active", {"is_active": "perhaps"}, 422, "ann: is_active must be true or false"),
+        ("/admin/users/{ann}/password", {"password": "            "}, 422, "ann: a password cannot be only spaces"),
     ],
 )
 def test_bad_changes_get_a_clear_4xx_and_change_nothing(client, session_factory, admin, path, form, status, message) -> None:  # type: ignore[no-untyped-def]
