@@ -32,7 +32,9 @@ CHART_HEIGHT = 120
 class SettingsForm(BaseModel):
     """The fields as typed: ProjectCreate/ProjectUpdate judge them, so errors show in place."""
 
-    description: str = Field(default="", max_length=10_000)
+    # Far above ProjectUpdate's limit, which says what is too long next to the field; past this
+    # the page could only answer with a bare error and lose the other fields as typed.
+    description: str = Field(default="", max_length=100_000)
     guidelines: str = Field(default="", max_length=2 * GUIDELINES_MAX_LENGTH)
     labeling_mode: str = Field(default="", max_length=50)
     overlap: str = Field(default="", max_length=50)

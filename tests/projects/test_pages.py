@@ -142,6 +142,7 @@ def test_the_settings_form_saves_and_a_larger_overlap_adds_queue_slots(client, s
         ({"lease_minutes": "0"}, "be at least 1"),
         ({"labeling_mode": "sometimes"}, "'first_error', 'full' or 'phase1'"),
         ({"description": "d" * 5001}, "at most 5000 characters"),
+        ({"description": "d" * 20_000}, "at most 5000 characters"),
         # Emptied, a setting that cannot be empty stayed as stored under "saved".
         ({"correction_window_hours": ""}, "Needs a value"),
         ({"overlap": "21", "lease_minutes": ""}, "Needs a value"),
