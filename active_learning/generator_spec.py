@@ -18,10 +18,26 @@ def check_generator_spec(spec: str) -> str:
     if spec.startswith("vllm:"):
         if not spec.removeprefix("vllm:"):
             raise ValueError("vllm:MODEL needs a model (a directory or hub id)")
+        _check_model_name(spec.removeprefix("vllm:"))
         return spec
     if "://" in spec:
         raise ValueError(f"generator {spec!r}: only http(s):// endpoints are understood")
+    _check_model_name(spec)
     return spec
+
+
+def _check_model_name(model: str) -> None:
+    # A path is judged where the model is opened (an API container may not mount the workers'
+    # folders); anything else must be a hub id, or a round would skip its rollouts on a typo.
+    if is_local_path(model):
+        return
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(model)
+    except HFValidationError:
+        raise ValueError(f"generator {model!r} names no model: give a model directory, a hub id (owner/name), "
+                         "vllm:MODEL or an http(s):// endpoint") from None
 
 
 def is_local_path(spec: str) -> bool:

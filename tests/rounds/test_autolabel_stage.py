@@ -99,6 +99,9 @@ def test_without_a_generator_the_stage_passes_and_a_missing_one_is_reported(
     ("ftp://models/gen", "only http(s):// endpoints are understood"),
     ("vllm:", "vllm:MODEL needs a model"),
     ("   ", "generator: name a directory"),
+    # Saved, a typo was found only by a round, which skipped its rollouts and said so in a log.
+    ("not a model", "generator 'not a model' names no model"),
+    ("vllm:my model", "generator 'my model' names no model"),
 ])
 def test_a_generator_spec_of_no_known_form_is_refused(client, session_factory, spec: str, message: str) -> None:  # type: ignore[no-untyped-def]
     from tests.conftest import api_headers
