@@ -18,7 +18,7 @@ from app.auth.service import (
     principal_from_bearer,
     principal_from_cookie,
 )
-from app.db import get_session
+from app.db import get_session, session_scope
 from app.errors import Forbidden, ServiceError
 from app.models import INT32_MAX, Role, User
 
@@ -204,3 +204,13 @@ ManagerPageUser = Annotated[User, page_user(*MANAGE)]
 ResearcherPageUser = Annotated[User, page_user(*RESEARCH)]
 DataPageUser = Annotated[User, page_user(*READ_DATA)]
 AdminPageUser = Annotated[User, page_user(Role.admin)]
+
+
+def visitor(request: Request) -> Principal | None:
+    """Who is logged in on a route that asks no login (an error page, the API docs), for the
+    menu and the CSRF token their pages carry; None for nobody."""
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie:
+        return None
+    with session_scope(request.app.state.session_factory) as session:
+        return principal_from_cookie(session, cookie)

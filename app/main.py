@@ -22,10 +22,9 @@ from app import api_docs
 from app.auth import endpoints as auth_api
 from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
-from app.auth.service import Principal, principal_from_cookie
 from app.browse import pages as browse_pages
-from app.db import create_db_engine, create_session_factory, session_scope
-from app.deps import SESSION_COOKIE, LoginRequired
+from app.db import create_db_engine, create_session_factory
+from app.deps import LoginRequired, visitor
 from app.errors import ServiceError, field_error
 from app.exports import endpoints as exports_api
 from app.exports import pages as exports_pages
@@ -250,7 +249,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         if not _wants_json(request) and getattr(request.state, "principal", None) is None:
             # An address no route matched never ran the login dependency: look the visitor up,
             # so that the error page keeps their menu instead of offering a login they have.
-            request.state.principal = await anyio.to_thread.run_sync(_visitor, request)
+            request.state.principal = await anyio.to_thread.run_sync(visitor, request)
         headers = exc.headers
         allowed = _allowed_methods(request) if exc.status_code == 405 else ""
         if allowed:
@@ -293,11 +292,3 @@ def _allowed_methods(request: Request) -> str:
         if pattern is not None and route.methods and pattern.match(path):
             methods |= route.methods
     return ", ".join(sorted(methods))
-
-
-def _visitor(request: Request) -> Principal | None:
-    cookie = request.cookies.get(SESSION_COOKIE)
-    if not cookie:
-        return None
-    with session_scope(request.app.state.session_factory) as session:
-        return principal_from_cookie(session, cookie)

@@ -13,4 +13,13 @@ window.ui = window.SwaggerUIBundle({
   presets: [window.SwaggerUIBundle.presets.apis],
   // Off by default, the badge would send the schema's URL to validator.swagger.io.
   validatorUrl: null,
+  // "Try it out" rides on the login cookie, and a write on a cookie needs the session's CSRF
+  // token (a bearer token, typed into a header, needs none).
+  requestInterceptor: (request) => {
+    const token = document.querySelector('meta[name="csrf-token"]')?.content;
+    if (token && !["GET", "HEAD"].includes(String(request.method).toUpperCase())) {
+      request.headers["X-CSRF-Token"] = token;
+    }
+    return request;
+  },
 });
