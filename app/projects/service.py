@@ -16,8 +16,12 @@ from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, Pro
 
 
 def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False) -> Project:
-    if session.scalar(select(Project.id).where(Project.name == data.name)) is not None:
+    # As usernames: two projects a letter's case apart are one name to the person typing it.
+    taken = session.scalar(select(Project.name).where(func.lower(Project.name) == data.name.lower()))
+    if taken == data.name:
         raise Conflict(f"a project named {data.name!r} already exists")
+    if taken is not None:
+        raise Conflict(f"a project named {taken!r} already exists: names may not differ only in case")
     project = Project(**data.model_dump(), is_demo=is_demo,
                       guidelines_updated_at=utcnow() if data.guidelines else None)
     session.add(project)

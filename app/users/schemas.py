@@ -20,6 +20,9 @@ Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_
 
 
 class UserCreate(BaseModel):
+    # `"is_admin": true` was dropped with a 201: a field it does not know is refused by name.
+    model_config = ConfigDict(extra="forbid")
+
     username: str = Field(pattern=USERNAME_PATTERN, description="2-64 letters, digits, _ . -")
     role: Role
     password: Password

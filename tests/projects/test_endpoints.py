@@ -44,6 +44,9 @@ def test_a_duplicate_name_gets_409(client, session_factory, headers) -> None:  #
     response = client.post("/api/v1/projects", headers=headers, json={"name": "algebra"})
     assert response.status_code == 409
     assert response.json() == {"detail": "a project named 'algebra' already exists"}
+    other_case = client.post("/api/v1/projects", headers=headers, json={"name": "Algebra"})
+    assert other_case.status_code == 409
+    assert other_case.json() == {"detail": "a project named 'algebra' already exists: names may not differ only in case"}
 
 
 @pytest.mark.parametrize("body", [{"name": "renamed"}, {"unknown": 1}, {"overlap": 3, "is_demo": True}])

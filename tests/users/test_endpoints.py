@@ -29,6 +29,7 @@ def test_an_admin_creates_lists_and_updates_users(client, headers) -> None:  # t
         ({"username": "a", "role": "labeler", "password": PASSWORD}, "username"),
         ({"username": "ann", "role": "king", "password": PASSWORD}, "role"),
         ({"username": "ann", "role": "labeler", "password": "short"}, "password"),
+        ({"username": "ann", "role": "labeler", "password": PASSWORD, "is_admin": True}, "is_admin"),
     ],
 )
 def test_invalid_new_users_get_422(client, headers, body, field) -> None:  # type: ignore[no-untyped-def]
