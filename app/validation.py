@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationInfo, field_validator
@@ -24,9 +25,11 @@ class NumbersNotTruthValues(BaseModel):
         return value
 
 
-def _kinds(annotation: Any) -> set[Any]:
-    """The types an annotation names, its unions' and containers' included."""
+@cache
+def _kinds(annotation: Any) -> frozenset[Any]:
+    """The types an annotation names, its unions' and containers' included (once per field:
+    every request's every field asks)."""
     kinds = {annotation}
     for arg in get_args(annotation):
         kinds |= _kinds(arg)
-    return kinds
+    return frozenset(kinds)

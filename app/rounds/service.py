@@ -96,8 +96,8 @@ def get_round(session: Session, round_id: int) -> Round:
 
 def cancel_round(round_: Round) -> Round:
     """Stop a queued or running round; its worker notices at its next lease beat (a third of
-    the lease; training stops at the step after it) or stage boundary, and nothing it has not finished is served or
-    enqueued."""
+    the lease; training stops at the step after it) or stage boundary, and nothing it has not
+    finished is served or enqueued."""
     if round_.status not in ACTIVE_ROUND_STATUSES:
         raise Conflict(f"round {round_.number} is {round_.status.value}, not queued or running")
     now = utcnow()
