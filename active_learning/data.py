@@ -183,7 +183,7 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
     prompt = _problem(record)
     pid = problem_id(prompt)
     steps, labels = [], []
-    for step in _label_steps(record):
+    for n, step in enumerate(_label_steps(record)):
         completions = step["completions"]
         chosen = step.get("chosen_completion")
         human = step.get("human_completion")
@@ -198,10 +198,10 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
                 yield Example(pid, prompt, steps + [completion["text"]],
                               [None] * len(labels) + [completion["rating"]])
         if chosen is not None:
-            steps.append(completions[chosen]["text"])
+            steps.append(_step_text(completions[chosen]["text"], f"label.steps[{n}].completions[{chosen}].text"))
             labels.append(completions[chosen].get("rating"))
         elif human is not None:
-            steps.append(human_text(human))
+            steps.append(_step_text(human_text(human), f"label.steps[{n}].human_completion"))
             # PRM800K's labelers left their own steps unrated: those are context. Stepwise's
             # phase-1 mode has the labeler rate the step they write, and that rating is a label.
             labels.append(human.get("rating") if isinstance(human, dict) else None)
@@ -212,9 +212,18 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
         yield Example(pid, prompt, steps, labels)
 
 
+def _step_text(text: str, what: str) -> str:
+    # As the importer refuses it: a blank step would be read, scored and rated as a step.
+    if not text.strip():
+        raise ValueError(f"`{what}` is blank: a step needs text")
+    return text
+
+
 def _trl_example(record: dict) -> Example:
     prompt = _text(record.get("prompt"), "prompt")
     completions, ratings = _texts(record["completions"], "completions"), record["labels"]
+    for i, completion in enumerate(completions):
+        _step_text(completion, f"completions[{i}]")
     if not isinstance(ratings, list) or not all(isinstance(ok, int) and ok in (0, 1) for ok in ratings):  # bool is an int
         raise TypeError("`labels` is not a list of true or false (or 1 or 0)")
     if len(ratings) != len(completions):
@@ -413,6 +422,9 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
                 or not all(isinstance(step, str) for step in steps):
             raise ValueError(f"{where}: a ProcessBench record needs `problem` (text) and `steps` "
                              "(a non-empty list of texts)")
+        blank = next((i for i, step in enumerate(steps) if not step.strip()), None)
+        if blank is not None:
+            raise ValueError(f"{where}: `steps[{blank}]` is blank: a step needs text")
         if type(label) is not int or not -1 <= label < len(steps):
             raise ValueError(f"{where}: `label` must be -1 or the index of one of its "
                              f"{len(steps)} steps, not {label!r}")

@@ -49,6 +49,9 @@ class Candidate:
     answer_grade: str
     # The steps as one text; only near-duplicate detection reads it.
     text: str = ""
+    # A step was too long to score: the score lacks its factor, so the solution ranks below
+    # every one read whole (as active_learning.score.best_of_n_order has it).
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ class _Picker:
 
 
 def _by_score(candidates: Iterable[Candidate]) -> list[Candidate]:
-    return sorted(candidates, key=lambda c: (-(c.score or 0.0), c.solution_id))
+    return sorted(candidates, key=lambda c: (c.truncated, -(c.score or 0.0), c.solution_id))
 
 
 def _per_problem(candidates: Iterable[Candidate], seed: int) -> list[Candidate]:

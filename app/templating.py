@@ -2,16 +2,51 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from starlette.routing import Match
 
 from app.figures.service import figures_shown
 from labeler_ui import TEMPLATES_DIR
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+# For times a page compares with the present, such as an ETA a slow round has overrun.
+templates.env.globals["now"] = partial(datetime.now, UTC)
+
+
+# Query parameters by which a redirect after a form carries its one-time notice ("Round queued.",
+# "Settings saved."); the page takes them out of the address so that a reload does not repeat it.
+NOTICE_PARAMETERS = frozenset({
+    "saved", "member_added", "password_set", "password", "started", "compared", "retired",
+    "restored", "gone", "gold",
+})
+
+
+def page_address(request: Request) -> str | None:
+    """The address the page should show in the browser's bar, where it differs from the one it
+    was fetched from: a notice's parameter left out; or, for a page answering a form post (a
+    form refused, say), the nearest page a GET reaches, so that a reload fetches that page
+    instead of posting again or meeting a 405."""
+    path = request.url.path
+    if request.method == "GET":
+        kept = [(k, v) for k, v in request.query_params.multi_items() if k not in NOTICE_PARAMETERS]
+        if len(kept) == len(request.query_params.multi_items()):
+            return None
+        return path + ("?" + urlencode(kept) if kept else "")
+    parts = path.rstrip("/").split("/")
+    while parts:
+        candidate = "/".join(parts) or "/"
+        scope = {"type": "http", "path": candidate, "method": "GET", "root_path": ""}
+        if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes):
+            return candidate + (f"?{request.url.query}" if candidate == path and request.url.query else "")
+        parts.pop()
+    return None
 
 
 def render(
@@ -24,6 +59,7 @@ def render(
         # Pages then show an [asy] figure's source at once instead of asking for a drawing that
         # cannot come (a 404 in the console for every figure).
         "figures_drawn": figures_shown(request.app.state.settings),
+        "page_address": page_address(request),
     }
     return templates.TemplateResponse(
         request, name, {**base, **(context or {})}, status_code=status_code

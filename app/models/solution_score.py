@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Float, ForeignKey
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime, utcnow
@@ -24,4 +24,7 @@ class SolutionScore(Base):
     # P(step is correct) per step; null for a step that alone is longer than the length limit. Plain
     # JSON: read whole for the picks inspector, never queried inside.
     step_scores: Mapped[list[float | None]] = mapped_column(JSON)
+    # A step went unscored, so `score` lacks its factor: the rule ranks the solution below those
+    # read whole, as best-of-N does.
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

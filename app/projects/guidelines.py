@@ -2,8 +2,9 @@
 and whenever they ask, as PRM800K's labelers had their instructions.
 
 markdown-it-py (CommonMark, with GitHub's tables and strikethrough) renders them with raw HTML off, so markup in the text shows as text,
-and its link check refuses javascript:, vbscript:, file: and data: targets. Images are off: the
-pages' Content-Security-Policy would block other sites' pictures anyway. Math is left to KaTeX in
+and its link check refuses javascript:, vbscript:, file: and data: targets. An image is shown as
+a link to it, named by its alt text: the pages' Content-Security-Policy would block another site's
+picture, and with the image rule off `![a](b)` read as "!" and a link. Math is left to KaTeX in
 the browser: `$…$`, `$$…$$` and amsmath environments come out as `.math` elements holding their
 LaTeX as escaped text.
 """
@@ -28,6 +29,15 @@ def _new_tab(self, tokens, idx, options, env) -> str:
     return self.renderToken(tokens, idx, options, env)
 
 
+def _image_as_link(self, tokens, idx, options, env) -> str:
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    name = f"{alt} (image)" if alt.strip() else "image"
+    href = escapeHtml(token.attrGet("src") or "")
+    return (f'<a class="guidelines-image" href="{href}" target="_blank" rel="noopener noreferrer">'
+            f'{escapeHtml(name)}</a>')
+
+
 def _math(tag: str, display: bool):
     # One shape for every kind of formula the plugins find (their own markup puts a <div> inside
     # a <p> for inline $$…$$): the source as text, and whether KaTeX draws it as a display.
@@ -46,9 +56,9 @@ _MARKDOWN = (
     .enable(["table", "strikethrough"])
     .use(dollarmath_plugin, allow_space=False, allow_digits=False, double_inline=True)
     .use(amsmath_plugin)
-    .disable("image")
 )
 _MARKDOWN.add_render_rule("link_open", _new_tab)
+_MARKDOWN.add_render_rule("image", _image_as_link)
 _MARKDOWN.add_render_rule("math_inline", _math("span", display=False))
 _MARKDOWN.add_render_rule("math_inline_double", _math("span", display=True))
 for _block in ("math_block", "math_block_label", "amsmath"):

@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
-from app.errors import Conflict, ServiceError
+from app.errors import Conflict, NotFound, ServiceError
 from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
 from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
@@ -166,9 +166,15 @@ def add_member(
 
 @router.post("/{project_id}/members/{user_id}/remove")
 def remove_member(
-    project_id: PageId, user_id: PageId, _: ManagerPageUser, session: SessionDep
+    request: Request, project_id: PageId, user_id: PageId, manager: ManagerPageUser, session: SessionDep
 ) -> Response:
-    members.remove_member(session, service.get_project(session, project_id), user_id)
+    project = service.get_project(session, project_id)
+    try:
+        members.remove_member(session, project, user_id)
+    except NotFound as exc:
+        # Removed already, from another tab: the page says so next to the members list.
+        return _project_overview(request, session, manager, project, {}, {}, exc.status_code,
+                                 members_notice=f"Nothing changed: {exc.message}.")
     return RedirectResponse(f"/manage/projects/{project_id}#members", status_code=303)
 
 
@@ -208,6 +214,7 @@ def _project_overview(
     *,
     member: str = "",
     member_error: str | None = None,
+    members_notice: str | None = None,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
@@ -236,6 +243,7 @@ def _project_overview(
             "guidelines_readers": guidelines_reads.readers(session, project),
             "member": member,
             "member_error": member_error,
+            "members_notice": members_notice,
             "member_added": request.query_params.get("member_added") == "1" and member_error is None,
         },
         status_code=status_code,

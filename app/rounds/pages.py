@@ -254,5 +254,12 @@ def round_page(
 def cancel_round(
     request: Request, round_id: PageId, user: ResearcherPageUser, session: SessionDep
 ) -> Response:
-    round_ = service.cancel_round(service.get_round(session, round_id))
+    round_ = service.get_round(session, round_id)
+    try:
+        service.cancel_round(round_)
+    except Conflict as exc:
+        # Ended already (or cancelled from another tab): the page it went back to, saying so.
+        messages = [{"kind": "error", "text": f"Nothing changed: {exc.message}."}]
+        return _overview(request, session, user, get_project(session, round_.project_id),
+                         messages=messages, status_code=409)
     return RedirectResponse(f"/research/projects/{round_.project_id}", status_code=303)

@@ -53,13 +53,14 @@ def select_stage(run: RoundRun) -> None:
             shortlist = random.Random(rule.seed).sample(rows, min(len(rows), 3 * rule.budget + 10))
         qc_rows = pool.qc_candidates(session, run.project_id) if rule.qc_share else []
         texts = pool.solution_texts(session, [r[0] for r in shortlist] + [r[0] for r in qc_rows])
-        candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in shortlist]
+        candidates = [Candidate(sid, pid, score, grade, texts[sid], truncated)
+                      for sid, pid, grade, score, truncated in shortlist]
         qc = [Candidate(sid, pid, None, grade, texts[sid]) for sid, pid, grade in qc_rows]
         if ranked:
             picks = select_picks([c for c in candidates if c.score is not None], rule, qc)
         else:
             picks = select_uniform(candidates, rule, uniform_reason(selector), qc)
-        grades = {sid: grade for sid, _, grade, _ in rows} | {sid: grade for sid, _, grade in qc_rows}
+        grades = {sid: grade for sid, _, grade, *_ in rows} | {sid: grade for sid, _, grade in qc_rows}
         ordered = queue_order(session, run, version_id, rows, picks)
         count = len(ordered)
         pool.write_picks(session, [
@@ -89,7 +90,7 @@ def queue_order(
     """(solution id, score, reason, detail) in queue order: the solutions whose machine labels
     need a human, most urgent first and at most a round's budget of them, ahead of the rule's
     picks, which keep their order."""
-    scores = {sid: score for sid, _, _, score in rows}
+    scores = {sid: score for sid, _, _, score, _ in rows}
     routed = routing.routed(session, run.project_id, version_id, run.settings.picks_per_round)
     taken = {sid for sid, _ in routed}
     return [
@@ -117,7 +118,7 @@ def reachable(rows: list[tuple], rule: SelectionRule) -> list[tuple]:
             by_problem[row[1]].append(row)
     chosen: dict[int, tuple] = {}
     for group in by_problem.values():
-        group.sort(key=lambda r: -r[3])
+        group.sort(key=lambda r: (r[4], -r[3]))
         for row in [r for r in group if r[2] == "wrong"][:keep] + group[:keep]:
             chosen[row[0]] = row
     scored = [r for r in rows if r[3] is not None]

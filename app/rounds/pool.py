@@ -144,7 +144,8 @@ def save_scores(
         session.execute(
             insert(SolutionScore),
             [
-                {"model_version_id": version_id, "solution_id": sid, "score": score, "step_scores": steps}
+                {"model_version_id": version_id, "solution_id": sid, "score": score, "step_scores": steps,
+                 "truncated": None in steps}
                 for sid, score, steps in scores
             ],
         )
@@ -152,14 +153,15 @@ def save_scores(
 
 def pool_candidates(
     session: Session, project_id: int, version_id: int | None
-) -> list[tuple[int, int, str, float | None]]:
-    """(solution id, problem id, answer grade, score by the version or None) over the pool."""
+) -> list[tuple[int, int, str, float | None, bool]]:
+    """(solution id, problem id, answer grade, score by the version or None, whether a step
+    went unscored) over the pool."""
     columns = (Solution.id, Solution.problem_id, Solution.answer_grade)
     if version_id is None:
         rows = session.execute(select(*columns).where(_in_pool(project_id)).order_by(Solution.id))
-        return [(sid, pid, grade.value, None) for sid, pid, grade in rows]
+        return [(sid, pid, grade.value, None, False) for sid, pid, grade in rows]
     rows = session.execute(
-        select(*columns, SolutionScore.score)
+        select(*columns, SolutionScore.score, SolutionScore.truncated)
         .outerjoin(
             SolutionScore,
             (SolutionScore.solution_id == Solution.id)
@@ -168,7 +170,7 @@ def pool_candidates(
         .where(_in_pool(project_id))
         .order_by(Solution.id)
     )
-    return [(sid, pid, grade.value, score) for sid, pid, grade, score in rows]
+    return [(sid, pid, grade.value, score, bool(truncated)) for sid, pid, grade, score, truncated in rows]
 
 
 def pool_shape(session: Session, project_id: int) -> dict[str, float]:

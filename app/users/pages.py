@@ -92,10 +92,10 @@ def _update(
         changes = validate_form(UserUpdate, values)
     except FormInvalid as exc:
         # "role must be one of …", but "a password cannot be only spaces" names its field itself.
-        problem = "; ".join(message if field in message else f"{field} {message}" for field, message in exc.errors.items())
+        # A blank form's "nothing to change" is about the whole form.
+        problem = "; ".join(message if field in message or field == "form" else f"{field} {message}"
+                            for field, message in exc.errors.items())
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
-    if not changes.model_fields_set:
-        return _users_list(request, session, problem=f"{user.username}: nothing to change", status_code=422)
     service.update_user(session, user, changes, by=admin, keep=keep)
     if "password" in values:
         # To the top, where the banner says whose password changed.

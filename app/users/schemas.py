@@ -36,6 +36,13 @@ class UserUpdate(BaseModel):
     is_active: bool | None = None
     password: Password | None = None
 
+    @model_validator(mode="after")
+    def _changes_something(self) -> UserUpdate:
+        # `{}` answered 200 with nothing done, where the users page says so.
+        if self.role is None and self.is_active is None and self.password is None:
+            raise ValueError("nothing to change: give role, is_active or password")
+        return self
+
 
 class PasswordChange(BaseModel):
     """A user's own new password, with the current one: a browser left logged in is not enough

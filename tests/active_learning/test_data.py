@@ -108,6 +108,14 @@ def test_bad_input_names_the_line(tmp_path):
      "`label.steps.0..chosen_completion` 2 is not the index of one of its 0 completions"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [], "human_completion": '
                     '{"text": "a", "rating": true}}]}}', "human_completion.rating` is -1, 0, 1 or null, not True"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": " \\n", "rating": 1}], '
+                    '"chosen_completion": 0}]}}',
+     r"a PRM800K record, but `label.steps\[0\].completions\[0\].text` is blank: a step needs text"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": "a", "rating": 1}], '
+                    '"chosen_completion": 0}, {"completions": [], "human_completion": "  "}]}}',
+     r"`label.steps\[1\].human_completion` is blank: a step needs text"),
+    (load_examples, '{"prompt": "1+1", "completions": ["a", ""], "labels": [true, true]}',
+     r"a TRL record, but `completions\[1\]` is blank: a step needs text"),
     (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "a TRL record, but `labels` is not a list"),
     (load_examples, '{"prompt": "1+1", "completions": ["a", "b"], "labels": [true]}', "it has 1 labels for 2 completions"),
     (load_examples, '{"prompt": "1+1", "completions": "ab", "labels": [true, true]}', "`completions` is not a list of text"),

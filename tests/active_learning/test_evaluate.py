@@ -294,6 +294,7 @@ def test_processbench_without_an_erroneous_solution_prints_its_metrics_as_null(t
     ({"label": 3}, "`label` must be -1 or the index of one of its 2 steps, not 3"),
     ({"label": "1"}, "`label` must be"),
     ({"steps": []}, "`steps` (a non-empty list of texts)"),
+    ({"steps": ["2+3=5", " "], "label": -1}, "`steps[1]` is blank: a step needs text"),
     ({"problem": None}, "needs `problem`"),
 ])
 def test_processbench_records_are_checked(change, message):

@@ -67,6 +67,16 @@ def test_each_problem_gives_its_best_before_any_gives_its_second() -> None:
     assert {p.problem_id for p in other} != {p.problem_id for p in fewer}
 
 
+def test_a_solution_with_an_unscored_step_ranks_below_those_read_whole() -> None:
+    # Its product lacks the long step's factor: 0.99 could be any score at all.
+    rows = [Candidate(1, "A", 0.99, "wrong", "a long one", truncated=True),
+            Candidate(2, "A", 0.60, "wrong", "read whole"),
+            Candidate(3, "A", 0.20, "wrong", "read whole, doubted")]
+    picks = select(rows, SelectionRule(budget=2, wrong_share=1.0, control_share=0.0))
+    assert [p.solution_id for p in picks] == [2, 3]
+    assert [p.solution_id for p in select(rows, SelectionRule(budget=3, wrong_share=1.0, control_share=0.0))] == [2, 3, 1]
+
+
 def test_wrong_share_splits_the_budget() -> None:
     rule = SelectionRule(budget=5, wrong_share=0.6, control_share=0.0)
     picks = reasons(select(SCORES, rule))

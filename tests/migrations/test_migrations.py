@@ -174,3 +174,26 @@ def test_imported_machine_labels_take_their_generators_hash_and_round_errors_the
         engine.dispose()
     assert hashes == {1: machine(1), 2: machine(2), 3: "content-3"}
     assert error == "ValueError: no base"
+
+
+def test_scores_with_an_unscored_step_are_marked_truncated(fresh_url: str) -> None:
+    upgrade(fresh_url, "0021")
+    engine = create_engine(normalize_database_url(fresh_url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (id, name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES (1, 'p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO problems (id, project_id, statement, answer, content_hash, is_demo, created_at) VALUES (1, 1, 'What is 2 + 2?', '4', 'ph', false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO model_versions (id, project_id, path, base, data_hash, train_labels, metrics, is_served, created_at) VALUES (1, 1, '/m', 'tiny', 'd', 3, '{}', false, CURRENT_TIMESTAMP)"))
+            for solution_id, steps in [(1, [0.9, None, 0.8]), (2, [0.25, 0.5]), (3, [None])]:
+                connection.execute(text(
+                    "INSERT INTO solutions (id, project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                    " VALUES (:id, 1, 1, '[\"4\"]', 'given', 'right', '{}', 0, :h, false, CURRENT_TIMESTAMP)"), {"id": solution_id, "h": f"sh{solution_id}"})
+                connection.execute(text(
+                    "INSERT INTO solution_scores (model_version_id, solution_id, score, step_scores, created_at)"
+                    " VALUES (1, :id, 0.5, :steps, CURRENT_TIMESTAMP)"), {"id": solution_id, "steps": orjson.dumps(steps).decode()})
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            marked = dict(connection.execute(text("SELECT solution_id, truncated FROM solution_scores")).all())
+    finally:
+        engine.dispose()
+    assert marked == {1: True, 2: False, 3: True}

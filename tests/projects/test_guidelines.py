@@ -46,6 +46,22 @@ def test_a_table_renders_and_prices_stay_text() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("See ![the *grid*](https://example.org/grid.png).",
+         '<p>See <a class="guidelines-image" href="https://example.org/grid.png" target="_blank" '
+         'rel="noopener noreferrer">the grid (image)</a>.</p>'),
+        ("![](grid.png)", '>image</a>'),
+        ('![a <b> c](x.png "title")', ">a &lt;b&gt; c (image)</a>"),
+        ("![x](javascript:alert(1))", "<p>![x](javascript:alert(1))</p>"),
+    ],
+)
+def test_an_image_is_a_link_named_by_its_alt_text(text: str, shown: str) -> None:
+    assert shown in render_guidelines(text)
+    assert "<img" not in render_guidelines(text)
+
+
+@pytest.mark.parametrize(
     ("text", "absent"),
     [
         ("<script>alert(1)</script>", "<script>"),

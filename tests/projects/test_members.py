@@ -239,6 +239,11 @@ def test_the_manager_adds_and_removes_members_on_the_project_page(client, sessio
     removed = client.post(f"{page}/members/{mia_id}/remove", data={"csrf_token": csrf}, follow_redirects=False)
     assert removed.status_code == 303
     assert "Remove mia" not in client.get(page).text
+    # Removed again from a tab opened before: the page, saying so, not an error page.
+    stale = client.post(f"{page}/members/{mia_id}/remove", data={"csrf_token": csrf})
+    assert stale.status_code == 404
+    assert '<div class="flash error" role="alert">Nothing changed: user mia is not a member of secret.</div>' in stale.text
+    assert '<meta name="page-address" content="/manage/projects/' in stale.text
 
     opened = client.post(f"{page}/access", data={"csrf_token": csrf, "open_to_all": "true"}, follow_redirects=False)
     assert opened.status_code == 303 and "open to every labeler" in client.get(page).text

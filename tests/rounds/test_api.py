@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select, text
@@ -139,6 +140,8 @@ def test_research_page_starts_a_round_from_the_button(client, session_factory, p
     assert started.status_code == 303
     shown = client.get(started.headers["location"])
     assert "Round queued" in shown.text and "data-live-round" in shown.text
+    # Its first stage has not begun: no worker has taken the round up.
+    assert '<span data-field="stage">not started</span>' in shown.text
     twice = client.post(f"/research/projects/{project.id}/rounds", data={"csrf_token": csrf})
     assert twice.status_code == 409 and "still queued" in twice.text
     assert rounds_in_db(session_factory) == [(1, "queued")]
@@ -300,13 +303,17 @@ def test_the_round_page_draws_its_models_training_loss(client, session_factory, 
         assert 'aria-label="Training loss by step"' not in page.text
 
 
-def test_the_picks_legend_explains_every_pick_reason(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+def _done_round(session_factory, project) -> int:  # type: ignore[no-untyped-def]
     with session_scope(session_factory) as session:
         round_ = Round(project_id=project.id, number=1, status=RoundStatus.done, stage=RoundStage.done,
                        percent=100.0, metrics={})
         session.add(round_)
         session.flush()
-        round_id = round_.id
+        return round_.id
+
+
+def test_the_picks_legend_explains_every_pick_reason(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    round_id = _done_round(session_factory, project)
     browser_login(client, "rita")
     legend = re.search(r"Queue order\. Each pick says why it was chosen:(.*?)</p>",
                        client.get(f"/research/rounds/{round_id}").text, re.S)
@@ -354,9 +361,34 @@ def test_the_project_page_says_why_a_model_was_not_promoted_with_its_intervals(c
     assert ["kept old" in row for row in rows] == [True, False]
     assert ["not promoted" in row for row in rows] == [False, True]
     assert page.count(f'<span class="small muted rule-why">{too_few}</span>') == 2
+    # A version the rule kept back is not a failure: the red badge is for failed rounds.
+    assert page.count('<span class="badge warn">not passed</span>') == 2 and "badge bad" not in page
     assert "0.406 <span class=\"ci-text small muted\">[0.27, 0.59]</span>" in page
     assert "[0.14, 0.86]" in page and "[0.00, 0.10]" in page
     with session_scope(session_factory) as session:
         ids = {r.number: r.id for r in session.scalars(select(Round).where(Round.project_id == project.id))}
     trained_by = re.findall(r'<td class="num"><a href="/research/rounds/(\d+)">(\d+)</a></td>', page)
     assert sorted(trained_by) == sorted((str(ids[n]), str(n)) for n in (1, 2))
+
+
+@pytest.mark.parametrize(("minutes", "words"), [(5, "done about"), (-5, "past its estimate of")])
+def test_a_running_rounds_eta_says_when_the_round_has_overrun_it(client, session_factory, project, minutes, words) -> None:  # type: ignore[no-untyped-def]
+    eta = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=minutes)
+    with session_scope(session_factory) as session:
+        session.add(Round(project_id=project.id, number=1, status=RoundStatus.running, stage=RoundStage.train,
+                          percent=40.0, eta_at=eta, metrics={}))
+    browser_login(client, "rita")
+    page = client.get(f"/research/projects/{project.id}").text
+    assert f'<span data-field="eta" class="muted">· {words} {eta:%H:%M:%S} UTC</span>' in page
+
+
+def test_cancelling_a_round_that_has_ended_shows_the_page_saying_so(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    round_id = _done_round(session_factory, project)
+    csrf = browser_login(client, "rita")
+    stale = client.post(f"/research/rounds/{round_id}/cancel", data={"csrf_token": csrf})
+    assert stale.status_code == 409
+    assert "Nothing changed: round 1 is done, not queued or running." in stale.text
+    assert "Start a round" in stale.text
+    # A reload fetches the round's page instead of posting the cancel again.
+    assert f'<meta name="page-address" content="/research/rounds/{round_id}">' in stale.text
+    assert rounds_in_db(session_factory) == [(1, "done")]

@@ -52,7 +52,7 @@ def expected_picks(session: Session, project_id: int, round_: Round, version_id:
     """What the rule picks from the pool's stored scores, computed here from scratch."""
     rows = pool.pool_candidates(session, project_id, version_id)
     texts = pool.solution_texts(session, [r[0] for r in rows])
-    candidates = [Candidate(sid, pid, score, grade, texts[sid]) for sid, pid, grade, score in rows]
+    candidates = [Candidate(sid, pid, score, grade, texts[sid], truncated) for sid, pid, grade, score, truncated in rows]
     rule = selection_rule(round_settings(session, project_id), seed=round_.id)
     return [(p.solution_id, p.reason) for p in rule_picks(candidates, rule)]
 

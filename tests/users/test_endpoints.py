@@ -65,6 +65,15 @@ def test_a_field_the_update_cannot_change_is_refused_by_name(client, session_fac
     assert client.get("/api/v1/users", headers=headers).json() == before
 
 
+@pytest.mark.parametrize("body", [{}, {"role": None, "is_active": None, "password": None}])
+def test_an_update_that_changes_nothing_is_refused(client, session_factory, headers, body) -> None:  # type: ignore[no-untyped-def]
+    ann = make_user(session_factory, "ann", "labeler")
+    response = client.patch(f"/api/v1/users/{ann.id}", headers=headers, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"] == [
+        {"field": "body", "message": "nothing to change: give role, is_active or password"}]
+
+
 def test_an_admin_may_send_their_own_unchanged_role_but_not_a_new_one(client, headers) -> None:  # type: ignore[no-untyped-def]
     me = client.get("/api/v1/users/me", headers=headers).json()
     same = client.patch(f"/api/v1/users/{me['id']}", headers=headers, json={"role": "admin", "is_active": True})

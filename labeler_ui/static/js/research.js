@@ -16,13 +16,16 @@ function setText(root, field, text) {
 
 function etaText(round) {
   if (round.status !== "running" || !round.eta_at) return "";
-  return `· done about ${new Date(round.eta_at).toISOString().slice(11, 19)} UTC`;
+  const eta = new Date(round.eta_at);
+  // The estimate extrapolates the pace so far; a slower stage can overrun it.
+  const words = eta < Date.now() ? "past its estimate of" : "done about";
+  return `· ${words} ${eta.toISOString().slice(11, 19)} UTC`;
 }
 
 function show(container, round) {
   container.querySelector("progress").value = round.percent;
   setText(container, "percent", `${Math.round(round.percent)}%`);
-  setText(container, "stage", round.status === "queued" ? "waiting for a worker" : round.stage);
+  setText(container, "stage", round.status === "queued" ? "not started" : round.stage);
   setText(container, "eta", etaText(round));
   setText(container, "message", round.message);
   const row = container.closest("[data-round]") ?? document;
