@@ -192,7 +192,9 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
         if chosen is None and human is None:
             chosen = next((i for i, c in enumerate(completions) if c.get("rating") is not None), None)
         for i, completion in enumerate(completions):
-            if i != chosen and completion.get("rating") is not None:
+            # A blank alternative is no step to learn from; the importer keeps such
+            # completions, so it is passed over here rather than refused.
+            if i != chosen and completion.get("rating") is not None and completion["text"].strip():
                 # An alternative completion is one more labeled step in the same context; the
                 # context is not labeled again.
                 yield Example(pid, prompt, steps + [completion["text"]],

@@ -24,21 +24,26 @@ templates.env.globals["now"] = partial(datetime.now, UTC)
 # "Settings saved."); the page takes them out of the address so that a reload does not repeat it.
 NOTICE_PARAMETERS = frozenset({
     "saved", "member_added", "password_set", "password", "started", "compared", "retired",
-    "restored", "gone", "gold",
+    "restored", "gone", "gold", "corrected",
 })
 
 
-def page_address(request: Request) -> str | None:
+def page_address(request: Request, page: str | None = None) -> str | None:
     """The address the page should show in the browser's bar, where it differs from the one it
     was fetched from: a notice's parameter left out; or, for a page answering a form post (a
-    form refused, say), the nearest page a GET reaches, so that a reload fetches that page
-    instead of posting again or meeting a 405."""
+    form refused, say), `page`, the address of the page shown, else the nearest one a GET
+    reaches, so that a reload fetches that page instead of posting again or meeting a 405."""
     path = request.url.path
+    if path.startswith("//"):
+        # The browser would read it as another host's address and refuse to show it.
+        return None
     if request.method == "GET":
         kept = [(k, v) for k, v in request.query_params.multi_items() if k not in NOTICE_PARAMETERS]
         if len(kept) == len(request.query_params.multi_items()):
             return None
         return path + ("?" + urlencode(kept) if kept else "")
+    if page is not None:
+        return page
     parts = path.rstrip("/").split("/")
     while parts:
         candidate = "/".join(parts) or "/"
@@ -50,8 +55,11 @@ def page_address(request: Request) -> str | None:
 
 
 def render(
-    request: Request, name: str, context: dict[str, Any] | None = None, status_code: int = 200
+    request: Request, name: str, context: dict[str, Any] | None = None, status_code: int = 200,
+    *, address: str | None = None,
 ) -> HTMLResponse:
+    """The page; `address` is where it lives, for a page that answers a form post elsewhere
+    (see page_address)."""
     principal = getattr(request.state, "principal", None)
     base = {
         "user": principal.user if principal else None,
@@ -59,7 +67,7 @@ def render(
         # Pages then show an [asy] figure's source at once instead of asking for a drawing that
         # cannot come (a 404 in the console for every figure).
         "figures_drawn": figures_shown(request.app.state.settings),
-        "page_address": page_address(request),
+        "page_address": page_address(request, address),
     }
     return templates.TemplateResponse(
         request, name, {**base, **(context or {})}, status_code=status_code

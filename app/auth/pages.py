@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -39,11 +40,13 @@ def _login_form(
     # Before login there is no session to hold a CSRF token: a cookie and a form field that
     # must match (double submit) stop other sites from logging a browser into our site.
     token = new_token()
+    next_path = _safe_next(next_path) or ""
     response = render(
         request,
         "auth/login.html",
-        {"login_csrf": token, "next": _safe_next(next_path) or "", "error": error, "username": username},
+        {"login_csrf": token, "next": next_path, "error": error, "username": username},
         status_code=status_code,
+        address="/login" + (f"?{urlencode({'next': next_path})}" if next_path else ""),
     )
     response.set_cookie(
         LOGIN_CSRF_COOKIE,

@@ -1,20 +1,23 @@
 """Labeling guidelines: Markdown that a manager writes and labelers read, before their first task
 and whenever they ask, as PRM800K's labelers had their instructions.
 
-markdown-it-py (CommonMark, with GitHub's tables and strikethrough) renders them with raw HTML off, so markup in the text shows as text,
-and its link check refuses javascript:, vbscript:, file: and data: targets. An image is shown as
-a link to it, named by its alt text: the pages' Content-Security-Policy would block another site's
-picture, and with the image rule off `![a](b)` read as "!" and a link. Math is left to KaTeX in
+markdown-it-py (CommonMark, with GitHub's tables and strikethrough) renders them with raw HTML
+off, so markup in the text shows as text, and its link check refuses javascript:, vbscript:,
+file: and data: targets (data: images aside). An image is shown as a link to it, named by its
+alt text: the pages' Content-Security-Policy would block another site's picture, and with the
+image rule off `![a](b)` read as "!" and a link. Math is left to KaTeX in
 the browser: `$…$`, `$$…$$` and amsmath environments come out as `.math` elements holding their
 LaTeX as escaped text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from hashlib import sha256
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.token import Token
 from markupsafe import Markup
 from mdit_py_plugins.amsmath import amsmath_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
@@ -29,13 +32,27 @@ def _new_tab(self, tokens, idx, options, env) -> str:
     return self.renderToken(tokens, idx, options, env)
 
 
+def _without_links(tokens: list[Token]) -> Iterator[Token]:
+    # An image's description may hold links and images of its own; inside the link it becomes,
+    # only their text can stay (a link inside a link is not HTML).
+    for token in tokens:
+        if token.type == "image":
+            yield from _without_links(token.children or [])
+        elif token.type not in ("link_open", "link_close"):
+            yield token
+
+
 def _image_as_link(self, tokens, idx, options, env) -> str:
     token = tokens[idx]
-    alt = self.renderInlineAsText(token.children or [], options, env)
-    name = f"{alt} (image)" if alt.strip() else "image"
+    description = list(_without_links(token.children or []))
+    # Rendered by the rules above, so that a formula in it reaches KaTeX.
+    shown = f"{self.renderInline(description, options, env)} (image)" \
+        if any(t.content.strip() for t in description) else "image"
+    inside_link = sum(t.type == "link_open" for t in tokens[:idx]) > sum(t.type == "link_close" for t in tokens[:idx])
+    if inside_link:
+        return shown
     href = escapeHtml(token.attrGet("src") or "")
-    return (f'<a class="guidelines-image" href="{href}" target="_blank" rel="noopener noreferrer">'
-            f'{escapeHtml(name)}</a>')
+    return f'<a class="guidelines-image" href="{href}" target="_blank" rel="noopener noreferrer">{shown}</a>'
 
 
 def _math(tag: str, display: bool):

@@ -266,4 +266,5 @@ def _label_page(request: Request, session: SessionDep, project: Project, label_i
         "can_manage": has_role(user, MANAGE),
         "messages": messages,
     }
-    return render(request, "manage/label.html", context, status_code=status_code)
+    address = f"/manage/projects/{project.id}/labels/{label_id}" + ("?via=reports" if via else "")
+    return render(request, "manage/label.html", context, status_code=status_code, address=address)

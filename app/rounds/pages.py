@@ -201,6 +201,8 @@ def _overview(
             "pool": pool_shape(session, project.id),
         },
         status_code=status_code,
+        # A refused cancel answers from the round's address with this page.
+        address=f"/research/projects/{project.id}",
     )
 
 

@@ -40,7 +40,7 @@ class UserUpdate(BaseModel):
     def _changes_something(self) -> UserUpdate:
         # `{}` answered 200 with nothing done, where the users page says so.
         if self.role is None and self.is_active is None and self.password is None:
-            raise ValueError("nothing to change: give role, is_active or password")
+            raise ValueError("nothing to change: no new role, active flag or password was given")
         return self
 
 

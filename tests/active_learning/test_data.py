@@ -41,6 +41,9 @@ def test_alternatives_become_extra_examples_with_unlabeled_context():
     assert [(e.steps, e.labels) for e in main] == [(["a", "b2", "c"], [1, 1, 1])]
     assert sorted((e.steps, e.labels) for e in extra) == [
         (["a", "b1"], [None, -1]), (["a", "b3"], [None, 0])]
+    # A blank alternative (the importer keeps one) is no step to learn from.
+    record["label"]["steps"][1]["completions"][0]["text"] = "  "
+    assert sorted(e.steps for e in load_examples([record]) if None in e.labels) == [["a", "b3"]]
 
 
 @pytest.mark.parametrize("human", [{"text": "h", "rating": None, "source": "human"}, "h"])

@@ -17,7 +17,7 @@ def test_a_notice_is_gone_after_a_reload_and_the_fragment_stays(page: Page, sess
     page.get_by_label("Add a labeler by username").fill("lou")
     page.get_by_role("button", name="Add member").click()
     expect(page.get_by_text("Member added.")).to_be_visible()
-    page.wait_for_function("!location.search")
+    page.wait_for_function("() => !location.search")
     assert page.evaluate("location.pathname + location.hash") == f"/manage/projects/{project.id}#members"
     page.reload()
     expect(page.get_by_role("button", name="Remove lou")).to_be_visible()
@@ -32,7 +32,7 @@ def test_a_refused_form_reloads_as_its_page(page: Page, session_factory) -> None
     page.get_by_label("New password again").fill("a new password 1")
     page.get_by_role("button", name="Change password").click()
     expect(page.locator("#current_password-error", has_text="Is wrong")).to_be_visible()
-    page.wait_for_function("location.pathname === '/account'")
+    page.wait_for_function("() => location.pathname === '/account'")
     response = page.reload()
     assert response is not None and response.status == 200 and response.request.method == "GET"
     expect(page.locator("#current_password-error", has_text="Is wrong")).to_have_count(0)

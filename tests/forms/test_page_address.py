@@ -52,3 +52,18 @@ def test_a_refused_form_shows_the_address_of_its_page(client, session_factory, a
     assert 400 <= refused.status_code < 500
     assert _address(refused.text) == address
     assert client.get(address).status_code == 200
+
+
+def test_a_refused_login_keeps_where_it_was_going(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    page = client.get("/login?next=/label/stats")
+    token = re.search(r'name="login_csrf" value="([^"]+)"', page.text).group(1)
+    refused = client.post("/login", data={"username": "ann", "password": "wrong password",
+                                          "login_csrf": token, "next": "/label/stats"})
+    assert refused.status_code == 401
+    assert _address(refused.text) == "/login?next=%2Flabel%2Fstats"
+
+
+def test_an_address_the_browser_would_read_as_another_host_is_left_alone(client, admin) -> None:  # type: ignore[no-untyped-def]
+    page = client.get("/%2F%2Fexample.org?saved=1")
+    assert _address(page.text) is None

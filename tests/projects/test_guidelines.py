@@ -50,7 +50,11 @@ def test_a_table_renders_and_prices_stay_text() -> None:
     [
         ("See ![the *grid*](https://example.org/grid.png).",
          '<p>See <a class="guidelines-image" href="https://example.org/grid.png" target="_blank" '
-         'rel="noopener noreferrer">the grid (image)</a>.</p>'),
+         'rel="noopener noreferrer">the <em>grid</em> (image)</a>.</p>'),
+        # A badge that links elsewhere: the outer link, named by the image (no link in a link).
+        ("[![build](badge.png)](https://example.org/ci)",
+         '<p><a href="https://example.org/ci" target="_blank" rel="noopener noreferrer">build (image)</a></p>'),
+        ("![$x<y$ and [a](u)](p.png)", '><span class="math" data-display="inline">x&lt;y</span> and a (image)</a>'),
         ("![](grid.png)", '>image</a>'),
         ('![a <b> c](x.png "title")', ">a &lt;b&gt; c (image)</a>"),
         ("![x](javascript:alert(1))", "<p>![x](javascript:alert(1))</p>"),

@@ -127,9 +127,13 @@ def test_the_label_page_makes_gold_and_says_why_it_cannot(client, session_factor
                             data={"csrf_token": csrf, "gold": "true", "screening": "true"})
     assert "screening gold" in screening.text and "Not a screening item" in screening.text
     assert "Use as gold" not in client.get(f"/manage/projects/{project.id}/labels/{bad}").text
-    refused = client.post(f"/manage/projects/{project.id}/labels/{bad}/gold", data={"csrf_token": csrf, "gold": "true"})
+    refused = client.post(f"/manage/projects/{project.id}/labels/{bad}/gold",
+                          data={"csrf_token": csrf, "gold": "true", "via": "reports"})
     assert refused.status_code == 409
     assert f"Nothing changed: label {bad} reported a bad problem" in refused.text
+    # A reload shows the label's page from the tab it was opened on, without posting again.
+    assert f'<meta name="page-address" content="/manage/projects/{project.id}/labels/{bad}?via=reports">' in refused.text
+    assert "?gold=made" in made.headers["location"] and '<meta name="page-address"' in shown
     with session_scope(session_factory) as session:
         assert not session.get(Label, bad).is_quality_control
 

@@ -389,6 +389,6 @@ def test_cancelling_a_round_that_has_ended_shows_the_page_saying_so(client, sess
     assert stale.status_code == 409
     assert "Nothing changed: round 1 is done, not queued or running." in stale.text
     assert "Start a round" in stale.text
-    # A reload fetches the round's page instead of posting the cancel again.
-    assert f'<meta name="page-address" content="/research/rounds/{round_id}">' in stale.text
+    # A reload fetches the page shown instead of posting the cancel again.
+    assert f'<meta name="page-address" content="/research/projects/{project.id}">' in stale.text
     assert rounds_in_db(session_factory) == [(1, "done")]

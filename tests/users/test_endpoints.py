@@ -71,7 +71,7 @@ def test_an_update_that_changes_nothing_is_refused(client, session_factory, head
     response = client.patch(f"/api/v1/users/{ann.id}", headers=headers, json=body)
     assert response.status_code == 422, response.text
     assert response.json()["errors"] == [
-        {"field": "body", "message": "nothing to change: give role, is_active or password"}]
+        {"field": "body", "message": "nothing to change: no new role, active flag or password was given"}]
 
 
 def test_an_admin_may_send_their_own_unchanged_role_but_not_a_new_one(client, headers) -> None:  # type: ignore[no-untyped-def]

@@ -54,10 +54,12 @@ function reloadWithoutNotices(fragment) {
     });
     return;
   }
-  const url = new URL(window.location.href);
-  for (const notice of ["started", "saved", "compared"]) url.searchParams.delete(notice);
-  if (fragment) url.hash = fragment;
-  window.history.replaceState(null, "", url.toString());
+  // The address holds no notice by now (page_address.js took it out on load).
+  if (fragment) {
+    const url = new URL(window.location.href);
+    url.hash = fragment;
+    window.history.replaceState(null, "", url.toString());
+  }
   window.location.reload();
 }
 
