@@ -157,6 +157,45 @@ def test_earlier_ratings_change_reopen_and_undo_with_flag(page: Page, session_fa
     assert label.finish_reason == FinishReason.solution
 
 
+def _in_view(page: Page, selector: str) -> bool:
+    box = page.locator(selector).bounding_box()
+    return box is not None and box["y"] >= 52 and box["y"] + box["height"] <= page.viewport_size["height"]
+
+
+def test_a_long_solution_keeps_its_notices_and_steps_in_view(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    tall = [f"Step {i}: we have\n$$x_{{{i}}} = \\frac{{1}}{{1 - x_{{{i - 1}}}}}$$\nand so on." for i in range(1, 13)]
+    add_solution(session_factory, project, tall, priority=2)
+    add_solution(session_factory, project, ["$a$", "$b$"], priority=1)
+    _start(page, project)
+    steps = _steps(page)
+    rate_bad = steps.nth(0).get_by_role("button", name="−1: wrong or misleading (key 3)")
+    expect(rate_bad).to_be_visible()
+    for _ in range(11):
+        page.keyboard.press("1")
+    page.keyboard.press("3")
+    # Back to the top by key: each step stops below the sticky top bar, not under it.
+    for _ in range(11):
+        page.keyboard.press("ArrowUp")
+    expect(steps.nth(0)).to_have_attribute("aria-current", "step")
+    page.wait_for_function("() => document.querySelector('#steps > .step').getBoundingClientRect().top >= 52")
+    # Down to the -1 step and over it: the warning shows where the labeler looks.
+    for _ in range(11):
+        page.keyboard.press("ArrowDown")
+    page.keyboard.press("1")
+    expect(page.locator("#notice")).to_contain_text("Press 1 again")
+    assert _in_view(page, "#notice")
+    screenshot(page, "labeler_change_warning.png")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_have_text("Saved.")
+    assert _in_view(page, "#notice")
+    first = _steps(page).nth(0).bounding_box()
+    expect(page.locator("#notice")).to_be_hidden(timeout=6000)
+    # The notice floats: the next task does not move when it goes.
+    assert _steps(page).nth(0).bounding_box() == first
+
+
 def _start_full_mode(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory, mode="full")
     add_solution(session_factory, project, ["$a=1$", "$b=2$", "$c=3$", "$d=4$"])
