@@ -33,6 +33,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+# pg_dump and pg_restore for `stepwise db backup|restore` (the README's nightly cron runs the
+# backup in this container); Debian's client is version 15, as the compose file's server.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends postgresql-client \
+    && rm -rf /var/lib/apt/lists/*
 RUN pip install "${TORCH_SPEC}" --index-url "${TORCH_INDEX_URL}"
 COPY --from=build /wheels /wheels
 RUN pip install /wheels/*.whl && rm -rf /wheels

@@ -551,7 +551,7 @@ def agreement(ctx: _Context, project_name: str) -> None:
 
 @cli.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, type=int, show_default=True)
+@click.option("--port", default=8000, type=click.IntRange(1, 65535), show_default=True)
 @click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
 @click.option("--access-log", is_flag=True, help="log a line for every request")
 @pass_ctx
@@ -575,7 +575,7 @@ def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -
 
 @cli.command("demo")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, type=int, show_default=True)
+@click.option("--port", default=8000, type=click.IntRange(1, 65535), show_default=True)
 @click.option("--no-serve", is_flag=True, help="load the demo data and stop")
 @pass_ctx
 def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
@@ -671,7 +671,11 @@ def rounds_start(ctx: _Context, project_name: str, wait: bool) -> None:
     if wait:
         from app.rounds.worker import run_here
 
-        click.echo(run_here(ctx.settings, round_id))
+        outcome, done = run_here(ctx.settings, round_id)
+        click.echo(outcome)
+        if not done:
+            # Failed, cancelled, or left queued for a retry: a script waiting on it must know.
+            raise SystemExit(1)
 
 
 @rounds.command("list")

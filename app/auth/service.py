@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
-from app.errors import Forbidden
+from app.errors import Conflict, Forbidden
 from app.models import ApiToken, AuthSession, User, utcnow
 
 
@@ -179,6 +179,9 @@ def end_logins(session: Session, user: User, *, keep: Principal | None = None) -
 
 
 def issue_api_token(session: Session, user: User, name: str) -> str:
+    if not user.is_active:
+        # Refused at every request until a reactivation would quietly bring it to life.
+        raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
     token = new_token()
     session.add(ApiToken(user_id=user.id, name=name, token_hash=token_digest(token)))
     return token

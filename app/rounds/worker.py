@@ -177,13 +177,14 @@ def run_worker(settings: Settings, once: bool = False) -> None:
         local.run_forever()
 
 
-def run_here(settings: Settings, round_id: int) -> str:
-    """Run one round in this process (`stepwise rounds start --wait`); its outcome in a line."""
-    from app.models import Round
+def run_here(settings: Settings, round_id: int) -> tuple[str, bool]:
+    """Run one round in this process (`stepwise rounds start --wait`): its outcome in a line,
+    and whether it is done."""
+    from app.models import Round, RoundStatus
 
     factory = _factory(settings.database_url)
     run_rounds(factory, [round_id], get_worker_settings(), worker_name())
     with session_scope(factory) as session:
         round_ = session.get(Round, round_id)
         assert round_ is not None
-        return f"round {round_.number}: {round_.status.value}: {round_.message}"
+        return f"round {round_.number}: {round_.status.value}: {round_.message}", round_.status == RoundStatus.done

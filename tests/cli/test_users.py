@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.models import Role, User
 from app.users.service import get_user_by_name
 from tests.cli.conftest import refused
@@ -41,3 +43,17 @@ def test_removing_a_non_member_names_them(stepwise, database_url, session_factor
     make_user(session_factory, "bob", "labeler")
     refused(stepwise(database_url, "members", "remove", "--project", project.name, "--username", "bob"),
             "user bob is not a member of P1")
+
+
+def test_a_deactivated_user_gets_no_token(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    assert stepwise(database_url, "users", "deactivate", "--username", "ann").exit_code == 0
+    refused(stepwise(database_url, "tokens", "create", "--username", "ann"), "ann is deactivated")
+    assert stepwise(database_url, "users", "reactivate", "--username", "ann").exit_code == 0
+    assert stepwise(database_url, "tokens", "create", "--username", "ann").exit_code == 0
+
+
+@pytest.mark.parametrize("port", ["0", "70000"])
+def test_a_port_out_of_range_is_a_usage_error(stepwise, database_url, port) -> None:  # type: ignore[no-untyped-def]
+    result = stepwise(database_url, "serve", "--port", port)
+    assert result.exit_code == 2 and "--port" in result.output and "1<=x<=65535" in result.output

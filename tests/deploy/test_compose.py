@@ -245,3 +245,8 @@ def test_the_api_reads_the_checkpoints_the_workers_write(compose, services, dock
     user = next(line.split()[1] for line in reversed(_stages(dockerfile)[-1]) if line.startswith("USER "))
     made = f"install -d -o {user.split(':')[0]} -g {user.split(':')[1]} {mount.partition(':')[2]}"
     assert any(made in line for line in _stages(dockerfile)[-1])
+
+
+def test_the_image_can_back_the_database_up(dockerfile):  # type: ignore[no-untyped-def]
+    # `stepwise db backup` runs pg_dump inside the api container (the README's nightly cron).
+    assert any("postgresql-client" in line for line in dockerfile)
