@@ -104,8 +104,12 @@ def _format_detail(detail: object) -> str:
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Stepwise: step-level labels for math solutions. Honours DATABASE_URL."""
+    from app.rounds.config import get_worker_settings
+
     try:
         ctx.obj = _Context(get_settings())
+        # Read now, so that a bad round setting is named here, not met as a worker's traceback.
+        get_worker_settings()
     except ValidationError as exc:
         # Named as the environment spells them: DATABASE_URL, STEPWISE_DB_POOL_SIZE.
         raise BadInput("bad setting in the environment", _details(exc, str.upper)) from None
@@ -551,7 +555,7 @@ def agreement(ctx: _Context, project_name: str) -> None:
 
 @cli.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, type=click.IntRange(1, 65535), show_default=True)
+@click.option("--port", default=8000, type=click.IntRange(0, 65535), show_default=True)
 @click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
 @click.option("--access-log", is_flag=True, help="log a line for every request")
 @pass_ctx
@@ -575,7 +579,7 @@ def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -
 
 @cli.command("demo")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, type=click.IntRange(1, 65535), show_default=True)
+@click.option("--port", default=8000, type=click.IntRange(0, 65535), show_default=True)
 @click.option("--no-serve", is_flag=True, help="load the demo data and stop")
 @pass_ctx
 def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
@@ -777,7 +781,11 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
-        start_http_server(metrics_port, metrics_host)
+        try:
+            start_http_server(metrics_port, metrics_host)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot listen on {metrics_host}:{metrics_port} for metrics: {exc.strerror or exc}") from None
     run_worker(ctx.settings, once=once)
 
 

@@ -16,8 +16,9 @@ from active_learning.config import BATCH_TOKENS_VARIABLE, batch_tokens_setting
 
 
 def normalize_database_url(url: str) -> str:
-    """Let users write the URL every PostgreSQL tool understands; we speak psycopg 3."""
-    for prefix in ("postgres://", "postgresql://"):
+    """Let users write the URL every PostgreSQL tool understands, or the psycopg2 one older
+    SQLAlchemy set-ups use; we speak psycopg 3, which reads the same URLs."""
+    for prefix in ("postgres://", "postgresql://", "postgresql+psycopg2://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
     return url

@@ -41,6 +41,13 @@ class WorkerSettings(BaseSettings):
         description="A round whose workers died (killed, not failed) this many times is failed.",
     )
 
+    @field_validator("models_dir", mode="before")
+    @classmethod
+    def _names_a_folder(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must name a folder (blank would mean whatever folder the process starts in)")
+        return value
+
     @field_validator("worker_poll_s")
     @classmethod
     def _divides_a_minute(cls, value: int) -> int:

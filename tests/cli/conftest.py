@@ -9,6 +9,7 @@ from click.testing import CliRunner, Result
 
 from app.cli import cli
 from app.config import get_settings
+from app.rounds.config import get_worker_settings
 from tests.imports.test_cli import fresh_database  # noqa: F401  (a fixture: an empty database per backend)
 
 
@@ -17,10 +18,12 @@ def stepwise(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
     def run(database_url: str, *args: object, input: str | None = None) -> Result:
         monkeypatch.setenv("DATABASE_URL", database_url)
         get_settings.cache_clear()
+        get_worker_settings.cache_clear()
         try:
             return CliRunner().invoke(cli, [str(a) for a in args], input=input)
         finally:
             get_settings.cache_clear()
+        get_worker_settings.cache_clear()
 
     return run
 

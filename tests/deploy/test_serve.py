@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from app.config import normalize_database_url
+
 STEPWISE = str(Path(sys.executable).parent / "stepwise")
 
 
@@ -116,13 +118,20 @@ def test_workers_listen_on_their_own_sockets_are_replaced_and_stop_cleanly(env: 
     _wait_for(lambda: _listeners(port) == 0, timeout=30)
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("workers", [1, 2])
-def test_ctrl_c_stops_every_worker_without_a_traceback(env: dict[str, str], tmp_path: Path, workers: int) -> None:
+def test_ctrl_c_or_sigterm_stops_every_worker_without_a_traceback(
+    env: dict[str, str], tmp_path: Path, workers: int, stop: signal.Signals,
+) -> None:
     port = _free_port()
     server = _start(env, port, tmp_path / "serve.log", workers)
     try:
         _wait_for(lambda: _listeners(port) == workers and _answers(port))
-        os.killpg(server.pid, signal.SIGINT)
+        # Ctrl-C reaches every process of the group; a service manager signals the server only.
+        if stop == signal.SIGINT:
+            os.killpg(server.pid, stop)
+        else:
+            server.send_signal(stop)
         assert server.wait(timeout=60) == 0
     finally:
         if server.poll() is None:
@@ -166,17 +175,29 @@ def test_workers_stop_when_the_supervisor_is_killed(env: dict[str, str], tmp_pat
             os.killpg(server.pid, signal.SIGKILL)
 
 
-def test_a_port_in_use_is_refused_with_one_message(env: dict[str, str]) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_refused_with_one_message(env: dict[str, str], workers: str) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
         result = subprocess.run(
-            [STEPWISE, "serve", "--port", str(port), "--workers", "2"], env=env, capture_output=True, text=True, timeout=60
+            [STEPWISE, "serve", "--port", str(port), "--workers", workers], env=env, capture_output=True, text=True, timeout=60
         )
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
-    assert "Started parent process" not in result.stderr
+    assert "Started parent process" not in result.stderr and "Stepwise at" not in result.stdout
+
+
+def test_a_worker_metrics_port_in_use_is_refused_with_one_message(env: dict[str, str]) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = subprocess.run([STEPWISE, "worker", "--once", "--metrics-port", str(port)],
+                                env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"cannot listen on 127.0.0.1:{port} for metrics: Address already in use" in result.stderr
 
 
 def test_workers_that_cannot_start_stop_the_server(env: dict[str, str]) -> None:
@@ -216,14 +237,24 @@ def test_a_database_driver_that_is_missing_is_named_without_a_traceback(env: dic
     assert result.returncode == 1 and "cannot open DATABASE_URL" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_bad_setting_is_named_without_a_traceback(env: dict[str, str]) -> None:
-    result = subprocess.run(
-        [STEPWISE, "projects", "list"], env={**env, "STEPWISE_DB_POOL_SIZE": "many"}, capture_output=True, text=True
-    )
+@pytest.mark.parametrize(("command", "name", "value", "message"), [
+    ("projects list", "STEPWISE_DB_POOL_SIZE", "many", "STEPWISE_DB_POOL_SIZE: must be a whole number"),
+    # The round workers' own settings, read before any command runs.
+    ("worker --once", "STEPWISE_WORKER_POLL_S", "7", "WORKER_POLL_S: must divide 60"),
+    ("serve", "STEPWISE_LOCAL_WORKER", "maybe", "LOCAL_WORKER: must be true or false"),
+    ("worker --once", "STEPWISE_MODELS_DIR", "", "MODELS_DIR: must name a folder"),
+])
+def test_a_bad_setting_is_named_without_a_traceback(env: dict[str, str], command: str, name: str, value: str,
+                                                    message: str) -> None:
+    result = subprocess.run([STEPWISE, *command.split()], env={**env, name: value}, capture_output=True, text=True)
     assert result.returncode == 1
     assert "Error: bad setting in the environment" in result.stderr
-    assert "STEPWISE_DB_POOL_SIZE: must be a whole number" in result.stderr
+    assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_psycopg2_url_is_spoken_with_psycopg_3() -> None:
+    assert normalize_database_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg://u@h/db"
 
 
 def _seed(url: str, solutions: int) -> int:
