@@ -38,8 +38,9 @@ def page_address(request: Request, page: str | None = None) -> str | None:
         # The browser would read it as another host's address and refuse to show it.
         return None
     if request.method == "GET":
-        kept = [(k, v) for k, v in request.query_params.multi_items() if k not in NOTICE_PARAMETERS]
-        if len(kept) == len(request.query_params.multi_items()):
+        items = request.query_params.multi_items()
+        kept = [(k, v) for k, v in items if k not in NOTICE_PARAMETERS]
+        if len(kept) == len(items):
             return None
         return path + ("?" + urlencode(kept) if kept else "")
     if page is not None:

@@ -48,8 +48,8 @@ def _image_as_link(self, tokens, idx, options, env) -> str:
     # Rendered by the rules above, so that a formula in it reaches KaTeX.
     shown = f"{self.renderInline(description, options, env)} (image)" \
         if any(t.content.strip() for t in description) else "image"
-    inside_link = sum(t.type == "link_open" for t in tokens[:idx]) > sum(t.type == "link_close" for t in tokens[:idx])
-    if inside_link:
+    depth = sum({"link_open": 1, "link_close": -1}.get(t.type, 0) for t in tokens[:idx])
+    if depth > 0:
         return shown
     href = escapeHtml(token.attrGet("src") or "")
     return f'<a class="guidelines-image" href="{href}" target="_blank" rel="noopener noreferrer">{shown}</a>'

@@ -79,6 +79,12 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
     _assert_fits(page, "labeler_menu")
     page.get_by_role("button", name="Menu").tap()
     expect(nav).to_be_hidden()
+    # Escape folds it too, and leaves the focus on the button that opened it.
+    page.get_by_role("button", name="Menu").tap()
+    expect(nav).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(nav).to_be_hidden()
+    expect(page.get_by_role("button", name="Menu")).to_be_focused()
 
     first.locator(".rate.good").tap()
     expect(first).to_have_class(re.compile(r"\brated-good\b"))
