@@ -777,6 +777,10 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
     from app.ops.logs import logging_config
     from app.rounds.worker import run_worker
 
+    # The database checked as every other command checks it: a worker started before `db
+    # upgrade`, or with PostgreSQL down, says so in a line instead of a traceback, and a
+    # mistyped SQLite path is not created empty.
+    ctx.factory()
     logging.config.dictConfig(logging_config(ctx.settings.log_format, access_log=False))
     if metrics_port is not None:
         from prometheus_client import start_http_server

@@ -104,6 +104,12 @@ def test_app_services_reach_the_compose_database(services):  # type: ignore[no-u
         assert service["environment"]["STEPWISE_ENV"] == "production"
 
 
+def test_the_api_believes_forwarded_addresses_only_from_a_proxy_it_is_told_of(services):  # type: ignore[no-untyped-def]
+    # The login throttle counts per client address: a proxy's X-Forwarded-For must be believable,
+    # and only from the proxy (uvicorn reads FORWARDED_ALLOW_IPS).
+    assert services["api"]["environment"]["FORWARDED_ALLOW_IPS"] == "127.0.0.1"
+
+
 def test_api_reports_its_liveness_through_healthz(services):  # type: ignore[no-untyped-def]
     api = services["api"]
     health = api["healthcheck"]

@@ -200,6 +200,23 @@ def test_a_worker_metrics_port_in_use_is_refused_with_one_message(env: dict[str,
     assert f"cannot listen on 127.0.0.1:{port} for metrics: Address already in use" in result.stderr
 
 
+def test_a_worker_on_a_database_it_cannot_use_says_so_in_a_line(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.db"
+    cases = {
+        f"sqlite:///{missing}": f"no database at {missing}: run `stepwise db upgrade` to create it",
+        "postgresql://nobody@127.0.0.1:1/none": "the database does not answer",
+    }
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    cases[f"sqlite:///{empty}"] = "the database has no schema: run `stepwise db upgrade`"
+    for url, message in cases.items():
+        result = subprocess.run([STEPWISE, "worker", "--once"], env={**os.environ, "DATABASE_URL": url},
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, url
+        assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert not missing.exists()
+
+
 def test_workers_that_cannot_start_stop_the_server(env: dict[str, str]) -> None:
     # A PostgreSQL URL naming a driver that is not installed: only the workers open the database.
     broken = {**env, "DATABASE_URL": "postgresql+nosuchdriver://nobody@127.0.0.1/none"}
