@@ -39,3 +39,11 @@ def test_a_manager_filters_labels_and_opens_one(page: Page, session_factory) -> 
     page.set_viewport_size({"width": 390, "height": 844})
     expect(rows).to_have_count(9)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # Each label is a block of named cells: its outcome is on the screen, not in a table
+    # scrolled sideways.
+    assert page.locator("table.labels").evaluate("e => e.parentElement.scrollWidth <= e.parentElement.clientWidth")
+    outcome = rows.first.locator('td[data-label="Outcome"]')
+    box = outcome.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    expect(page.locator("table.labels thead")).to_be_hidden()
+    screenshot(page, "manage_labels_phone.png")
