@@ -40,8 +40,12 @@ $(VENV)/.installed: pyproject.toml
 assets: install
 	$(PY) -m labeler_ui.vendor_assets
 
+# apt waits for no lock but dpkg's: while another apt holds the package lists (a second install,
+# unattended upgrades) it fails at once, so it is tried again a few times.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+	@command -v chromium >/dev/null 2>&1 || for try in 1 2 3 4 5 6; do \
+	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq -o DPkg::Lock::Timeout=300 chromium; } && break; \
+	  [ $$try = 6 ] && exit 1; echo "apt is busy; trying again in 20 s" >&2; sleep 20; done
 
 # Optional: draws the [asy] figures of MATH problems (about 750 MB with the TeX it runs); without it
 # the pages show each figure's source, collapsed.
