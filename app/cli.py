@@ -184,7 +184,7 @@ def users_create(ctx: _Context, username: str, role: str) -> None:
     from app.users.service import create_user
 
     password = _read_password()
-    data = _validated(UserCreate, username=username, role=role, password=password)
+    data = _validated(UserCreate, {"password": "the password"}, username=username, role=role, password=password)
     with ctx.session() as session:
         user = create_user(session, data)
         click.echo(f"created {user.role.value} {user.username} (id {user.id})")
@@ -240,7 +240,7 @@ def _update_user(ctx: _Context, username: str, **changes: object):  # type: igno
     from app.users.schemas import UserUpdate
     from app.users.service import get_user_by_name, update_user
 
-    data = _validated(UserUpdate, **changes)
+    data = _validated(UserUpdate, {"password": "the password"}, **changes)
     with ctx.session() as session:
         return update_user(session, get_user_by_name(session, username), data, by=None)
 
@@ -295,6 +295,7 @@ def projects_create(
 
     data = _validated(
         ProjectCreate,
+        {"name": "NAME", "guidelines": "--guidelines", "open_to_all": "--members-only"},
         name=name,
         labeling_mode=labeling_mode,
         overlap=overlap,
@@ -327,7 +328,7 @@ def projects_guidelines(ctx: _Context, name: str, file: BinaryIO | None) -> None
             else:
                 click.echo(f"{project.name} has no guidelines", err=True)
             return
-        update_project(session, project, _validated(ProjectUpdate, guidelines=_read_guidelines(file)))
+        update_project(session, project, _validated(ProjectUpdate, {"guidelines": "FILE (the guidelines)"}, guidelines=_read_guidelines(file)))
         words = len(project.guidelines.split())
         click.echo(f"{project.name}: guidelines {'set, ' + format(words, ',') + ' words' if words else 'removed'}")
 
@@ -458,6 +459,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     target = output_directory(output) if fmt == "hf" else output_file(output)
     filters = _validated(
         ExportFilters,
+        {"generations": "--generation", "labelers": "--labeler", "sources": "--source"},
         since=since,
         until=until,
         generations=list(generation) or None,
@@ -626,11 +628,21 @@ def _read_password() -> str:
     return line.rstrip("\r\n")
 
 
-def _validated(model, **values):  # type: ignore[no-untyped-def]
+def _validated(model, given_as: dict[str, str] | None = None, **values):  # type: ignore[no-untyped-def]
+    """`model` built from command-line values; an error names the option the user typed
+    (`--source`, or `given_as`'s words for a field given otherwise), not the API's field."""
+    given_as = given_as or {}
+
+    def option(field: str) -> str:
+        head, _, index = field.partition(".")
+        name = given_as.get(head, "--" + head.replace("_", "-"))
+        # A repeated option's or a comma-list's value, counted from one.
+        return f"{name} (value {int(index) + 1})" if index.isdigit() else name
+
     try:
         return model(**values)
     except ValidationError as exc:
-        raise BadInput("invalid arguments", _details(exc, schema=model)) from exc
+        raise BadInput("invalid arguments", _details(exc, option, schema=model)) from exc
 
 
 def _comma_list(text: str | None) -> list[str] | None:

@@ -23,7 +23,7 @@ def _as_typed(value: object) -> object:
 
 
 class ProjectCreate(NumbersNotTruthValues):
-    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="letters, digits, space, _ . -")
+    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="1-100 letters, digits, space, _ . -, the first a letter or digit")
     description: str = Field(default="", max_length=5000)
     guidelines: str = Field(
         default="", max_length=GUIDELINES_MAX_LENGTH,

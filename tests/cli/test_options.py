@@ -34,3 +34,31 @@ def test_the_same_options_are_taken_where_they_apply(stepwise, database_url, ses
     result = stepwise(database_url, "export", "--project", "P1", "--format", "trl", "--neutral", "negative",
                       "--completions", "all", "--output", tmp_path / "out.jsonl")
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("args, lines", [
+    (["export", "--project", "P1", "--format", "trl", "--source", "human,robot", "--min-agreement", "3"],
+     ["--source (value 2): must be one of 'human', 'rollout', 'judge' or 'prm'", "--min-agreement: must be at most 1"]),
+    (["export", "--project", "P1", "--format", "trl", "--generation", "1", "--generation", "99999999999"],
+     ["--generation (value 2): must be at most 2147483647"]),
+    (["export", "--project", "P1", "--format", "trl", "--labeler", "", "--since", "2020-02-30"],
+     ["--labeler (value 1): must be at least 1 characters long", "--since: must be a date (YYYY-MM-DD)"]),
+    (["projects", "create", "x" * 101, "--overlap", "0"],
+     ["NAME: use only 1-100 letters, digits, space, _ . -", "--overlap: must be at least 1"]),
+])
+def test_a_bad_value_is_named_by_the_option_that_gave_it(
+    stepwise, database_url, session_factory, tmp_path: Path, args: list[str], lines: list[str]  # type: ignore[no-untyped-def]
+) -> None:
+    make_project(session_factory, "P1")
+    where = ["--output", tmp_path / "out.jsonl"] if args[0] == "export" else []
+    result = stepwise(database_url, *args, *where)
+    assert result.exit_code == 1 and result.stderr.startswith("Error: invalid arguments"), result.output
+    for line in lines:
+        assert f"  {line}" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_short_password_from_standard_input_is_named_as_such(stepwise, database_url) -> None:  # type: ignore[no-untyped-def]
+    result = stepwise(database_url, "users", "create", "--username", "ana", "--role", "labeler", input="short\n")
+    assert result.exit_code == 1
+    assert "  the password: must be at least 8 characters long" in result.stderr, result.stderr
