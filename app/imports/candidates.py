@@ -13,6 +13,8 @@ DEFAULT_SEPARATOR = "\n\n"
 ANSWER_HEADING = "# Answer"
 KNOWN_KEYS = frozenset({"problem", "problem_id", "steps", "text", "answer"})
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r"}
+# As long as an import batch keeps.
+MAX_SEPARATOR_LENGTH = 100
 
 
 def separator_from(given: str | None) -> str:

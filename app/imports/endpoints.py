@@ -7,6 +7,7 @@ from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
 from app.imports import service
+from app.imports.candidates import MAX_SEPARATOR_LENGTH
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.models import ImportFormat
 from app.projects.service import get_project
@@ -45,7 +46,7 @@ def import_upload(
     fmt: Annotated[ImportFormat, Form(alias="format", description="prm800k, math or solutions")],
     separator: Annotated[
         str | None,
-        Form(max_length=100, description='solutions given as `text`: the step separator (default "\\n\\n"; \\n is a newline)'),
+        Form(max_length=MAX_SEPARATOR_LENGTH, description='solutions given as `text`: the step separator (default "\\n\\n"; \\n is a newline)'),
     ] = None,
 ) -> ImportResult:
     """Import a file: all of it, or nothing if any line is bad."""

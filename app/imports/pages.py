@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from app.deps import ManagerPageUser, SessionDep
 from app.errors import BadInput
 from app.forms import PageId
+from app.imports.candidates import MAX_SEPARATOR_LENGTH
 from app.imports.schemas import ImportResult
 from app.imports.service import UploadTooLarge, check_upload_size, import_file
 from app.models import ImportFormat, Project
@@ -35,7 +36,7 @@ def import_upload(
     session: SessionDep,
     file: Annotated[UploadFile | None, File()] = None,
     fmt: Annotated[str, Form(alias="format", max_length=50)] = "",
-    separator: Annotated[str, Form(max_length=100)] = "",
+    separator: Annotated[str, Form(max_length=MAX_SEPARATOR_LENGTH)] = "",
 ) -> Response:
     project = get_project(session, project_id)
     values = {"format": fmt, "separator": separator}

@@ -47,6 +47,9 @@ class ImportBatchRead(BaseModel):
     filename: str
     format: ImportFormat
     file_sha256: str
+    separator: str | None = Field(
+        description="solutions files: the step separator their text was cut at (null for other formats)"
+    )
     lines: int
     added: dict[str, int]
     created_at: datetime

@@ -14,11 +14,11 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any, BinaryIO
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, true
 from sqlalchemy.orm import Session
 
 from app.errors import BadInput, BadLines, ServiceError
-from app.imports.candidates import parse_candidate, separator_from
+from app.imports.candidates import MAX_SEPARATOR_LENGTH, parse_candidate, separator_from
 from app.imports.chunks import write_candidates, write_prm800k, write_problems
 from app.imports.fields import Invalid
 from app.imports.line_errors import LineErrors
@@ -63,14 +63,27 @@ def import_file(
     step_separator = separator_from(separator)
     if not step_separator:
         raise BadInput("the step separator must not be empty")
+    if len(step_separator) > MAX_SEPARATOR_LENGTH:
+        raise BadInput(f"the step separator must be at most {MAX_SEPARATOR_LENGTH} characters long")
+    # Only a solutions file's text is cut at it.
+    kept_separator = step_separator if format_ == ImportFormat.solutions else None
     digest, stream = hashed_and_rewound(stream)
     # Imports into one project take turns, so that two uploads of one file cannot both pass the
     # check below. NO KEY UPDATE: labelers' inserts, which share-lock the project row through
     # their foreign keys, are not held up.
     session.execute(select(Project.id).where(Project.id == project.id).with_for_update(key_share=True))
+    # The same bytes read as another format, or cut at another separator, are another import.
+    # A batch from before separators were kept (null) matches any.
     earlier = session.scalar(
         select(ImportBatch)
-        .where(ImportBatch.project_id == project.id, ImportBatch.file_sha256 == digest)
+        .where(
+            ImportBatch.project_id == project.id,
+            ImportBatch.file_sha256 == digest,
+            ImportBatch.format == format_,
+            or_(ImportBatch.separator.is_(None), ImportBatch.separator == kept_separator)
+            if kept_separator is not None
+            else true(),
+        )
         .order_by(ImportBatch.id)
         .limit(1)
     )
@@ -92,6 +105,7 @@ def import_file(
         filename=filename,
         format=format_,
         file_sha256=digest,
+        separator=kept_separator,
         created_at=now,
     )
     session.add(batch)

@@ -28,6 +28,9 @@ class ImportBatch(Base):
     filename: Mapped[str] = mapped_column(String(255))
     format: Mapped[ImportFormat] = mapped_column(Enum(ImportFormat, native_enum=False, length=16))
     file_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    # Where a solutions file's text was cut into steps; null for other formats, and for batches
+    # imported before it was kept.
+    separator: Mapped[str | None] = mapped_column(String(100))
     lines: Mapped[int] = mapped_column(Integer, default=0)
     # {"problems": n, "solutions": n, "labels": n, "duplicates": n}
     added: Mapped[dict[str, int]] = mapped_column(JSONType, default=dict)

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.demo.service import MATH500
 from app.errors import BadInput
-from app.models import AnswerGrade, Assignment, Problem, Solution
+from app.models import AnswerGrade, Assignment, ImportBatch, Problem, Solution
 from tests.conftest import make_project
 from tests.imports.conftest import import_bytes, jsonl, row_counts
 
@@ -95,6 +95,31 @@ def test_text_is_cut_at_the_separator(session_factory, separator, steps) -> None
     import_bytes(session_factory, project, jsonl([line]), "solutions", separator=separator)
     with session_scope(session_factory) as session:
         assert session.scalar(select(Solution.steps)) == steps
+
+
+def test_the_same_file_cut_at_another_separator_or_read_as_another_format_is_imported(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    data = jsonl([{"problem": "What is $2 + 2$?", "answer": "4", "text": "a\nb\n\nc"}])
+    # Problems first, then the same bytes as solutions: the second read is not the first again.
+    assert import_bytes(session_factory, project, data, "math").added["problems"] == 1
+    cut = import_bytes(session_factory, project, data, "solutions", separator="###")
+    assert not cut.already_imported and cut.added["solutions"] == 1
+    assert import_bytes(session_factory, project, data, "solutions", separator="###").already_imported
+    # A mistyped separator put right.
+    recut = import_bytes(session_factory, project, data, "solutions", separator="\\n")
+    assert not recut.already_imported and recut.added["solutions"] == 1
+    with session_scope(session_factory) as session:
+        assert sorted(session.scalars(select(Solution.steps))) == [["a", "b", "c"], ["a\nb\n\nc"]]
+        batches = session.scalars(select(ImportBatch).order_by(ImportBatch.id)).all()
+        assert [(b.format.value, b.separator) for b in batches] == [
+            ("math", None), ("solutions", "###"), ("solutions", "\n")]
+
+
+def test_a_separator_longer_than_a_batch_keeps_is_refused(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    with pytest.raises(BadInput, match="at most 100 characters"):
+        import_bytes(session_factory, project, jsonl([{"problem": "p", "steps": ["4"]}]), "solutions", separator="#" * 101)
+    assert row_counts(session_factory)["import_batches"] == 0
 
 
 def test_an_answer_heading_cut_off_by_the_separator_stays_with_its_answer(session_factory) -> None:  # type: ignore[no-untyped-def]
