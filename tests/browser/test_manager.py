@@ -91,6 +91,17 @@ def test_manager_creates_imports_watches_and_exports(page: Page, client, session
     expect(page.locator("#imports tbody tr")).to_have_count(2)
     screenshot(page, "manage_project.png")
 
+    # Refused, the page comes back at the field that was wrong, not at its top with the
+    # message below the screen.
+    page.set_viewport_size({"width": 1280, "height": 700})
+    page.get_by_label("Overlap").fill("")
+    page.evaluate("() => document.querySelector('input[name=overlap]').removeAttribute('required')")
+    page.get_by_role("button", name="Save settings").click()
+    overlap = page.get_by_label("Overlap")
+    expect(overlap).to_be_focused()
+    expect(overlap).to_be_in_viewport()
+    expect(page.locator("#overlap-error")).to_be_in_viewport()
+
     page.get_by_label("Overlap").fill("2")
     page.get_by_role("button", name="Save settings").click()
     expect(page.get_by_role("status")).to_have_text("Settings saved.")

@@ -8,7 +8,7 @@ from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import func, select
 
 from app.db import session_scope
-from app.models import Label
+from app.models import Label, User
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl, sample_records
@@ -128,3 +128,37 @@ def test_manager_and_admin_pages_fit_a_phone(browser: Browser, live_server: str,
         expect(page.locator("h1, h2").first).to_be_visible()
         _assert_fits(page, name)
     page.context.close()
+
+
+def test_long_names_formulas_and_row_actions_stay_on_a_phone(browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # The longest name the rule allows, without a space to break at.
+    project = make_project(session_factory, "A" + "b" * 99)
+    records = sample_records()
+    records[0]["question"]["problem"] = "Find " + LONG_DISPLAY
+    import_bytes(session_factory, project, jsonl(records), filename="a-file-name-" + "x" * 80 + ".jsonl")
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "lena", "labeler")
+    with session_scope(session_factory) as session:
+        label_id = session.scalar(select(func.min(Label.id)))
+    page = _phone(browser, live_server)
+    login(page, "boss", f"/manage/projects/{project.id}")
+    _assert_fits(page, "manage_project_long_name")
+    page.goto(f"/manage/projects/{project.id}/labels/{label_id}")
+    expect(page.locator(".label-view .katex-display").first).to_be_visible()
+    _assert_fits(page, "manage_label_long_formula")
+    # The formula keeps to the screen: wrapped, or scrolled in its own box.
+    box = page.locator(".label-view .katex-display").first.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= PHONE["width"]
+
+    # The users table's rows stack: each row's actions are on the screen.
+    page.goto("/admin/users")
+    deactivate = page.locator("#user-" + str(_user_id(session_factory, "lena"))).get_by_role("button", name="Deactivate")
+    box = deactivate.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    _assert_fits(page, "admin_users_stacked")
+    page.context.close()
+
+
+def _user_id(session_factory, username: str) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        return session.scalar(select(User.id).where(User.username == username))  # type: ignore[return-value]
