@@ -23,8 +23,9 @@ templates.env.globals["now"] = partial(datetime.now, UTC)
 # Query parameters by which a redirect after a form carries its one-time notice ("Round queued.",
 # "Settings saved."); the page takes them out of the address so that a reload does not repeat it.
 NOTICE_PARAMETERS = frozenset({
-    "saved", "member_added", "password_set", "password", "started", "compared", "retired",
-    "restored", "gone", "gold", "corrected",
+    "saved", "member_added", "member_removed", "access", "decided", "created", "role_set", "deactivated",
+    "reactivated", "password_set", "password", "started", "compared", "retired", "restored", "gone", "gold",
+    "corrected",
 })
 
 

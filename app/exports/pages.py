@@ -14,6 +14,7 @@ from app.deps import DataPageUser, SessionDep
 from app.errors import BadInput
 from app.exports.query import check_labelers
 from app.exports.schemas import ExportFilters, ExportFormat
+from app.exports.service import Export
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import LabelSource, Project
 from app.projects.service import get_project
@@ -30,8 +31,10 @@ class ExportForm(BaseModel):
     until: str = Field(default="", max_length=50)
     generations: str = Field(default="", max_length=5000)
     labelers: str = Field(default="", max_length=20_000)
-    # The boxes ticked; none ticked keeps every source, as an empty filter does.
+    # The boxes ticked. `sources_offered` says the form showed them: then none ticked is a
+    # choice of nothing, refused; a link without either keeps every source.
     sources: list[str] = Field(default_factory=list, max_length=len(LabelSource))
+    sources_offered: bool = False
     qc: str = Field(default="", max_length=50)
     min_labeler_accuracy: str = Field(default="", max_length=50)
     min_agreement: str = Field(default="", max_length=50)
@@ -92,6 +95,10 @@ def export_download(
             check_labelers(session, project.id, filters)
         except BadInput as exc:
             errors["labelers"] = exc.message
+    if form.sources_offered and not form.sources:
+        errors["sources"] = "tick at least one source"
+    if not errors and Export(session, project.id, form.format, filters).is_empty():
+        errors["form"] = "no label matches these filters"
     if errors:
         return _export_form(request, project, form.model_dump(), errors, 422)
     query = urlencode([("format", form.format), *filters_query(filters)])

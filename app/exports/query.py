@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     cast,
+    func,
     or_,
     select,
 )
@@ -100,11 +101,14 @@ def label_query(
     if filters.sources:
         query = query.where(Label.source.in_(filters.sources))
     if filters.labelers:
+        # Usernames are one name whatever their case (app.users.service), as on the Labels tab;
+        # imported labeler ids are as filed.
+        folded = [name.lower() for name in filters.labelers]
         query = query.where(
             or_(
                 Label.foreign_labeler.in_(filters.labelers),
-                User.username.in_(filters.labelers),
-                User.labeler_uuid.in_(filters.labelers),
+                func.lower(User.username).in_(folded),
+                func.lower(User.labeler_uuid).in_(folded),
             )
         )
     if accurate is not None:
@@ -141,14 +145,15 @@ def check_labelers(session: Session, project_id: int, filters: ExportFilters) ->
         select(Label.foreign_labeler).where(Label.project_id == project_id, Label.foreign_labeler.in_(wanted))
         .distinct()
     ))
+    folded = {name.lower() for name in wanted}
     users = session.execute(
         select(User.username, User.labeler_uuid).join(Label, Label.user_id == User.id)
-        .where(Label.project_id == project_id, or_(User.username.in_(wanted), User.labeler_uuid.in_(wanted)))
+        .where(Label.project_id == project_id,
+               or_(func.lower(User.username).in_(folded), func.lower(User.labeler_uuid).in_(folded)))
         .distinct()
     )
-    for username, labeler_uuid in users:
-        found |= {username, labeler_uuid}
-    unknown = sorted(wanted - found)
+    known = {name.lower() for row in users for name in row}
+    unknown = sorted(name for name in wanted - found if name.lower() not in known)
     if unknown:
         raise BadInput(
             f"no label in this project is by {', '.join(map(repr, unknown))}: give a username, a labeler UUID "

@@ -7,6 +7,7 @@ from datetime import date
 from typing import Any, BinaryIO
 
 import orjson
+from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
@@ -15,7 +16,7 @@ from app.exports.prm800k import render_generation, render_question, render_recor
 from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trl import trl_records
-from app.models import LabelSource, Project
+from app.models import Label, LabelSource, Project
 from app.quality.agreement import agreeing_solutions
 from app.quality.service import accurate_labelers
 
@@ -43,20 +44,32 @@ class Export:
         else:
             yield from self._jsonl()
 
-    def _rows(self) -> Iterator[LabelRow]:
+    def is_empty(self) -> bool:
+        """Whether no record would be written: the export form says so rather than hand over an
+        empty file."""
+        solutions = self._query().with_only_columns(Label.solution_id)
+        if self.filters.min_agreement is None:
+            return self.session.scalar(solutions.limit(1)) is None
+        agreeing = agreeing_solutions(self.session, self.project_id, self.filters.min_agreement)
+        found = self.session.scalars(solutions.execution_options(yield_per=10_000))
+        return not any(solution in agreeing for solution in found)
+
+    def _query(self) -> Select:
         threshold = self.filters.min_labeler_accuracy
         accurate = (
             accurate_labelers(self.session, self.project_id, threshold)
             if threshold is not None
             else None
         )
-        query = label_query(
+        return label_query(
             self.project_id,
             self.filters,
             finished_only=self.format == ExportFormat.trl,
             accurate=accurate,
         )
-        rows = stream_rows(self.session, query)
+
+    def _rows(self) -> Iterator[LabelRow]:
+        rows = stream_rows(self.session, self._query())
         if self.filters.min_agreement is None:
             return rows
         # Kept in Python, not as an IN list: a large project's agreeing solutions would pass

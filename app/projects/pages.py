@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.errors import Conflict, NotFound, ServiceError
-from app.forms import FormInvalid, PageId, SentFields, sent_values, validate_form
+from app.forms import FormInvalid, PageId, SentFields, row_id, sent_values, validate_form
 from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
 from app.projects import guidelines_reads, members, service
@@ -78,10 +78,15 @@ def create_project(
     user: ManagerPageUser,
     session: SessionDep,
     form: Annotated[NewProjectForm, Form()],
+    sent: SentFields,
 ) -> Response:
     values = {**form.model_dump(), "name": form.name.strip()}
+    # As the settings form: a number field the page sent emptied is refused, not replaced by
+    # its default under a page that says the project was made as typed.
+    emptied = {name for name in sent & SettingsForm.model_fields.keys() if name not in OPTIONAL_TEXTS}
     try:
-        project = service.create_project(session, validate_form(ProjectCreate, values))
+        project = service.create_project(
+            session, validate_form(ProjectCreate, values, keep_blank=OPTIONAL_TEXTS, required=emptied))
     except FormInvalid as exc:
         return _projects_list(request, session, user, values, exc.errors, 422)
     except Conflict as exc:
@@ -175,7 +180,7 @@ def remove_member(
         # Removed already, from another tab: the page says so next to the members list.
         return _project_overview(request, session, manager, project, {}, {}, exc.status_code,
                                  members_notice=f"Nothing changed: {exc.message}.")
-    return RedirectResponse(f"/manage/projects/{project_id}#members", status_code=303)
+    return RedirectResponse(f"/manage/projects/{project_id}?member_removed={user_id}#members", status_code=303)
 
 
 @router.post("/{project_id}/access")
@@ -187,7 +192,8 @@ def set_access(
 ) -> Response:
     project = service.get_project(session, project_id)
     service.update_project(session, project, ProjectUpdate(open_to_all=form.open_to_all))
-    return RedirectResponse(f"/manage/projects/{project.id}#members", status_code=303)
+    access = "open" if form.open_to_all else "members"
+    return RedirectResponse(f"/manage/projects/{project.id}?access={access}#members", status_code=303)
 
 
 @router.post("/{project_id}/screening/{user_id}")
@@ -200,7 +206,7 @@ def decide_about_labeler(
 ) -> Response:
     decision = StandingDecision.admitted if form.decision == "admit" else StandingDecision.retired
     gate.decide_about(session, service.get_project(session, project_id), user_id, decision, manager.id)
-    return RedirectResponse(f"/manage/projects/{project_id}#screening", status_code=303)
+    return RedirectResponse(f"/manage/projects/{project_id}?decided={user_id}#screening", status_code=303)
 
 
 def _project_overview(
@@ -218,6 +224,8 @@ def _project_overview(
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
+    member_list = members.list_members(session, project)
+    standings = gate.standings(session, project)
     return render(
         request,
         "manage/project.html",
@@ -238,16 +246,47 @@ def _project_overview(
             "accuracy": accuracy,
             "activity": project_activity(session, project.id, accuracy),
             "agreement": project_agreement(session, project),
-            "members": members.list_members(session, project),
-            "standings": gate.standings(session, project),
+            "members": member_list,
+            "standings": standings,
             "guidelines_readers": guidelines_reads.readers(session, project),
             "member": member,
             "member_error": member_error,
             "members_notice": members_notice,
-            "member_added": request.query_params.get("member_added") == "1" and member_error is None,
+            "members_done": None if member_error else _members_done(request, session, project, member_list),
+            "screening_done": _screening_done(request, standings),
         },
         status_code=status_code,
     )
+
+
+def _members_done(request: Request, session: SessionDep, project: Project, member_list: list[Any]) -> str | None:
+    """What the last change to the members card did, while it is still so: an address typed by
+    hand, or kept after a later change, says nothing."""
+    query = request.query_params
+    if query.get("member_added") == "1":
+        return "Member added."
+    removed = row_id(query.get("member_removed", ""))
+    if removed is not None and all(m.user_id != removed for m in member_list):
+        removed_user = session.get(User, removed)
+        if removed_user is not None:
+            return f"{removed_user.username} is no longer a member." + (
+                "" if project.open_to_all else " Their tasks in progress went back to the queue.")
+    access = query.get("access")
+    if access == "open" and project.open_to_all:
+        return "Every labeler may label this project now."
+    if access == "members" and not project.open_to_all:
+        return "Only members may label this project now; other labelers' tasks in progress went back to the queue."
+    return None
+
+
+def _screening_done(request: Request, standings: list[gate.Standing]) -> str | None:
+    decided = row_id(request.query_params.get("decided", ""))
+    standing = next((s for s in standings if s.user_id == decided), None)
+    if standing is None or standing.decision is None:
+        return None
+    if standing.decision == StandingDecision.admitted:
+        return f"{standing.username} is admitted: screening is behind them, and their QC agreement counts afresh from now."
+    return f"{standing.username} is retired from this project: it serves them no more tasks."
 
 
 def _settings_of(project: Project) -> dict[str, Any]:

@@ -66,18 +66,7 @@ def reports_page(
     form: Annotated[FilterForm, Query()],
 ) -> Response:
     project = get_project(session, project_id)
-    messages = []
-    # Where the retire and restore buttons send the manager back to; an address typed by hand
-    # with another value, or with a problem in another state, shows no banner.
-    retired = row_id(request.query_params.get("retired", ""))
-    if retired is not None and service.is_retired(session, project.id, retired) is True:
-        messages.append(
-            {"kind": "success", "text": f"Problem {retired} is retired: it is not served again."}
-        )
-    restored = row_id(request.query_params.get("restored", ""))
-    if restored is not None and service.is_retired(session, project.id, restored) is False:
-        messages.append({"kind": "success",
-                         "text": f"Problem {restored} is back in labeling: its solutions are served again."})
+    messages = _problem_notices(request, session, project.id)
     # Where a dismiss of a report that is gone sends the manager back to.
     gone = row_id(request.query_params.get("gone", ""))
     if gone is not None and not service.report_exists(session, project.id, gone):
@@ -203,9 +192,9 @@ def _change_problem(
         # Looked up first: a label that is not there changes nothing.
         label = service.label_view(session, project_id, form.label_id)
         change(session, project_id, problem_id)
-        via = "?via=reports" if form.via else ""
+        query = urlencode({notice: problem_id, **({"via": "reports"} if form.via else {})})
         return RedirectResponse(
-            f"/manage/projects/{project_id}/labels/{label.label_id}{via}", status_code=303
+            f"/manage/projects/{project_id}/labels/{label.label_id}?{query}", status_code=303
         )
     change(session, project_id, problem_id)
     return _back_to_reports(project_id, form, **{notice: problem_id})
@@ -219,8 +208,23 @@ def label_page(
     # Opened from the Reports tab or from the Labels tab: the page leads back there.
     via = "reports" if request.query_params.get("via") == "reports" else ""
     notice = GOLD_NOTICES.get(request.query_params.get("gold", ""))
+    messages = [{"kind": "success", "text": notice}] if notice else []
     return _label_page(request, session, project, label_id, user, via,
-                       [{"kind": "success", "text": notice}] if notice else [])
+                       messages + _problem_notices(request, session, project.id))
+
+
+def _problem_notices(request: Request, session: SessionDep, project_id: int) -> list[dict[str, str]]:
+    """Where the retire and restore buttons send the manager back to; an address typed by hand
+    with another value, or with a problem in another state, shows no banner."""
+    messages = []
+    retired = row_id(request.query_params.get("retired", ""))
+    if retired is not None and service.is_retired(session, project_id, retired) is True:
+        messages.append({"kind": "success", "text": f"Problem {retired} is retired: it is not served again."})
+    restored = row_id(request.query_params.get("restored", ""))
+    if restored is not None and service.is_retired(session, project_id, restored) is False:
+        messages.append({"kind": "success",
+                         "text": f"Problem {restored} is back in labeling: its solutions are served again."})
+    return messages
 
 
 GOLD_NOTICES = {

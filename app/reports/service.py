@@ -149,7 +149,8 @@ def _filtered(statement: Select[Any], project_id: int, filters: ReportFilters) -
     if filters.status is not None:
         statement = statement.where(Report.status == filters.status)
     if filters.labeler is not None:
-        named = select(User.id).where(User.username == filters.labeler).scalar_subquery()
+        # Usernames are one name whatever their case (app.users.service), as on the Labels tab.
+        named = select(User.id).where(func.lower(User.username) == filters.labeler.lower()).scalar_subquery()
         statement = statement.where(Report.user_id == named)
     return statement
 

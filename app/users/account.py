@@ -53,7 +53,7 @@ def change_password(
         return response
     if not changed:
         # Answered, not raised: raising would roll back the failed attempt just counted.
-        return _page(request, {"current_password": "is wrong"}, status_code=403)
+        return _page(request, {"current_password": "is not your password"}, status_code=403)
     return RedirectResponse("/account?password=changed", status_code=303)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, status
@@ -21,12 +22,26 @@ router = APIRouter(prefix="/admin/users", include_in_schema=False)
 ShortText = Annotated[str, Form(max_length=1024)]
 
 
+# What the page says after each change, by the query parameter the change redirects with (its
+# value the user's id). Said only while it is still true: an address typed by hand, or kept
+# after a later change, shows no banner.
+USER_NOTICES: dict[str, tuple[Callable[[User], bool], str]] = {
+    "created": (lambda u: True, "Created {username} ({role}): give them their password privately."),
+    "role_set": (lambda u: True, "{username}'s role is now {role}."),
+    "deactivated": (lambda u: not u.is_active, "{username} is deactivated: their logins and API tokens have ended."),
+    "reactivated": (lambda u: u.is_active, "{username} can log in again."),
+    "password_set": (lambda u: True, "New password set for {username}: hand it to them; their other logins have ended."),
+}
+
+
 @router.get("")
 def users_page(request: Request, admin: AdminPageUser, session: SessionDep) -> Response:
-    changed = next((u for u in service.list_users(session)
-                    if str(u.id) == request.query_params.get("password_set")), None)
-    messages = [{"kind": "success", "text": f"New password set for {changed.username}: hand it to them; "
-                 "their other logins have ended."}] if changed else []
+    users = {str(u.id): u for u in service.list_users(session)}
+    messages = [
+        {"kind": "success", "text": text.format(username=user.username, role=user.role.value)}
+        for parameter, (holds, text) in USER_NOTICES.items()
+        if (user := users.get(request.query_params.get(parameter, ""))) is not None and holds(user)
+    ]
     return _users_list(request, session, messages=messages)
 
 
@@ -48,7 +63,7 @@ def create_user(
         return _users_list(request, session, values, exc.errors, status_code=422)
     except Conflict as exc:
         return _users_list(request, session, values, {"username": exc.message}, status_code=409)
-    return RedirectResponse(f"/admin/users#user-{user.id}", status_code=303)
+    return RedirectResponse(f"/admin/users?created={user.id}", status_code=303)
 
 
 @router.post("/{user_id}/role")
@@ -97,10 +112,14 @@ def _update(
                             for field, message in exc.errors.items())
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
     service.update_user(session, user, changes, by=admin, keep=keep)
-    if "password" in values:
-        # To the top, where the banner says whose password changed.
-        return RedirectResponse(f"/admin/users?password_set={user.id}", status_code=303)
-    return RedirectResponse(f"/admin/users#user-{user.id}", status_code=303)
+    # To the top, where the banner says what changed for whom.
+    if changes.password is not None:
+        notice = "password_set"
+    elif changes.role is not None:
+        notice = "role_set"
+    else:
+        notice = "reactivated" if changes.is_active else "deactivated"
+    return RedirectResponse(f"/admin/users?{notice}={user.id}", status_code=303)
 
 
 def _users_list(

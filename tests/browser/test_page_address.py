@@ -31,8 +31,8 @@ def test_a_refused_form_reloads_as_its_page(page: Page, session_factory) -> None
     page.locator("input[name=new_password]").fill("a new password 1")
     page.get_by_label("New password again").fill("a new password 1")
     page.get_by_role("button", name="Change password").click()
-    expect(page.locator("#current_password-error", has_text="Is wrong")).to_be_visible()
+    expect(page.locator("#current_password-error", has_text="Is not your password")).to_be_visible()
     page.wait_for_function("() => location.pathname === '/account'")
     response = page.reload()
     assert response is not None and response.status == 200 and response.request.method == "GET"
-    expect(page.locator("#current_password-error", has_text="Is wrong")).to_have_count(0)
+    expect(page.locator("#current_password-error", has_text="Is not your password")).to_have_count(0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import orjson
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from app.db import session_scope
 from app.machine_labels.service import MachineLabel, store_machine_labels
@@ -37,10 +37,11 @@ def test_research_settings_take_source_weights(page: Page, session_factory) -> N
     field = page.get_by_label("Source weights")
     field.fill("human=1, rollout=lots")
     page.get_by_role("button", name="Save round settings").click()
-    assert "write SOURCE=WEIGHT" in page.locator("#settings").inner_text()
+    expect(page.locator("#settings")).to_contain_text("write SOURCE=WEIGHT")
     page.get_by_label("Source weights").fill("human=1, rollout=0.5")
-    page.get_by_role("button", name="Save round settings").click()
-    page.wait_for_url("**saved=1**")
+    # Waited for from before the click: the page takes saved=1 out of its address as it loads.
+    with page.expect_navigation(url="**saved=1**"):
+        page.get_by_role("button", name="Save round settings").click()
     assert page.get_by_label("Source weights").input_value() == "human=1, rollout=0.5"
     page.locator("#settings").scroll_into_view_if_needed()
     screenshot(page, "research-source-weights.png")

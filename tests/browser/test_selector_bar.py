@@ -30,14 +30,16 @@ def test_a_researcher_turns_ranking_on_with_a_bar_and_clears_it(page: Page, sess
         assert (saved.selector_mode.value, saved.selector_min_step_auroc) == ("uniform", 0.9)
     expect(page.locator("select[name=selector_mode]")).to_have_value("fixed")
     page.get_by_label("Rank from step AUROC").fill("0.85")
-    page.get_by_role("button", name="Save round settings").click()
-    page.wait_for_url("**saved=1**")
+    # Waited for from before the click: the page takes saved=1 out of its address as it loads.
+    with page.expect_navigation(url="**saved=1**"):
+        page.get_by_role("button", name="Save round settings").click()
     expect(page.get_by_label("Rank from step AUROC")).to_have_value("0.85")
     page.get_by_label("Rank from step AUROC").scroll_into_view_if_needed()
     screenshot(page, "research-selector-bar.png")
     page.get_by_label("Rank from step AUROC").fill("")
-    page.get_by_role("button", name="Save round settings").click()
-    page.wait_for_url("**saved=1**")
+    # Waited for from before the click: the page takes saved=1 out of its address as it loads.
+    with page.expect_navigation(url="**saved=1**"):
+        page.get_by_role("button", name="Save round settings").click()
     expect(page.get_by_label("Rank from step AUROC")).to_have_value("")
     with session_scope(session_factory) as session:
         saved = round_settings(session, project.id)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from app.db import session_scope
+from app.exports.query import check_labelers
 from app.exports.schemas import ExportFilters
 from app.models import User
 from tests.conftest import make_project
@@ -62,6 +63,11 @@ def test_labelers_by_username_or_uuid(client, session_factory) -> None:  # type:
     assert _labelers(session_factory, project, labelers=["lena"]) == [uuid[:8]]
     assert _labelers(session_factory, project, labelers=[uuid]) == [uuid[:8]]
     assert _labelers(session_factory, project, labelers=["someone"]) == []
+    # A username in any case, as the Labels tab and the members form take it.
+    assert _labelers(session_factory, project, labelers=["LENA"]) == [uuid[:8]]
+    assert _labelers(session_factory, project, labelers=[uuid.upper()]) == [uuid[:8]]
+    with session_scope(session_factory) as session:
+        check_labelers(session, project.id, ExportFilters(labelers=["Lena", uuid.upper()]))
 
 
 def test_filters_refuse_nonsense() -> None:

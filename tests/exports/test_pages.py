@@ -101,6 +101,24 @@ def test_dates_out_of_order_are_refused_as_a_whole(client, session_factory, proj
     assert "Since (labeled on or after) must be before until (labeled before)." in response.text
 
 
+def test_filters_that_keep_nothing_say_so_instead_of_an_empty_file(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    url = f"/manage/projects/{project.id}/export/download"
+    later = client.get(url, params={"format": "prm800k", "since": "2030-01-01"})
+    assert later.status_code == 422
+    assert "Nothing was exported.</strong>\n  No label matches these filters." in later.text
+    # Every source box unticked on the form is a choice of nothing, not of everything.
+    unticked = client.get(url, params={"format": "prm800k", "sources_offered": "true"})
+    assert unticked.status_code == 422
+    shown = html.unescape(unticked.text).split('id="sources-error">', 1)[1].split("<", 1)[0]
+    assert shown == "Tick at least one source"
+    assert 'name="sources" value="human" checked' not in unticked.text
+    ticked = client.get(url, params={"format": "prm800k", "sources_offered": "true", "sources": "human"},
+                        follow_redirects=False)
+    assert ticked.status_code == 303 and ticked.headers["location"].endswith("source=human")
+
+
 def test_default_filters_add_nothing_to_the_query() -> None:
     assert filters_query(ExportFilters()) == []
     chosen = ExportFilters(since=date(2024, 1, 1), generations=[0], labelers=["ann"], qc="only")

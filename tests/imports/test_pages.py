@@ -28,8 +28,8 @@ def _upload(client, csrf, project_id, data: bytes, fmt: str, filename: str = "up
 
 
 def _error_rows(page: str) -> list[tuple[str, str, str, str]]:
-    table = page.split('<table class="list compact line-errors">', 1)[1].split("</table>", 1)[0]
-    rows = re.findall(r"<tr>\s*<td[^>]*>(.*?)</td>\s*<td[^>]*>(.*?)</td>\s*<td>(.*?)</td>\s*<td>(.*?)</td>", table, re.S)
+    table = page.split('<table class="list compact line-errors stack">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr>\s*<td[^>]*>(.*?)</td>\s*<td[^>]*>(.*?)</td>\s*<td[^>]*>(.*?)</td>\s*<td[^>]*>(.*?)</td>", table, re.S)
     return [tuple(html.unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in row) for row in rows]  # type: ignore[misc]
 
 

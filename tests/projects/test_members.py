@@ -238,7 +238,13 @@ def test_the_manager_adds_and_removes_members_on_the_project_page(client, sessio
         mia_id = session.scalar(select(User.id).where(User.username == "mia"))
     removed = client.post(f"{page}/members/{mia_id}/remove", data={"csrf_token": csrf}, follow_redirects=False)
     assert removed.status_code == 303
-    assert "Remove mia" not in client.get(page).text
+    shown = client.get(removed.headers["location"]).text
+    assert "Remove mia" not in shown
+    assert "mia is no longer a member. Their tasks in progress went back to the queue." in shown
+    # Kept in the address after mia is added back, the notice is no longer true: not shown.
+    client.post(f"{page}/members", data={"csrf_token": csrf, "username": "mia"})
+    assert "no longer a member" not in client.get(removed.headers["location"]).text
+    client.post(f"{page}/members/{mia_id}/remove", data={"csrf_token": csrf})
     # Removed again from a tab opened before: the page, saying so, not an error page.
     stale = client.post(f"{page}/members/{mia_id}/remove", data={"csrf_token": csrf})
     assert stale.status_code == 404
@@ -247,6 +253,10 @@ def test_the_manager_adds_and_removes_members_on_the_project_page(client, sessio
 
     opened = client.post(f"{page}/access", data={"csrf_token": csrf, "open_to_all": "true"}, follow_redirects=False)
     assert opened.status_code == 303 and "open to every labeler" in client.get(page).text
+    assert "Every labeler may label this project now." in client.get(opened.headers["location"]).text
+    closed_again = client.post(f"{page}/access", data={"csrf_token": csrf, "open_to_all": "false"}, follow_redirects=False)
+    assert "Only members may label this project now" in client.get(closed_again.headers["location"]).text
+    assert "Every labeler may label" not in client.get(opened.headers["location"]).text
     bad = client.post(f"{page}/access", data={"csrf_token": csrf, "open_to_all": "maybe"})
     assert bad.status_code == 422
 

@@ -257,6 +257,11 @@ def test_settings_and_decisions_on_the_project_page(client, session_factory) -> 
     done = client.post(url, data={"decision": "admit", "csrf_token": csrf}, follow_redirects=False)
     assert done.status_code == 303
     assert ">admitted<" in client.get(f"/manage/projects/{project.id}").text
+    assert "ann is admitted: screening is behind them" in client.get(done.headers["location"]).text
+    retired = client.post(url, data={"decision": "retire", "csrf_token": csrf}, follow_redirects=False)
+    shown = client.get(retired.headers["location"]).text
+    assert "ann is retired from this project: it serves them no more tasks." in shown and "is admitted" not in shown
+    client.post(url, data={"decision": "admit", "csrf_token": csrf})
     saved = client.post(
         f"/manage/projects/{project.id}/settings",
         data={"csrf_token": csrf, "qc_rate": "0.25", "qc_feedback": "true", "qc_pause_below": "0.6",

@@ -143,13 +143,17 @@ def test_the_label_view_shows_the_label_as_submitted(client, project) -> None:  
     assert page.text.count('<li id="step-') == 3 and "not rated" in page.text and "⚑ flagged" in page.text
     assert '/static/js/math_view.js' in page.text
     retired = _change_problem(client, project.id, rows[0]['problem_id'], "retire", csrf, {"label_id": rows[0]["label_id"]})
-    assert retired.headers["location"] == rows[0]["label_url"]
-    page = client.get(rows[0]["label_url"]).text
-    assert "retired " in page and "Return problem to labeling" in page and "Retire problem" not in page
+    problem = rows[0]["problem_id"]
+    # Back to the label, with a banner saying what changed, as the Reports tab gives.
+    assert retired.headers["location"] == f"{rows[0]['label_url']}?retired={problem}"
+    page = client.get(retired.headers["location"]).text
+    assert "retired " in page and "Return to labeling" in page and "Retire problem" not in page
+    assert f"Problem {problem} is retired: it is not served again." in page
     restored = _change_problem(client, project.id, rows[0]['problem_id'], "restore", csrf, {"label_id": rows[0]["label_id"]})
-    assert restored.headers["location"] == rows[0]["label_url"]
-    page = client.get(rows[0]["label_url"]).text
+    assert restored.headers["location"] == f"{rows[0]['label_url']}?restored={problem}"
+    page = client.get(restored.headers["location"]).text
     assert "retired " not in page and "Retire problem" in page
+    assert f"Problem {problem} is back in labeling" in page
     assert client.get(f"/manage/projects/{project.id}/labels/99999").status_code == 404
 
 

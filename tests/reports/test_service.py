@@ -47,6 +47,7 @@ def test_each_give_up_bad_problem_and_flagged_step_is_one_report(session_factory
     assert reports[0].label_id == bad_label
     assert [r.kind for r in _reports(session_factory, project.id, kind=ReportKind.flagged_step)] == [ReportKind.flagged_step] * 2
     assert _reports(session_factory, project.id, labeler="nobody") == []
+    assert {r.labeler for r in _reports(session_factory, project.id, labeler="ANN")} == {"ann"}
 
 
 def test_a_retried_submit_raises_no_second_report(session_factory) -> None:  # type: ignore[no-untyped-def]

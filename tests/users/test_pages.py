@@ -38,10 +38,23 @@ def test_an_admin_creates_a_user_who_can_then_log_in(client, app, session_factor
     assert response.status_code == 303
     created = _user(session_factory, "rhea")
     assert created is not None and created.role == Role.researcher and created.is_active
-    assert response.headers["location"] == f"/admin/users#user-{created.id}"
+    assert response.headers["location"] == f"/admin/users?created={created.id}"
     assert created.password_hash.startswith("$argon2id$")
-    listing = client.get("/admin/users")
+    listing = client.get(response.headers["location"])
     assert f'id="user-{created.id}"' in listing.text
+    assert "Created rhea (researcher): give them their password privately." in listing.text
+
+    # Each change says what it did, at the top of the page.
+    changes = [("role", {"role": "manager"}, "rhea&#39;s role is now manager."),
+               ("active", {"is_active": "false"}, "rhea is deactivated: their logins and API tokens have ended."),
+               ("active", {"is_active": "true"}, "rhea can log in again.")]
+    for action, form, notice in changes:
+        changed = client.post(f"/admin/users/{created.id}/{action}", data={"csrf_token": admin, **form},
+                              follow_redirects=False)
+        assert changed.status_code == 303
+        assert notice in client.get(changed.headers["location"]).text
+    # An address kept from before says nothing that is no longer so.
+    assert "is deactivated" not in client.get(f"/admin/users?deactivated={created.id}").text
     with TestClient(app) as other:
         browser_login(other, "rhea")
         assert other.get("/manage/projects").status_code == 200

@@ -81,7 +81,7 @@ def test_the_account_page_changes_the_password_and_says_what_is_wrong(app, sessi
     assert 'href="/account"' in browser.get("/label").text
     form = {"csrf_token": csrf, "current_password": PASSWORD, "new_password": NEW_PASSWORD, "repeat_password": NEW_PASSWORD}
     cases = [
-        ({"current_password": "wrong-password"}, 403, "current_password", "Is wrong"),
+        ({"current_password": "wrong-password"}, 403, "current_password", "Is not your password"),
         ({"repeat_password": "a-new-password-2"}, 422, "repeat_password", "Does not match the new password"),
         ({"new_password": "short", "repeat_password": "short"}, 422, "new_password", "at least 8 characters"),
         ({"current_password": ""}, 422, "current_password", "Needs a value"),

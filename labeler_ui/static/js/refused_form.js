@@ -1,17 +1,17 @@
 // A form the server refused comes back with its message and fields marked, but the page opened
 // at its top: on a long page (a project's members card, the new-user form on a phone) what went
-// wrong was below the screen. The first marked field is focused, else the message is shown.
+// wrong was below the screen. The first marked field is focused, else the message is shown. A
+// page that places its own focus (the login form's password field) keeps it.
 
 {
   const shown = (element) => element.checkVisibility();
-  const field = [...document.querySelectorAll('main [aria-invalid="true"]')].find(shown);
-  const message = [...document.querySelectorAll("main .error[role=alert], main .flash.error")].find(shown);
-  if (field) {
-    field.focus({ preventScroll: true });
-    field.scrollIntoView({ block: "center" });
-  } else if (message) {
-    message.tabIndex = -1;
-    message.focus({ preventScroll: true });
-    message.scrollIntoView({ block: "center" });
+  const target =
+    !document.querySelector("main [autofocus]") &&
+    ([...document.querySelectorAll('main [aria-invalid="true"]')].find(shown) ??
+      [...document.querySelectorAll("main .error[role=alert], main .flash.error")].find(shown));
+  if (target) {
+    if (!target.matches("input, select, textarea, button")) target.tabIndex = -1;
+    target.focus({ preventScroll: true });
+    target.scrollIntoView({ block: "center" });
   }
 }
