@@ -154,8 +154,8 @@ def pretrain(data, **settings):
               help="Padded tokens per batch. Default: STEPWISE_SCORE_BATCH_TOKENS, else 65536 on CUDA, "
                    "16384 on CPU.")
 @click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
-              help="Tokens per window: a longer solution is read in windows, each step with as much of what "
-                   "precedes it as fits; a step longer than this alone gets no score (truncated).")
+              help="Tokens per window: a longer solution is read in windows, each step after the first "
+                   "window with up to half a window of what precedes it; a step longer than this alone gets no score (truncated).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
               help="Compile the backbone's repeated layer first (torch.compile): seconds of compiling, then "

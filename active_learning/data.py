@@ -549,9 +549,12 @@ def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], ma
     """Sequences of at most `max_length` tokens that together read every step's marker.
 
     The first window is `tokenize_example`'s layout. A step that does not fit after the steps
-    before it opens a new window: the question (cut from the left, as in training, and shorter
-    still when the step needs the room), then as many of the steps just before it as fit, so the
-    step is read with the longest context the limit allows; later steps follow while they fit.
+    before it opens a new window that carries up to half the limit of context: the question's
+    tail (cut from the left, as in training; at most half the carried context while steps before
+    it fill the rest), then as many of the steps just before it as fit; later steps follow while
+    they fit. Carrying more would read each step in a longer context, but leave room for one
+    step a window: a 200-step solution past the limit cost 200 full windows, where half a window
+    carried costs about two tokens read per token of the solution.
     A step is left unread only when it alone, with the BOS token, is longer than the limit.
     Each window has `input_ids` and `reads`: (step index, marker position) pairs. `encoded` as
     in `tokenize_example`.
@@ -567,8 +570,10 @@ def scoring_windows(tokenizer, marker_id: int, prompt: str, steps: list[str], ma
         if room < 0:
             i += 1
             continue
-        context = question[len(question) - min(room, len(question)):]
-        room -= len(context)
+        carried = min(room, max_length // 2)
+        earlier = sum(len(ids) for ids in step_ids[:i])
+        context = question[len(question) - min(max(carried // 2, carried - earlier), len(question)):]
+        room = carried - len(context)
         first = i
         while first > 0 and len(step_ids[first - 1]) <= room:
             first -= 1

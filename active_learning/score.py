@@ -5,8 +5,8 @@ by length and packed into batches under a token budget, so padding stays small a
 short solutions is as large as the budget allows. Results come back in input order.
 
 A solution longer than the model's limit is read in several windows (`scoring_windows`), each
-step with as much of what comes before it as fits, so every step gets a score unless it alone is
-longer than the limit.
+step after the first window with up to half a window of what comes before it, so every step gets
+a score unless it alone is longer than the limit, and a long solution costs about twice its tokens.
 """
 
 import gc

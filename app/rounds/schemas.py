@@ -322,7 +322,7 @@ class ScoreResponse(BaseModel):
     model_version_id: int
     max_length: int = Field(
         description="tokens per window: the project's current `max_length` round setting, at most the model's "
-        "positions. A longer solution is read in windows, each step with as much of what precedes it as fits "
+        "positions. A longer solution is read in windows, each step after the first window with up to half a window of what precedes it "
         "(`prm score --max-length` with this value gives the same scores)"
     )
     solutions: list[CandidateScore]

@@ -201,7 +201,7 @@ def test_tokenize_truncates_whole_steps():
     assert out["markers"][1] == -1 and out["markers"][0] >= 0
 
 
-def test_scoring_windows_read_every_step_with_the_longest_context():
+def test_scoring_windows_read_every_step_with_up_to_half_a_window_of_context():
     tokenizer = build_byte_tokenizer()
     marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
     steps = ["a" * 10, "b" * 10, "c" * 10, "d" * 10, "e" * 70]
@@ -211,12 +211,24 @@ def test_scoring_windows_read_every_step_with_the_longest_context():
     for window in windows:
         assert len(window["input_ids"]) <= 64
         assert all(window["input_ids"][position] == marker for _, position in window["reads"])
-    # A later window keeps the question's tail and the step just before the one it reads.
+    # A later window carries half the limit: the question's tail and the step before the ones it reads.
     text = tokenizer.decode(windows[-1]["input_ids"])
-    assert text == "x" * 30 + "\n\n" + "c" * 10 + STEP_MARKER + "d" * 10 + STEP_MARKER
+    assert text == "x" * 14 + "\n\n" + "b" * 10 + STEP_MARKER + "c" * 10 + STEP_MARKER + "d" * 10 + STEP_MARKER
+    assert [step for step, _ in windows[-1]["reads"]] == [2, 3]
     # Everything fits: the one window is the training layout.
     [whole] = scoring_windows(tokenizer, marker, "Q?", ["ab", "c"], max_length=64)
     assert whole["input_ids"] == tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], None, 64)["input_ids"]
+
+
+def test_a_long_solution_costs_windows_in_proportion_to_its_length():
+    # 200 steps past a 64-token limit: a window a step would read 200 x 64 tokens.
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    steps = [f"step {i} = {i}+0" for i in range(200)]
+    windows = scoring_windows(tokenizer, marker, "x" * 100, steps, max_length=64)
+    assert [step for w in windows for step, _ in w["reads"]] == list(range(200))
+    solution_tokens = sum(len(step) + 1 for step in steps)
+    assert sum(len(w["input_ids"]) for w in windows) <= 2 * solution_tokens + 64
 
 
 @pytest.mark.parametrize("rating", [1, 0])
