@@ -194,7 +194,7 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
         for i, completion in enumerate(completions):
             # A blank alternative is no step to learn from; the importer keeps such
             # completions, so it is passed over here rather than refused.
-            if i != chosen and completion.get("rating") is not None and completion["text"].strip():
+            if i != chosen and completion.get("rating") is not None and not is_blank(completion["text"]):
                 # An alternative completion is one more labeled step in the same context; the
                 # context is not labeled again.
                 yield Example(pid, prompt, steps + [completion["text"]],
@@ -216,7 +216,7 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
 
 def _step_text(text: str, what: str) -> str:
     # As the importer refuses it: a blank step would be read, scored and rated as a step.
-    if not text.strip():
+    if is_blank(text):
         raise ValueError(f"`{what}` is blank: a step needs text")
     return text
 
@@ -378,10 +378,16 @@ def load_solutions(source: str | Path | Iterable[dict], *, every_step_written: b
     return solutions
 
 
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: spaces, control characters and zero-width ones (a NUL or a
+    U+200B passed `str.strip`, and a solution of them was scored as written)."""
+    return not any(char.isprintable() and not char.isspace() for char in text)
+
+
 def check_written_problem(problem: str) -> None:
     """ValueError for a blank problem: the model would score steps against nothing, and the
     score endpoint refuses one."""
-    if not problem.strip():
+    if is_blank(problem):
         raise ValueError("the problem is blank")
 
 
@@ -390,7 +396,7 @@ def check_written_steps(steps: list[str]) -> None:
     (the product over no steps is 1, the best there is)."""
     if not steps:
         raise ValueError("no steps to score")
-    blank = next((n for n, step in enumerate(steps, 1) if not step.strip()), None)
+    blank = next((n for n, step in enumerate(steps, 1) if is_blank(step)), None)
     if blank is not None:
         raise ValueError(f"step {blank} of {len(steps)} is blank")
 
@@ -424,7 +430,7 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
                 or not all(isinstance(step, str) for step in steps):
             raise ValueError(f"{where}: a ProcessBench record needs `problem` (text) and `steps` "
                              "(a non-empty list of texts)")
-        blank = next((i for i, step in enumerate(steps) if not step.strip()), None)
+        blank = next((i for i, step in enumerate(steps) if is_blank(step)), None)
         if blank is not None:
             raise ValueError(f"{where}: `steps[{blank}]` is blank: a step needs text")
         if type(label) is not int or not -1 <= label < len(steps):

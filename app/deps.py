@@ -170,7 +170,9 @@ def _user_with_role(source: Callable[..., object], roles: tuple[Role, ...]):  # 
     async def dependency(principal: Principal = Depends(source)) -> User:
         user = principal.user
         if not has_role(user, roles):
-            allowed = ", ".join(r.value for r in roles)
+            # Admins may do all, so they are named too.
+            named = ", ".join(r.value for r in roles if r != Role.admin)
+            allowed = f"{named} or admin" if named else "admin"
             raise Forbidden(f"this needs the role {allowed}; you are {user.role.value}")
         return user
 

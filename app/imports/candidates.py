@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from active_learning.data import is_blank
 from app.imports.fields import Invalid, integer, string_list, text
 from app.imports.records import MAX_ANSWER, MAX_STEPS, Candidate, SolutionIn
 
@@ -51,14 +52,14 @@ def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any])
     if (steps is None) == (whole is None):
         raise Invalid("steps", "give exactly one of `steps` (a list) and `text` (cut at the separator)")
     if steps is None:
-        steps = _answer_rejoined([part.strip() for part in whole.split(separator) if part.strip()], separator)  # type: ignore[union-attr]
+        steps = _answer_rejoined([part.strip() for part in whole.split(separator) if not is_blank(part)], separator)  # type: ignore[union-attr]
         if not steps:
             raise Invalid("text", "has no steps: it is blank")
         if len(steps) > MAX_STEPS:
             raise Invalid("text", f"has {len(steps)} steps; at most {MAX_STEPS} are allowed")
     else:
         for i, step in enumerate(steps):
-            if not step.strip():
+            if is_blank(step):
                 raise Invalid(f"steps[{i}]", "is blank: a step needs text")
     meta = {k: v for k, v in obj.items() if k not in KNOWN_KEYS}
     if meta:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import msgspec
 import orjson
 
+from active_learning.data import is_blank
 from app.exports.prm800k import (
     COMPLETION_KEYS,
     EMPTY_END,
@@ -169,8 +170,8 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
             raise Invalid(
                 "question.pre_generated_steps", f"has {len(pre_steps)} steps; at most {MAX_STEPS} are allowed"
             )
-        if not all(map(str.strip, pre_steps)):
-            blank = next(i for i, step in enumerate(pre_steps) if not step.strip())
+        if any(map(is_blank, pre_steps)):
+            blank = next(i for i, step in enumerate(pre_steps) if is_blank(step))
             raise Invalid(f"question.pre_generated_steps[{blank}]", "is blank: a step needs text")
     given_answer = _short(question.pre_generated_answer, "question.pre_generated_answer", MAX_ANSWER)
     score = question.pre_generated_verifier_score
@@ -360,12 +361,12 @@ def _label_steps(
                 raise Invalid(f"label.steps[{i}]", "follows a step with neither a chosen nor a human completion")
             if chosen is not None:
                 text = completions[chosen].text
-                if not text.strip():  # type: ignore[union-attr]
+                if is_blank(text):  # type: ignore[arg-type]
                     raise Invalid(f"label.steps[{i}].completions[{chosen}].text", "is blank: a step needs text")
                 trajectory.append(text)  # type: ignore[arg-type]
                 completions[chosen].text = msgspec.UNSET
             elif human_text is not None:
-                if not human_text.strip():
+                if is_blank(human_text):
                     raise Invalid(f"label.steps[{i}].human_completion", "is blank: a step needs text")
                 trajectory.append(human_text)
             else:

@@ -5,6 +5,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
+from active_learning.data import is_blank
 from app.models import FinishReason, LabelingMode
 
 # Strict: a Literal of ints takes whatever equals one of them, and true == 1 == 1.0 in Python.
@@ -27,7 +28,7 @@ class HumanStep(BaseModel):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("is blank")
         return value
 

@@ -310,8 +310,11 @@ class CandidateScore(BaseModel):
     step_scores: list[float | None] = Field(
         description="P(step is correct) per step; null for a step that alone is longer than the model's limit"
     )
-    product: float = Field(description="P(every step is correct) over the steps scored: the paper's solution score")
-    minimum: float = Field(description="the weakest scored step's P(correct)")
+    product: float | None = Field(
+        description="P(every step is correct) over the steps scored: the paper's solution score; null when no "
+        "step could be scored (every one alone is longer than `max_length`), rather than the best score there is"
+    )
+    minimum: float | None = Field(description="the weakest scored step's P(correct); null when no step was scored")
     truncated: bool = Field(
         description="some step alone is longer than `max_length` and has no score, so `product` and `minimum` "
         "leave it out: rank such a candidate as you see fit"

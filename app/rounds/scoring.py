@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from active_learning.data import Solution
 from active_learning.model import load_checkpoint, resolve_device
-from active_learning.score import score_solutions, within_positions
+from active_learning.score import SolutionScore, score_solutions, within_positions
 from app.db import end_reads
 from app.errors import Conflict, NotFound
 from app.models import ModelVersion, RoundSettings
@@ -62,7 +62,17 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
         max_length = within_positions(model, max_length)
         scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
                                  neutral_as_correct=request.neutral_as_correct)
-    return ScoreResponse(model_version_id=version_id, max_length=max_length, solutions=[
-        CandidateScore(step_scores=s.step_scores, product=s.product, minimum=s.minimum, truncated=s.truncated)
-        for s in scores
-    ])
+    return ScoreResponse(model_version_id=version_id, max_length=max_length,
+                         solutions=[_candidate(s) for s in scores])
+
+
+def _candidate(score: SolutionScore) -> CandidateScore:
+    # No step read: the empty product, 1, would be the best score there is for a candidate the
+    # model never saw.
+    read = any(step is not None for step in score.step_scores)
+    return CandidateScore(
+        step_scores=score.step_scores,
+        product=float(score.product) if read else None,
+        minimum=score.minimum if read else None,
+        truncated=score.truncated,
+    )

@@ -5,9 +5,9 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-from active_learning.data import (IGNORE_INDEX, PROMPT_END, encode_solutions, load_examples, load_solutions,
-                                  problem_id, scoring_windows, split_by_problem, text_encoder, tokenize_example,
-                                  weigh_sources)
+from active_learning.data import (IGNORE_INDEX, PROMPT_END, check_written_steps, encode_solutions, is_blank,
+                                  load_examples, load_solutions, problem_id, scoring_windows, split_by_problem,
+                                  text_encoder, tokenize_example, weigh_sources)
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
 
@@ -218,6 +218,18 @@ def test_scoring_windows_read_every_step_with_up_to_half_a_window_of_context():
     # Everything fits: the one window is the training layout.
     [whole] = scoring_windows(tokenizer, marker, "Q?", ["ab", "c"], max_length=64)
     assert whole["input_ids"] == tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], None, 64)["input_ids"]
+
+
+@pytest.mark.parametrize("text", ["", " \n\t", "\u0000", "\u200b", "\ufeff \u200d"])
+def test_text_that_shows_nothing_is_blank(text):
+    assert is_blank(text)
+    with pytest.raises(ValueError, match="step 1 of 1 is blank"):
+        check_written_steps([text])
+
+
+@pytest.mark.parametrize("text", ["x", "\u200bx", "é", "数", "🙂", "$0$"])
+def test_text_that_shows_something_is_not_blank(text):
+    assert not is_blank(text)
 
 
 def test_a_long_solution_costs_windows_in_proportion_to_its_length():

@@ -48,6 +48,11 @@ def test_researchers_score_candidates_as_the_scorer_does(client, session_factory
                            json={"problem": PROBLEM, "solutions": [{"steps": ["$10 - 2 = 8$.", "y" * 3000]}]})
     scored = overlong.json()["solutions"][0]
     assert scored["step_scores"][1] is None and scored["truncated"] is True
+    assert scored["product"] == pytest.approx(scored["step_scores"][0])
+    # Not one step read: no score, rather than the empty product's 1, the best there is.
+    unread = client.post(f"/api/v1/model-versions/{version_id}/score", headers=api_headers(client, "rita"),
+                         json={"problem": PROBLEM, "solutions": [{"steps": ["y" * 3000]}]})
+    assert unread.json()["solutions"][0] == {"step_scores": [None], "product": None, "minimum": None, "truncated": True}
 
 
 @pytest.mark.parametrize("role", ["labeler", "manager"])
@@ -57,6 +62,8 @@ def test_other_roles_are_refused(client, session_factory, checkpoint: Path, role
     response = client.post(f"/api/v1/model-versions/{version_id}/score", headers=api_headers(client, "someone"),
                            json={"problem": PROBLEM, "solutions": [{"steps": CANDIDATES[0]}]})
     assert response.status_code == 403
+    # Admins may do everything: the refusal names them too.
+    assert response.json()["detail"] == f"this needs the role researcher or admin; you are {role}"
 
 
 def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoint: Path, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
@@ -72,8 +79,9 @@ def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoi
                 {"problem": PROBLEM, "solutions": [{"steps": ["x"], "answer": "1"}]}]:
         response = client.post(url, headers=headers, json=bad)
         assert response.status_code == 422, (bad, response.text)
-    blank = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x", " \n"]}]})
-    assert blank.status_code == 422 and "step 2 of 2 is blank" in blank.text
+    for empty in (" \n", "\u0000", "\u200b \u200b"):
+        blank = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x", empty]}]})
+        assert blank.status_code == 422 and "step 2 of 2 is blank" in blank.text, empty
     unwritten = client.post(url, headers=headers, json={"problem": " \n", "solutions": [{"steps": ["x"]}]})
     assert unwritten.status_code == 422 and "the problem is blank" in unwritten.text
     missing = client.post("/api/v1/model-versions/999/score", headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x"]}]})
