@@ -687,7 +687,7 @@ def rounds_start(ctx: _Context, project_name: str, wait: bool) -> None:
     if wait:
         from app.rounds.worker import run_here
 
-        outcome, done = run_here(ctx.settings, round_id)
+        outcome, done = run_here(ctx.settings, round_id, waiting=lambda line: click.echo(line, err=True))
         click.echo(outcome)
         if not done:
             # Failed, cancelled, or left queued for a retry: a script waiting on it must know.
@@ -739,9 +739,10 @@ def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: 
     GET /api/v1/projects/{id}/model-comparisons keep it. Run it where the checkpoints are."""
     from app.models import ComparisonStatus, ModelComparison
     from app.projects.service import get_project_by_name
-    from app.rounds.comparison import metric_differences, request_comparison, run_comparison
+    from app.rounds.comparison import metric_differences, request_comparison
     from app.rounds.schemas import ModelComparisonRead
     from app.rounds.service import served_version
+    from app.rounds.worker import compare_here
 
     with ctx.session() as session:
         project = get_project_by_name(session, project_name)
@@ -758,8 +759,7 @@ def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: 
                 raise BadInput(f"{given!r} is not a model version: give its id (GET …/model-versions) or `served`")
         comparison_id = request_comparison(session, project.id, *ids).id
     quiet_transformers()
-    if run_comparison(ctx.factory(), comparison_id) is None:
-        raise Conflict(f"a worker is measuring this comparison now (id {comparison_id}); see the research page")
+    compare_here(ctx.factory(), comparison_id, waiting=lambda line: click.echo(line, err=True))
     with ctx.session() as session:
         comparison = session.get(ModelComparison, comparison_id)
         assert comparison is not None

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -177,14 +179,47 @@ def run_worker(settings: Settings, once: bool = False) -> None:
         local.run_forever()
 
 
-def run_here(settings: Settings, round_id: int) -> tuple[str, bool]:
+def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] = log.info) -> tuple[str, bool]:
     """Run one round in this process (`stepwise rounds start --wait`): its outcome in a line,
-    and whether it is done."""
+    and whether it is done. A worker that claimed it first (a server's own, polling SQLite) is
+    waited for, said once through `waiting`; should it die, this process takes the round over."""
     from app.models import Round, RoundStatus
+    from app.rounds.stages import run_round
 
     factory = _factory(settings.database_url)
-    run_rounds(factory, [round_id], get_worker_settings(), worker_name())
+    worker = get_worker_settings()
+    owner = worker_name()
+    said = False
+    while run_round(factory, round_id, owner, worker) is None:
+        with session_scope(factory) as session:
+            round_ = session.get(Round, round_id)
+            assert round_ is not None
+            if round_.status not in (RoundStatus.queued, RoundStatus.running):
+                break
+            if not said:
+                waiting(f"round {round_.number}: {round_.lease_owner or 'another worker'} runs it; waiting for it to end")
+                said = True
+        time.sleep(worker.worker_poll_s)
     with session_scope(factory) as session:
         round_ = session.get(Round, round_id)
         assert round_ is not None
         return f"round {round_.number}: {round_.status.value}: {round_.message}", round_.status == RoundStatus.done
+
+
+def compare_here(factory: sessionmaker[Session], comparison_id: int, waiting: Callable[[str], None] = log.info) -> None:
+    """Measure a comparison in this process (`stepwise rounds compare`), or wait for the worker
+    that claimed it first, said once through `waiting`; a claim gone stale is taken over."""
+    from app.models import ComparisonStatus, ModelComparison
+    from app.rounds.comparison import run_comparison
+
+    said = False
+    while run_comparison(factory, comparison_id) is None:
+        with session_scope(factory) as session:
+            comparison = session.get(ModelComparison, comparison_id)
+            assert comparison is not None
+            if comparison.status not in (ComparisonStatus.queued, ComparisonStatus.running):
+                return
+        if not said:
+            waiting(f"a worker is measuring this comparison (id {comparison_id}); waiting for it to end")
+            said = True
+        time.sleep(get_worker_settings().worker_poll_s)

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
+from app.config import Settings
+from app.db import session_scope
+from app.models import Project
+from app.rounds import lease
+from app.rounds.config import get_worker_settings
+from app.rounds.service import start_round
+from app.rounds.worker import run_here
 from tests.conftest import make_project
 
 
@@ -12,9 +22,39 @@ from tests.conftest import make_project
 def test_the_exit_status_says_whether_the_round_is_done(stepwise, database_url, session_factory, monkeypatch,
                                                         outcome, code) -> None:  # type: ignore[no-untyped-def]
     make_project(session_factory, "waited")
-    monkeypatch.setattr("app.rounds.worker.run_here", lambda settings, round_id: outcome)
+    monkeypatch.setattr("app.rounds.worker.run_here", lambda settings, round_id, waiting: outcome)
     result = stepwise(database_url, "rounds", "start", "--project", "waited", "--wait")
     assert result.exit_code == code, result.output
     assert outcome[0] in result.output
     if code:
         assert "Traceback" not in result.output
+
+
+def test_a_round_another_worker_claimed_first_is_waited_for(database_url, session_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A server's own worker, polling SQLite, may claim the round before `--wait` does.
+    monkeypatch.setenv("STEPWISE_WORKER_POLL_S", "1")
+    get_worker_settings.cache_clear()
+    project = make_project(session_factory, "raced")
+    with session_scope(session_factory) as session:
+        round_id = start_round(session, session.get(Project, project.id)).id
+        assert lease.claim(session, round_id, "server-worker", 600)
+
+    said: list[str] = []
+
+    def other_worker_finishes() -> None:
+        # Once the waiting is said (run_here's first import of torch takes seconds).
+        deadline = time.monotonic() + 120
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with session_scope(session_factory) as session:
+            lease.fail(session, round_id, "server-worker", "failed: no base")
+
+    finisher = threading.Thread(target=other_worker_finishes)
+    finisher.start()
+    try:
+        outcome = run_here(Settings(database_url=database_url), round_id, waiting=said.append)
+    finally:
+        finisher.join()
+        get_worker_settings.cache_clear()
+    assert said == ["round 1: server-worker runs it; waiting for it to end"]
+    assert outcome == ("round 1: failed: failed: no base", False)
