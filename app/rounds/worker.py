@@ -189,17 +189,16 @@ def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] =
     factory = _factory(settings.database_url)
     worker = get_worker_settings()
     owner = worker_name()
-    said = False
-    while run_round(factory, round_id, owner, worker) is None:
+
+    def holder() -> str | None:
         with session_scope(factory) as session:
             round_ = session.get(Round, round_id)
             assert round_ is not None
             if round_.status not in (RoundStatus.queued, RoundStatus.running):
-                break
-            if not said:
-                waiting(f"round {round_.number}: {round_.lease_owner or 'another worker'} runs it; waiting for it to end")
-                said = True
-        time.sleep(worker.worker_poll_s)
+                return None
+            return f"round {round_.number}: {round_.lease_owner or 'another worker'} runs it; waiting for it to end"
+
+    _run_or_wait(lambda: run_round(factory, round_id, owner, worker), holder, waiting)
     with session_scope(factory) as session:
         round_ = session.get(Round, round_id)
         assert round_ is not None
@@ -212,14 +211,28 @@ def compare_here(factory: sessionmaker[Session], comparison_id: int, waiting: Ca
     from app.models import ComparisonStatus, ModelComparison
     from app.rounds.comparison import run_comparison
 
-    said = False
-    while run_comparison(factory, comparison_id) is None:
+    def holder() -> str | None:
         with session_scope(factory) as session:
             comparison = session.get(ModelComparison, comparison_id)
             assert comparison is not None
             if comparison.status not in (ComparisonStatus.queued, ComparisonStatus.running):
-                return
+                return None
+        return f"a worker is measuring this comparison (id {comparison_id}); waiting for it to end"
+
+    _run_or_wait(lambda: run_comparison(factory, comparison_id), holder, waiting)
+
+
+def _run_or_wait(run: Callable[[], object | None], holder: Callable[[], str | None],
+                 waiting: Callable[[str], None]) -> None:
+    """Call `run` until it claims the work (it answers None while another worker holds it, or
+    once the work is over); meanwhile wait, said once. `holder` says who holds it, None once
+    it is over. A holder that dies leaves a stale claim, which `run` then takes over."""
+    said = False
+    while run() is None:
+        held = holder()
+        if held is None:
+            return
         if not said:
-            waiting(f"a worker is measuring this comparison (id {comparison_id}); waiting for it to end")
+            waiting(held)
             said = True
         time.sleep(get_worker_settings().worker_poll_s)

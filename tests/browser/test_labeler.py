@@ -190,6 +190,9 @@ def test_a_long_solution_keeps_its_notices_and_steps_in_view(page: Page, session
     page.keyboard.press("Enter")
     expect(page.locator("#notice")).to_have_text("Saved.")
     assert _in_view(page, "#notice")
+    # The next task, of two steps, in place before it is measured.
+    expect(_steps(page)).to_have_count(2)
+    page.evaluate("document.fonts.ready.then(() => true)")
     first = _steps(page).nth(0).bounding_box()
     expect(page.locator("#notice")).to_be_hidden(timeout=6000)
     # The notice floats: the next task does not move when it goes.
