@@ -449,7 +449,7 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @pass_ctx
 def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: str | None, qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
-    from app.exports.query import check_labelers
+    from app.exports.query import check_generations, check_labelers
     from app.exports.schemas import ExportFilters
     from app.exports.service import write_export
     from app.ops.files import output_directory, output_file, written_aside
@@ -459,7 +459,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     target = output_directory(output) if fmt == "hf" else output_file(output)
     filters = _validated(
         ExportFilters,
-        {"generations": "--generation", "labelers": "--labeler", "sources": "--source"},
+        {"generations": "--generation", "labelers": "--labeler", "sources": "--source", "": "--since/--until"},
         since=since,
         until=until,
         generations=list(generation) or None,
@@ -475,7 +475,13 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     what = "records" if completions == "all" else "labels"
     with ctx.session() as session:
         project = get_project_by_name(session, project_name)
-        check_labelers(session, project.id, filters)
+        try:
+            check_labelers(session, project.id, filters)
+            check_generations(session, project.id, filters)
+        except BadInput as exc:
+            # Named as typed here: --labeler, --generation.
+            details = [{**d, "field": f"--{d['field']}"} for d in exc.details or []]
+            raise BadInput(exc.message, details) from None
         if fmt == "hf":
             from app.exports.hf import write_dataset
 
@@ -642,7 +648,9 @@ def _validated(model, given_as: dict[str, str] | None = None, **values):  # type
     try:
         return model(**values)
     except ValidationError as exc:
-        raise BadInput("invalid arguments", _details(exc, option, schema=model)) from exc
+        # An error about several arguments at once is named by `given_as[""]`.
+        details = [field_error(e, whole=given_as.get("", "arguments"), name=option, schema=model) for e in exc.errors()]
+        raise BadInput("invalid arguments", details) from exc
 
 
 def _comma_list(text: str | None) -> list[str] | None:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from app.deps import DataApiUser, RowId, SessionDep
 from app.errors import BadInput, error_responses, field_error
-from app.exports.query import check_labelers
+from app.exports.query import check_generations, check_labelers
 from app.exports.schemas import (
     MAX_FILTER_VALUES,
     Accuracy,
@@ -114,6 +114,7 @@ def export(
     """Labels of the project as PRM800K JSONL, TRL stepwise supervision JSONL, or Parquet."""
     project = get_project(session, project_id)
     check_labelers(session, project.id, filters)
+    check_generations(session, project.id, filters)
     filename = export_filename(project, fmt.value, utcnow().date())
     return StreamingResponse(
         stream_export(request.app.state.session_factory, project.id, fmt.value, filters),

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import DataPageUser, SessionDep
 from app.errors import BadInput
-from app.exports.query import check_labelers
+from app.exports.query import check_generations, check_labelers
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.service import Export
 from app.forms import FormInvalid, PageId, validate_form
@@ -91,10 +91,11 @@ def export_download(
     except FormInvalid as exc:
         errors.update(exc.errors)
     else:
-        try:
-            check_labelers(session, project.id, filters)
-        except BadInput as exc:
-            errors["labelers"] = exc.message
+        for field, check in (("labelers", check_labelers), ("generations", check_generations)):
+            try:
+                check(session, project.id, filters)
+            except BadInput as exc:
+                errors[field] = exc.message
     if form.sources_offered and not form.sources:
         errors["sources"] = "tick at least one source"
     if not errors and Export(session, project.id, form.format, filters).is_empty():

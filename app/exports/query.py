@@ -162,6 +162,27 @@ def check_labelers(session: Session, project_id: int, filters: ExportFilters) ->
         )
 
 
+def check_generations(session: Session, project_id: int, filters: ExportFilters) -> None:
+    """BadInput naming each generation filter that no label of the project has, and the ones
+    it has: a mistyped generation would otherwise give an empty export and no word why."""
+    wanted = set(filters.generations or ())
+    if not wanted:
+        return
+    found = set(session.scalars(
+        select(Label.generation).where(Label.project_id == project_id, Label.superseded_at.is_(None))
+        .distinct()
+    ))
+    unknown = sorted(wanted - found)
+    if unknown:
+        some = sorted(g for g in found if g is not None)
+        has = ", ".join(map(str, some[:20])) + (", …" if len(some) > 20 else "") if some else "none"
+        raise BadInput(
+            f"no label in this project has generation {', '.join(map(str, unknown))}: its labels' generations "
+            f"are {has}",
+            [{"field": "generation", "message": f"no labels of generation {g} here"} for g in unknown],
+        )
+
+
 def stream_rows(session: Session, query: Select) -> Iterator[LabelRow]:
     """The query's rows, each with its columns as attributes, in bounded memory."""
     if session.get_bind().dialect.name == "postgresql":

@@ -90,6 +90,11 @@ def test_bad_requests_are_refused_before_streaming(client, session_factory) -> N
                         headers=headers)
     assert nobody.status_code == 422 and nobody.json()["errors"] == [{"field": "labeler", "message": "no labels by 'leo' here"}]
     assert nobody.json()["detail"].startswith("no label in this project is by 'leo'")
+    # A generation no label has is a typo until shown otherwise, as a labeler is.
+    nothing = client.get(url, params={"format": "trl", "generation": ["-4", "9"]}, headers=headers)
+    assert nothing.status_code == 422, nothing.text
+    assert nothing.json()["errors"] == [{"field": "generation", "message": "no labels of generation -4 here"}]
+    assert nothing.json()["detail"].startswith("no label in this project has generation -4: its labels' generations are ")
     unknown = client.get(url, params={"format": "trl", "source": "human,robot"}, headers=headers)
     assert unknown.status_code == 422 and [e["field"] for e in unknown.json()["errors"]] == ["source"]
     assert client.get(f"/api/v1/projects/{project.id + 100}/export", params={"format": "trl"}, headers=headers).status_code == 404
