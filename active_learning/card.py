@@ -151,7 +151,7 @@ the metrics.
 
 This gives the scores `stepwise prm score --model {name}` gives for the same problem and steps
 (of a PRM800K record, `prm score` reads `question.pre_generated_steps`), for a solution that fits
-in its `--max-length`, 2048 tokens by default:
+in its `--max-length`, by default the one this model was trained at:
 
 ```python
 {scoring_snippet(name)}```

@@ -24,15 +24,24 @@ def quiet_transformers() -> None:
     logging.set_verbosity_error()
 
 
-def _load(model_dir: str, device: str):
-    """(model, tokenizer) of a checkpoint, or the reason it cannot be scored with."""
+def _load(model_dir: str, device: str, max_length: int | None):
+    """(model, tokenizer, window) of a checkpoint, or the reason it cannot be scored with. The
+    window is `max_length`, else the one the checkpoint was trained at (its card's metrics were
+    measured with it), else 2048; within the model's positions."""
     from active_learning.model import load_checkpoint, resolve_device
 
     try:
-        model, tokenizer, _ = load_checkpoint(model_dir, resolve_device(device))
+        model, tokenizer, meta = load_checkpoint(model_dir, resolve_device(device))
     except ValueError as e:
         raise click.ClickException(str(e)) from None
-    return model, tokenizer
+    if max_length is None:
+        trained = (meta.get("config") or {}).get("max_length")
+        max_length = trained if isinstance(trained, int) and trained > 0 else DEFAULT_WINDOW
+    return model, tokenizer, _within_positions(model, max_length)
+
+
+# Tokens per window for a checkpoint that does not say what it was trained at.
+DEFAULT_WINDOW = 2048
 
 
 def _output_file(path: str) -> Path:
@@ -153,9 +162,10 @@ def pretrain(data, **settings):
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
               help="Padded tokens per batch. Default: STEPWISE_SCORE_BATCH_TOKENS, else 65536 on CUDA, "
                    "16384 on CPU.")
-@click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
-              help="Tokens per window: a longer solution is read in windows, each step after the first "
-                   "window with up to half a window of what precedes it; a step longer than this alone gets no score (truncated).")
+@click.option("--max-length", default=None, type=click.IntRange(min=1),
+              help="Tokens per window (default: the checkpoint's training --max-length, else 2048): a longer "
+                   "solution is read in windows, each step after the first window with up to half a window "
+                   "of what precedes it; a step longer than this alone gets no score (truncated).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--compile/--no-compile", "compile_model", default=False, show_default=True,
               help="Compile the backbone's repeated layer first (torch.compile): seconds of compiling, then "
@@ -179,10 +189,10 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
         raise click.ClickException(str(e)) from None
     if not solutions:
         raise click.ClickException(f"{input_file}: no solutions to score")
-    model, tokenizer = _load(model_dir, device)
+    model, tokenizer, window = _load(model_dir, device, max_length)
     if compile_model:
         compile_layers(model)
-    scores = iter_scores(model, tokenizer, solutions, max_length=_within_positions(model, max_length),
+    scores = iter_scores(model, tokenizer, solutions, max_length=window,
                          batch_tokens=batch_tokens, neutral_as_correct=neutral_as_correct)
     with written_aside(target) as partial, partial.open("wb") as f:
         for solution, result in zip(solutions, scores):
@@ -203,9 +213,10 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
               help="Whether a step labeled 0 counts as correct, in the labels and in the model's score alike.")
-@click.option("--max-length", default=2048, show_default=True, type=click.IntRange(min=1),
-              help="Tokens per window, as prm score reads them; a step longer than this alone gets no score "
-                   "(counted under n_truncated).")
+@click.option("--max-length", default=None, type=click.IntRange(min=1),
+              help="Tokens per window, as prm score reads them (default: the checkpoint's training "
+                   "--max-length, as its card's metrics were measured, else 2048); a step longer than this "
+                   "alone gets no score (counted under n_truncated).")
 @click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
               help="Resamples behind each metric's 95% interval, printed under ci95; 0 for none. Labels: "
               "problems, each with all its solutions; processbench: records.")
@@ -228,11 +239,11 @@ def evaluate(file, model_dir, data, data_format, threshold, neutral_as_correct, 
             raise ValueError(f"{file or data}: no labeled steps to evaluate on")
     except ValueError as e:
         raise click.ClickException(str(e)) from None
-    model, tokenizer = _load(model_dir, device)
+    model, tokenizer, window = _load(model_dir, device, max_length)
     run = evaluate_processbench if data_format == "processbench" else run_evaluation
     try:
         metrics = run(model, tokenizer, file or data, threshold=threshold, neutral_as_correct=neutral_as_correct,
-                      max_length=_within_positions(model, max_length), bootstrap=bootstrap)
+                      max_length=window, bootstrap=bootstrap)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     json.dump(metrics, sys.stdout)

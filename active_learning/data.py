@@ -433,6 +433,9 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
         blank = next((i for i, step in enumerate(steps) if is_blank(step)), None)
         if blank is not None:
             raise ValueError(f"{where}: `steps[{blank}]` is blank: a step needs text")
+        if "label" not in record:
+            raise ValueError(f"{where}: a ProcessBench record needs `label`: the index of its first wrong step, "
+                             "or -1 when every step is right")
         if type(label) is not int or not -1 <= label < len(steps):
             raise ValueError(f"{where}: `label` must be -1 or the index of one of its "
                              f"{len(steps)} steps, not {label!r}")

@@ -6,6 +6,7 @@ checkpoint is renamed to `<output>` only once it is complete and evaluated. Runn
 command again after a kill resumes from the last snapshot; a reader never sees half a model.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from active_learning.files import replace_whole
 from active_learning.grading import GRADER_VERSION
 from active_learning.model import (LABEL2ID, compile_layers, is_preset, load_base, marker_id, needs_padding_mask,
                                    resolve_device, save_checkpoint)
-from active_learning.score import pad_batch, to_device, token_batches
+from active_learning.score import pad_batch, to_device, token_batches, within_positions
 from active_learning.tokenizer import STEP_MARKER
 from active_learning.tracking import TRAINING_LOG_FILE, TrainingLog, resolve_report_to, scalars
 
@@ -263,6 +264,14 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
             load_solutions(placed)
     # Before anything is written: a base that cannot be read (no tokenizer, say) leaves no trace.
     model, tokenizer = load_base(config.base)
+    positions = within_positions(model, config.max_length)
+    if positions < config.max_length:
+        # Past the base's positions learned ones fail and rotary ones are read where they never
+        # were in pretraining: cut to them, as scoring does, and say so (the card says so too).
+        if accelerator.is_main_process:
+            print(json.dumps({"note": f"--max-length {config.max_length} is beyond the base's {positions} "
+                                      f"positions; training at {positions}"}), file=sys.stderr, flush=True)
+        config = dataclasses.replace(config, max_length=positions)
     lm_weight = language_loss_weight(config)
     features = _features(examples, tokenizer, config, lm_weight > 0)
     work.mkdir(parents=True, exist_ok=True)

@@ -303,6 +303,12 @@ def test_processbench_records_are_checked(change, message):
     assert str(caught.value).startswith("record 2 (id c)")
 
 
+def test_a_processbench_record_without_a_label_says_so():
+    unlabeled = {key: value for key, value in PROCESSBENCH[2].items() if key != "label"}
+    with pytest.raises(ValueError, match=re.escape("needs `label`: the index of its first wrong step, or -1")):
+        load_processbench([unlabeled])
+
+
 def test_eval_wants_the_file_once(tmp_path):
     result = CliRunner().invoke(prm, ["eval", "--model", str(tmp_path)])
     assert result.exit_code == 2 and "give the file to evaluate on once" in result.output

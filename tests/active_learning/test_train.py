@@ -591,6 +591,27 @@ def test_a_max_length_no_step_fits_in_says_so(files, tmp_path):
     assert result.exit_code == 1 and "fits in --max-length 4 tokens: raise it" in result.output
 
 
+def test_a_max_length_beyond_the_bases_positions_trains_at_them_and_says_so(files, tmp_path):
+    from active_learning.bases import PRESETS
+
+    positions = PRESETS["tiny"].max_positions
+    result = CliRunner().invoke(prm, ["train", "--train", str(files / "train.jsonl"), "--output", str(tmp_path / "model"),
+                                      *map(str, FAST), "--steps", "1", "--max-length", str(positions * 2)])
+    assert result.exit_code == 0, result.output
+    assert f"--max-length {positions * 2} is beyond the base's {positions} positions; training at {positions}" in result.output
+    meta = json.loads((tmp_path / "model" / "stepwise.json").read_text())
+    assert meta["config"]["max_length"] == positions
+    assert f"solutions of up to {positions:,} tokens" in (tmp_path / "model" / "README.md").read_text()
+
+
+def test_score_and_eval_read_in_the_window_the_checkpoint_was_trained_at(checkpoint):
+    # The card's metrics were measured at the training --max-length: eval reproduces them by default.
+    from active_learning.cli import _load
+
+    assert _load(str(checkpoint), "cpu", None)[2] == 256
+    assert _load(str(checkpoint), "cpu", 512)[2] == 512
+
+
 def _broken(checkpoint: Path, tmp_path: Path, damage) -> Path:
     copy = tmp_path / "copy"
     shutil.copytree(checkpoint, copy)
