@@ -60,6 +60,17 @@ PLAIN_MESSAGES = {
     "too_long": "takes at most {max_length} items",
     "enum": "must be one of {expected}",
     "literal_error": "must be one of {expected}",
+    # A JSON body's wrong types, in the words the forms and the CLI use.
+    "int_type": "must be a whole number",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "string_unicode": "must be text (UTF-8)",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "extra_forbidden": "is not a field here",
 }
 
 
@@ -78,6 +89,8 @@ def plain_message(error: Mapping[str, Any], schema: type[BaseModel] | None = Non
         if info is not None and info.description:
             return f"use only {info.description}"
         return f"contains characters that are not allowed: it must match {ctx.get('pattern', 'the field pattern')}"
+    if kind == "too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
     if kind in PLAIN_MESSAGES:
         try:
             return PLAIN_MESSAGES[kind].format(**ctx)
