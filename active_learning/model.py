@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
+from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
 
 from active_learning.bases import PRESETS, BaseUnusable, Preset, check_base_name, is_preset, refuse_without_tokenizer_files
 from active_learning.card import model_card, prompt_format
@@ -197,6 +197,10 @@ def resolve_device(device: str) -> str:
     return device
 
 
+class _NotAPrm(Exception):
+    """A checkpoint whose head is not a PRM's, found while loading."""
+
+
 def load_checkpoint(directory: str | Path, device: str = "cpu"):
     """(model, tokenizer, meta) from a checkpoint; bf16 with SDPA attention on CUDA.
 
@@ -212,15 +216,20 @@ def load_checkpoint(directory: str | Path, device: str = "cpu"):
     try:
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        # Looked at before the weights: a config of another head size fails their loading with
+        # transformers' "ignore_mismatched_sizes" advice, which says nothing of what is wrong.
+        classes = AutoConfig.from_pretrained(directory, local_files_only=True).num_labels
+        if classes != len(ID2LABEL):
+            raise _NotAPrm(f"{directory} is not a PRM checkpoint: its head has {classes} classes, not "
+                           f"{len(ID2LABEL)} (give a directory written by `stepwise prm train`)")
         model, loading = AutoModelForTokenClassification.from_pretrained(
             directory, local_files_only=True, attn_implementation="sdpa", output_loading_info=True,
             dtype=torch.bfloat16 if cuda else torch.float32)
+    except _NotAPrm as e:
+        raise ValueError(str(e)) from None
     except Exception as e:  # noqa: BLE001 - a damaged file raises whatever its parser does
         raise ValueError(f"cannot load the checkpoint {directory}: {type(e).__name__}: {e}") from None
     check_tokenizer(tokenizer, str(directory), "its tokenizer files are damaged or not its own")
-    if model.config.num_labels != len(ID2LABEL):
-        raise ValueError(f"{directory} is not a PRM checkpoint: its head has {model.config.num_labels} "
-                         f"classes, not {len(ID2LABEL)} (give a directory written by `stepwise prm train`)")
     if loading["missing_keys"]:
         raise ValueError(f"{directory} is not a whole PRM checkpoint: its weights lack "
                          f"{missing_weights(loading['missing_keys'])} (give a directory written by `stepwise prm train`)")

@@ -5,13 +5,16 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, get_args
 
-from pydantic import BaseModel, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 
 class NumbersNotTruthValues(BaseModel):
     """Refuses JSON `true` and `false` for numbers: pydantic reads them as 1 and 0, so
     `"selector_version_id": true` pinned version 1 and `"correction_window_hours": false`
-    closed corrections. Browser forms send text, which this leaves to the fields' own checks."""
+    closed corrections. Browser forms send text, which this leaves to the fields' own checks.
+    Refuses "nan" and infinities too, which failed a 0-1 range as "must be at most 1.0"."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -624,6 +624,10 @@ def _broken(checkpoint: Path, tmp_path: Path, damage) -> Path:
     (lambda d: (d / "config.json").unlink(), "is not a checkpoint: it has no config.json"),
     (lambda d: (d / "model.safetensors").write_bytes(b"\x01\x02"), "cannot load the checkpoint"),
     (lambda d: (d / "stepwise.json").write_text("{"), "cannot load the checkpoint"),
+    # A config whose head no longer matches its weights: said, not transformers' size advice.
+    (lambda d: (d / "config.json").write_text(json.dumps(
+        {**json.loads((d / "config.json").read_text()), "id2label": {"0": "a", "1": "b"}, "label2id": {"a": 0, "b": 1}})),
+     "is not a PRM checkpoint: its head has 2 classes, not 3"),
 ])
 def test_scoring_refuses_a_checkpoint_it_cannot_read_whole(files, checkpoint, tmp_path, damage, message):
     broken = _broken(checkpoint, tmp_path, damage)
