@@ -144,9 +144,12 @@ def update_round_settings(
         version = session.get(ModelVersion, version_id)
         if version is None or version.project_id != project_id:
             raise BadInput(f"selector_version_id {version_id} is not a model version of this project")
-    for field, value in changes.items():
+    # updated_at says when a setting last changed: a PATCH that changes nothing leaves it.
+    changed = {field: value for field, value in changes.items() if getattr(settings, field) != value}
+    for field, value in changed.items():
         setattr(settings, field, value)
-    settings.updated_at = utcnow()
+    if changed:
+        settings.updated_at = utcnow()
     session.flush()
     return settings
 

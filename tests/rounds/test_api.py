@@ -222,6 +222,15 @@ def test_a_research_setting_left_out_stays_and_one_emptied_is_turned_off(client,
     assert stored() == {**before, "picks_per_round": 40, "every_new_labels": None}
 
 
+def test_a_patch_that_changes_nothing_leaves_when_settings_last_changed(client, project) -> None:  # type: ignore[no-untyped-def]
+    api = f"/api/v1/projects/{project.id}/round-settings"
+    headers = api_headers(client, "rita")
+    changed = client.patch(api, headers=headers, json={"picks_per_round": 33}).json()["updated_at"]
+    for same in ({}, {"picks_per_round": 33}):
+        again = client.patch(api, headers=headers, json=same)
+        assert again.status_code == 200 and again.json()["updated_at"] == changed
+
+
 def test_a_refused_partial_research_post_shows_the_stored_settings_it_left_out(client, project) -> None:  # type: ignore[no-untyped-def]
     client.patch(f"/api/v1/projects/{project.id}/round-settings", headers=api_headers(client, "rita"),
                  json={"every_new_labels": 25})
