@@ -29,6 +29,11 @@ CHART_DAYS = 14
 CHART_HEIGHT = 120
 
 
+# A number typed into a form: long enough that a mistyped one is answered next to its field
+# ("must be at most 20"), where past this cap the page could only give a bare error.
+NUMBER_TEXT = 1000
+
+
 class SettingsForm(BaseModel):
     """The fields as typed: ProjectCreate/ProjectUpdate judge them, so errors show in place."""
 
@@ -37,14 +42,14 @@ class SettingsForm(BaseModel):
     description: str = Field(default="", max_length=100_000)
     guidelines: str = Field(default="", max_length=2 * GUIDELINES_MAX_LENGTH)
     labeling_mode: str = Field(default="", max_length=50)
-    overlap: str = Field(default="", max_length=50)
-    lease_minutes: str = Field(default="", max_length=50)
-    correction_window_hours: str = Field(default="", max_length=50)
-    screening_items: str = Field(default="", max_length=50)
-    screening_pass_mark: str = Field(default="", max_length=50)
-    qc_rate: str = Field(default="", max_length=50)
+    overlap: str = Field(default="", max_length=NUMBER_TEXT)
+    lease_minutes: str = Field(default="", max_length=NUMBER_TEXT)
+    correction_window_hours: str = Field(default="", max_length=NUMBER_TEXT)
+    screening_items: str = Field(default="", max_length=NUMBER_TEXT)
+    screening_pass_mark: str = Field(default="", max_length=NUMBER_TEXT)
+    qc_rate: str = Field(default="", max_length=NUMBER_TEXT)
     qc_feedback: str = Field(default="", max_length=50)
-    qc_pause_below: str = Field(default="", max_length=50)
+    qc_pause_below: str = Field(default="", max_length=NUMBER_TEXT)
 
 
 # The settings a manager may leave blank; every other field of the form needs a value.

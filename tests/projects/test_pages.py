@@ -88,6 +88,8 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
         # Emptied, as the settings form refuses it, not made with the default.
         ({"name": "ok", "lease_minutes": ""}, "Needs a value"),
         ({"name": "ok", "qc_rate": "nan"}, "Must be a finite number"),
+        # Sixty digits: answered next to the field, not with a bare error page.
+        ({"name": "ok", "overlap": "9" * 60}, "be at most 20"),
         ({"name": "ok", "lease_minutes": "100000"}, "be at most 1440"),
         ({"name": "ok", "labeling_mode": "whenever"}, "'first_error', 'full' or 'phase1'"),
         ({"name": "x" * 101}, "Use only 1-100 letters, digits, space, _ . -, the first a letter or digit"),
