@@ -9,6 +9,7 @@ at.
 import codecs
 import hashlib
 import itertools
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -215,8 +216,10 @@ def _prm800k_examples(record: dict) -> Iterator[Example]:
 
 
 def _step_text(text: str, what: str) -> str:
-    # As the importer refuses it: a blank step would be read, scored and rated as a step.
-    if is_blank(text):
+    # As the importer refuses it: a blank step would be read, scored and rated as a step. Only
+    # whitespace here, not is_blank: steps of zero-width characters were stored before the
+    # importer refused them, and a round over them must not fail.
+    if not text.strip():
         raise ValueError(f"`{what}` is blank: a step needs text")
     return text
 
@@ -379,9 +382,15 @@ def load_solutions(source: str | Path | Iterable[dict], *, every_step_written: b
 
 
 def is_blank(text: str) -> bool:
-    """Whether `text` shows nothing: spaces, control characters and zero-width ones (a NUL or a
-    U+200B passed `str.strip`, and a solution of them was scored as written)."""
-    return not any(char.isprintable() and not char.isspace() for char in text)
+    """Whether `text` shows nothing: spaces, control and format characters (a NUL or a zero-width
+    U+200B passed `str.strip`, and a solution of them was scored as written) and the blank
+    fillers. A character this Python's Unicode tables do not know, or a private-use one (PDF
+    math often has them), counts as shown."""
+    return all(char.isspace() or char in _FILLERS or unicodedata.category(char) in ("Cc", "Cf") for char in text)
+
+
+# Letters that draw nothing: Hangul fillers and the blank Braille pattern.
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
 def check_written_problem(problem: str) -> None:

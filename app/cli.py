@@ -799,8 +799,9 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
 
     # The database checked as every other command checks it: a worker started before `db
     # upgrade`, or with PostgreSQL down, says so in a line instead of a traceback, and a
-    # mistyped SQLite path is not created empty.
-    ctx.factory()
+    # mistyped SQLite path is not created empty. The worker opens its own engine, so the
+    # check's connection is closed.
+    ctx.factory().kw["bind"].dispose()
     logging.config.dictConfig(logging_config(ctx.settings.log_format, access_log=False))
     if metrics_port is not None:
         from prometheus_client import start_http_server

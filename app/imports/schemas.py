@@ -20,14 +20,15 @@ class ImportResult(BaseModel):
     )
     queued: int = Field(default=0, description="queue slots made for the new solutions")
     already_imported: bool = Field(
-        default=False, description="this very file was imported into the project before: nothing was added"
+        default=False, description="this file was imported into the project before, read as the same format "
+        "(and, for solutions, cut at the same separator): nothing was added"
     )
 
     def summary(self) -> str:
         if self.already_imported:
             return (
-                f"{self.filename} was already imported into this project (batch {self.batch_id}): "
-                "nothing added"
+                f"{self.filename} was already imported into this project as {self.format.value} (batch "
+                f"{self.batch_id}): nothing added"
             )
         added = ", ".join(f"{n} {kind}" for kind, n in self.added.items())
         grades = ", ".join(f"{n} {grade}" for grade, n in sorted(self.grades.items()))

@@ -98,6 +98,13 @@ def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> Compar
     except Exception as exc:  # noqa: BLE001 - recorded with its cause, for the researcher to see
         log.exception("comparison %s failed", comparison_id)
         status, message = ComparisonStatus.failed, " ".join("".join(traceback.format_exception_only(exc)).split())
+    except BaseException:
+        # Interrupted (Ctrl-C on `rounds compare`, a worker told to stop): back in the queue, not
+        # left "running" for STALE_CLAIM, which a second `rounds compare` would wait out.
+        with session_scope(factory) as session:
+            session.execute(update(ModelComparison).where(ModelComparison.id == comparison_id)
+                            .values(status=ComparisonStatus.queued, claimed_at=None))
+        raise
     else:
         status, message = ComparisonStatus.done, ""
     with session_scope(factory) as session:

@@ -227,9 +227,16 @@ def test_text_that_shows_nothing_is_blank(text):
         check_written_steps([text])
 
 
-@pytest.mark.parametrize("text", ["x", "\u200bx", "é", "数", "🙂", "$0$"])
+@pytest.mark.parametrize("text", ["x", "\u200bx", "é", "数", "🙂", "$0$", "\U0001fae8", "\ue000"])
 def test_text_that_shows_something_is_not_blank(text):
+    # Including a character newer than this Python's Unicode tables, and a private-use glyph.
     assert not is_blank(text)
+
+
+def test_training_reads_a_stored_step_of_zero_width_characters():
+    # Stored before imports refused such steps: a round over them trains rather than fails.
+    [example] = load_examples([{"prompt": "P", "completions": ["\u200b", "x"], "labels": [True, False]}])
+    assert example.steps == ["\u200b", "x"]
 
 
 def test_a_long_solution_costs_windows_in_proportion_to_its_length():

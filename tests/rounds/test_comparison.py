@@ -207,6 +207,24 @@ def test_a_comparison_whose_worker_died_is_measured_again_then_given_up(session_
     assert statuses(session_factory)[-1] == ("failed", f"its workers died {MAX_ATTEMPTS} times while measuring")
 
 
+def test_an_interrupted_comparison_goes_back_to_the_queue(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Ctrl-C on `rounds compare`: left "running", the next one would wait out STALE_CLAIM.
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    with session_scope(session_factory) as session:
+        comparison_id = request_comparison(session, project.id, old, served).id
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("app.rounds.comparison._measure_now", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_comparison(session_factory, comparison_id)
+    with session_scope(session_factory) as session:
+        assert runnable_comparisons(session) == [comparison_id]
+        assert session.get(ModelComparison, comparison_id).status == ComparisonStatus.queued
+
+
 def test_stepwise_worker_measures_a_queued_comparison(session_factory, database_url, checkpoints, tmp_path) -> None:  # type: ignore[no-untyped-def]
     project = synthetic_project(session_factory, "cmp")
     old, served = add_versions(session_factory, project.id, checkpoints)

@@ -4,7 +4,9 @@
 // page that places its own focus (the login form's password field) keeps it.
 
 {
-  const shown = (element) => element.checkVisibility();
+  // checkVisibility is new in Safari (17.4): before it, laid-out boxes mean shown.
+  const shown = (element) =>
+    element.checkVisibility ? element.checkVisibility() : element.getClientRects().length > 0;
   const target =
     !document.querySelector("main [autofocus]") &&
     ([...document.querySelectorAll('main [aria-invalid="true"]')].find(shown) ??
