@@ -87,5 +87,5 @@ def test_the_project_page_shows_the_table_and_the_flag(client, session_factory, 
     assert page.status_code == 200
     table = page.text.split('id="activity"', 1)[1]
     assert table.count("too fast: review") == 1
-    dan_row = table.split("<td>dan</td>", 1)[1].split("</tr>", 1)[0]
+    dan_row = table.split('<td data-label="Labeler">dan</td>', 1)[1].split("</tr>", 1)[0]
     assert "too fast: review" in dan_row and "under a quarter of the project's 8.0 s" in dan_row
