@@ -649,8 +649,7 @@ def _validated(model, given_as: dict[str, str] | None = None, **values):  # type
         return model(**values)
     except ValidationError as exc:
         # An error about several arguments at once is named by `given_as[""]`.
-        details = [field_error(e, whole=given_as.get("", "arguments"), name=option, schema=model) for e in exc.errors()]
-        raise BadInput("invalid arguments", details) from exc
+        raise BadInput("invalid arguments", _details(exc, option, model, given_as.get("", "arguments"))) from exc
 
 
 def _comma_list(text: str | None) -> list[str] | None:
@@ -660,8 +659,8 @@ def _comma_list(text: str | None) -> list[str] | None:
 
 
 def _details(exc: ValidationError, name: Callable[[str], str] = str,
-             schema: type[BaseModel] | None = None) -> list[dict[str, str]]:
-    return [field_error(e, whole="arguments", name=name, schema=schema) for e in exc.errors()]
+             schema: type[BaseModel] | None = None, whole: str = "arguments") -> list[dict[str, str]]:
+    return [field_error(e, whole=whole, name=name, schema=schema) for e in exc.errors()]
 
 
 # The PRM engine's own command group; it imports torch only inside its commands.

@@ -17,7 +17,7 @@ from app.models import Project, StandingDecision, User, utcnow
 from app.projects import guidelines_reads, members, service
 from app.projects.activity import project_activity
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH
-from app.projects.schemas import DailyCount, ProjectCreate, ProjectUpdate
+from app.projects.schemas import DailyCount, MemberRead, ProjectCreate, ProjectUpdate
 from app.quality import gate
 from app.quality.agreement import project_agreement
 from app.quality.service import labeler_accuracy
@@ -264,7 +264,7 @@ def _project_overview(
     )
 
 
-def _members_done(request: Request, session: SessionDep, project: Project, member_list: list[Any]) -> str | None:
+def _members_done(request: Request, session: SessionDep, project: Project, member_list: list[MemberRead]) -> str | None:
     """What the last change to the members card did, while it is still so: an address typed by
     hand, or kept after a later change, says nothing."""
     query = request.query_params

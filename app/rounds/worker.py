@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -190,15 +191,11 @@ def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] =
     worker = get_worker_settings()
     owner = worker_name()
 
-    def holder() -> str | None:
-        with session_scope(factory) as session:
-            round_ = session.get(Round, round_id)
-            assert round_ is not None
-            if round_.status not in (RoundStatus.queued, RoundStatus.running):
-                return None
-            return f"round {round_.number}: {round_.lease_owner or 'another worker'} runs it; waiting for it to end"
-
-    _run_or_wait(lambda: run_round(factory, round_id, owner, worker), holder, waiting)
+    _run_or_wait(
+        lambda: run_round(factory, round_id, owner, worker),
+        _while_open(factory, Round, round_id,
+                    lambda r: f"round {r.number}: {r.lease_owner or 'another worker'} runs it; waiting for it to end"),
+        waiting)
     with session_scope(factory) as session:
         round_ = session.get(Round, round_id)
         assert round_ is not None
@@ -208,18 +205,27 @@ def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] =
 def compare_here(factory: sessionmaker[Session], comparison_id: int, waiting: Callable[[str], None] = log.info) -> None:
     """Measure a comparison in this process (`stepwise rounds compare`), or wait for the worker
     that claimed it first, said once through `waiting`; a claim gone stale is taken over."""
-    from app.models import ComparisonStatus, ModelComparison
+    from app.models import ModelComparison
     from app.rounds.comparison import run_comparison
 
+    _run_or_wait(
+        lambda: run_comparison(factory, comparison_id),
+        _while_open(factory, ModelComparison, comparison_id,
+                    lambda c: f"a worker is measuring this comparison (id {c.id}); waiting for it to end"),
+        waiting)
+
+
+def _while_open(factory: sessionmaker[Session], model: type[Any], row_id: int,
+                describe: Callable[[Any], str]) -> Callable[[], str | None]:
+    """_run_or_wait's `holder` for a round or a comparison: `describe(row)` while the row is
+    queued or running (both kinds name those states alike), None once it is over."""
     def holder() -> str | None:
         with session_scope(factory) as session:
-            comparison = session.get(ModelComparison, comparison_id)
-            assert comparison is not None
-            if comparison.status not in (ComparisonStatus.queued, ComparisonStatus.running):
-                return None
-        return f"a worker is measuring this comparison (id {comparison_id}); waiting for it to end"
+            row = session.get(model, row_id)
+            assert row is not None
+            return describe(row) if row.status in ("queued", "running") else None
 
-    _run_or_wait(lambda: run_comparison(factory, comparison_id), holder, waiting)
+    return holder
 
 
 def _run_or_wait(run: Callable[[], object | None], holder: Callable[[], str | None],
