@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
 from app.deps import DataPageUser, SessionDep
 from app.errors import BadInput
@@ -99,11 +100,18 @@ def export_download(
     if form.sources_offered and not form.sources:
         errors["sources"] = "tick at least one source"
     if not errors and Export(session, project.id, form.format, filters).is_empty():
-        errors["form"] = "no label matches these filters"
+        errors["form"] = _nothing_to_export(session, project.id, form.format, filters)
     if errors:
         return _export_form(request, project, form.model_dump(), errors, 422)
     query = urlencode([("format", form.format), *filters_query(filters)])
     return RedirectResponse(f"/api/v1/projects/{project.id}/export?{query}", status_code=303)
+
+
+def _nothing_to_export(session: Session, project_id: int, fmt: str, filters: ExportFilters) -> str:
+    if fmt == ExportFormat.trl and not Export(session, project_id, ExportFormat.prm800k, filters).is_empty():
+        return ("these filters keep labels, but none makes a TRL record: each gave up, reported the problem "
+                "or left its first step unrated; PRM800K and Parquet export them")
+    return "no label matches these filters"
 
 
 def _fraction(percent: str) -> float | None:

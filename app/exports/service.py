@@ -47,12 +47,14 @@ class Export:
     def is_empty(self) -> bool:
         """Whether no record would be written: the export form says so rather than hand over an
         empty file."""
-        solutions = self._query().with_only_columns(Label.solution_id)
-        if self.filters.min_agreement is None:
-            return self.session.scalar(solutions.limit(1)) is None
-        agreeing = agreeing_solutions(self.session, self.project_id, self.filters.min_agreement)
-        found = self.session.scalars(solutions.execution_options(yield_per=10_000))
-        return not any(solution in agreeing for solution in found)
+        if self.filters.min_agreement is None and self.format != ExportFormat.trl:
+            return self.session.scalar(self._query().with_only_columns(Label.solution_id).limit(1)) is None
+        rows = self._rows()
+        if self.format != ExportFormat.trl:
+            return next(rows, None) is None
+        # A TRL record needs a rated first step, so a label alone does not make one; the rows
+        # stop streaming at the first record.
+        return not any(next(self._records(row), None) is not None for row in rows)
 
     def _query(self) -> Select:
         threshold = self.filters.min_labeler_accuracy

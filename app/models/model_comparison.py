@@ -39,7 +39,8 @@ class ModelComparison(Base):
     snapshot_label_id: Mapped[int | None] = mapped_column(Integer)
     heldout_labels: Mapped[int | None] = mapped_column(Integer)
     results: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    # A worker that dies measuring leaves it running: another takes it once this is long past.
+    # Renewed while a worker measures: one that died stops renewing, and another takes the
+    # comparison once this is older than a round's lease.
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,14 +26,13 @@ from app.db import session_scope
 from app.errors import BadInput, NotFound
 from app.models import ComparisonStatus, ModelComparison, ModelVersion, utcnow
 from app.rounds import pool
+from app.rounds.config import get_worker_settings
 from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
+from app.rounds.lease import Heartbeat, LeaseLost
 from app.rounds.service import round_settings
 
 log = logging.getLogger("stepwise.rounds")
 
-# Measuring takes minutes; a claim this old belongs to a worker that died, and another measures
-# it again (a comparison only reads, so measuring twice is harmless).
-STALE_CLAIM = timedelta(hours=2)
 MAX_ATTEMPTS = 3
 MESSAGE_CHARS = 500
 
@@ -65,11 +65,31 @@ def request_comparison(session: Session, project_id: int, a_id: int, b_id: int,
     return comparison
 
 
+def stale_claim() -> timedelta:
+    """How long a claim lasts unrenewed: a round's lease. The measuring worker renews it three
+    times as often, so an older one belongs to a worker that died, and another measures the
+    comparison again (a comparison only reads, so measuring twice is harmless)."""
+    return timedelta(seconds=get_worker_settings().round_lease_s)
+
+
 def _claimable():  # type: ignore[no-untyped-def]
     return or_(
         ModelComparison.status == ComparisonStatus.queued,
-        (ModelComparison.status == ComparisonStatus.running) & (ModelComparison.claimed_at < utcnow() - STALE_CLAIM),
+        (ModelComparison.status == ComparisonStatus.running) & (ModelComparison.claimed_at < utcnow() - stale_claim()),
     )
+
+
+def _renew_claim(comparison_id: int) -> Callable[[Session], None]:
+    def beat(session: Session) -> None:
+        renewed = session.execute(
+            update(ModelComparison)
+            .where(ModelComparison.id == comparison_id, ModelComparison.status == ComparisonStatus.running)
+            .values(claimed_at=utcnow())
+        ).rowcount
+        if not renewed:
+            raise LeaseLost(f"comparison {comparison_id} is no longer running")
+
+    return beat
 
 
 def runnable_comparisons(session: Session) -> list[int]:
@@ -92,7 +112,9 @@ def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> Compar
                            f"its workers died {comparison.attempts - 1} times while measuring")
         project_id, ids = comparison.project_id, (comparison.version_a_id, comparison.version_b_id)
     try:
-        snapshot, heldout, results = _measure_now(factory, project_id, *ids)
+        with Heartbeat(factory, stale_claim().total_seconds() / 3, _renew_claim(comparison_id),
+                       f"claim-comparison-{comparison_id}"):
+            snapshot, heldout, results = _measure_now(factory, project_id, *ids)
     except BadInput as exc:
         status, message = ComparisonStatus.failed, exc.message
     except Exception as exc:  # noqa: BLE001 - recorded with its cause, for the researcher to see
@@ -100,7 +122,7 @@ def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> Compar
         status, message = ComparisonStatus.failed, " ".join("".join(traceback.format_exception_only(exc)).split())
     except BaseException:
         # Interrupted (Ctrl-C on `rounds compare`, a worker told to stop): back in the queue, not
-        # left "running" for STALE_CLAIM, which a second `rounds compare` would wait out.
+        # left "running" until its claim went stale, which a second `rounds compare` would wait out.
         with session_scope(factory) as session:
             session.execute(update(ModelComparison).where(ModelComparison.id == comparison_id)
                             .values(status=ComparisonStatus.queued, claimed_at=None))

@@ -24,7 +24,7 @@ class WorkerSettings(BaseSettings):
         default=60.0,
         ge=1.0,
         description="A round whose worker has not renewed its lease for this long is resumed "
-        "by another worker.",
+        "by another worker; a comparison, measured again.",
     )
     worker_poll_s: int = Field(
         default=10,

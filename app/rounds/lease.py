@@ -165,26 +165,19 @@ def give_up_or_retry(
         return round_.status
 
 
-class LeaseKeeper:
-    """Renews the lease from a thread while the worker's main work (training) runs."""
+class Heartbeat:
+    """Calls `beat` in a transaction of its own every `every_s` seconds, from a thread, while
+    the worker's main work (training, measuring) runs. `beat` raises LeaseLost once the work is
+    no longer this worker's; the heartbeat then stops and says so in `lost`."""
 
-    def __init__(
-        self,
-        factory: sessionmaker[Session],
-        round_id: int,
-        owner: str,
-        lease_s: float,
-        on_beat: Callable[[Session], None] | None = None,
-    ) -> None:
-        self.factory, self.round_id, self.owner, self.lease_s = factory, round_id, owner, lease_s
-        self.on_beat = on_beat
+    def __init__(self, factory: sessionmaker[Session], every_s: float, beat: Callable[[Session], None],
+                 name: str) -> None:
+        self.factory, self.every_s, self.beat = factory, every_s, beat
         self.lost = False
         self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"lease-round-{round_id}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> LeaseKeeper:
+    def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
 
@@ -193,15 +186,24 @@ class LeaseKeeper:
         self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
+        while not self._stop.wait(self.every_s):
             try:
                 with session_scope(self.factory) as session:
-                    expires = utcnow() + timedelta(seconds=self.lease_s)
-                    report(session, self.round_id, self.owner, lease_expires_at=expires)
-                    if self.on_beat is not None:
-                        self.on_beat(session)
+                    self.beat(session)
             except LeaseLost:
                 self.lost = True
                 return
             except Exception:  # noqa: BLE001 - a database hiccup: try again next beat
                 continue
+
+
+def lease_keeper(factory: sessionmaker[Session], round_id: int, owner: str, lease_s: float,
+                 on_beat: Callable[[Session], None] | None = None) -> Heartbeat:
+    """Renews the round's lease three times a lease, and runs `on_beat` with each renewal."""
+
+    def beat(session: Session) -> None:
+        report(session, round_id, owner, lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+        if on_beat is not None:
+            on_beat(session)
+
+    return Heartbeat(factory, lease_s / 3, beat, f"lease-round-{round_id}")

@@ -81,7 +81,7 @@ def run_round(
     log.info("round %s: claimed by %s", round_id, owner)
     try:
         beat = lambda session: _report_training(run, session)  # noqa: E731
-        with lease.LeaseKeeper(factory, round_id, owner, worker.round_lease_s, beat) as keeper:
+        with lease.lease_keeper(factory, round_id, owner, worker.round_lease_s, beat) as keeper:
             run.lease_lost = lambda: keeper.lost
             while (stage := _stage(run)) is not None:
                 log.info("round %s: %s", round_id, stage.value)

@@ -119,6 +119,26 @@ def test_filters_that_keep_nothing_say_so_instead_of_an_empty_file(client, sessi
     assert ticked.status_code == 303 and ticked.headers["location"].endswith("source=human")
 
 
+def test_a_trl_export_with_labels_but_no_record_says_why(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # A TRL record needs a rated first step: labels left unrated, or given up, make none.
+    unrated = sample_records()[0]
+    unrated["label"]["finish_reason"] = None
+    for step in unrated["label"]["steps"]:
+        for completion in step["completions"]:
+            completion["rating"] = None
+    project = make_project(session_factory, "Unrated")
+    import_bytes(session_factory, project, orjson.dumps(unrated))
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    url = f"/manage/projects/{project.id}/export/download"
+    trl = client.get(url, params={"format": "trl"})
+    assert trl.status_code == 422
+    assert "none makes a TRL record: each gave up, reported the problem or left its first step unrated" in trl.text
+    assert client.get(url, params={"format": "prm800k"}, follow_redirects=False).status_code == 303
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    assert client.get(url, params={"format": "trl"}, follow_redirects=False).status_code == 303
+
+
 def test_default_filters_add_nothing_to_the_query() -> None:
     assert filters_query(ExportFilters()) == []
     chosen = ExportFilters(since=date(2024, 1, 1), generations=[0], labelers=["ann"], qc="only")

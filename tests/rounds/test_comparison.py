@@ -8,6 +8,7 @@ import re
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,7 +21,13 @@ from active_learning.model import load_checkpoint
 from active_learning.synthetic import iter_candidates, to_prm800k
 from app.db import session_scope
 from app.models import ComparisonStatus, ModelComparison, utcnow
-from app.rounds.comparison import MAX_ATTEMPTS, STALE_CLAIM, request_comparison, run_comparison, runnable_comparisons
+from app.rounds.comparison import (
+    MAX_ATTEMPTS,
+    request_comparison,
+    run_comparison,
+    runnable_comparisons,
+    stale_claim,
+)
 from app.rounds.worker import LocalWorker
 from tests.cli.conftest import refused, stepwise  # noqa: F401  (stepwise: a fixture)
 from tests.conftest import api_headers, browser_login, make_project, make_user
@@ -194,7 +201,7 @@ def test_a_comparison_whose_worker_died_is_measured_again_then_given_up(session_
         assert runnable_comparisons(session) == []
     assert run_comparison(session_factory, comparison_id) is None
     with session_scope(session_factory) as session:
-        session.execute(update(ModelComparison).values(claimed_at=utcnow() - STALE_CLAIM - timedelta(minutes=1)))
+        session.execute(update(ModelComparison).values(claimed_at=utcnow() - stale_claim() - timedelta(minutes=1)))
     with session_scope(session_factory) as session:
         assert runnable_comparisons(session) == [comparison_id]
     assert run_comparison(session_factory, comparison_id) == ComparisonStatus.done
@@ -202,13 +209,13 @@ def test_a_comparison_whose_worker_died_is_measured_again_then_given_up(session_
         comparison_id = request_comparison(session, project.id, served, old).id
         session.flush()
         session.execute(update(ModelComparison).where(ModelComparison.id == comparison_id).values(
-            status=ComparisonStatus.running, attempts=MAX_ATTEMPTS, claimed_at=utcnow() - STALE_CLAIM * 2))
+            status=ComparisonStatus.running, attempts=MAX_ATTEMPTS, claimed_at=utcnow() - stale_claim() * 2))
     assert run_comparison(session_factory, comparison_id) == ComparisonStatus.failed
     assert statuses(session_factory)[-1] == ("failed", f"its workers died {MAX_ATTEMPTS} times while measuring")
 
 
 def test_an_interrupted_comparison_goes_back_to_the_queue(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # Ctrl-C on `rounds compare`: left "running", the next one would wait out STALE_CLAIM.
+    # Ctrl-C on `rounds compare`: left "running", the next one would wait for its claim to go stale.
     project = synthetic_project(session_factory, "cmp")
     old, served = add_versions(session_factory, project.id, checkpoints)
     with session_scope(session_factory) as session:
@@ -223,6 +230,33 @@ def test_an_interrupted_comparison_goes_back_to_the_queue(session_factory, check
     with session_scope(session_factory) as session:
         assert runnable_comparisons(session) == [comparison_id]
         assert session.get(ModelComparison, comparison_id).status == ComparisonStatus.queued
+
+
+def test_the_measuring_worker_keeps_its_claim_fresh(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A claim is as short as a round's lease: measuring for longer than that must not let a
+    # second worker take the comparison, while a worker killed mid-measure loses it as soon.
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    with session_scope(session_factory) as session:
+        comparison_id = request_comparison(session, project.id, old, served).id
+    monkeypatch.setattr("app.rounds.comparison.stale_claim", lambda: timedelta(seconds=0.6))
+    seen: list[bool] = []
+
+    def measuring(*args: object) -> tuple[int, int, dict]:
+        for _ in range(6):
+            time.sleep(0.3)
+            with session_scope(session_factory) as session:
+                seen.append(comparison_id in runnable_comparisons(session))
+        return 0, 0, {}
+
+    monkeypatch.setattr("app.rounds.comparison._measure_now", measuring)
+    assert run_comparison(session_factory, comparison_id) == ComparisonStatus.done
+    assert seen == [False] * 6
+    with session_scope(session_factory) as session:
+        session.execute(update(ModelComparison).values(status=ComparisonStatus.running, claimed_at=utcnow()))
+    time.sleep(0.7)
+    with session_scope(session_factory) as session:
+        assert runnable_comparisons(session) == [comparison_id]
 
 
 def test_stepwise_worker_measures_a_queued_comparison(session_factory, database_url, checkpoints, tmp_path) -> None:  # type: ignore[no-untyped-def]
