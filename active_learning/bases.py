@@ -9,7 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub.utils import HFValidationError, validate_repo_id
+from huggingface_hub import constants, model_info, try_to_load_from_cache
+from huggingface_hub.utils import HFValidationError, RepositoryNotFoundError, validate_repo_id
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,30 @@ def check_base_name(base: str, *, directories_here: bool) -> None:
             f"{base!r} names no base: give a preset ({', '.join(PRESETS)}), a model directory, "
             "or a hub id such as Qwen/Qwen2.5-Math-1.5B"
         ) from None
+
+
+# Seconds to wait for the Hub's answer about a name before reading it from the cache alone.
+HUB_PROBE_S = 10.0
+
+
+def files_only_here(name: str) -> bool:
+    """Whether the model `name` must be read from this machine alone (transformers'
+    `local_files_only`): a directory, HF_HUB_OFFLINE, or a hub id while the Hub cannot be
+    reached. Left to find that out itself, transformers retries file after file: 49 s before its
+    error, measured offline. One question to the Hub tells at once; a name it does not know is
+    refused (BaseUnusable), and one it cannot be asked about must be in the cache (ValueError: it
+    may work once the Hub is back)."""
+    if os.path.isdir(name) or constants.HF_HUB_OFFLINE:
+        return True
+    try:
+        model_info(name, timeout=HUB_PROBE_S)
+    except RepositoryNotFoundError:
+        raise BaseUnusable(f"the Hugging Face Hub has no model {name} that this machine may read: check "
+                           "the name, or log in (hf auth login) for a private one") from None
+    except Exception:  # noqa: BLE001 - no answer (no network, a timeout, the Hub down): the cache decides
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            raise ValueError(f"the Hugging Face Hub cannot be reached and {name} is not in this machine's "
+                             f"cache: download it where the Hub answers (hf download {name}), or give "
+                             "its directory") from None
+        return True
+    return False

@@ -83,10 +83,11 @@ def load_causal_lm(model: str, device: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from active_learning.bases import files_only_here
     from active_learning.model import missing_weights
 
-    local = os.path.isdir(model)  # a local directory never triggers a download attempt
     refuse_prm_checkpoint(model)
+    local = files_only_here(model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
         lm, loading = AutoModelForCausalLM.from_pretrained(

@@ -12,7 +12,15 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, Qwen2Config
 
-from active_learning.bases import PRESETS, BaseUnusable, Preset, check_base_name, is_preset, refuse_without_tokenizer_files
+from active_learning.bases import (
+    PRESETS,
+    BaseUnusable,
+    Preset,
+    check_base_name,
+    files_only_here,
+    is_preset,
+    refuse_without_tokenizer_files,
+)
 from active_learning.card import model_card, prompt_format
 from active_learning.tokenizer import STEP_MARKER, build_byte_tokenizer
 
@@ -77,8 +85,8 @@ def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa")
     check_base_name(base, directories_here=True)
     if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)
-    local = os.path.isdir(base)  # a local path never triggers a download attempt
-    refused = BaseUnusable if local else ValueError
+    local = files_only_here(base)
+    refused = BaseUnusable if os.path.isdir(base) else ValueError
     try:
         tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=local)
     except Exception as e:  # noqa: BLE001 - a damaged tokenizer file raises whatever its parser does

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from types import SimpleNamespace
 
-from active_learning.bases import BaseUnusable, check_base_name
+import pytest
+from huggingface_hub.utils import RepositoryNotFoundError
+
+from active_learning.bases import BaseUnusable, check_base_name, files_only_here
 
 
 def model_dir(tmp_path, *files: str):  # type: ignore[no-untyped-def]
@@ -61,3 +64,46 @@ def test_a_preset_mistyped_is_not_taken_for_a_hub_id(base: str, meant: str) -> N
 @pytest.mark.parametrize("base", ["tiny-gpt2", "distilgpt2", "org/tinyy"])
 def test_hub_ids_near_a_preset_in_name_only_are_hub_ids(base: str) -> None:
     check_base_name(base, directories_here=False)
+
+
+class HubAnswers:
+    """What the Hub says when asked about a name, and what this machine's cache holds."""
+
+    def __init__(self, monkeypatch, answer, cached=None) -> None:  # type: ignore[no-untyped-def]
+        self.asked: list[str] = []
+        self.answer = answer
+        monkeypatch.setattr("active_learning.bases.model_info", self.model_info)
+        monkeypatch.setattr("active_learning.bases.try_to_load_from_cache", lambda name, file: cached)
+
+    def model_info(self, name: str, timeout: float) -> object:
+        self.asked.append(name)
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+
+def test_a_hub_id_is_read_from_the_cache_alone_while_the_hub_cannot_be_reached(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # transformers, asked to look itself, retried file after file for 49 s before its error.
+    HubAnswers(monkeypatch, OSError("Name or service not known"))
+    with pytest.raises(ValueError, match="the Hugging Face Hub cannot be reached and owner/model is not in this "
+                                         r"machine's cache: download it where the Hub answers \(hf download owner/model\)"):
+        files_only_here("owner/model")
+    HubAnswers(monkeypatch, OSError("timed out"), cached=str(tmp_path / "config.json"))
+    assert files_only_here("owner/model") is True
+
+
+def test_a_name_the_hub_does_not_know_is_refused_and_one_it_knows_is_downloaded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    unknown = RepositoryNotFoundError("404", response=SimpleNamespace(headers={}, request=None))
+    HubAnswers(monkeypatch, unknown)
+    with pytest.raises(BaseUnusable, match="the Hugging Face Hub has no model owner/typo that this machine may read"):
+        files_only_here("owner/typo")
+    HubAnswers(monkeypatch, SimpleNamespace(id="owner/model"))
+    assert files_only_here("owner/model") is False
+
+
+def test_directories_and_offline_mode_never_ask_the_hub(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    hub = HubAnswers(monkeypatch, SimpleNamespace(id="owner/model"))
+    assert files_only_here(str(tmp_path)) is True
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    assert files_only_here("owner/model") is True
+    assert hub.asked == []
