@@ -162,6 +162,7 @@ def test_admin_manages_users(browser: Browser, live_server: str, session_factory
 
     lena_row = page.locator("tr", has=page.locator("td.username", has_text="lena"))
     lena_row.get_by_role("button", name="Deactivate").click()
+    page.get_by_role("dialog").get_by_role("button", name="Deactivate lena").click()
     expect(lena_row.locator(".badge")).to_have_text("deactivated")
     lena_row.get_by_label("Role of lena").select_option("researcher")
     lena_row.get_by_role("button", name="Change role").click()

@@ -1,0 +1,97 @@
+"""Actions that end someone's work ask first (confirm_action.js): removing a member, deactivating
+a user, cancelling a round. Cancel and Escape change nothing; the confirming button posts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from playwright.sync_api import Page, expect
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import Project, ProjectMember, Round, RoundStatus, RoundTrigger, User, utcnow
+from tests.browser.conftest import login, screenshot
+from tests.conftest import make_project, make_user
+
+
+def _is_member(session_factory, project_id: int, username: str) -> bool:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        return session.scalar(
+            select(ProjectMember.user_id).join(User, User.id == ProjectMember.user_id)
+            .where(ProjectMember.project_id == project_id, User.username == username)
+        ) is not None
+
+
+def test_removing_a_member_asks_first(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "closed algebra", open_to_all=False)
+    make_user(session_factory, "mona", "manager")
+    make_user(session_factory, "lou", "labeler")
+    login(page, "mona", f"/manage/projects/{project.id}")
+    page.get_by_label("Add a labeler by username").fill("lou")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_text("Member added.")).to_be_visible()
+
+    dialog = page.get_by_role("dialog", name="Remove lou from closed algebra?")
+    page.get_by_role("button", name="Remove lou").click()
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Their tasks in progress here go back to the queue")
+    # The safe answer has the focus, so Enter after a slip keeps the member.
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+    screenshot(page, "confirm_remove_member.png")
+    page.keyboard.press("Enter")
+    expect(dialog).to_be_hidden()
+    page.get_by_role("button", name="Remove lou").click()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    assert _is_member(session_factory, project.id, "lou")
+
+    page.get_by_role("button", name="Remove lou").click()
+    with page.expect_navigation():
+        dialog.get_by_role("button", name="Remove lou").click()
+    expect(page.get_by_text("lou is no longer a member.")).to_be_visible()
+    assert not _is_member(session_factory, project.id, "lou")
+
+
+def test_deactivating_a_user_asks_first(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "tina", "labeler")
+    login(page, "boss", "/admin/users")
+    row = page.locator("tr", has=page.locator("td.username", has_text="tina"))
+    row.get_by_role("button", name="Deactivate").click()
+    dialog = page.get_by_role("dialog", name="Deactivate tina?")
+    expect(dialog).to_contain_text("their API tokens are revoked for good")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(row.locator(".badge")).to_have_text("active")
+    row.get_by_role("button", name="Deactivate").click()
+    dialog.get_by_role("button", name="Deactivate tina").click()
+    expect(row.locator(".badge")).to_have_text("deactivated")
+    # Reactivating takes nothing away, and does not ask.
+    row.get_by_role("button", name="Reactivate").click()
+    expect(row.locator(".badge")).to_have_text("active")
+
+
+def test_cancelling_a_round_asks_first(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "rounds to cancel")
+    make_user(session_factory, "rosa", "researcher")
+    with session_scope(session_factory) as session:
+        # Leased far ahead by a worker elsewhere, so the server's own worker leaves it alone.
+        round_ = Round(project_id=project.id, number=1, status=RoundStatus.running, trigger=RoundTrigger.manual,
+                       lease_owner="elsewhere", lease_expires_at=utcnow() + timedelta(hours=1))
+        session.add(round_)
+        session.flush()
+        round_id = round_.id
+    login(page, "rosa", f"/research/projects/{project.id}")
+    cancel = page.locator("tr[data-round]").get_by_role("button", name="Cancel")
+    cancel.click()
+    dialog = page.get_by_role("dialog", name="Cancel round 1?")
+    expect(dialog).to_contain_text("what it trained is thrown away")
+    screenshot(page, "confirm_cancel_round.png")
+    dialog.get_by_role("button", name="Keep it").click()
+    with session_scope(session_factory) as session:
+        assert session.get(Round, round_id).status == RoundStatus.running
+    cancel.click()
+    with page.expect_navigation():
+        dialog.get_by_role("button", name="Cancel round 1").click()
+    with session_scope(session_factory) as session:
+        assert session.get(Round, round_id).status == RoundStatus.cancelled
+        assert session.get(Project, project.id) is not None
