@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
@@ -141,6 +141,14 @@ def login(page: Page, username: str, next_path: str) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"**{next_path}")
+
+
+def add_member(page: Page, project_id: int, manager: str, labeler: str) -> None:
+    """`manager` logs in and adds `labeler` to the project on its page."""
+    login(page, manager, f"/manage/projects/{project_id}")
+    page.get_by_label("Add a labeler by username").fill(labeler)
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_text("Member added.")).to_be_visible()
 
 
 def add_solution(

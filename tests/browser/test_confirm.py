@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Project, ProjectMember, Round, RoundStatus, RoundTrigger, User, utcnow
-from tests.browser.conftest import login, screenshot
+from tests.browser.conftest import add_member, login, screenshot
 from tests.conftest import make_project, make_user
 
 
@@ -26,10 +26,7 @@ def test_removing_a_member_asks_first(page: Page, session_factory) -> None:  # t
     project = make_project(session_factory, "closed algebra", open_to_all=False)
     make_user(session_factory, "mona", "manager")
     make_user(session_factory, "lou", "labeler")
-    login(page, "mona", f"/manage/projects/{project.id}")
-    page.get_by_label("Add a labeler by username").fill("lou")
-    page.get_by_role("button", name="Add member").click()
-    expect(page.get_by_text("Member added.")).to_be_visible()
+    add_member(page, project.id, "mona", "lou")
 
     dialog = page.get_by_role("dialog", name="Remove lou from closed algebra?")
     page.get_by_role("button", name="Remove lou").click()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import login
+from tests.browser.conftest import add_member, login
 from tests.conftest import make_project, make_user
 
 
@@ -13,10 +13,7 @@ def test_a_notice_is_gone_after_a_reload_and_the_fragment_stays(page: Page, sess
     project = make_project(session_factory, "addresses", open_to_all=False)
     make_user(session_factory, "mona", "manager")
     make_user(session_factory, "lou", "labeler")
-    login(page, "mona", f"/manage/projects/{project.id}")
-    page.get_by_label("Add a labeler by username").fill("lou")
-    page.get_by_role("button", name="Add member").click()
-    expect(page.get_by_text("Member added.")).to_be_visible()
+    add_member(page, project.id, "mona", "lou")
     page.wait_for_function("() => !location.search")
     assert page.evaluate("location.pathname + location.hash") == f"/manage/projects/{project.id}#members"
     page.reload()
