@@ -115,3 +115,25 @@ def test_the_guidelines_page_renders_math_and_fits_a_phone(page: Page, session_f
     expect(page.locator("#guidelines table")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "guidelines-page-phone.png")
+
+
+def test_a_numbered_display_wider_than_a_phone_keeps_its_number_clear(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # KaTeX pins the number to the box's right edge: it was drawn over the formula.
+    wide = ("$$\\sum_{k=1}^{100} \\left(\\frac{k^2 + 3k + 2}{k^3 + 6k^2 + 11k + 6}\\right) = "
+            "\\frac{1}{2} + \\frac{1}{3} + \\cdots + \\frac{1}{101} \\tag{1}$$")
+    project = make_project(session_factory, guidelines=f"Wide:\n\n{wide}\n\nNarrow:\n\n$$x = 1 \\tag{{2}}$$\n")
+    make_user(session_factory, "lena", "labeler")
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, "lena", f"/label/{project.id}/guidelines")
+    displays = page.locator("#guidelines .katex-display")
+    expect(displays).to_have_count(2)
+    for i in range(2):
+        formula_end = displays.nth(i).locator(".base").last.evaluate("e => e.getBoundingClientRect().right")
+        number = displays.nth(i).locator(".tag").evaluate("e => e.getBoundingClientRect()")
+        assert number["left"] >= formula_end, f"display {i + 1}: its number overlaps the formula"
+    # A formula that fits keeps its number at the box's right edge, as KaTeX places it.
+    box = displays.nth(1).evaluate("e => e.getBoundingClientRect().right")
+    number = displays.nth(1).locator(".tag").evaluate("e => e.getBoundingClientRect().right")
+    assert abs(box - number) < 2
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "guidelines-numbered-phone.png")
