@@ -20,6 +20,14 @@ def test_a_manager_filters_labels_and_opens_one(page: Page, session_factory) -> 
     expect(rows).to_have_count(9)
     expect(rows.first.locator(".statement .katex")).to_be_visible()
     page.set_viewport_size({"width": 1440, "height": 900})
+    # A preview too long for its line shows whole formulas and ends in "…": Chromium's ellipsis
+    # clipped a formula part-way ("what is f(g(−2") and drew none.
+    long_one = page.locator('.statement[title^="If $f(x) = 3x + 2$"]').first
+    expect(long_one.locator(".line-end")).to_have_text("…")
+    page.wait_for_function("""() => [...document.querySelectorAll('.statement')].every((line) => {
+        const edge = line.getBoundingClientRect().right;
+        return [...line.querySelectorAll(':scope > .katex')].every((f) => f.getBoundingClientRect().right <= edge);
+    })""")
     screenshot(page, "manage_labels.png")
 
     page.get_by_label("Outcome").select_option("solution")
