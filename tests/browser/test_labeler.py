@@ -402,6 +402,28 @@ def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None: 
     assert _ratings(label) == [(1, False), (0, False), (1, False)]
 
 
+def test_a_second_tab_keeps_its_own_draft(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # One draft per labeler: rating in a second tab, or submitting there, wiped the first's.
+    first = _project_and_labeler(session_factory)
+    second = make_project(session_factory, "second project")
+    add_solution(session_factory, first, ["$a$", "$b$", "$c$"])
+    add_solution(session_factory, second, ["$x$"])
+    _start(page, first)
+    page.keyboard.press("1")
+    page.keyboard.press("2")
+    other = page.context.new_page()
+    other.goto(f"/label/{second.id}")
+    expect(other.locator("#task-view")).to_be_visible()
+    other.keyboard.press("1")
+    expect(other.locator("#status")).to_have_text("The step is rated, no error. Press Enter to submit.")
+    other.keyboard.press("Enter")
+    expect(other.get_by_role("heading", name="Queue empty")).to_be_visible()
+    page.reload()
+    expect(_steps(page).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-okay\b"))
+    expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
+
+
 def test_lease_countdown_and_expiry_and_idle_time(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     add_solution(session_factory, project, ["$a$"])

@@ -252,13 +252,14 @@ def test_a_draft_continued_past_unrated_alternatives_asks_for_them(page: Page, s
     page.keyboard.press("1")
     page.evaluate(
         """(text) => {
-          const draft = JSON.parse(localStorage.getItem("stepwise.draft.lena"));
+          const drafts = JSON.parse(localStorage.getItem("stepwise.drafts.lena"));
+          const [draft] = Object.values(drafts);
           Object.assign(draft.phase1, {
             ratings: [[null, null], [1, 1], [1]],
             chosen: [null, 0, 0],
             human: [{ text, rating: 1 }, null, null],
           });
-          localStorage.setItem("stepwise.draft.lena", JSON.stringify(draft));
+          localStorage.setItem("stepwise.drafts.lena", JSON.stringify(drafts));
         }""",
         HUMAN,
     )

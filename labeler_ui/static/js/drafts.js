@@ -1,19 +1,49 @@
 // The ratings in progress, kept in localStorage so that a reload or a crashed tab brings the
 // labeler back to the same solution (the lease is still theirs) with nothing lost, and with
 // the same idempotency key and start time.
+//
+// One draft per assignment: a labeler with two tabs (two projects, say) rates in both, and a
+// submit in one ends only its own draft. A single draft per user lost the other tab's ratings.
+// Drafts of leases long gone (a tab closed mid-solution) are dropped after a week.
+
+const KEPT_MS = 7 * 24 * 3600 * 1000;
 
 export class Drafts {
   constructor(username) {
-    this.key = `stepwise.draft.${username}`;
+    this.key = `stepwise.drafts.${username}`;
+    // Where one draft was kept per user before.
+    const single = `stepwise.draft.${username}`;
+    try {
+      const old = JSON.parse(localStorage.getItem(single) ?? "null");
+      localStorage.removeItem(single);
+      if (old?.assignmentId) this.write({ ...this.read(), [old.assignmentId]: { ...old, savedAt: Date.now() } });
+    } catch {
+      // Unreadable or no storage: nothing to carry over.
+    }
+  }
+
+  read() {
+    try {
+      const all = JSON.parse(localStorage.getItem(this.key) ?? "{}");
+      return all && typeof all === "object" && !Array.isArray(all) ? all : {};
+    } catch {
+      return {};
+    }
+  }
+
+  write(all) {
+    const now = Date.now();
+    const kept = Object.fromEntries(Object.entries(all).filter(([, d]) => now - (Number(d?.savedAt) || 0) < KEPT_MS));
+    try {
+      if (Object.keys(kept).length) localStorage.setItem(this.key, JSON.stringify(kept));
+      else localStorage.removeItem(this.key);
+    } catch {
+      // Without storage a reload loses the ratings in progress, nothing more.
+    }
   }
 
   load(assignmentId) {
-    let draft;
-    try {
-      draft = JSON.parse(localStorage.getItem(this.key) ?? "null");
-    } catch {
-      return null;
-    }
+    const draft = this.read()[assignmentId];
     if (!draft || draft.assignmentId !== assignmentId) return null;
     return {
       key: draft.key,
@@ -37,15 +67,13 @@ export class Drafts {
 
   save(assignmentId, state, key, startedAt, activeMs) {
     const progress = state.snapshot ? { phase1: state.snapshot() } : { ratings: state.ratings, flags: state.flags };
-    const draft = { assignmentId, key, startedAt, activeMs, ...progress };
-    try {
-      localStorage.setItem(this.key, JSON.stringify(draft));
-    } catch {
-      // Without storage a reload loses the ratings in progress, nothing more.
-    }
+    const draft = { assignmentId, key, startedAt, activeMs, savedAt: Date.now(), ...progress };
+    this.write({ ...this.read(), [assignmentId]: draft });
   }
 
-  clear() {
-    localStorage.removeItem(this.key);
+  clear(assignmentId) {
+    const all = this.read();
+    delete all[assignmentId];
+    this.write(all);
   }
 }

@@ -279,7 +279,10 @@ function statusText(complete, errorAt) {
       ? `Step ${errorAt + 1} is the first error. Press Enter to submit.`
       : `All steps rated, with an error. Press Enter to submit.`;
   }
-  if (complete) return `All ${state.n} steps rated, no error. Press Enter to submit.`;
+  if (complete) {
+    const rated = state.n === 1 ? "The step is rated" : `All ${state.n} steps rated`;
+    return `${rated}, no error. Press Enter to submit.`;
+  }
   if (state.firstError) return `Rate step ${state.reach() + 1} of ${state.n}.`;
   const left = state.ratings.filter((r) => r === null).length;
   return `${left} step${left === 1 ? "" : "s"} left to rate.`;
@@ -351,9 +354,10 @@ async function submit(reason, note) {
   if (busy || !task) return;
   const finishReason = reason ?? state.finishReason();
   if (!reason && !state.isComplete()) return;
+  const assignmentId = task.assignment_id;
   const url = correction
     ? `/api/v1/me/labels/${correction.label_id}/corrections`
-    : `/api/v1/assignments/${task.assignment_id}/submit`;
+    : `/api/v1/assignments/${assignmentId}/submit`;
   const body = {
     idempotency_key: idempotencyKey,
     ...(isPhase1() ? { alternatives: state.submitted() } : { ratings: state.submittedRatings() }),
@@ -374,7 +378,7 @@ async function submit(reason, note) {
     }
     if (labeledToday !== null && !receipt.duplicate) labeledToday += 1;
     showToday();
-    drafts.clear();
+    drafts.clear(assignmentId);
     notify("success", (reason ? `Saved (${reason.replace("_", " ")}).` : "Saved.") + goldNote(receipt.gold));
     await loadNext();
   } catch (error) {
@@ -384,7 +388,7 @@ async function submit(reason, note) {
       notify("error", `Not saved: ${error.message}.`);
     } else if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
       notify("warning", `Not saved: ${error.message}. Loading the next solution.`);
-      drafts.clear();
+      drafts.clear(assignmentId);
       await loadNext();
     } else {
       failed(error);
