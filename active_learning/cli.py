@@ -54,6 +54,12 @@ def _output_file(path: str) -> Path:
         raise click.ClickException(str(e)) from None
 
 
+def _checkpoint_directory(output: str) -> None:
+    """Refuses `-` for a checkpoint, a directory (its missing parents are made)."""
+    if output == "-":
+        raise click.ClickException("--output: a checkpoint is a directory, not standard output: name one")
+
+
 def _within_positions(model, max_length: int) -> int:
     """active_learning.score.within_positions, saying so when it cuts."""
     from active_learning.score import within_positions
@@ -125,6 +131,7 @@ def train(train_file, eval_file, **settings):
     from active_learning.train import TrainingDiverged
     from active_learning.train import train as run_training
 
+    _checkpoint_directory(settings["output"])
     try:
         run_training(TrainConfig(**settings), train_file, eval_file)
     except (FileExistsError, ValueError, TrainingDiverged) as e:
@@ -144,6 +151,7 @@ def pretrain(data, **settings):
     from active_learning.pretrain import pretrain as run_pretraining
     from active_learning.train import TrainingDiverged
 
+    _checkpoint_directory(settings["output"])
     try:
         output = run_pretraining(PretrainConfig(**settings), data)
     except (FileExistsError, ValueError, TrainingDiverged) as e:

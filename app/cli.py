@@ -104,15 +104,20 @@ def _format_detail(detail: object) -> str:
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Stepwise: step-level labels for math solutions. Honours DATABASE_URL."""
-    from app.rounds.config import get_worker_settings
+    from app.rounds.config import WorkerSettings, get_worker_settings
 
+    # Named as the environment spells them: DATABASE_URL, STEPWISE_DB_POOL_SIZE (the web
+    # settings' aliases), STEPWISE_WORKER_POLL_S (the workers' prefix and field).
     try:
         ctx.obj = _Context(get_settings())
+    except ValidationError as exc:
+        raise BadInput("bad setting in the environment", _details(exc, str.upper)) from None
+    try:
         # Read now, so that a bad round setting is named here, not met as a worker's traceback.
         get_worker_settings()
     except ValidationError as exc:
-        # Named as the environment spells them: DATABASE_URL, STEPWISE_DB_POOL_SIZE.
-        raise BadInput("bad setting in the environment", _details(exc, str.upper)) from None
+        prefix = WorkerSettings.model_config.get("env_prefix", "")
+        raise BadInput("bad setting in the environment", _details(exc, lambda name: (prefix + name).upper())) from None
 
 
 @cli.group(cls=_Group)
@@ -845,6 +850,11 @@ def simulate(protocol: str, output: Path | None, seed: int, quick: bool, ablatio
     """Active learning against uniform selection on synthetic data with an oracle labeler."""
     if output is None:
         output = Path("bench/results") / ("active_learning.json" if protocol == "paper" else "active_learning_iterative.json")
+    else:
+        from app.ops.files import output_file
+
+        # Checked now: the run takes minutes to hours before it writes.
+        output = output_file(output)
     iterative_only = {"n_rounds", "seed_labels", "labels_per_round", "epochs"}
     paper_only = {"pool_size", "ladder", "seeds", "arms", "selector_labels", "wrong_share", "control_share", "metric",
                   "device", "jobs", "bases", "warm_labels"}

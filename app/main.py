@@ -14,7 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.routing import iter_route_contexts
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+from sqlalchemy import Engine
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -35,6 +36,7 @@ from app.labeling import endpoints as labeling_api
 from app.labeling import pages as labeling_pages
 from app.ops import endpoints as ops_endpoints
 from app.ops.middleware import RequestObserver
+from app.ops.service import schema_reason
 from app.projects import endpoints as projects_api
 from app.projects import pages as projects_pages
 from app.reports import endpoints as reports_api
@@ -228,10 +230,20 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error_response(request, 422, f"a value the database cannot take: {reason}")
 
     @app.exception_handler(OperationalError)
-    async def database_unavailable(request: Request, exc: OperationalError) -> Response:
+    @app.exception_handler(ProgrammingError)
+    async def database_unavailable(request: Request, exc: OperationalError | ProgrammingError) -> Response:
         # The database restarting, failing over or out of reach: not the request's fault, and
         # over in seconds. A 503 is what clients retry (the labeler page does, with the same
-        # idempotency key); a 500 told the page the label had failed for good.
+        # idempotency key); a 500 told the page the label had failed for good. A database
+        # without the schema, or behind the code's migrations, fails the same way (SQLite's "no
+        # such table" is an OperationalError, PostgreSQL's a ProgrammingError), but retrying
+        # cannot help: the answer says what to run, as /readyz does.
+        unready = await anyio.to_thread.run_sync(_schema_reason, request.app.state.engine)
+        if unready is not None:
+            logger.error("database not ready: %s", unready)
+            return _error_response(request, 503, unready)
+        if isinstance(exc, ProgrammingError):
+            raise exc
         reason = str(exc.orig).strip().splitlines()
         logger.warning("database unavailable: %s", reason[0] if reason else type(exc.orig).__name__)
         return _error_response(
@@ -257,6 +269,15 @@ def _install_error_handlers(app: FastAPI) -> None:
         elif exc.status_code == 400 and message == "There was an error parsing the body":
             message = "the request body is not valid JSON or form data"
         return _error_response(request, exc.status_code, message, headers=headers)
+
+
+def _schema_reason(engine: Engine) -> str | None:
+    """What to run before the database can serve this code; None where the schema is not the
+    problem, the database being out of reach included."""
+    try:
+        return schema_reason(engine)
+    except SQLAlchemyError:
+        return None
 
 
 def _content_type(request: Request) -> str:

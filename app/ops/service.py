@@ -23,11 +23,17 @@ def driver_reason(exc: SQLAlchemyError) -> str:
 def not_ready_reason(engine: Engine) -> str | None:
     """Why the server cannot serve yet, or None when the database answers at head."""
     try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-            current = frozenset(MigrationContext.configure(connection).get_current_heads())
+        return schema_reason(engine)
     except SQLAlchemyError as exc:
         return f"the database does not answer: {driver_reason(exc)}"
+
+
+def schema_reason(engine: Engine) -> str | None:
+    """Why the database's schema cannot serve this code (none yet, or behind its migrations),
+    or None when it is at head; SQLAlchemyError when the database does not answer."""
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+        current = frozenset(MigrationContext.configure(connection).get_current_heads())
     if not current:
         return "the database has no schema: run `stepwise db upgrade`"
     if current != heads():

@@ -705,3 +705,12 @@ def test_a_max_length_beyond_the_models_positions_is_cut_to_them_and_said(files,
                                  "--output", str(tmp_path / "scores.jsonl"), "--max-length", str(positions * 50)])
     assert result.exit_code == 0, result.output
     assert f"beyond the model's {positions} positions; windows are {positions} tokens" in result.output
+
+
+@pytest.mark.parametrize("command", [["train", "--train"], ["pretrain", "--data"]])
+def test_a_checkpoint_is_not_written_to_standard_output(files, tmp_path, monkeypatch, command):
+    # `-` made a checkpoint directory named "-" in the working directory.
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(prm, [*command, str(files / "train.jsonl"), "--output", "-"])
+    assert result.exit_code == 1 and "a checkpoint is a directory, not standard output: name one" in result.output
+    assert list(tmp_path.iterdir()) == []

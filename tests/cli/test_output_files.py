@@ -70,3 +70,14 @@ def test_a_name_too_long_to_write_beside_is_refused_before_any_work(stepwise, da
     # 252 bytes is a legal name, but not with ".partial" after it, under which the file is written first.
     refused(write(stepwise, database_url, tmp_path / ("c" * 246 + ".jsonl")), "its name is 252 bytes long; at most 247")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("output", "message"), [
+    ("-", "standard output is not supported"),
+    ("missing/results.json", "cannot write missing/results.json: no directory"),
+])
+def test_simulate_checks_its_output_before_it_runs(stepwise, database_url, tmp_path: Path, monkeypatch, output, message) -> None:  # type: ignore[no-untyped-def]
+    # It wrote files named "-" and "-.svg", or made the folder, after minutes of work.
+    monkeypatch.chdir(tmp_path)
+    refused(stepwise(database_url, "simulate", "--quick", "--output", output), message)
+    assert list(tmp_path.iterdir()) == []

@@ -257,9 +257,9 @@ def test_a_database_driver_that_is_missing_is_named_without_a_traceback(env: dic
 @pytest.mark.parametrize(("command", "name", "value", "message"), [
     ("projects list", "STEPWISE_DB_POOL_SIZE", "many", "STEPWISE_DB_POOL_SIZE: must be a whole number"),
     # The round workers' own settings, read before any command runs.
-    ("worker --once", "STEPWISE_WORKER_POLL_S", "7", "WORKER_POLL_S: must divide 60"),
-    ("serve", "STEPWISE_LOCAL_WORKER", "maybe", "LOCAL_WORKER: must be true or false"),
-    ("worker --once", "STEPWISE_MODELS_DIR", "", "MODELS_DIR: must name a folder"),
+    ("worker --once", "STEPWISE_WORKER_POLL_S", "7", "\n  STEPWISE_WORKER_POLL_S: must divide 60"),
+    ("serve", "STEPWISE_LOCAL_WORKER", "maybe", "\n  STEPWISE_LOCAL_WORKER: must be true or false"),
+    ("worker --once", "STEPWISE_MODELS_DIR", "", "\n  STEPWISE_MODELS_DIR: must name a folder"),
 ])
 def test_a_bad_setting_is_named_without_a_traceback(env: dict[str, str], command: str, name: str, value: str,
                                                     message: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
@@ -10,6 +12,7 @@ from app.config import Settings
 from app.deps import SESSION_COOKIE
 from app.main import create_app
 from tests.conftest import PASSWORD, api_headers, make_user
+from tests.imports.test_cli import fresh_database  # noqa: F401  (a fixture: an empty database per backend)
 
 # Port 1 on loopback: the connection is refused at once, as while PostgreSQL restarts.
 UNREACHABLE = "postgresql://stepwise:hunter2secret@127.0.0.1:1/none"
@@ -47,3 +50,18 @@ def test_connections_the_database_dropped_are_replaced_unnoticed(database_url, s
             ).fetchone()[0]  # type: ignore[index]
         assert dropped > 0
         assert client.get("/api/v1/users/me", headers=headers).status_code == 200
+
+
+def test_a_database_without_the_schema_says_what_to_run(fresh_database: str) -> None:
+    # Retrying cannot help here: the answer names the command, as /readyz does. Before, the API
+    # said to retry in a few seconds (SQLite), or failed with a 500 (PostgreSQL).
+    if fresh_database.startswith("sqlite"):
+        Path(fresh_database.removeprefix("sqlite:///")).touch()
+    with TestClient(create_app(Settings(database_url=fresh_database, STEPWISE_ENV="test"))) as client:
+        response = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD, "name": "x"})
+        client.cookies.set(SESSION_COOKIE, "a-session")
+        page = client.get("/")
+    assert response.status_code == 503
+    assert response.json()["detail"] == "the database has no schema: run `stepwise db upgrade`"
+    assert "Retry-After" not in response.headers
+    assert page.status_code == 503 and "the database has no schema: run `stepwise db upgrade`" in page.text
