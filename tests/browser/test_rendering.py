@@ -77,6 +77,37 @@ def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type:
     screenshot(page, "labeler_tables.png")
 
 
+def test_latex_of_math_solutions_that_katex_lacks_is_drawn_near_enough(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Each of these showed as source in the MATH demo's steps.
+    steps = [
+        "So $x = 5 \\mbox{ and } y = 2$.",
+        "Cancel: $\\cancelto{0}{x - x} + 1$.",
+        "\\begin{eqnarray*}\na + b &=& c \\\\\nd &=& e\n\\end{eqnarray*}",
+        "$$\\begin{array}{@{}l@{\\;}c!{,}r}\\multicolumn{2}{c}{\\text{head}} & z \\\\ \\cline{1-2} a & b & c\\end{array}$$",
+    ]
+    _open(page, session_factory, steps, "Find $x$.")
+
+    expect(page.locator("#steps .katex-error, #steps .math-source")).to_have_count(0)
+    texts = page.locator("#steps .step-text")
+    for i in range(len(steps)):
+        expect(texts.nth(i).locator(".katex")).not_to_have_count(0)
+        visible = texts.nth(i).evaluate("e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('')")
+        assert "\\" not in visible, visible
+    expect(texts.nth(0)).to_contain_text("and")
+    expect(texts.nth(2).locator(".katex-display")).to_have_count(1)
+    screenshot(page, "labeler_math_rewritten.png")
+    # A \gdef in one formula stays in it: the macros given to KaTeX are a copy each time.
+    assert page.evaluate("""() => {
+        const probe = document.createElement("div");
+        document.body.append(probe);
+        return import("/static/js/math.js").then(({ renderMathText }) => {
+            renderMathText(probe, "$\\gdef\\frac#1#2{BROKEN} 1$");
+            renderMathText(probe, "$\\frac{1}{2}$");
+            return !probe.textContent.includes("BROKEN");
+        });
+    }""")
+
+
 def test_latex_katex_cannot_render_is_quiet_source(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     steps = ["Then $\\notacommand{x} + 1$ follows.", "So the answer is 5.\n\n# Answer\n\n\\frac{5}{"]
     _open(page, session_factory, steps, "Find $x$.")

@@ -25,6 +25,13 @@ const DELIMITERS = [
 const ERROR_COLOR = "#cc0001";
 const ERROR_RGB = "rgb(204, 0, 1)";
 
+// LaTeX that MATH's solutions use and KaTeX lacks, drawn as near as KaTeX can: \mbox is \text,
+// and \cancelto's value sits above the struck-out term instead of at an arrow's end.
+const MACROS = {
+  "\\mbox": "\\text{#1}",
+  "\\cancelto": "\\overset{#1}{\\cancel{#2}}",
+};
+
 const KATEX_OPTIONS = {
   throwOnError: false,
   errorColor: ERROR_COLOR,
@@ -33,6 +40,11 @@ const KATEX_OPTIONS = {
   // Hostile input must not be able to draw a 10,000em rule over the page or expand forever.
   maxSize: 20,
   maxExpand: 1000,
+  // A copy for each render: KaTeX writes a formula's \gdef into the object it is given, and a
+  // shared one would carry one step's definitions into every later formula on the page.
+  get macros() {
+    return { ...MACROS };
+  },
 };
 
 export function mathAvailable() {
@@ -45,7 +57,7 @@ export function mathAvailable() {
 const INLINE_DELIMITERS = DELIMITERS.map((d) => (d.left.startsWith("\\begin") ? d : { ...d, display: false }));
 
 export function renderMathText(element, text, { inline = false } = {}) {
-  element.textContent = mathAvailable() ? tabularsToArrays(text) : text;
+  element.textContent = mathAvailable() ? tabularsToArrays(forKatex(text)) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
     ...KATEX_OPTIONS,
@@ -95,6 +107,32 @@ function replaceWithSource(node, source, reason) {
   const holder = document.createElement("span");
   showSource(holder, source, reason);
   node.replaceWith(holder.firstChild);
+}
+
+// LaTeX that KaTeX cannot parse, rewritten to what it draws the same or nearly (a few dozen of
+// the MATH demo's 6,706 steps showed as source): `eqnarray` is an array of right, centred and
+// left columns; an array's @{…} and !{…} column specs (spacing between columns) go; \cline goes
+// (KaTeX rules only whole rows); \multicolumn in an array keeps its text in its first column.
+const EQNARRAY = /\\begin\{eqnarray(\*?)\}([\s\S]*?)\\end\{eqnarray\1\}/g;
+const ARRAY_COLUMNS = /(\\begin\{array\}(?:\[[a-z]\])?)\{((?:[^{}]|\{[^{}]*\})*)\}/g;
+const CLINE = /\\cline\{\d+-\d+\}/g;
+const ARRAY_MULTICOLUMN = /\\multicolumn\{(\d+)\}\{[^{}]*\}\{((?:[^{}]|\{[^{}]*\})*)\}/g;
+
+function forKatex(text) {
+  if (!text.includes("\\")) return text;
+  return text
+    .replace(EQNARRAY, (_, star, body) => `\\[\\begin{array}{rcl}${body}\\end{array}\\]`)
+    .replace(ARRAY_COLUMNS, (_, begin, columns) => `${begin}{${columns.replace(/[@!]\{[^{}]*\}/g, "")}}`)
+    .replace(CLINE, "")
+    .replace(ARRAY_MULTICOLUMN, (match, span, cell, offset, whole) =>
+      // In a tabular, tabularsToArrays reads \multicolumn itself, captions included.
+      insideTabular(whole, offset) ? match : `${cell}${" &".repeat(Number(span) - 1)}`,
+    );
+}
+
+function insideTabular(text, offset) {
+  const before = text.slice(0, offset);
+  return before.lastIndexOf("\\begin{tabular}") > before.lastIndexOf("\\end{tabular}");
 }
 
 // KaTeX has no `tabular`. Its cells are text, so each becomes \text{…} (which keeps $…$ inside
