@@ -38,6 +38,16 @@ def trajectory(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> 
     return [step for step, _ in _path(solution_steps, label_steps)]
 
 
+def path_and_others(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[tuple[RatedStep, list[RatedStep]]]:
+    """The trajectory's steps, each with the other completions rated at it, in order."""
+    return [
+        (step, [_rated(completion, solution_steps, i)
+                for j, completion in enumerate(label_steps[i].get("completions") or [])
+                if j != taken and completion.get("rating") is not None])
+        for i, (step, taken) in enumerate(_path(solution_steps, label_steps))
+    ]
+
+
 def alternatives(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> Iterator[Alternative]:
     path = _path(solution_steps, label_steps)
     prefix = [step for step, _ in path]

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
-from app.exports.trajectory import trajectory
+from app.exports.trajectory import path_and_others
 from app.labeling.schemas import (
     CorrectionReceipt,
     CorrectionWindow,
@@ -29,6 +29,7 @@ from app.labeling.schemas import (
     OwnLabel,
     OwnLabelDetail,
     OwnLabelPage,
+    RatedAlternative,
     RatedStep,
     RatingCounts,
     StepRating,
@@ -68,6 +69,7 @@ def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDeta
     return OwnLabelDetail(
         **_own_label(label, project.name, problem.statement).model_dump(),
         labeling_mode=mode,
+        problem_id=problem.id,
         problem=problem.statement,
         answer=problem.answer,
         steps=_rated_steps(mode, solution, label),
@@ -80,10 +82,13 @@ def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDeta
 
 def _rated_steps(mode: LabelingMode, solution: Solution, label: Label) -> list[RatedStep]:
     if mode == LabelingMode.phase1:
-        # The path the labeler took through the alternatives, their own steps included.
+        # The path the labeler took through the alternatives, their own steps included, each
+        # with the alternatives they rated there and left.
         return [
-            RatedStep(text=step.text, rating=step.rating, flagged=bool(step.flagged))
-            for step in trajectory(solution.steps, label.steps)
+            RatedStep(text=step.text, rating=step.rating, flagged=bool(step.flagged), written=step.human,
+                      others=[RatedAlternative(text=o.text, rating=o.rating, flagged=bool(o.flagged))
+                              for o in others if o.rating is not None])
+            for step, others in path_and_others(solution.steps, label.steps)
         ]
     ratings = step_ratings(label.steps)
     return [
@@ -212,7 +217,10 @@ def step_ratings(steps: list[dict[str, Any]]) -> list[tuple[int | None, bool]]:
 
 
 def rating_counts(steps: list[dict[str, Any]]) -> RatingCounts:
-    ratings = [rating for rating, _ in step_ratings(steps)]
+    """Every rating given: each rated alternative of a phase-1 step, and a written step's own."""
+    ratings = [completion.get("rating") for step in steps for completion in step.get("completions") or []]
+    ratings += [step["human_completion"].get("rating") for step in steps
+                if isinstance(step.get("human_completion"), dict)]
     return RatingCounts(
         positive=ratings.count(1), neutral=ratings.count(0), negative=ratings.count(-1)
     )

@@ -176,6 +176,8 @@ class LabelerStats(BaseModel):
 
 
 class RatingCounts(BaseModel):
+    """Every rating the label holds: in phase-1 mode, each alternative rated counts."""
+
     positive: int
     neutral: int
     negative: int
@@ -202,10 +204,21 @@ class OwnLabelPage(BaseModel):
     total: int
 
 
+class RatedAlternative(BaseModel):
+    text: str
+    rating: int = Field(description="+1, 0 or -1")
+    flagged: bool
+
+
 class RatedStep(BaseModel):
     text: str
     rating: int | None = Field(description="+1, 0 or -1; null where the label stopped before this step")
     flagged: bool
+    written: bool = Field(default=False, description="phase-1 mode: the labeler wrote this step")
+    others: list[RatedAlternative] = Field(
+        default_factory=list,
+        description="phase-1 mode: the step's other alternatives the labeler rated and did not continue with",
+    )
 
 
 class CorrectionWindow(BaseModel):
@@ -220,6 +233,7 @@ class OwnLabelDetail(OwnLabel):
         "alternatives or written steps, otherwise the project's (or, in a project since turned "
         "to phase1, the ratings mode whose rules the label keeps)"
     )
+    problem_id: int = Field(description="for the problem's figures: GET /api/v1/problems/{problem_id}/figures/{n}")
     problem: str
     answer: str | None
     steps: list[RatedStep] = Field(description="every step of the solution, with the rating as submitted")

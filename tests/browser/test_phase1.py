@@ -243,6 +243,25 @@ def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page
         label = session.scalars(select(Label).where(Label.user_id.is_not(None))).one()
         assert [s["human_completion"] is not None for s in label.steps] == [True, False, False]
         assert [[c["rating"] for c in s["completions"]] for s in label.steps] == [[1, -1], [1, 1], [1]]
+        label_id = label.id
+
+    # Read back, the label shows every alternative rated, not only the path taken, and which
+    # step the labeler wrote; the list counts every rating given.
+    page.goto(f"/label/labels/{label_id}")
+    steps = page.locator("#steps > .step")
+    expect(steps).to_have_count(3)
+    expect(steps.nth(0).locator(".step-written")).to_have_text("written by you")
+    expect(steps.nth(0).locator(".step-text")).to_contain_text("stays text")
+    expect(steps.nth(0).locator(".step-others li")).to_have_count(2)
+    expect(steps.nth(0).locator(".step-others li .badge")).to_have_text(["+1", "−1"])
+    expect(steps.nth(1).locator(".step-others li")).to_have_count(1)
+    expect(steps.nth(2).locator(".step-others")).to_have_count(0)
+    expect(page.locator(".step-written")).to_have_count(1)
+    screenshot(page, "labeler_phase1_label_view.png")
+    page.goto("/label/stats")
+    counts = page.locator(f'tr:has(a[href="/label/labels/{label_id}"]) .ratings-summary')
+    expect(counts).to_contain_text("+1 × 5")
+    expect(counts).to_contain_text("−1 × 1")
 
 
 def test_a_draft_continued_past_unrated_alternatives_asks_for_them(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

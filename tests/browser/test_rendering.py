@@ -145,6 +145,20 @@ def test_figure_that_cannot_be_drawn_is_a_collapsed_source_block(page: Page, ses
     expect(block.locator("pre")).to_have_text("draw((0,0)--;")
     screenshot(page, "labeler_asy_source.png")
 
+    # Labeled, the problem reads the same on the label's own page, and its preview in the list
+    # says a figure is there instead of showing its code.
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    page.goto("/label/stats")
+    snippet = page.locator(".my-labels .snippet").first
+    expect(snippet).to_contain_text("[figure]")
+    expect(snippet).not_to_contain_text("draw(")
+    page.locator(".my-labels").get_by_role("link", name="View").first.click()
+    expect(page.locator(".label-view .problem-text details.asy-source summary")).to_have_text(
+        "figure not shown (Asymptote source)")
+    expect(page.locator(".label-view .problem-text")).not_to_contain_text("[asy]")
+
 
 @pytest.mark.skipif(shutil.which("asy") is None, reason="Asymptote (Debian package asymptote) is not installed")
 def test_math500_figure_is_drawn(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -57,7 +57,7 @@ def test_a_bad_problem_report_reaches_the_manager(page: Page, session_factory) -
 
     first.get_by_role("link", name=re.compile("as labeled")).click()
     expect(page.get_by_role("heading", name=re.compile("Label \\d+"))).to_be_visible()
-    expect(page.locator("[data-math=text] .katex")).to_be_visible()
+    expect(page.locator("[data-math=problem] .katex")).to_be_visible()
     expect(page.locator(".viewed-steps li")).to_have_count(3)
     expect(page.locator(".viewed-steps li.unrated")).to_have_count(3)
     screenshot(page, "manage_label_view.png")

@@ -73,7 +73,14 @@ def test_a_label_is_stored_and_exported_in_phase_1_shape_and_comes_back(client, 
     assert [(s["text"], s["rating"], s["flagged"]) for s in own["steps"]] == [
         (ALTERNATIVES[0][0], 1, False), (HUMAN, 1, False), (ALTERNATIVES[2][0], 1, False)
     ]
-    assert own["ratings"] == {"positive": 3, "neutral": 0, "negative": 0}
+    # Every rating given counts, and each step carries the alternatives rated and left there.
+    assert own["ratings"] == {"positive": 3, "neutral": 1, "negative": 2}
+    assert [s["written"] for s in own["steps"]] == [False, True, False]
+    assert [[(o["text"], o["rating"], o["flagged"]) for o in s["others"]] for s in own["steps"]] == [
+        [(ALTERNATIVES[0][1], -1, False)],
+        [(ALTERNATIVES[1][0], -1, False), (ALTERNATIVES[1][1], 0, True)],
+        [],
+    ]
     assert own["correction"]["open"] is False
     [line] = export(session_factory, project, labelers=["lena"]).splitlines()
     record = orjson.loads(line)

@@ -175,6 +175,12 @@ function tabularsToArrays(text) {
 // Asymptote says so on the page (body[data-figures=off]), and nothing is asked of it.
 const ASY_BLOCK = /\[asy\]([\s\S]*?)\[\/asy\]/;
 
+// A preview's text with each figure's code as "[figure]"; a preview cut inside a figure's code
+// (a snippet of the problem's first characters) ends there too.
+export function figuresAsWords(text) {
+  return text.replace(/\[asy\][\s\S]*?(?:\[\/asy\]|$)/g, "[figure]");
+}
+
 export function renderProblemText(element, text, figureUrl) {
   const parts = text.split(new RegExp(ASY_BLOCK.source, "g"));
   if (parts.length === 1) {

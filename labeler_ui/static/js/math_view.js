@@ -2,11 +2,15 @@
 // My stats): the server writes them as escaped text marked `data-math`; this turns the math in
 // that text into KaTeX, through the same functions as the labeling page. Markdown the server
 // rendered (guidelines) marks its formulas itself.
-import { renderAnswer, renderFormulas, renderMathText, renderStepText } from "./math.js";
+import { figuresAsWords, renderAnswer, renderFormulas, renderMathText, renderProblemText, renderStepText } from "./math.js";
 
 const RENDER = {
   text: renderMathText,
-  line: (element, text) => renderMathText(element, text, { inline: true }),
+  // A problem's [asy] figures drawn, as on the labeling page, not their code as text.
+  problem: (element, text) =>
+    renderProblemText(element, text, (n) => `/api/v1/problems/${element.dataset.problemId}/figures/${n}`),
+  // A preview has no room for a figure: it says there is one.
+  line: (element, text) => renderMathText(element, figuresAsWords(text), { inline: true }),
   step: renderStepText,
   answer: renderAnswer,
 };
