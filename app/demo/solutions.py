@@ -23,8 +23,11 @@ from dataclasses import dataclass
 
 ASY_BLOCK = re.compile(r"\[asy\].*?\[/asy\]", re.DOTALL)
 # Math spans inside which a period never ends a sentence.
+# A dollar escaped (\$, a dollar sign) neither opens nor closes one: MATH writes prices so.
 MATH_SPAN = re.compile(
-    r"\$\$.*?\$\$|\$.*?\$|\\\[.*?\\\]|\\\(.*?\\\)|\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.DOTALL
+    r"(?<!\\)\$\$(?:\\.|[^\\$]|\$(?!\$))*?\$\$|(?<!\\)\$(?:\\.|[^\\$])*\$"
+    r"|\\\[.*?\\\]|\\\(.*?\\\)|\\begin\{(\w+\*?)\}.*?\\end\{\1\}",
+    re.DOTALL,
 )
 # A sentence ends at . ? ! before a capital (also when the period sits inside math, as in
 # "$x = 2.$  Then", whose hidden span is closed by \x01), or where display math runs straight

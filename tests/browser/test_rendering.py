@@ -58,6 +58,17 @@ def test_an_answer_in_delimiters_or_words_gets_the_same_heading(page: Page, sess
     expect(last.locator(".answer-value .katex")).to_have_count(1 if "$" in answer else 0)
 
 
+def test_an_answer_with_an_escaped_dollar_is_math(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # MATH's "\\$32,\\!348" is LaTeX for a price: taken for text with delimiters, it showed
+    # its backslashes.
+    _open(page, session_factory, ["Add them.", "# Answer\n\n\\$32,\\!348"], "What is the total?", "\\$32,\\!348")
+    value = page.locator("#steps > .step").nth(1).locator(".answer-value")
+    expect(value.locator(".katex")).to_have_count(1)
+    expect(value.locator(".math-source")).to_have_count(0)
+    assert "\\" not in value.locator(".katex-html").inner_text()
+    expect(page.locator("#answer .katex")).to_have_count(1)
+
+
 def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     table = _math500(lambda p: "\\multicolumn" in p)["problem"]
     steps = [

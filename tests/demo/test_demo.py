@@ -28,6 +28,18 @@ def test_split_steps_keeps_math_whole() -> None:
     ]
 
 
+def test_an_escaped_dollar_neither_opens_nor_closes_math() -> None:
+    # MATH writes prices as $\\$15$ and \\$18: read as "$\\$" and a stray "$", the spans after
+    # it were paired wrong, and a step ended inside an align* whose \\end began the next.
+    text = ("Subtract $\\$15$ from it. We obtain \\begin{align*}\n\\$18-\\$15&=\\boxed{3}.\n\\end{align*}"
+            "Notice that $a-b=a+(-b)$.")
+    assert split_steps(text) == [
+        "Subtract $\\$15$ from it.",
+        "We obtain \\begin{align*}\n\\$18-\\$15&=\\boxed{3}.\n\\end{align*}",
+        "Notice that $a-b=a+(-b)$.",
+    ]
+
+
 def test_a_reference_solution_that_draws_a_figure_makes_no_demo_solution() -> None:
     # Its steps would lean on a figure no step can show: "First, we build a diagram:".
     solution = "First, we build a diagram:\n\n[asy]draw((0,0)--(1,1));[/asy]\n\nThe answer is $\\boxed{3}$."

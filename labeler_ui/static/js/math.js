@@ -266,10 +266,13 @@ export function renderStepText(element, text) {
   const value = document.createElement("span");
   value.className = "answer-value";
   // An answer with its own delimiters, or in words, is text with math like the rest of the step.
-  if (answer.includes("$") || isProse(answer)) renderMathText(value, answer);
+  // An escaped dollar (MATH's "\$32,\!348") is a dollar sign in LaTeX, not a delimiter.
+  if (hasDelimiter(answer) || isProse(answer)) renderMathText(value, answer);
   else renderInlineAnswer(value, answer);
   element.replaceChildren(...parts, title, value);
 }
+
+const hasDelimiter = (text) => /(?<!\\)\$/.test(text);
 
 // The expected answer, boxed as PRM800K shows it. Answers are LaTeX without delimiters
 // ("\frac{14}{3}"); one KaTeX cannot parse is shown as text in the same box.
@@ -280,7 +283,7 @@ export function renderAnswer(element, answer) {
     element.textContent = "not given";
     return;
   }
-  if (mathAvailable() && !answer.includes("$")) {
+  if (mathAvailable() && !hasDelimiter(answer)) {
     try {
       window.katex.render(`\\boxed{${answer}}`, element, { ...KATEX_OPTIONS, throwOnError: true });
       element.classList.remove("answer-plain");
@@ -296,7 +299,7 @@ export function renderAnswer(element, answer) {
 // A final answer inline, as in the picks inspector: the same LaTeX without a box, and as quiet
 // source where KaTeX cannot parse it.
 export function renderInlineAnswer(element, answer) {
-  if (!mathAvailable() || answer.includes("$")) {
+  if (!mathAvailable() || hasDelimiter(answer)) {
     renderMathText(element, answer);
     return;
   }
