@@ -58,6 +58,16 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
     display = page.locator("#steps .katex-display").first
     box = display.evaluate("e => ({scroll: e.scrollWidth, client: e.clientWidth, overflow: getComputedStyle(e).overflowX})")
     assert box["scroll"] > box["client"] and box["overflow"] == "auto"
+    # Its hidden end fades out, so that the labeler sees it goes on; scrolled to the end, the
+    # start fades instead.
+    expect(display).to_have_class(re.compile(r"\bscrolls\b"))
+    assert "linear-gradient" in display.evaluate("e => getComputedStyle(e).maskImage || getComputedStyle(e).webkitMaskImage")
+    display.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    expect(display).to_have_class(re.compile(r"\bat-end\b"))
+    expect(display).to_have_class(re.compile(r"\bscrolled\b"))
+    screenshot(page, "narrow_labeler_display_scrolled.png")
+    display.evaluate("e => { e.scrollLeft = 0; }")
+    expect(display).not_to_have_class(re.compile(r"\bscrolled\b"))
 
     steps = page.locator("#steps > .step")
     viewport = PHONE["width"]

@@ -66,6 +66,29 @@ export function renderMathText(element, text, { inline = false } = {}) {
   });
   renderBareBoxes(element);
   quietErrors(element);
+  for (const display of element.querySelectorAll(".katex-display")) hintScrolling(display);
+}
+
+// A display wider than its box scrolls sideways, and on a phone nothing showed that it went
+// on: a labeler could rate a step without seeing its end. Its hidden side fades out
+// (app.css, .katex-display.scrolls) until it is scrolled into view.
+const displays = new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    if (target.isConnected) markScrolling(target);
+    else displays.unobserve(target);
+  }
+});
+
+function hintScrolling(display) {
+  displays.observe(display);
+  display.addEventListener("scroll", () => markScrolling(display), { passive: true });
+}
+
+function markScrolling(display) {
+  const hidden = display.scrollWidth - display.clientWidth;
+  display.classList.toggle("scrolls", hidden > 1);
+  display.classList.toggle("scrolled", display.scrollLeft > 1);
+  display.classList.toggle("at-end", display.scrollLeft >= hidden - 1);
 }
 
 // Formulas the server found in Markdown (app.projects.guidelines): each element holds its LaTeX as
