@@ -114,10 +114,17 @@ def files_only_here(name: str) -> bool:
     if os.path.isdir(name) or constants.HF_HUB_OFFLINE:
         return True
     try:
+        validate_repo_id(name)
+    except HFValidationError:
+        raise ValueError(f"there is no directory {name}, and it is not a hub id") from None
+    if names_a_path(name):
+        raise ValueError(f"there is no directory {name}")
+    try:
         model_info(name, timeout=HUB_PROBE_S)
     except RepositoryNotFoundError:
         raise BaseUnusable(f"the Hugging Face Hub has no model {name} that this machine may read: check "
-                           "the name, or log in (hf auth login) for a private one") from None
+                           "the name, log in (hf auth login) for a private one, or give a directory by "
+                           "its full path") from None
     except Exception:  # noqa: BLE001 - no answer (no network, a timeout, the Hub down): the cache decides
         if not isinstance(try_to_load_from_cache(name, "config.json"), str):
             raise ValueError(f"the Hugging Face Hub cannot be reached and {name} is not in this machine's "

@@ -238,7 +238,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         # without the schema, or behind the code's migrations, fails the same way (SQLite's "no
         # such table" is an OperationalError, PostgreSQL's a ProgrammingError), but retrying
         # cannot help: the answer says what to run, as /readyz does.
-        unready = await anyio.to_thread.run_sync(_schema_reason, request.app.state.engine)
+        unready = (await anyio.to_thread.run_sync(_schema_reason, request.app.state.engine)
+                   if _missing_schema(exc) else None)
         if unready is not None:
             logger.error("database not ready: %s", unready)
             return _error_response(request, 503, unready)
@@ -269,6 +270,18 @@ def _install_error_handlers(app: FastAPI) -> None:
         elif exc.status_code == 400 and message == "There was an error parsing the body":
             message = "the request body is not valid JSON or form data"
         return _error_response(request, exc.status_code, message, headers=headers)
+
+
+# PostgreSQL's undefined_table and undefined_column.
+MISSING_SCHEMA_SQLSTATES = frozenset({"42P01", "42703"})
+
+
+def _missing_schema(exc: OperationalError | ProgrammingError) -> bool:
+    """Whether the error is a table or column the database lacks: only then is the schema asked
+    about (a lock timeout or an outage would make the question wait as long again)."""
+    if getattr(exc.orig, "sqlstate", None) in MISSING_SCHEMA_SQLSTATES:
+        return True
+    return str(exc.orig).startswith(("no such table", "no such column"))
 
 
 def _schema_reason(engine: Engine) -> str | None:

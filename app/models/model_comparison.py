@@ -42,6 +42,9 @@ class ModelComparison(Base):
     # Renewed while a worker measures: one that died stops renewing, and another takes the
     # comparison once this is older than a round's lease.
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The worker holding the claim (app.rounds.lease.worker_name): only it renews the claim and
+    # records the results.
+    claimed_by: Mapped[str | None] = mapped_column(String(100))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

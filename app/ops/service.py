@@ -10,7 +10,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.config import Settings
-from app.migrate import heads
+from app.migrate import heads, known_revision
 
 
 def driver_reason(exc: SQLAlchemyError) -> str:
@@ -29,16 +29,21 @@ def not_ready_reason(engine: Engine) -> str | None:
 
 
 def schema_reason(engine: Engine) -> str | None:
-    """Why the database's schema cannot serve this code (none yet, or behind its migrations),
-    or None when it is at head; SQLAlchemyError when the database does not answer."""
+    """Why the database's schema cannot serve this code (none yet, behind its migrations, or
+    migrated by newer code), or None when it is at head; SQLAlchemyError when the database does not answer."""
     with engine.connect() as connection:
         connection.execute(text("SELECT 1"))
         current = frozenset(MigrationContext.configure(connection).get_current_heads())
     if not current:
         return "the database has no schema: run `stepwise db upgrade`"
     if current != heads():
-        at = ", ".join(sorted(current))
-        return f"migrations are not at head (database at {at}, code at {', '.join(sorted(heads()))}): run `stepwise db upgrade`"
+        at, code = ", ".join(sorted(current)), ", ".join(sorted(heads()))
+        if not all(known_revision(revision) for revision in current):
+            # Newer code migrated it (a rolling deploy, or a rollback of this code): upgrading
+            # from here cannot help.
+            return (f"the database is at a revision this code does not know (database at {at}, code at {code}): "
+                    "run the code that migrated it, or `stepwise db downgrade` with that code")
+        return f"migrations are not at head (database at {at}, code at {code}): run `stepwise db upgrade`"
     return None
 
 

@@ -28,7 +28,7 @@ from app.models import ComparisonStatus, ModelComparison, ModelVersion, utcnow
 from app.rounds import pool
 from app.rounds.config import get_worker_settings
 from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
-from app.rounds.lease import Heartbeat, LeaseLost
+from app.rounds.lease import Heartbeat, LeaseLost, worker_name
 from app.rounds.service import round_settings
 
 log = logging.getLogger("stepwise.rounds")
@@ -79,15 +79,18 @@ def _claimable():  # type: ignore[no-untyped-def]
     )
 
 
-def _renew_claim(comparison_id: int) -> Callable[[Session], None]:
+def _held(comparison_id: int, owner: str):  # type: ignore[no-untyped-def]
+    return ((ModelComparison.id == comparison_id) & (ModelComparison.status == ComparisonStatus.running)
+            & (ModelComparison.claimed_by == owner))
+
+
+def _renew_claim(comparison_id: int, owner: str) -> Callable[[Session], None]:
     def beat(session: Session) -> None:
         renewed = session.execute(
-            update(ModelComparison)
-            .where(ModelComparison.id == comparison_id, ModelComparison.status == ComparisonStatus.running)
-            .values(claimed_at=utcnow())
+            update(ModelComparison).where(_held(comparison_id, owner)).values(claimed_at=utcnow())
         ).rowcount
         if not renewed:
-            raise LeaseLost(f"comparison {comparison_id} is no longer running")
+            raise LeaseLost(f"comparison {comparison_id} is no longer ours")
 
     return beat
 
@@ -97,11 +100,14 @@ def runnable_comparisons(session: Session) -> list[int]:
 
 
 def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> ComparisonStatus | None:
-    """Claim the comparison and measure it; None when another worker holds it or it is over."""
+    """Claim the comparison and measure it; None when another worker holds it or it is over,
+    or took it while this one measured."""
+    owner = worker_name()
     with session_scope(factory) as session:
         claimed = session.execute(
             update(ModelComparison).where(ModelComparison.id == comparison_id, _claimable())
-            .values(status=ComparisonStatus.running, claimed_at=utcnow(), attempts=ModelComparison.attempts + 1)
+            .values(status=ComparisonStatus.running, claimed_at=utcnow(), claimed_by=owner,
+                    attempts=ModelComparison.attempts + 1)
         ).rowcount
         if not claimed:
             return None
@@ -112,7 +118,7 @@ def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> Compar
                            f"its workers died {comparison.attempts - 1} times while measuring")
         project_id, ids = comparison.project_id, (comparison.version_a_id, comparison.version_b_id)
     try:
-        with Heartbeat(factory, stale_claim().total_seconds() / 3, _renew_claim(comparison_id),
+        with Heartbeat(factory, stale_claim().total_seconds() / 3, _renew_claim(comparison_id, owner),
                        f"claim-comparison-{comparison_id}"):
             snapshot, heldout, results = _measure_now(factory, project_id, *ids)
     except BadInput as exc:
@@ -124,14 +130,18 @@ def run_comparison(factory: sessionmaker[Session], comparison_id: int) -> Compar
         # Interrupted (Ctrl-C on `rounds compare`, a worker told to stop): back in the queue, not
         # left "running" until its claim went stale, which a second `rounds compare` would wait out.
         with session_scope(factory) as session:
-            session.execute(update(ModelComparison).where(ModelComparison.id == comparison_id)
-                            .values(status=ComparisonStatus.queued, claimed_at=None))
+            session.execute(update(ModelComparison).where(_held(comparison_id, owner))
+                            .values(status=ComparisonStatus.queued, claimed_at=None, claimed_by=None))
         raise
     else:
         status, message = ComparisonStatus.done, ""
     with session_scope(factory) as session:
-        comparison = session.get(ModelComparison, comparison_id)
-        assert comparison is not None
+        comparison = session.scalar(select(ModelComparison).where(_held(comparison_id, owner)).with_for_update())
+        if comparison is None:
+            # Another worker took it while this one measured (renewals held up past the claim),
+            # or it ended meanwhile: the holder records its own results.
+            log.info("comparison %s: no longer ours", comparison_id)
+            return None
         if status == ComparisonStatus.done:
             comparison.snapshot_label_id, comparison.heldout_labels, comparison.results = snapshot, heldout, results
         return _finish(session, comparison, status, message)

@@ -107,3 +107,15 @@ def test_directories_and_offline_mode_never_ask_the_hub(monkeypatch, tmp_path) -
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     assert files_only_here("owner/model") is True
     assert hub.asked == []
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("./models/nope", "there is no directory ./models/nope"),
+    ("/srv/models/base", "there is no directory /srv/models/base"),
+    ("models/a/b", "there is no directory models/a/b"),
+])
+def test_a_missing_directory_is_named_without_asking_the_hub(monkeypatch, name: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    hub = HubAnswers(monkeypatch, SimpleNamespace(id="owner/model"))
+    with pytest.raises(ValueError, match=message):
+        files_only_here(name)
+    assert hub.asked == []

@@ -92,3 +92,25 @@ def test_cancelling_a_round_asks_first(page: Page, session_factory) -> None:  # 
     with session_scope(session_factory) as session:
         assert session.get(Round, round_id).status == RoundStatus.cancelled
         assert session.get(Project, project.id) is not None
+
+
+def test_without_dialog_support_the_browser_asks(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Safari before 15.4 has no <dialog>: the action must still ask, and still be possible.
+    page.add_init_script("delete window.HTMLDialogElement")
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "tina", "labeler")
+    login(page, "boss", "/admin/users")
+    row = page.locator("tr", has=page.locator("td.username", has_text="tina"))
+    asked: list[str] = []
+
+    def answer(dialog, accept: bool) -> None:  # type: ignore[no-untyped-def]
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", lambda dialog: answer(dialog, False))
+    row.get_by_role("button", name="Deactivate").click()
+    expect(row.locator(".badge")).to_have_text("active")
+    page.once("dialog", lambda dialog: answer(dialog, True))
+    row.get_by_role("button", name="Deactivate").click()
+    expect(row.locator(".badge")).to_have_text("deactivated")
+    assert asked[0].startswith("Deactivate tina?\n\nThey are signed out everywhere") and len(asked) == 2

@@ -3,6 +3,8 @@ shown again once a manager changes them; reading them is recorded on the server.
 
 from __future__ import annotations
 
+import re
+
 import time
 
 from playwright.sync_api import Page, expect
@@ -136,4 +138,7 @@ def test_a_numbered_display_wider_than_a_phone_keeps_its_number_clear(page: Page
     number = displays.nth(1).locator(".tag").evaluate("e => e.getBoundingClientRect().right")
     assert abs(box - number) < 2
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # The wide one scrolls in its own box, its hidden end faded as in steps.
+    expect(displays.nth(0)).to_have_class(re.compile(r"\bscrolls\b"))
+    expect(displays.nth(1)).not_to_have_class(re.compile(r"\bscrolls\b"))
     screenshot(page, "guidelines-numbered-phone.png")

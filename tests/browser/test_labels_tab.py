@@ -24,10 +24,12 @@ def test_a_manager_filters_labels_and_opens_one(page: Page, session_factory) -> 
     # clipped a formula part-way ("what is f(g(−2") and drew none.
     long_one = page.locator('.statement[title^="If $f(x) = 3x + 2$"]').first
     expect(long_one.locator(".line-end")).to_have_text("…")
-    page.wait_for_function("""() => [...document.querySelectorAll('.statement')].every((line) => {
-        const edge = line.getBoundingClientRect().right;
-        return [...line.querySelectorAll(':scope > .katex')].every((f) => f.getBoundingClientRect().right <= edge);
-    })""")
+    page.wait_for_function("""() => {
+        const lines = [...document.querySelectorAll('.statement')];
+        const shown = (line) => [...line.querySelectorAll('.katex')].filter((f) => !f.closest('.line-cut'));
+        return lines.some((line) => shown(line).length) && lines.every((line) =>
+            shown(line).every((f) => f.getBoundingClientRect().right <= line.getBoundingClientRect().right));
+    }""")
     screenshot(page, "manage_labels.png")
 
     page.get_by_label("Outcome").select_option("solution")

@@ -51,3 +51,13 @@ def test_a_database_behind_on_migrations_says_to_upgrade(stepwise, tmp_path: Pat
     url = f"sqlite:///{tmp_path / 'old.db'}"
     upgrade(url, "0007")
     refused(stepwise(url, "projects", "list"), "migrations are not at head (database at 0007", "stepwise db upgrade")
+
+
+def test_a_database_migrated_by_newer_code_does_not_say_to_upgrade(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A rolling deploy, or this code rolled back: `db upgrade` from here cannot help.
+    url = f"sqlite:///{tmp_path / 'newer.db'}"
+    upgrade(url)
+    with create_engine(url).begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+    refused(stepwise(url, "projects", "list"), "the database is at a revision this code does not know (database at 9999",
+            "`stepwise db downgrade` with that code")

@@ -65,3 +65,20 @@ def test_a_database_without_the_schema_says_what_to_run(fresh_database: str) -> 
     assert response.json()["detail"] == "the database has no schema: run `stepwise db upgrade`"
     assert "Retry-After" not in response.headers
     assert page.status_code == 503 and "the database has no schema: run `stepwise db upgrade`" in page.text
+
+
+def test_only_a_missing_table_or_column_asks_about_the_schema() -> None:
+    # Asking opens a connection: after a lock timeout or an outage it would wait as long again.
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    from app.main import _missing_schema
+
+    def error(kind, message: str, sqlstate: str | None = None):  # type: ignore[no-untyped-def]
+        orig = type("DriverError", (Exception,), {"sqlstate": sqlstate})(message)
+        return kind("SELECT 1", {}, orig)
+
+    assert _missing_schema(error(OperationalError, "no such table: users"))
+    assert _missing_schema(error(ProgrammingError, 'relation "users" does not exist', "42P01"))
+    assert _missing_schema(error(ProgrammingError, 'column "separator" does not exist', "42703"))
+    assert not _missing_schema(error(OperationalError, "database is locked"))
+    assert not _missing_schema(error(OperationalError, "connection refused", "08006"))

@@ -259,6 +259,29 @@ def test_the_measuring_worker_keeps_its_claim_fresh(session_factory, checkpoints
         assert runnable_comparisons(session) == [comparison_id]
 
 
+def test_a_worker_that_lost_its_claim_records_nothing(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Its renewals held up past the claim (a database failover), another worker took it over:
+    # the first must neither renew the claim nor write its results over the new holder's.
+    project = synthetic_project(session_factory, "cmp")
+    old, served = add_versions(session_factory, project.id, checkpoints)
+    with session_scope(session_factory) as session:
+        comparison_id = request_comparison(session, project.id, old, served).id
+    monkeypatch.setattr("app.rounds.comparison.stale_claim", lambda: timedelta(seconds=0.6))
+
+    def taken_over(*args: object) -> tuple[int, int, dict]:
+        with session_scope(session_factory) as session:
+            session.execute(update(ModelComparison).values(claimed_by="another-worker", claimed_at=utcnow()))
+        time.sleep(0.5)
+        return 1, 1, {"from": "the first worker"}
+
+    monkeypatch.setattr("app.rounds.comparison._measure_now", taken_over)
+    assert run_comparison(session_factory, comparison_id) is None
+    with session_scope(session_factory) as session:
+        comparison = session.get(ModelComparison, comparison_id)
+        assert (comparison.status, comparison.claimed_by, comparison.results) == (
+            ComparisonStatus.running, "another-worker", {})
+
+
 def test_stepwise_worker_measures_a_queued_comparison(session_factory, database_url, checkpoints, tmp_path) -> None:  # type: ignore[no-untyped-def]
     project = synthetic_project(session_factory, "cmp")
     old, served = add_versions(session_factory, project.id, checkpoints)

@@ -65,6 +65,12 @@
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (!form.matches("form[data-confirm]") || form.dataset.confirmed === "yes") return;
+    // Without <dialog> (Safari before 15.4) the browser's own question asks the same.
+    if (typeof HTMLDialogElement === "undefined") {
+      const detail = form.dataset.confirmDetail ? `\n\n${form.dataset.confirmDetail}` : "";
+      if (!window.confirm(`${form.dataset.confirm}${detail}`)) event.preventDefault();
+      return;
+    }
     event.preventDefault();
     ask(form, event.submitter);
   });

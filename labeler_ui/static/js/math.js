@@ -101,6 +101,7 @@ export function renderFormulas(root) {
       displayMode: element.dataset.display === "block",
     });
     quietErrors(element);
+    for (const display of element.querySelectorAll(".katex-display")) hintScrolling(display);
   }
 }
 

@@ -26,10 +26,10 @@ function fitLine(element) {
   if (element.scrollWidth <= element.clientWidth) return;
   // A formula that ends within an ellipsis of the edge leaves CSS no text to cut for its own.
   const edge = element.getBoundingClientRect().right - parseFloat(getComputedStyle(element).fontSize);
-  const crossing = [...element.children].find((child) => {
-    const box = child.getBoundingClientRect();
-    return box.left < edge && box.right > edge;
-  });
+  let crossing = [...element.children].find((child) => child.getBoundingClientRect().right > edge);
+  // A line that opens with a formula too wide for it keeps that formula, clipped, rather than
+  // show nothing but "…".
+  if (crossing && !crossing.previousSibling?.textContent.trim()) crossing = crossing.nextElementSibling;
   if (!crossing) return;
   const cut = document.createElement("span");
   cut.className = "line-cut";
