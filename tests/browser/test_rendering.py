@@ -206,13 +206,17 @@ def test_picks_inspector_renders_answers_tables_and_figures(page: Page, session_
     make_user(session_factory, "rita", "researcher")
     statement = "Read the table.\n\\begin{tabular}{|c|c|}\\hline\nA & $1$ \\\\ \\hline\n\\end{tabular}\n[asy]draw((0,0)--;[/asy]"
     steps = ["$A$ is $1$.", "So the answer is $1$.\n\n# Answer\n\n\\frac{2}{2}"]
+    wide = "$$" + " + ".join(f"\\frac{{{k}}}{{{k + 1}}}" for k in range(1, 30)) + "$$"
     solution_id = add_solution(session_factory, project, steps, statement=statement, answer="1")
+    wide_id = add_solution(session_factory, project, ["Sum it."], statement=f"Add them:\n{wide}", answer="1")
     with session_scope(session_factory) as session:
         session.get(Solution, solution_id).final_answer = "\\frac{2}{"
         round_ = Round(project_id=project.id, number=1, status=RoundStatus.done, stage=RoundStage.done)
         session.add(round_)
         session.flush()
         session.add(RoundPick(round_id=round_.id, solution_id=solution_id, rank=0, score=0.9,
+                              reason=PickReason.convincing_wrong, answer_grade="wrong", priority=1.0))
+        session.add(RoundPick(round_id=round_.id, solution_id=wide_id, rank=1, score=0.8,
                               reason=PickReason.convincing_wrong, answer_grade="wrong", priority=1.0))
         round_id = round_.id
     page.set_viewport_size(LAPTOP)
@@ -229,3 +233,7 @@ def test_picks_inspector_renders_answers_tables_and_figures(page: Page, session_
     expect(pick.locator(".pick-head .math-source")).to_have_text("\\frac{2}{")
     expect(page.locator(".katex-error")).to_have_count(0)
     screenshot(page, "research_picks_rendering.png")
+    # On a phone a wide pick scrolls in its own box: the page scrolled sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(page.locator(".pick").nth(1).locator("summary.problem .katex-display")).to_have_count(1)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -68,6 +68,14 @@ def test_a_bad_problem_report_reaches_the_manager(page: Page, session_factory) -
     expect(rows.first.locator(".badge", has_text="retired")).to_be_visible()
     rows.first.get_by_role("button", name="Dismiss").click()
     expect(rows.first).to_contain_text("dismissed by maria")
+    # Handled, the row's wider status and extra button kept the reason readable and the table in
+    # its box at a laptop's width: the reason was squeezed to a letter a line, the actions cut.
+    page.set_viewport_size({"width": 1360, "height": 900})
+    box = page.locator("table.reports").evaluate("t => ({table: t.scrollWidth, box: t.parentElement.clientWidth})")
+    assert box["table"] <= box["box"], box
+    reason = rows.first.locator("td.reason").bounding_box()
+    assert reason is not None and reason["width"] >= 150 and reason["height"] < 80, reason
+    screenshot(page, "manage_reports_handled.png")
 
     flagged = rows.filter(has_text="flagged step")
     flagged.get_by_role("link", name=re.compile("as labeled")).click()
