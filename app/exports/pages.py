@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.deps import DataPageUser, SessionDep
@@ -17,7 +18,7 @@ from app.exports.query import check_generations, check_labelers
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.service import Export
 from app.forms import FormInvalid, PageId, validate_form
-from app.models import LabelSource, Project
+from app.models import Label, LabelSource, Project
 from app.projects.service import get_project
 from app.templating import render
 
@@ -66,13 +67,13 @@ def export_download(
     min_accuracy = None
     try:
         min_accuracy = _fraction(form.min_labeler_accuracy)
-    except ValueError:
-        errors["min_labeler_accuracy"] = "give a percentage from 0 to 100"
+    except ValueError as exc:
+        errors["min_labeler_accuracy"] = str(exc)
     min_agreement = None
     try:
         min_agreement = _fraction(form.min_agreement)
-    except ValueError:
-        errors["min_agreement"] = "give a percentage from 0 to 100"
+    except ValueError as exc:
+        errors["min_agreement"] = str(exc)
     try:
         filters = validate_form(
             ExportFilters,
@@ -108,6 +109,8 @@ def export_download(
 
 
 def _nothing_to_export(session: Session, project_id: int, fmt: str, filters: ExportFilters) -> str:
+    if session.scalar(select(Label.id).where(Label.project_id == project_id).limit(1)) is None:
+        return "this project has no labels yet: label some, or import PRM800K labels, first"
     if fmt == ExportFormat.trl and not Export(session, project_id, ExportFormat.prm800k, filters).is_empty():
         return ("these filters keep labels, but none makes a TRL record: each gave up, reported the problem "
                 "or left its first step unrated; PRM800K and Parquet export them")
@@ -115,14 +118,21 @@ def _nothing_to_export(session: Session, project_id: int, fmt: str, filters: Exp
 
 
 def _fraction(percent: str) -> float | None:
-    """The form asks for a percentage, the filter holds a fraction; ValueError for anything
-    but a number from 0 to 100."""
+    """The form asks for a percentage, the filter holds a fraction; ValueError, with the form's
+    message, for anything but a number from 0 to 100, and for one between 0 and 1: the settings
+    form takes shares (0.8), and 0.8 here would keep nearly everyone."""
     text = percent.strip().removesuffix("%").strip()
     if not text:
         return None
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("give a percentage from 0 to 100") from None
     if not 0 <= value <= 100:
-        raise ValueError(percent)
+        raise ValueError("give a percentage from 0 to 100")
+    if 0 < value < 1:
+        raise ValueError(f"this field is a percentage: {text} would mean {text}%; for {value * 100:g}%, type "
+                         f"{value * 100:g}")
     return value / 100
 
 

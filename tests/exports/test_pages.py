@@ -76,6 +76,10 @@ def test_filters_become_the_export_apis_query(client, session_factory, project) 
         ({"format": "trl", "generations": "1, two"}, "generations", "Item 2: must be a whole number"),
         ({"format": "trl", "qc": "maybe"}, "qc", "'include', 'exclude' or 'only'"),
         ({"format": "trl", "labelers": "x" * 101}, "labelers", "at most 100 characters"),
+        # The settings form takes shares: 0.8 here would keep labelers at 0.8% and above.
+        ({"format": "trl", "min_labeler_accuracy": "0.8"}, "min_labeler_accuracy",
+         "This field is a percentage: 0.8 would mean 0.8%; for 80%, type 80"),
+        ({"format": "trl", "min_agreement": "150"}, "min_agreement", "Give a percentage from 0 to 100"),
         ({"format": "trl", "labelers": "340d89bc-f5b7-45e9-b272-909ba68ee363, max"}, "labelers",
          "label in this project is by 'max': give a username"),
     ],
@@ -117,6 +121,16 @@ def test_filters_that_keep_nothing_say_so_instead_of_an_empty_file(client, sessi
     ticked = client.get(url, params={"format": "prm800k", "sources_offered": "true", "sources": "human"},
                         follow_redirects=False)
     assert ticked.status_code == 303 and ticked.headers["location"].endswith("source=human")
+
+
+def test_a_project_without_labels_says_so(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # "No label matches these filters" read as a fault of filters nobody set.
+    project = make_project(session_factory, "Empty")
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    response = client.get(f"/manage/projects/{project.id}/export/download", params={"format": "prm800k"})
+    assert response.status_code == 422
+    assert "This project has no labels yet: label some, or import PRM800K labels, first." in response.text
 
 
 def test_a_trl_export_with_labels_but_no_record_says_why(client, session_factory) -> None:  # type: ignore[no-untyped-def]
