@@ -153,6 +153,14 @@ def test_long_names_formulas_and_row_actions_stay_on_a_phone(browser: Browser, l
     page = _phone(browser, live_server)
     login(page, "boss", f"/manage/projects/{project.id}")
     _assert_fits(page, "manage_project_long_name")
+    page.goto("/research")
+    _assert_fits(page, "research_long_name")
+    # On a laptop the name wraps in its column: it pushed the projects table's counts off screen.
+    page.set_viewport_size({"width": 1360, "height": 900})
+    page.goto("/manage/projects")
+    table = page.locator("table.projects").evaluate("t => ({table: t.scrollWidth, box: t.parentElement.clientWidth})")
+    assert table["table"] <= table["box"], table
+    page.set_viewport_size(PHONE)
     page.goto(f"/manage/projects/{project.id}/labels/{label_id}")
     expect(page.locator(".label-view .katex-display").first).to_be_visible()
     _assert_fits(page, "manage_label_long_formula")
