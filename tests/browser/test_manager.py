@@ -11,7 +11,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import login, screenshot
 from tests.conftest import PASSWORD, api_headers, make_project, make_user
-from tests.imports.conftest import import_bytes
+from tests.imports.conftest import SAMPLE, import_bytes
 
 PROBLEM = "What is $\\frac{1}{2} + \\frac{1}{3}$?"
 STEPS = ["Use the common denominator $6$.", "So $\\frac{3}{6} + \\frac{2}{6} = \\frac{5}{6}$.", "# Answer\n\n$\\frac{5}{6}$"]
@@ -200,3 +200,16 @@ def test_the_imported_files_table_fits_its_card(page: Page, session_factory) -> 
     assert box is not None and added is not None
     assert added["x"] + added["width"] <= box["x"] + box["width"] + 1
     expect(table.locator("td.added").first).to_have_text("1 problem")
+
+
+def test_a_file_that_added_several_kinds_fits_the_card(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # "8 problems, 8 solutions, 9 labels" on one line pushed the column out of the card.
+    project = make_project(session_factory, "fits")
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    make_user(session_factory, "maria", "manager")
+    page.set_viewport_size({"width": 1360, "height": 900})
+    login(page, "maria", f"/manage/projects/{project.id}")
+    table = page.locator("table.imports")
+    sizes = table.evaluate("t => ({table: t.scrollWidth, box: t.parentElement.clientWidth})")
+    assert sizes["table"] <= sizes["box"], sizes
+    expect(table.locator("td.added").first).to_have_text("8 problems, 8 solutions, 9 labels")
