@@ -143,7 +143,8 @@ def update_round_settings(
     if version_id is not None:
         version = session.get(ModelVersion, version_id)
         if version is None or version.project_id != project_id:
-            raise BadInput(f"selector_version_id {version_id} is not a model version of this project")
+            why = f"version {version_id} is not a model version of this project"
+            raise BadInput(f"selector_version_id: {why}", details=[{"field": "selector_version_id", "message": why}])
     # updated_at says when a setting last changed: a PATCH that changes nothing leaves it.
     changed = {field: value for field, value in changes.items() if getattr(settings, field) != value}
     for field, value in changed.items():

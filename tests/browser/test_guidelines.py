@@ -4,7 +4,6 @@ shown again once a manager changes them; reading them is recorded on the server.
 from __future__ import annotations
 
 import re
-
 import time
 
 from playwright.sync_api import Page, expect

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -168,6 +169,11 @@ def test_research_settings_form_shows_errors_in_place(client, session_factory, p
     good = client.post(url, data={"csrf_token": csrf, "picks_per_round": "30", "schedule_hours": "12"},
                        follow_redirects=False)
     assert good.status_code == 303
+    # A version of no model here is marked on its field, in the form's words.
+    unknown = client.post(url, data={"csrf_token": csrf, "selector_version_id": "999"})
+    assert unknown.status_code == 422
+    shown = html.unescape(unknown.text).split('id="selector_version_id-error">', 1)[1].split("<", 1)[0]
+    assert shown == "Version 999 is not a model version of this project"
     cleared = client.post(url, data={"csrf_token": csrf, "schedule_hours": ""}, follow_redirects=False)
     assert cleared.status_code == 303
     with session_scope(session_factory) as session:
