@@ -165,13 +165,13 @@ def add_member(
             member=username, member_error="type a labeler's username",
         )
     try:
-        members.add_member(session, project, username)
+        added = members.add_member(session, project, username)
     except ServiceError as exc:
         return _project_overview(
             request, session, user, project, {}, {}, exc.status_code,
             member=username, member_error=exc.message,
         )
-    return RedirectResponse(f"/manage/projects/{project.id}?member_added=1#members", status_code=303)
+    return RedirectResponse(f"/manage/projects/{project.id}?member_added={added.user_id}#members", status_code=303)
 
 
 @router.post("/{project_id}/members/{user_id}/remove")
@@ -268,8 +268,13 @@ def _members_done(request: Request, session: SessionDep, project: Project, membe
     """What the last change to the members card did, while it is still so: an address typed by
     hand, or kept after a later change, says nothing."""
     query = request.query_params
-    if query.get("member_added") == "1":
-        return "Member added."
+    added = row_id(query.get("member_added", ""))
+    if added is not None:
+        member = next((m for m in member_list if m.user_id == added), None)
+        if member is not None:
+            return f"{member.username} is now a member." + (
+                " The project is open to every labeler: membership counts once it is restricted."
+                if project.open_to_all else "")
     removed = row_id(query.get("member_removed", ""))
     if removed is not None and all(m.user_id != removed for m in member_list):
         removed_user = session.get(User, removed)

@@ -148,7 +148,7 @@ def add_member(page: Page, project_id: int, manager: str, labeler: str) -> None:
     login(page, manager, f"/manage/projects/{project_id}")
     page.get_by_label("Add a labeler by username").fill(labeler)
     page.get_by_role("button", name="Add member").click()
-    expect(page.get_by_text("Member added.")).to_be_visible()
+    expect(page.get_by_text(f"{labeler} is now a member.")).to_be_visible()
 
 
 def add_solution(

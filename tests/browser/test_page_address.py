@@ -18,7 +18,7 @@ def test_a_notice_is_gone_after_a_reload_and_the_fragment_stays(page: Page, sess
     assert page.evaluate("location.pathname + location.hash") == f"/manage/projects/{project.id}#members"
     page.reload()
     expect(page.get_by_role("button", name="Remove lou")).to_be_visible()
-    expect(page.get_by_text("Member added.")).to_have_count(0)
+    expect(page.get_by_text("lou is now a member.")).to_have_count(0)
 
 
 def test_a_refused_form_reloads_as_its_page(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -217,7 +217,7 @@ def test_the_manager_adds_and_removes_members_on_the_project_page(client, sessio
     added = client.post(f"{page}/members", data={"csrf_token": csrf, "username": "mia"}, follow_redirects=False)
     assert added.status_code == 303
     shown = client.get(added.headers["location"]).text
-    assert "Member added." in shown and "Remove mia" in shown
+    assert "mia is now a member." in shown and "Remove mia" in shown
 
     # Names are one name whatever their case; a message keeps the name as it is written.
     again = client.post(f"{page}/members", data={"csrf_token": csrf, "username": "MIA"})
