@@ -19,6 +19,10 @@ class ImportResult(BaseModel):
         default_factory=dict, description="final-answer grades of the new solutions"
     )
     queued: int = Field(default=0, description="queue slots made for the new solutions")
+    problems_without_answer: int = Field(
+        default=0, description="new problems with no answer (none given, no \\boxed{} in a reference solution): "
+        "their solutions are left ungraded"
+    )
     already_imported: bool = Field(
         default=False, description="this file was imported into the project before, read as the same format "
         "(and, for solutions, cut at the same separator): nothing was added"

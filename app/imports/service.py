@@ -182,6 +182,7 @@ def _import_lines(
         duplicates=duplicates,
         grades=dict(writer.grades),
         queued=queued,
+        problems_without_answer=writer.without_answer,
     )
 
 

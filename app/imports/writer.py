@@ -137,6 +137,8 @@ class BatchWriter:
         self.now = now
         self.grader = AnswerGrader()
         self.added = {"problems": 0, "solutions": 0, "labels": 0}
+        # New problems with no reference answer: their solutions stay ungraded.
+        self.without_answer = 0
         self.grades: dict[str, int] = {}
         self.first_solution_id: int | None = None
 
@@ -188,6 +190,7 @@ class BatchWriter:
                 stored[p.hash] = StoredProblem(id_, p.hash, p.answer, p.reference_solution)
             self._own.add("problems", (p.hash for p in missing))
             self.added["problems"] += len(missing)
+            self.without_answer += sum(p.answer is None for p in missing)
         if len(self._problems) + len(stored) > PROBLEMS_KEPT:
             self._problems.clear()
         self._problems.update(stored)

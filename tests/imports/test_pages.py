@@ -81,6 +81,18 @@ def test_a_good_file_shows_its_summary_and_joins_the_batch_list(client, session_
     assert row_counts(session_factory)["import_batches"] == 1
 
 
+def test_problems_without_an_answer_are_pointed_out(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    # 5,000 problems went in as "Problems added 5000", nothing said that none could be graded.
+    project = make_project(session_factory)
+    problems = [{"problem": "What is $5+5$?"}, {"problem": "Sum it.", "solution": "It is $\\boxed{3}$."}, *PROBLEMS]
+    response = _upload(client, manager, project.id, jsonl(problems), "math")
+    assert response.status_code == 200
+    shown = html.unescape(re.sub(r"<[^>]+>", "", response.text))
+    assert "1 of the new problems has no answer (none given, and no \\boxed{} in a reference solution)" in shown
+    plain = _upload(client, manager, project.id, jsonl([{"problem": "What is $9+9$?", "answer": "18"}]), "math", "b.jsonl")
+    assert "no answer" not in plain.text
+
+
 def test_text_solutions_are_cut_at_the_separator_typed_in_the_form(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     _upload(client, manager, project.id, jsonl(PROBLEMS), "math")
