@@ -56,6 +56,9 @@ class ViewedStep(BaseModel):
     rating: int | None = Field(description="null where the labeler stopped before this step")
     flagged: bool
     human: bool = Field(default=False, description="written by the labeler (phase 1), not by the model")
+    solution_step: bool = Field(
+        default=True, description="the solution's own step at this place, which the other labels' "
+        "step_ratings rate (false past a phase-1 label's other alternative or own step)")
 
 
 class OtherLabel(BaseModel):
@@ -70,6 +73,10 @@ class OtherLabel(BaseModel):
         description="whether it disagrees with this label on the steps both rated (as the Agreement report and "
         "the Labels tab's Disagree filter judge it); null where either is not compared (a give-up, a "
         "machine's label, a labeler's earlier label)")
+    step_ratings: list[int | None] = Field(
+        default_factory=list,
+        description="its rating of each of the solution's own steps, in order, as far as it took them (a "
+        "phase-1 label that continued with another alternative or its own step stops there); null: not rated")
 
 
 class LabelView(BaseModel):

@@ -345,7 +345,8 @@ def _other_labels(session: Session, label: Label) -> list[OtherLabel]:
     mine = compared.get(label.id)
     rows = session.execute(
         select(Label.id, User.username, Label.foreign_labeler, Label.source, Label.finish_reason,
-               Label.is_quality_control)
+               Label.is_quality_control, Label.steps, Solution.steps.label("solution_steps"))
+        .join(Solution, Solution.id == Label.solution_id)
         .outerjoin(User, User.id == Label.user_id)
         .where(Label.solution_id == label.solution_id, Label.id != label.id, Label.superseded_at.is_(None))
         .order_by(Label.id)
@@ -355,9 +356,21 @@ def _other_labels(session: Session, label: Label) -> list[OtherLabel]:
             label_id=row.id, labeler=row.username or row.foreign_labeler, source=row.source,
             finish_reason=row.finish_reason, is_quality_control=row.is_quality_control,
             disagrees=None if mine is None or row.id not in compared else labels_disagree(mine, compared[row.id]),
+            step_ratings=_own_step_ratings(row.solution_steps, row.steps),
         )
         for row in rows
     ]
+
+
+def _own_step_ratings(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[int | None]:
+    """The label's rating of each of the solution's steps it went through, up to where its path
+    leaves the solution (a phase-1 label's other alternative or own step)."""
+    ratings: list[int | None] = []
+    for step, text in zip(trajectory(solution_steps, label_steps), solution_steps):
+        if step.human or step.text != text:
+            break
+        ratings.append(step.rating)
+    return ratings
 
 
 def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[ViewedStep]:
@@ -365,8 +378,10 @@ def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) 
     alternative or their own step), then, where that path is the solution's own, the solution's
     steps after it, unrated."""
     path = trajectory(solution_steps, label_steps)
-    viewed = [ViewedStep(text=s.text, rating=s.rating, flagged=bool(s.flagged), human=s.human) for s in path]
-    if all(not s.human and s.text == text for s, text in zip(path, solution_steps)):
+    own = len(_own_step_ratings(solution_steps, label_steps))
+    viewed = [ViewedStep(text=s.text, rating=s.rating, flagged=bool(s.flagged), human=s.human, solution_step=i < own)
+              for i, s in enumerate(path)]
+    if own == len(path):
         viewed += [ViewedStep(text=text, rating=None, flagged=False) for text in solution_steps[len(path):]]
     return viewed
 

@@ -32,6 +32,16 @@ def test_a_manager_filters_labels_and_opens_one(page: Page, session_factory) -> 
     }""")
     screenshot(page, "manage_labels.png")
 
+    # A label whose solution's other labeler disagrees: the other's rating stands under each
+    # step, the differing one marked.
+    rows.filter(has=page.locator(".badge", has_text="disagrees")).first.get_by_role(
+        "link", name=re.compile(r"^#\d+$")).first.click()
+    others = page.locator(".viewed-steps .other-ratings")
+    expect(others.first).to_be_visible()
+    expect(page.locator(".viewed-steps .other-rating.differs")).not_to_have_count(0)
+    screenshot(page, "manage_label_disagreement.png")
+    page.get_by_role("link", name="← Labels").click()
+
     page.get_by_label("Outcome").select_option("solution")
     page.get_by_role("button", name="Filter").click()
     expect(rows).to_have_count(3)

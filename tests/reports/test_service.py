@@ -190,6 +190,9 @@ def test_the_label_view_lists_the_solutions_other_labels_and_which_disagree(sess
     ]
     assert [o.disagrees for o in cats.other_labels] == [None, None, None]
     assert [o.labeler for o in cats.other_labels] == ["ann", "bob", "dan"]
+    # Each other label's rating of each step, to read beside the label's own.
+    assert [o.step_ratings for o in anns.other_labels] == [[1, -1], [1], [1, 0, 1]]
+    assert all(step.solution_step for step in anns.steps)
 
 
 def test_the_label_view_follows_a_phase1_label_through_its_chosen_alternatives(session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -213,6 +216,8 @@ def test_the_label_view_follows_a_phase1_label_through_its_chosen_alternatives(s
         ("Add: $1+1=2$.", 1, False, False),
         ("So 2.", 1, True, True),
     ]
+    # Neither is the solution's own step: other labels' ratings of those do not line up with them.
+    assert [s.solution_step for s in view.steps] == [False, False]
 
 
 def _correct(factory, user_id: int, label_id: int, reason: FinishReason, ratings, note: str | None = None) -> int:  # type: ignore[no-untyped-def]
