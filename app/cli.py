@@ -364,6 +364,23 @@ def projects_list(ctx: _Context) -> None:
             click.echo(f"{project.id}\t{project.name}\t{project.labeling_mode.value}\toverlap {project.overlap}\t{access}")
 
 
+@projects.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Delete without asking (scripts).")
+@pass_ctx
+def projects_delete(ctx: _Context, name: str, yes: bool) -> None:
+    """Delete a project with its problems, solutions, labels, reports, rounds and model versions'
+    records (checkpoint folders stay). There is no undo: export first."""
+    from app.projects.service import delete_project, get_project_by_name
+
+    with ctx.session() as session:
+        project = get_project_by_name(session, name)
+        if not yes:
+            click.confirm(f"Delete {project.name} and everything in it, for good?", abort=True)
+        held = delete_project(session, project)
+    click.echo(f"deleted {name}: {held['problems']} problems, {held['solutions']} solutions, {held['labels']} labels")
+
+
 @cli.group(cls=_Group)
 def members() -> None:
     """Who may label in a members-only project."""

@@ -25,7 +25,7 @@ templates.env.globals["now"] = partial(datetime.now, UTC)
 NOTICE_PARAMETERS = frozenset({
     "saved", "member_added", "member_removed", "access", "decided", "created", "role_set", "deactivated",
     "reactivated", "password_set", "password", "started", "compared", "retired", "restored", "gone", "gold",
-    "corrected",
+    "corrected", "deleted",
 })
 
 

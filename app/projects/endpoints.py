@@ -58,6 +58,18 @@ def update_project(
     return ProjectRead.model_validate(service.update_project(session, project, body))
 
 
+@router.delete(
+    "/{project_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, 409, described={409: "a round or comparison of it is queued or running"}),
+)
+def delete_project(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> None:
+    """Delete the project with everything in it: problems, solutions, labels, reports, rounds and
+    their picks, model versions' records. There is no undo; export what you need first. Model
+    checkpoint directories stay on the workers' disk."""
+    service.delete_project(session, service.get_project(session, project_id))
+
+
 @router.post(
     "/{project_id}/guidelines/read",
     response_model=GuidelinesReceipt,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
@@ -107,7 +108,12 @@ def _projects_list(
     errors: dict[str, str],
     status_code: int,
 ) -> Response:
-    rows = [(p, service.project_progress(session, p)) for p in service.list_projects(session)]
+    projects = service.list_projects(session)
+    rows = [(p, service.project_progress(session, p)) for p in projects]
+    deleted = request.query_params.get("deleted", "")
+    # Said while it is so: not once a project of that name is made again.
+    done = (f"Project “{deleted}” was deleted, with its problems, solutions and labels."
+            if deleted and all(p.name != deleted for p in projects) else None)
     return render(
         request,
         "manage/projects.html",
@@ -116,6 +122,7 @@ def _projects_list(
             "can_manage": has_role(user, MANAGE),
             "values": values,
             "errors": errors,
+            "messages": [{"kind": "success", "text": done}] if done else [],
         },
         status_code=status_code,
     )
@@ -188,6 +195,30 @@ def remove_member(
     return RedirectResponse(f"/manage/projects/{project_id}?member_removed={user_id}#members", status_code=303)
 
 
+class DeleteForm(BaseModel):
+    confirm_name: str = Field(default="", max_length=200)
+
+
+@router.post("/{project_id}/delete")
+def delete_project(
+    request: Request,
+    project_id: PageId,
+    manager: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[DeleteForm, Form()],
+) -> Response:
+    project = service.get_project(session, project_id)
+    # The name typed, as GitHub asks for a repository's: a click alone cannot delete a project.
+    if form.confirm_name.strip() != project.name:
+        return _project_overview(request, session, manager, project, {}, {}, 422,
+                                 delete_error=f"type the project's name, “{project.name}”, to delete it")
+    try:
+        service.delete_project(session, project)
+    except Conflict as exc:
+        return _project_overview(request, session, manager, project, {}, {}, exc.status_code, delete_error=exc.message)
+    return RedirectResponse(f"/manage/projects?{urlencode({'deleted': project.name})}", status_code=303)
+
+
 @router.post("/{project_id}/access")
 def set_access(
     project_id: PageId,
@@ -226,6 +257,7 @@ def _project_overview(
     member: str = "",
     member_error: str | None = None,
     members_notice: str | None = None,
+    delete_error: str | None = None,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
@@ -259,6 +291,7 @@ def _project_overview(
             "members_notice": members_notice,
             "members_done": None if member_error else _members_done(request, session, project, member_list),
             "screening_done": _screening_done(request, standings),
+            "delete_error": delete_error,
         },
         status_code=status_code,
     )

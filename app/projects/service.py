@@ -10,7 +10,20 @@ from sqlalchemy.orm import Session
 from app.errors import Conflict, NotFound
 from app.labeling.queue import add_slots
 from app.machine_labels.service import is_human
-from app.models import Assignment, AssignmentStatus, Label, Problem, Project, Solution, User, utcnow
+from app.models import (
+    ACTIVE_ROUND_STATUSES,
+    Assignment,
+    AssignmentStatus,
+    ComparisonStatus,
+    Label,
+    ModelComparison,
+    Problem,
+    Project,
+    Round,
+    Solution,
+    User,
+    utcnow,
+)
 from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
 
@@ -49,6 +62,32 @@ def get_project_by_name(session: Session, name: str) -> Project:
     if project is None:
         raise NotFound(f"no project named {name!r}")
     return project
+
+
+def delete_project(session: Session, project: Project) -> dict[str, int]:
+    """Delete the project and everything in it (problems, solutions, labels, reports, rounds,
+    model versions' records); what it held, counted before. Refused (Conflict) while a round or
+    a comparison of its models is queued or running: its worker would write into what is gone.
+    Checkpoint directories stay where the workers wrote them."""
+    active = session.scalar(select(Round.number).where(
+        Round.project_id == project.id, Round.status.in_(ACTIVE_ROUND_STATUSES)).limit(1))
+    if active is not None:
+        raise Conflict(f"round {active} of {project.name} is queued or running: cancel it first")
+    comparing = session.scalar(select(ModelComparison.id).where(
+        ModelComparison.project_id == project.id,
+        ModelComparison.status.in_((ComparisonStatus.queued, ComparisonStatus.running))).limit(1))
+    if comparing is not None:
+        raise Conflict(f"a comparison of {project.name}'s models is queued or being measured: wait for it to end")
+    held = {
+        kind: session.scalar(select(func.count()).select_from(model).where(model.project_id == project.id)) or 0
+        for kind, model in (("problems", Problem), ("solutions", Solution), ("labels", Label))
+    }
+    project_id = project.id
+    session.expunge(project)
+    # The database removes the rest: every table that names a project, problem or solution
+    # does so with ON DELETE CASCADE (SQLite's foreign keys are on, app.db).
+    session.execute(delete(Project).where(Project.id == project_id))
+    return held
 
 
 def update_project(session: Session, project: Project, data: ProjectUpdate) -> Project:

@@ -1,0 +1,115 @@
+"""Deleting a project: everything in it goes, in the database's own cascade, and nothing else;
+refused while a round or comparison of it runs; the page asks for the name typed."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.models import (
+    Base,
+    ModelComparison,
+    ModelVersion,
+    Project,
+    Report,
+    Round,
+    RoundStatus,
+    RoundTrigger,
+)
+from tests.cli.conftest import refused, stepwise  # noqa: F401  (stepwise: a fixture)
+from tests.conftest import api_headers, browser_login, make_project, make_user
+from tests.imports.conftest import SAMPLE, import_bytes
+
+
+def _rows(factory) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Rows of every table of the schema, by table."""
+    with session_scope(factory) as session:
+        return {name: session.scalar(select(func.count()).select_from(table)) or 0
+                for name, table in Base.metadata.tables.items()}
+
+
+@pytest.fixture
+def two_projects(session_factory):  # type: ignore[no-untyped-def]
+    """A project with labels, reports, a round and a model version, and a second one alike."""
+    projects = []
+    for name in ("doomed", "kept"):
+        project = make_project(session_factory, name)
+        import_bytes(session_factory, project, SAMPLE.read_bytes())
+        with session_scope(session_factory) as session:
+            round_ = Round(project_id=project.id, number=1, status=RoundStatus.done, trigger=RoundTrigger.manual)
+            session.add(round_)
+            session.flush()
+            session.add(ModelVersion(project_id=project.id, round_id=round_.id, path=f"/models/{name}/v1", base="tiny",
+                                     data_hash="0" * 64, train_labels=9))
+        projects.append(project)
+    return projects
+
+
+def test_a_project_goes_with_everything_in_it_and_nothing_else(session_factory, two_projects) -> None:  # type: ignore[no-untyped-def]
+    from app.projects.service import delete_project
+
+    doomed, kept = two_projects
+    with_both = _rows(session_factory)
+    with session_scope(session_factory) as session:
+        held = delete_project(session, session.get(Project, doomed.id))
+    assert held == {"problems": 8, "solutions": 8, "labels": 9}
+    left = _rows(session_factory)
+    # Every table that held rows of both projects holds the kept one's alone: half as many.
+    for table, before in with_both.items():
+        if table in ("users", "instance_secrets", "alembic_version") or before == 0:
+            continue
+        assert left[table] * 2 == before, (table, before, left[table])
+    with session_scope(session_factory) as session:
+        assert session.get(Project, kept.id) is not None
+        assert session.scalar(select(func.count()).select_from(Report)) == left["reports"]
+
+
+def test_a_project_with_a_round_or_comparison_running_is_kept(client, session_factory, two_projects) -> None:  # type: ignore[no-untyped-def]
+    doomed, _ = two_projects
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "lena", "labeler")
+    url = f"/api/v1/projects/{doomed.id}"
+    assert client.delete(url, headers=api_headers(client, "lena")).status_code == 403
+    headers = api_headers(client, "max")
+    with session_scope(session_factory) as session:
+        session.add(Round(project_id=doomed.id, number=2, status=RoundStatus.running, trigger=RoundTrigger.manual))
+    busy = client.delete(url, headers=headers)
+    assert busy.status_code == 409 and "round 2 of doomed is queued or running: cancel it first" in busy.text
+    with session_scope(session_factory) as session:
+        session.query(Round).filter(Round.number == 2).delete()
+        version = session.scalar(select(ModelVersion.id).where(ModelVersion.project_id == doomed.id))
+        session.add(ModelComparison(project_id=doomed.id, version_a_id=version, version_b_id=version))
+    assert client.delete(url, headers=headers).status_code == 409
+    with session_scope(session_factory) as session:
+        session.query(ModelComparison).delete()
+    assert client.delete(url, headers=headers).status_code == 204
+    assert client.get(url, headers=headers).status_code == 404
+
+
+def test_the_page_deletes_only_with_the_name_typed(client, session_factory, two_projects) -> None:  # type: ignore[no-untyped-def]
+    doomed, _ = two_projects
+    make_user(session_factory, "max", "manager")
+    csrf = browser_login(client, "max")
+    page = f"/manage/projects/{doomed.id}"
+    assert 'action="' + page + '/delete"' in client.get(page).text
+    wrong = client.post(f"{page}/delete", data={"csrf_token": csrf, "confirm_name": "Doomed"})
+    assert wrong.status_code == 422
+    shown = html.unescape(wrong.text).split('id="confirm_name-error">', 1)[1].split("<", 1)[0]
+    assert shown == "Type the project's name, “doomed”, to delete it"
+    assert client.get(page).status_code == 200
+    done = client.post(f"{page}/delete", data={"csrf_token": csrf, "confirm_name": "doomed"}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/manage/projects?deleted=doomed"
+    listed = client.get(done.headers["location"]).text
+    assert "Project “doomed” was deleted, with its problems, solutions and labels." in html.unescape(listed)
+    assert client.get(page).status_code == 404
+
+
+def test_the_cli_asks_unless_told_yes(stepwise, database_url, session_factory, two_projects) -> None:  # type: ignore[no-untyped-def]
+    kept = stepwise(database_url, "projects", "delete", "doomed", input="n\n")
+    assert kept.exit_code == 1 and "Aborted" in kept.output
+    assert stepwise(database_url, "projects", "delete", "doomed", "--yes").output.strip() == (
+        "deleted doomed: 8 problems, 8 solutions, 9 labels")
+    refused(stepwise(database_url, "projects", "delete", "doomed", "--yes"), "no project named 'doomed'")
