@@ -144,6 +144,11 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
         .group_by(Assignment.solution_id)
         .subquery()
     )
+    labeled = (
+        select(Label.solution_id)
+        .where(Label.project_id == project.id, Label.superseded_at.is_(None), is_human())
+        .scalar_subquery()
+    )
     row = session.execute(
         select(
             func.count(),
@@ -153,7 +158,10 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
                     case(
                         (
                             (per_solution.c.done < per_solution.c.slots)
-                            & ((per_solution.c.done + per_solution.c.leased) > 0),
+                            & (((per_solution.c.done + per_solution.c.leased) > 0)
+                               # Labels imported with it count too: raising the overlap after an
+                               # import left such solutions "waiting" beside their labels.
+                               | per_solution.c.solution_id.in_(labeled)),
                             1,
                         ),
                         else_=0,

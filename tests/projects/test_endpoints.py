@@ -10,7 +10,7 @@ from sqlalchemy import text
 from app.config import Settings
 from app.db import create_db_engine
 from tests.conftest import api_headers, make_project, make_user
-from tests.imports.conftest import import_bytes, jsonl, sample_records
+from tests.imports.conftest import SAMPLE, import_bytes, jsonl, sample_records
 
 
 @pytest.fixture
@@ -103,6 +103,21 @@ def test_progress_counts_labels_of_the_last_days_not_of_days_to_come(client, ses
     progress = client.get(f"/api/v1/projects/{project.id}/progress", headers=headers).json()
     assert progress["labels"] == 2
     assert progress["labels_per_day"] == [{"day": an_hour_ago.date().isoformat(), "labels": 1}]
+
+
+def test_imported_labels_count_as_progress_once_the_overlap_asks_for_more(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    # The sample at overlap 1 is done; at overlap 2 its labeled solutions wait for a second
+    # label, and are in progress, not waiting as if nobody had labeled them.
+    project = make_project(session_factory, "imported")
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    url = f"/api/v1/projects/{project.id}/progress"
+    at_one = client.get(url, headers=headers).json()
+    assert (at_one["solutions_done"], at_one["solutions_in_progress"], at_one["solutions_waiting"]) == (8, 0, 0)
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=headers, json={"overlap": 2}).status_code == 200
+    at_two = client.get(url, headers=headers).json()
+    labeled_once = at_two["solutions_in_progress"]
+    assert labeled_once > 0 and at_two["solutions_waiting"] == 8 - at_two["solutions_done"] - labeled_once
+    assert at_two["solutions_waiting"] == 0
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream", "text/json",
