@@ -373,11 +373,13 @@ def projects_delete(ctx: _Context, name: str, yes: bool) -> None:
     records (checkpoint folders stay). There is no undo: export first."""
     from app.projects.service import delete_project, get_project_by_name
 
+    if not yes:
+        with ctx.session() as session:
+            get_project_by_name(session, name)
+        # Asked outside any transaction: on SQLite an open one would hold every writer waiting.
+        click.confirm(f"Delete {name} and everything in it, for good?", abort=True)
     with ctx.session() as session:
-        project = get_project_by_name(session, name)
-        if not yes:
-            click.confirm(f"Delete {project.name} and everything in it, for good?", abort=True)
-        held = delete_project(session, project)
+        held = delete_project(session, get_project_by_name(session, name))
     click.echo(f"deleted {name}: {held['problems']} problems, {held['solutions']} solutions, {held['labels']} labels")
 
 

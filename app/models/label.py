@@ -84,7 +84,7 @@ class Label(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(100))
     content_hash: Mapped[str | None] = mapped_column(String(64))
     import_batch_id: Mapped[int | None] = mapped_column(
-        ForeignKey("import_batches.id", ondelete="SET NULL")
+        ForeignKey("import_batches.id", ondelete="SET NULL"), index=True
     )
     # Imported fields Stepwise has no column for, and imported values whose canonical
     # rendering would differ, so that export gives the file back as it came.

@@ -47,9 +47,9 @@ class Report(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     label_id: Mapped[int] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"))
-    solution_id: Mapped[int] = mapped_column(ForeignKey("solutions.id", ondelete="CASCADE"))
+    solution_id: Mapped[int] = mapped_column(ForeignKey("solutions.id", ondelete="CASCADE"), index=True)
     # Copied from the solution so that the queue's filter needs no join.
-    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"))
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"), index=True)
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     kind: Mapped[ReportKind] = mapped_column(Enum(ReportKind, native_enum=False, length=16))
     # The flagged step's index from 0; null for a report on the whole solution.

@@ -44,7 +44,7 @@ class RoundPick(Base):
     round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"))
     solution_id: Mapped[int] = mapped_column(ForeignKey("solutions.id", ondelete="CASCADE"))
     model_version_id: Mapped[int | None] = mapped_column(
-        ForeignKey("model_versions.id", ondelete="SET NULL")
+        ForeignKey("model_versions.id", ondelete="SET NULL"), index=True
     )
     rank: Mapped[int] = mapped_column(Integer)
     score: Mapped[float | None] = mapped_column(Float)

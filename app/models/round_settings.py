@@ -92,7 +92,7 @@ class RoundSettings(Base):
         Enum(SelectorMode, native_enum=False, length=16), default=SelectorMode.uniform
     )
     selector_version_id: Mapped[int | None] = mapped_column(
-        ForeignKey("model_versions.id", ondelete="SET NULL")
+        ForeignKey("model_versions.id", ondelete="SET NULL"), index=True
     )
     # In fixed and retrain modes, rounds draw uniformly until the selector's held-out step AUROC
     # (the lower end of its 95% interval, on at least promote_min_heldout labels) reaches this;

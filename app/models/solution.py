@@ -63,7 +63,7 @@ class Solution(Base):
     priority: Mapped[float] = mapped_column(Float, default=0.0)
     content_hash: Mapped[str] = mapped_column(String(64))
     import_batch_id: Mapped[int | None] = mapped_column(
-        ForeignKey("import_batches.id", ondelete="SET NULL")
+        ForeignKey("import_batches.id", ondelete="SET NULL"), index=True
     )
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

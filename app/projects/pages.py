@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
@@ -110,10 +109,9 @@ def _projects_list(
 ) -> Response:
     projects = service.list_projects(session)
     rows = [(p, service.project_progress(session, p)) for p in projects]
-    deleted = request.query_params.get("deleted", "")
-    # Said while it is so: not once a project of that name is made again.
-    done = (f"Project “{deleted}” was deleted, with its problems, solutions and labels."
-            if deleted and all(p.name != deleted for p in projects) else None)
+    # No name: a name in the address would let any link claim a project was deleted.
+    done = ("The project was deleted, with its problems, solutions and labels."
+            if request.query_params.get("deleted") == "1" else None)
     return render(
         request,
         "manage/projects.html",
@@ -209,14 +207,14 @@ def delete_project(
 ) -> Response:
     project = service.get_project(session, project_id)
     # The name typed, as GitHub asks for a repository's: a click alone cannot delete a project.
-    if form.confirm_name.strip() != project.name:
+    if form.confirm_name.strip() != project.name.strip():
         return _project_overview(request, session, manager, project, {}, {}, 422,
                                  delete_error=f"type the project's name, “{project.name}”, to delete it")
     try:
         service.delete_project(session, project)
     except Conflict as exc:
         return _project_overview(request, session, manager, project, {}, {}, exc.status_code, delete_error=exc.message)
-    return RedirectResponse(f"/manage/projects?{urlencode({'deleted': project.name})}", status_code=303)
+    return RedirectResponse("/manage/projects?deleted=1", status_code=303)
 
 
 @router.post("/{project_id}/access")

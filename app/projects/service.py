@@ -11,7 +11,6 @@ from app.errors import Conflict, NotFound
 from app.labeling.queue import add_slots
 from app.machine_labels.service import is_human
 from app.models import (
-    ACTIVE_ROUND_STATUSES,
     Assignment,
     AssignmentStatus,
     ComparisonStatus,
@@ -20,12 +19,14 @@ from app.models import (
     Problem,
     Project,
     Round,
+    RoundStatus,
     Solution,
     User,
     utcnow,
 )
 from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
+from app.rounds.config import get_worker_settings
 
 
 def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False) -> Project:
@@ -66,18 +67,23 @@ def get_project_by_name(session: Session, name: str) -> Project:
 
 def delete_project(session: Session, project: Project) -> dict[str, int]:
     """Delete the project and everything in it (problems, solutions, labels, reports, rounds,
-    model versions' records); what it held, counted before. Refused (Conflict) while a round or
-    a comparison of its models is queued or running: its worker would write into what is gone.
-    Checkpoint directories stay where the workers wrote them."""
-    active = session.scalar(select(Round.number).where(
-        Round.project_id == project.id, Round.status.in_(ACTIVE_ROUND_STATUSES)).limit(1))
-    if active is not None:
-        raise Conflict(f"round {active} of {project.name} is queued or running: cancel it first")
-    comparing = session.scalar(select(ModelComparison.id).where(
-        ModelComparison.project_id == project.id,
-        ModelComparison.status.in_((ComparisonStatus.queued, ComparisonStatus.running))).limit(1))
-    if comparing is not None:
-        raise Conflict(f"a comparison of {project.name}'s models is queued or being measured: wait for it to end")
+    model versions' records); what it held, counted before. Refused (Conflict) while a worker is
+    at a round of it or measuring a comparison of its models (a live lease or claim): it would
+    write into what is gone. A round or comparison still queued goes with the project; a worker
+    that picks it up finds nothing to claim. Checkpoint directories stay where the workers wrote
+    them."""
+    now = utcnow()
+    running = session.scalar(select(Round.number).where(
+        Round.project_id == project.id, Round.status == RoundStatus.running,
+        Round.lease_expires_at > now).limit(1))
+    if running is not None:
+        raise Conflict(f"a worker is running round {running} of {project.name}: cancel it first")
+    measuring = session.scalar(select(ModelComparison.id).where(
+        ModelComparison.project_id == project.id, ModelComparison.status == ComparisonStatus.running,
+        # A claim lasts a round's lease unrenewed (app.rounds.comparison.stale_claim).
+        ModelComparison.claimed_at > now - timedelta(seconds=get_worker_settings().round_lease_s)).limit(1))
+    if measuring is not None:
+        raise Conflict(f"a worker is measuring a comparison of {project.name}'s models: wait for it to end")
     held = {
         kind: session.scalar(select(func.count()).select_from(model).where(model.project_id == project.id)) or 0
         for kind, model in (("problems", Problem), ("solutions", Solution), ("labels", Label))

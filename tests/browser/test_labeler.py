@@ -392,7 +392,7 @@ def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None: 
     _start(page, project)
     page.keyboard.press("1")
     page.keyboard.press("2")
-    page.reload()
+    page.reload(wait_until="domcontentloaded")
     expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-okay\b"))
     expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
     page.keyboard.press("1")
@@ -418,10 +418,27 @@ def test_a_second_tab_keeps_its_own_draft(page: Page, session_factory) -> None: 
     expect(other.locator("#status")).to_have_text("The step is rated, no error. Press Enter to submit.")
     other.keyboard.press("Enter")
     expect(other.get_by_role("heading", name="Queue empty")).to_be_visible()
-    page.reload()
+    page.reload(wait_until="domcontentloaded")
     expect(_steps(page).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
     expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-okay\b"))
     expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
+
+
+def test_a_draft_kept_the_old_way_is_taken_up_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Before drafts were kept per lease, one per labeler: a tab open across the upgrade keeps it.
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    page.keyboard.press("1")
+    page.evaluate("""() => {
+        const [draft] = Object.values(JSON.parse(localStorage.getItem("stepwise.drafts.lena")));
+        const old = { ...draft, assignmentId: Number(draft.key.split("/")[0]), key: draft.idempotencyKey };
+        localStorage.removeItem("stepwise.drafts.lena");
+        localStorage.setItem("stepwise.draft.lena", JSON.stringify(old));
+    }""")
+    page.reload(wait_until="domcontentloaded")
+    expect(_steps(page).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+    assert page.evaluate("localStorage.getItem('stepwise.draft.lena')") is None
 
 
 def test_lease_countdown_and_expiry_and_idle_time(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -164,7 +164,7 @@ def test_a_reload_keeps_alternatives_rated_and_steps_written(page: Page, session
     page.locator(".own-editor:visible textarea").fill(HUMAN)
     page.keyboard.press("Control+Enter")
     expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
-    page.reload()
+    page.reload(wait_until="domcontentloaded")
     expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
     expect(_alternatives(page, 0).nth(0)).to_have_class(re.compile(r"\bis-chosen\b"))
     expect(_alternatives(page, 1).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
@@ -282,7 +282,7 @@ def test_a_draft_continued_past_unrated_alternatives_asks_for_them(page: Page, s
         }""",
         HUMAN,
     )
-    page.reload()
+    page.reload(wait_until="domcontentloaded")
     expect(page.locator("#steps > .p1-step:visible")).to_have_count(3)
     expect(page.locator("#status")).to_have_text("Step 1: rate alternative A (2 of 2 left).")
     expect(page.locator("#submit")).to_be_disabled()

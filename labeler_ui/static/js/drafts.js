@@ -11,15 +11,8 @@ const KEPT_MS = 7 * 24 * 3600 * 1000;
 export class Drafts {
   constructor(username) {
     this.key = `stepwise.drafts.${username}`;
-    // Where one draft was kept per user before.
-    const single = `stepwise.draft.${username}`;
-    try {
-      const old = JSON.parse(localStorage.getItem(single) ?? "null");
-      localStorage.removeItem(single);
-      if (old?.assignmentId) this.write({ ...this.read(), [old.assignmentId]: { ...old, savedAt: Date.now() } });
-    } catch {
-      // Unreadable or no storage: nothing to carry over.
-    }
+    // Where one draft was kept per user before, by its assignment alone.
+    this.single = `stepwise.draft.${username}`;
   }
 
   read() {
@@ -42,11 +35,13 @@ export class Drafts {
     }
   }
 
-  load(assignmentId) {
-    const draft = this.read()[assignmentId];
-    if (!draft || draft.assignmentId !== assignmentId) return null;
+  // `key` names the lease: its assignment and solution (labeler.js, draftKey).
+  load(key) {
+    const kept = this.read()[key];
+    const draft = kept?.key === key ? kept : this.takeSingle(key);
+    if (!draft) return null;
     return {
-      key: draft.key,
+      idempotencyKey: draft.idempotencyKey,
       startedAt: draft.startedAt,
       activeMs: Number(draft.activeMs) || 0,
       restore(state) {
@@ -65,15 +60,27 @@ export class Drafts {
     };
   }
 
-  save(assignmentId, state, key, startedAt, activeMs) {
-    const progress = state.snapshot ? { phase1: state.snapshot() } : { ratings: state.ratings, flags: state.flags };
-    const draft = { assignmentId, key, startedAt, activeMs, savedAt: Date.now(), ...progress };
-    this.write({ ...this.read(), [assignmentId]: draft });
+  // A draft kept the old way, once: its ratings still pass restore()'s checks of their number.
+  takeSingle(key) {
+    try {
+      const old = JSON.parse(localStorage.getItem(this.single) ?? "null");
+      localStorage.removeItem(this.single);
+      if (!old || `${old.assignmentId}` !== key.split("/")[0]) return null;
+      return { ...old, idempotencyKey: old.key };
+    } catch {
+      return null;
+    }
   }
 
-  clear(assignmentId) {
+  save(key, state, idempotencyKey, startedAt, activeMs) {
+    const progress = state.snapshot ? { phase1: state.snapshot() } : { ratings: state.ratings, flags: state.flags };
+    const draft = { key, idempotencyKey, startedAt, activeMs, savedAt: Date.now(), ...progress };
+    this.write({ ...this.read(), [key]: draft });
+  }
+
+  clear(key) {
     const all = this.read();
-    delete all[assignmentId];
+    delete all[key];
     this.write(all);
   }
 }

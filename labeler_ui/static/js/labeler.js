@@ -28,6 +28,9 @@ const timer = new ActiveTimer((ms) => {
 });
 const pending = new PendingSubmits(config.username);
 const drafts = new Drafts(config.username);
+// A draft belongs to a lease of one solution: an assignment's id alone may come back for another
+// solution once a project is deleted (SQLite reuses the ids of the rows deleted last).
+const draftKey = (task) => `${task.assignment_id}/${task.solution.id}`;
 const reasons = new ReasonDialog((kind, note) => submit(kind, note));
 const guidelines = new GuidelinesDialog(config.project.id, config.guidelines ?? null);
 // Set when the page corrects one of the labeler's own labels instead of leasing tasks.
@@ -136,8 +139,8 @@ function showTask(next) {
       ? new Phase1State(next.solution.alternatives ?? [])
       : new RatingState(next.labeling_mode, next.solution.steps.length);
   if (correction) state.prefill(correction.ratings);
-  const draft = correction ? null : drafts.load(next.assignment_id);
-  idempotencyKey = draft?.key ?? newIdempotencyKey();
+  const draft = correction ? null : drafts.load(draftKey(next));
+  idempotencyKey = draft?.idempotencyKey ?? newIdempotencyKey();
   startedAt = draft?.startedAt ?? new Date(serverClock.now()).toISOString();
   timer.reset();
   if (draft) {
@@ -315,7 +318,7 @@ function focusCurrent() {
 function act(change) {
   if (!change()) return;
   if ($("notice").classList.contains("info")) clearNotice();
-  if (!correction) drafts.save(task.assignment_id, state, idempotencyKey, startedAt, timer.activeMs);
+  if (!correction) drafts.save(draftKey(task), state, idempotencyKey, startedAt, timer.activeMs);
   render();
   focusCurrent();
 }
@@ -355,6 +358,7 @@ async function submit(reason, note) {
   const finishReason = reason ?? state.finishReason();
   if (!reason && !state.isComplete()) return;
   const assignmentId = task.assignment_id;
+  const draft = draftKey(task);
   const url = correction
     ? `/api/v1/me/labels/${correction.label_id}/corrections`
     : `/api/v1/assignments/${assignmentId}/submit`;
@@ -378,7 +382,7 @@ async function submit(reason, note) {
     }
     if (labeledToday !== null && !receipt.duplicate) labeledToday += 1;
     showToday();
-    drafts.clear(assignmentId);
+    drafts.clear(draft);
     notify("success", (reason ? `Saved (${reason.replace("_", " ")}).` : "Saved.") + goldNote(receipt.gold));
     await loadNext();
   } catch (error) {
@@ -388,7 +392,7 @@ async function submit(reason, note) {
       notify("error", `Not saved: ${error.message}.`);
     } else if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
       notify("warning", `Not saved: ${error.message}. Loading the next solution.`);
-      drafts.clear(assignmentId);
+      drafts.clear(draft);
       await loadNext();
     } else {
       failed(error);
