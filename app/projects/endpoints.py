@@ -61,7 +61,7 @@ def update_project(
 @router.delete(
     "/{project_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(404, 409, described={409: "a round or comparison of it is queued or running"}),
+    responses=error_responses(404, 409, described={409: "a worker runs a round or measures a comparison of it"}),
 )
 def delete_project(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> None:
     """Delete the project with everything in it: problems, solutions, labels, reports, rounds and
