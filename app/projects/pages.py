@@ -107,8 +107,7 @@ def _projects_list(
     errors: dict[str, str],
     status_code: int,
 ) -> Response:
-    projects = service.list_projects(session)
-    rows = [(p, service.project_progress(session, p)) for p in projects]
+    rows = [(p, service.project_progress(session, p)) for p in service.list_projects(session)]
     # No name: a name in the address would let any link claim a project was deleted.
     done = ("The project was deleted, with its problems, solutions and labels."
             if request.query_params.get("deleted") == "1" else None)

@@ -26,7 +26,7 @@ from app.models import (
 )
 from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
-from app.rounds.config import get_worker_settings
+from app.rounds.lease import stale_claim
 
 
 def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False) -> Project:
@@ -80,8 +80,7 @@ def delete_project(session: Session, project: Project) -> dict[str, int]:
         raise Conflict(f"a worker is running round {running} of {project.name}: cancel it first")
     measuring = session.scalar(select(ModelComparison.id).where(
         ModelComparison.project_id == project.id, ModelComparison.status == ComparisonStatus.running,
-        # A claim lasts a round's lease unrenewed (app.rounds.comparison.stale_claim).
-        ModelComparison.claimed_at > now - timedelta(seconds=get_worker_settings().round_lease_s)).limit(1))
+        ModelComparison.claimed_at > now - stale_claim()).limit(1))
     if measuring is not None:
         raise Conflict(f"a worker is measuring a comparison of {project.name}'s models: wait for it to end")
     held = {

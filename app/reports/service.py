@@ -9,7 +9,7 @@ from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import NotFound
-from app.exports.trajectory import trajectory
+from app.exports.trajectory import RatedStep, trajectory
 from app.labeling.queue import add_slots
 from app.labeling.schemas import StepRating
 from app.models import (
@@ -312,7 +312,7 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
     label: Label = row.Label
     problem: Problem = row.Problem
     reports = session.execute(_report_rows().where(Report.label_id == label.id).order_by(Report.id)).all()
-    others = _other_labels(session, label)
+    others = _other_labels(session, label, row.steps)
     return LabelView(
         label_id=label.id,
         project_id=label.project_id,
@@ -337,7 +337,7 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
     )
 
 
-def _other_labels(session: Session, label: Label) -> list[OtherLabel]:
+def _other_labels(session: Session, label: Label, solution_steps: list[str]) -> list[OtherLabel]:
     """The solution's other current labels, each marked as agreeing with this one or not the
     way the Labels tab's Disagree filter marks them."""
     compared = {c.label_id: c for c in compared_labels(session, label.project_id, [label.solution_id])
@@ -345,8 +345,7 @@ def _other_labels(session: Session, label: Label) -> list[OtherLabel]:
     mine = compared.get(label.id)
     rows = session.execute(
         select(Label.id, User.username, Label.foreign_labeler, Label.source, Label.finish_reason,
-               Label.is_quality_control, Label.steps, Solution.steps.label("solution_steps"))
-        .join(Solution, Solution.id == Label.solution_id)
+               Label.is_quality_control, Label.steps)
         .outerjoin(User, User.id == Label.user_id)
         .where(Label.solution_id == label.solution_id, Label.id != label.id, Label.superseded_at.is_(None))
         .order_by(Label.id)
@@ -356,21 +355,22 @@ def _other_labels(session: Session, label: Label) -> list[OtherLabel]:
             label_id=row.id, labeler=row.username or row.foreign_labeler, source=row.source,
             finish_reason=row.finish_reason, is_quality_control=row.is_quality_control,
             disagrees=None if mine is None or row.id not in compared else labels_disagree(mine, compared[row.id]),
-            step_ratings=_own_step_ratings(row.solution_steps, row.steps),
+            step_ratings=_own_step_ratings(solution_steps, row.steps),
         )
         for row in rows
     ]
 
 
+def _own_prefix(path: list[RatedStep], solution_steps: list[str]) -> int:
+    """How many of the path's first steps are the solution's own: it leaves them at a phase-1
+    label's other alternative or own step."""
+    return next((i for i, (step, text) in enumerate(zip(path, solution_steps)) if step.human or step.text != text),
+                min(len(path), len(solution_steps)))
+
+
 def _own_step_ratings(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[int | None]:
-    """The label's rating of each of the solution's steps it went through, up to where its path
-    leaves the solution (a phase-1 label's other alternative or own step)."""
-    ratings: list[int | None] = []
-    for step, text in zip(trajectory(solution_steps, label_steps), solution_steps):
-        if step.human or step.text != text:
-            break
-        ratings.append(step.rating)
-    return ratings
+    path = trajectory(solution_steps, label_steps)
+    return [step.rating for step in path[:_own_prefix(path, solution_steps)]]
 
 
 def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) -> list[ViewedStep]:
@@ -378,7 +378,7 @@ def _viewed_steps(solution_steps: list[str], label_steps: list[dict[str, Any]]) 
     alternative or their own step), then, where that path is the solution's own, the solution's
     steps after it, unrated."""
     path = trajectory(solution_steps, label_steps)
-    own = len(_own_step_ratings(solution_steps, label_steps))
+    own = _own_prefix(path, solution_steps)
     viewed = [ViewedStep(text=s.text, rating=s.rating, flagged=bool(s.flagged), human=s.human, solution_step=i < own)
               for i, s in enumerate(path)]
     if own == len(path):

@@ -14,7 +14,6 @@ import logging
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,9 +25,8 @@ from app.db import session_scope
 from app.errors import BadInput, NotFound
 from app.models import ComparisonStatus, ModelComparison, ModelVersion, utcnow
 from app.rounds import pool
-from app.rounds.config import get_worker_settings
 from app.rounds.heldout import best_of_n_rows, heldout_records, heldout_texts
-from app.rounds.lease import Heartbeat, LeaseLost, worker_name
+from app.rounds.lease import Heartbeat, LeaseLost, stale_claim, worker_name
 from app.rounds.service import round_settings
 
 log = logging.getLogger("stepwise.rounds")
@@ -63,13 +61,6 @@ def request_comparison(session: Session, project_id: int, a_id: int, b_id: int,
     session.add(comparison)
     session.flush()
     return comparison
-
-
-def stale_claim() -> timedelta:
-    """How long a claim lasts unrenewed: a round's lease. The measuring worker renews it three
-    times as often, so an older one belongs to a worker that died, and another measures the
-    comparison again (a comparison only reads, so measuring twice is harmless)."""
-    return timedelta(seconds=get_worker_settings().round_lease_s)
 
 
 def _claimable():  # type: ignore[no-untyped-def]

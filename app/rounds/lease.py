@@ -22,6 +22,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.models import Round, RoundStage, RoundStatus, utcnow
+from app.rounds.config import get_worker_settings
+
+
+def stale_claim() -> timedelta:
+    """How long a comparison's claim lasts unrenewed: a round's lease. The measuring worker
+    renews it three times as often, so an older one belongs to a worker that died, and another
+    measures the comparison again (a comparison only reads, so measuring twice is harmless)."""
+    return timedelta(seconds=get_worker_settings().round_lease_s)
 
 
 class LeaseLost(Exception):

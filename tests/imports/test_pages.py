@@ -89,6 +89,8 @@ def test_problems_without_an_answer_are_pointed_out(client, session_factory, man
     assert response.status_code == 200
     shown = html.unescape(re.sub(r"<[^>]+>", "", response.text))
     assert "1 of the new problems has no answer (none given, and no \\boxed{} in a reference solution)" in shown
+    # One block of text: the flash lays out its children in a row, and the <code> words stood apart.
+    assert '<div class="flash warning" role="status"><div>' in response.text
     plain = _upload(client, manager, project.id, jsonl([{"problem": "What is $9+9$?", "answer": "18"}]), "math", "b.jsonl")
     assert "no answer" not in plain.text
 

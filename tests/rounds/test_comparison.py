@@ -214,12 +214,17 @@ def test_a_comparison_whose_worker_died_is_measured_again_then_given_up(session_
     assert statuses(session_factory)[-1] == ("failed", f"its workers died {MAX_ATTEMPTS} times while measuring")
 
 
-def test_an_interrupted_comparison_goes_back_to_the_queue(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # Ctrl-C on `rounds compare`: left "running", the next one would wait for its claim to go stale.
+def _queued_comparison(session_factory, checkpoints) -> int:  # type: ignore[no-untyped-def]
+    """A project's two versions, their comparison queued; its id."""
     project = synthetic_project(session_factory, "cmp")
     old, served = add_versions(session_factory, project.id, checkpoints)
     with session_scope(session_factory) as session:
-        comparison_id = request_comparison(session, project.id, old, served).id
+        return request_comparison(session, project.id, old, served).id
+
+
+def test_an_interrupted_comparison_goes_back_to_the_queue(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Ctrl-C on `rounds compare`: left "running", the next one would wait for its claim to go stale.
+    comparison_id = _queued_comparison(session_factory, checkpoints)
 
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
@@ -235,10 +240,7 @@ def test_an_interrupted_comparison_goes_back_to_the_queue(session_factory, check
 def test_the_measuring_worker_keeps_its_claim_fresh(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # A claim is as short as a round's lease: measuring for longer than that must not let a
     # second worker take the comparison, while a worker killed mid-measure loses it as soon.
-    project = synthetic_project(session_factory, "cmp")
-    old, served = add_versions(session_factory, project.id, checkpoints)
-    with session_scope(session_factory) as session:
-        comparison_id = request_comparison(session, project.id, old, served).id
+    comparison_id = _queued_comparison(session_factory, checkpoints)
     monkeypatch.setattr("app.rounds.comparison.stale_claim", lambda: timedelta(seconds=0.6))
     seen: list[bool] = []
 
@@ -262,10 +264,7 @@ def test_the_measuring_worker_keeps_its_claim_fresh(session_factory, checkpoints
 def test_a_worker_that_lost_its_claim_records_nothing(session_factory, checkpoints, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # Its renewals held up past the claim (a database failover), another worker took it over:
     # the first must neither renew the claim nor write its results over the new holder's.
-    project = synthetic_project(session_factory, "cmp")
-    old, served = add_versions(session_factory, project.id, checkpoints)
-    with session_scope(session_factory) as session:
-        comparison_id = request_comparison(session, project.id, old, served).id
+    comparison_id = _queued_comparison(session_factory, checkpoints)
     monkeypatch.setattr("app.rounds.comparison.stale_claim", lambda: timedelta(seconds=0.6))
 
     def taken_over(*args: object) -> tuple[int, int, dict]:
@@ -283,10 +282,7 @@ def test_a_worker_that_lost_its_claim_records_nothing(session_factory, checkpoin
 
 
 def test_stepwise_worker_measures_a_queued_comparison(session_factory, database_url, checkpoints, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    project = synthetic_project(session_factory, "cmp")
-    old, served = add_versions(session_factory, project.id, checkpoints)
-    with session_scope(session_factory) as session:
-        request_comparison(session, project.id, old, served)
+    _queued_comparison(session_factory, checkpoints)
     env = {**os.environ, "DATABASE_URL": database_url, "STEPWISE_MODELS_DIR": str(tmp_path / "models")}
     done = subprocess.run([STEPWISE, "worker", "--once"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
