@@ -58,10 +58,11 @@ def dismiss_report(
     responses=error_responses(404),
 )
 def retire_problem(
-    project_id: RowId, problem_id: RowId, _: ManagerApiUser, session: SessionDep
+    project_id: RowId, problem_id: RowId, user: ManagerApiUser, session: SessionDep
 ) -> ProblemRetirement:
-    """Stop serving the problem's solutions; its labels stay and export. Idempotent."""
-    return service.retire_problem(session, project_id, problem_id)
+    """Stop serving the problem's solutions; its labels stay and export. Its open bad-problem
+    reports are dismissed in the caller's name. Idempotent."""
+    return service.retire_problem(session, project_id, problem_id, user)
 
 
 @router.post(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -164,7 +165,7 @@ def retire_problem(
     session: SessionDep,
     form: Annotated[ProblemForm, Form()],
 ) -> Response:
-    return _change_problem(service.retire_problem, session, project_id, problem_id, form, "retired")
+    return _change_problem(partial(service.retire_problem, by=user), session, project_id, problem_id, form, "retired")
 
 
 @router.post("/problems/{problem_id}/restore")
@@ -219,7 +220,9 @@ def _problem_notices(request: Request, session: SessionDep, project_id: int) -> 
     messages = []
     retired = row_id(request.query_params.get("retired", ""))
     if retired is not None and service.is_retired(session, project_id, retired) is True:
-        messages.append({"kind": "success", "text": f"Problem {retired} is retired: it is not served again."})
+        answered = (" Its bad-problem reports are dismissed."
+                    if service.has_bad_problem_reports(session, project_id, retired) else "")
+        messages.append({"kind": "success", "text": f"Problem {retired} is retired: it is not served again.{answered}"})
     restored = row_id(request.query_params.get("restored", ""))
     if restored is not None and service.is_retired(session, project_id, restored) is False:
         messages.append({"kind": "success",

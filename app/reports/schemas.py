@@ -44,6 +44,7 @@ class ProblemRetirement(BaseModel):
     problem_id: int
     retired_at: datetime
     slots_removed: int = Field(description="waiting queue slots taken out by this call")
+    reports_dismissed: int = Field(description="open bad-problem reports of the problem this call dismissed")
 
 
 class ProblemRestoration(BaseModel):

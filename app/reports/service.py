@@ -247,6 +247,14 @@ def is_retired(session: Session, project_id: int, problem_id: int) -> bool | Non
     return None if found is None else found.retired_at is not None
 
 
+def has_bad_problem_reports(session: Session, project_id: int, problem_id: int) -> bool:
+    return session.scalar(
+        select(Report.id)
+        .where(Report.project_id == project_id, Report.problem_id == problem_id, Report.kind == ReportKind.bad_problem)
+        .limit(1)
+    ) is not None
+
+
 def _locked_problem(session: Session, project_id: int, problem_id: int) -> Problem:
     problem = session.scalar(
         select(Problem)
@@ -258,16 +266,29 @@ def _locked_problem(session: Session, project_id: int, problem_id: int) -> Probl
     return problem
 
 
-def retire_problem(session: Session, project_id: int, problem_id: int) -> ProblemRetirement:
+def retire_problem(session: Session, project_id: int, problem_id: int, by: User) -> ProblemRetirement:
     """Take a problem out of labeling: its waiting slots leave the queue and the queue serves
     none of its solutions again (see queue._take_best_slot_statement); labels it has stay.
 
-    Leases in hand are left alone, so that a labeler at work on one can still submit. Calling
-    it again keeps the first retirement's time and removes nothing more.
+    Retiring answers the problem's open bad-problem reports, so they are dismissed in `by`'s
+    name rather than left for the manager to dismiss one by one; give-ups and flagged steps
+    speak of a solution or a step, and stay open. Leases in hand are left alone, so that a
+    labeler at work on one can still submit. Calling it again keeps the first retirement's time
+    and dismisses what was raised since.
     """
     problem = _locked_problem(session, project_id, problem_id)
     if problem.retired_at is None:
         problem.retired_at = utcnow()
+    dismissed = session.execute(
+        update(Report)
+        .where(
+            Report.problem_id == problem.id,
+            Report.kind == ReportKind.bad_problem,
+            Report.status == ReportStatus.open,
+        )
+        .values(status=ReportStatus.dismissed, dismissed_at=utcnow(), dismissed_by_id=by.id)
+        .execution_options(synchronize_session=False, preserve_rowcount=True)
+    ).rowcount
     removed = session.execute(
         delete(Assignment)
         .where(
@@ -278,7 +299,8 @@ def retire_problem(session: Session, project_id: int, problem_id: int) -> Proble
     ).rowcount
     session.flush()
     return ProblemRetirement(
-        problem_id=problem.id, retired_at=problem.retired_at, slots_removed=removed or 0
+        problem_id=problem.id, retired_at=problem.retired_at, slots_removed=removed or 0,
+        reports_dismissed=dismissed or 0,
     )
 
 

@@ -66,8 +66,9 @@ def test_a_bad_problem_report_reaches_the_manager(page: Page, session_factory) -
 
     page.get_by_role("link", name="← Reports").click()
     expect(rows.first.locator(".badge", has_text="retired")).to_be_visible()
-    rows.first.get_by_role("button", name="Dismiss").click()
+    # Retiring the problem answered its bad-problem report.
     expect(rows.first).to_contain_text("dismissed by maria")
+    expect(rows.first.get_by_role("button", name="Dismiss")).to_have_count(0)
     # Handled, the row's wider status and extra button kept the reason readable and the table in
     # its box at a laptop's width: the reason was squeezed to a letter a line, the actions cut.
     page.set_viewport_size({"width": 1360, "height": 900})

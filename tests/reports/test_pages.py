@@ -105,12 +105,14 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
     retired = _change_problem(client, project.id, bad['problem_id'], "retire", csrf, {"status": "open"})
     assert retired.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&retired={bad['problem_id']}"
     page = client.get(retired.headers["location"])
-    assert f"Problem {bad['problem_id']} is retired" in page.text
-    assert page.text.count('<tr id="report-') == 2
+    assert f"Problem {bad['problem_id']} is retired: it is not served again. Its bad-problem reports are dismissed." in page.text
+    # Retiring answered the bad-problem report, so the open filter no longer lists it.
+    assert page.text.count('<tr id="report-') == 1 and f'id="report-{bad["report_id"]}"' not in page.text
     assert '<span class="badge">retired</span>' in page.text and "Retire problem" not in page.text
     after = {r["report_id"]: r for r in _csv(client.get(f"/manage/projects/{project.id}/reports/download").text)}
     assert after[rows[0]["report_id"]]["status"] == "dismissed" and after[rows[0]["report_id"]]["dismissed_by"] == "max"
     assert after[bad["report_id"]]["problem_retired"] == "yes"
+    assert (after[bad["report_id"]]["status"], after[bad["report_id"]]["dismissed_by"]) == ("dismissed", "max")
 
     # The retired row offers the way back, which keeps the filters too.
     assert "Return to labeling</button>" in page.text
@@ -118,7 +120,9 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
     assert restored.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&restored={bad['problem_id']}"
     page = client.get(restored.headers["location"])
     assert f"Problem {bad['problem_id']} is back in labeling" in page.text
-    assert '<span class="badge">retired</span>' not in page.text and "Retire problem" in page.text
+    assert '<span class="badge">retired</span>' not in page.text
+    # The dismissed bad-problem report offers retiring again.
+    assert "Retire problem" in client.get(f"/manage/projects/{project.id}/reports").text
     # A banner only for a problem of the project that is being served.
     assert "is back in labeling" not in client.get(f"/manage/projects/{project.id}/reports?restored=99999").text
 

@@ -116,16 +116,17 @@ def test_retiring_takes_waiting_slots_out_keeps_labels_and_is_idempotent(session
     ann = make_user(session_factory, "ann", "labeler")
     bob = make_user(session_factory, "bob", "labeler")
     cid = make_user(session_factory, "cid", "labeler")
+    max_ = make_user(session_factory, "max", "manager")
     label_next(session_factory, project.id, ann.id, FinishReason.solution)
     held = next_task(session_factory, project.id, bob.id)
     assert held is not None and held.problem.id == bad
 
     with session_scope(session_factory) as session:
-        first = service.retire_problem(session, project.id, bad)
+        first = service.retire_problem(session, project.id, bad, max_)
     # 4 slots: ann's is done, bob's is leased, the other two waited.
     assert first.slots_removed == 2
     with session_scope(session_factory) as session:
-        again = service.retire_problem(session, project.id, bad)
+        again = service.retire_problem(session, project.id, bad, max_)
     assert again.retired_at == first.retired_at and again.slots_removed == 0
 
     with session_scope(session_factory) as session:
@@ -140,12 +141,45 @@ def test_retiring_takes_waiting_slots_out_keeps_labels_and_is_idempotent(session
     assert written == 2
 
 
+def test_retiring_dismisses_the_problems_open_bad_problem_reports_and_nothing_else(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    bad, _ = add_problem(session_factory, project, "Broken", n_solutions=3, priority=5.0)
+    add_problem(session_factory, project, "Fine", n_solutions=1, priority=1.0)
+    ann, bob, cid = (make_user(session_factory, name, "labeler") for name in ("ann", "bob", "cid"))
+    max_ = make_user(session_factory, "max", "manager")
+    boss = make_user(session_factory, "boss", "admin")
+    label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note="No answer.")
+    label_next(session_factory, project.id, bob.id, FinishReason.give_up, ratings=[(1, True)], note="Lost.")
+    held = next_task(session_factory, project.id, cid.id)
+    assert held is not None and held.problem.id == bad
+    label_next(session_factory, project.id, ann.id, FinishReason.bad_problem, ratings=[], note="Also broken.")
+    earlier = {r.kind: r for r in _reports(session_factory, project.id)}
+    with session_scope(session_factory) as session:
+        service.dismiss_report(session, project.id, earlier[ReportKind.give_up].id, boss)
+
+    with session_scope(session_factory) as session:
+        assert service.retire_problem(session, project.id, bad, max_).reports_dismissed == 1
+    statuses = {(r.problem_id, r.kind): (r.status, r.dismissed_by) for r in _reports(session_factory, project.id)}
+    assert statuses[(bad, ReportKind.bad_problem)] == (ReportStatus.dismissed, "max")
+    # What speaks of a solution or a step stays as it was; so does another problem's report.
+    assert statuses[(bad, ReportKind.give_up)] == (ReportStatus.dismissed, "boss")
+    assert statuses[(bad, ReportKind.flagged_step)] == (ReportStatus.open, None)
+    assert [s for (problem, _), s in statuses.items() if problem != bad] == [(ReportStatus.open, None)]
+
+    # A lease in hand still submits; what it raises is answered by retiring again.
+    submit(session_factory, cid.id, held, FinishReason.bad_problem, ratings=[], note="Same.")
+    with session_scope(session_factory) as session:
+        assert service.retire_problem(session, project.id, bad, boss).reports_dismissed == 1
+    assert _reports(session_factory, project.id, kind=ReportKind.bad_problem, status=ReportStatus.open) == [
+        r for r in _reports(session_factory, project.id, kind=ReportKind.bad_problem) if r.problem_id != bad]
+
+
 def test_retiring_a_problem_of_another_project_changes_nothing(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=1)
     other = make_project(session_factory, "other")
     problem, _ = add_problem(session_factory, project, "Problem", n_solutions=2)
     with session_scope(session_factory) as session, pytest.raises(NotFound):
-        service.retire_problem(session, other.id, problem)
+        service.retire_problem(session, other.id, problem, make_user(session_factory, "max", "manager"))
     with session_scope(session_factory) as session:
         waiting = session.scalar(select(func.count()).select_from(Assignment))
     assert waiting == 2
@@ -314,11 +348,12 @@ def test_restoring_fills_the_slot_numbers_a_retirement_left_free(session_factory
     project = make_project(session_factory, overlap=2)
     problem, (solution,) = add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
     ann, bob = (make_user(session_factory, name, "labeler") for name in ("ann", "bob"))
+    max_ = make_user(session_factory, "max", "manager")
     assert next_task(session_factory, project.id, ann.id) and next_task(session_factory, project.id, bob.id)
     with session_scope(session_factory) as session:
         lapsed = session.scalars(select(Assignment).where(Assignment.user_id == ann.id)).one()
         lapsed.status, lapsed.expires_at, lapsed_slot = AssignmentStatus.waiting, None, lapsed.slot
-        service.retire_problem(session, project.id, problem)
+        service.retire_problem(session, project.id, problem, max_)
     with session_scope(session_factory) as session:
         assert service.restore_problem(session, project.id, problem).slots_added == 1
     with session_scope(session_factory) as session:
