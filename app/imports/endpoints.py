@@ -6,9 +6,9 @@ from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 
 from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
-from app.imports import service
+from app.imports import removal, service
 from app.imports.candidates import MAX_SEPARATOR_LENGTH
-from app.imports.schemas import ImportBatchRead, ImportResult
+from app.imports.schemas import ImportBatchRead, ImportRemoval, ImportResult
 from app.models import ImportFormat
 from app.projects.service import get_project
 
@@ -70,3 +70,15 @@ def import_upload(
 def list_imports(project_id: RowId, _: DataApiUser, session: SessionDep) -> list[ImportBatchRead]:
     """The project's imported files, newest first."""
     return service.list_batches(session, get_project(session, project_id))
+
+
+@router.delete(
+    "/{batch_id}",
+    response_model=ImportRemoval,
+    responses=error_responses(409, described={409: "work was done on what it added since; nothing changed"}),
+)
+def remove_import(project_id: RowId, batch_id: RowId, _: ManagerApiUser, session: SessionDep) -> ImportRemoval:
+    """Remove an imported file with the problems, solutions and labels it added. Refused while
+    its solutions carry labels that did not come with it, are leased, or were picked by a round,
+    and while a worker is at a round or comparison of the project."""
+    return removal.remove_import(session, get_project(session, project_id), batch_id)

@@ -58,3 +58,13 @@ class ImportBatchRead(BaseModel):
     lines: int
     added: dict[str, int]
     created_at: datetime
+
+
+class ImportRemoval(BaseModel):
+    """What removing an imported file deleted."""
+
+    batch_id: int
+    filename: str
+    problems: int = Field(description="problems it added that no other file's solutions share")
+    solutions: int
+    labels: int = Field(description="labels it brought, on its own solutions or on earlier files'")

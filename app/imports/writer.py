@@ -45,6 +45,7 @@ _PROBLEM_COLUMNS = (
     "level",
     "source_id",
     "content_hash",
+    "import_batch_id",
     "is_demo",
     "created_at",
 )
@@ -179,6 +180,7 @@ class BatchWriter:
                         p.level,
                         p.source_id,
                         p.hash,
+                        self.batch_id,
                         False,
                         self.now,
                     )

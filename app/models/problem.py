@@ -28,4 +28,8 @@ class Problem(Base):
     # Set when a manager retires the problem: its solutions are not served again, and the
     # labels it already has stay and export as before.
     retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The file that added it, so that removing the file can take it away again.
+    import_batch_id: Mapped[int | None] = mapped_column(
+        ForeignKey("import_batches.id", ondelete="SET NULL"), index=True
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

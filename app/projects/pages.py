@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
 from app.errors import Conflict, NotFound, ServiceError
 from app.forms import FormInvalid, PageId, SentFields, row_id, sent_values, validate_form
+from app.imports import removal
 from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
 from app.projects import guidelines_reads, members, service
@@ -216,6 +217,28 @@ def delete_project(
     return RedirectResponse("/manage/projects?deleted=1", status_code=303)
 
 
+@router.post("/{project_id}/imports/{batch_id}/remove")
+def remove_import(
+    request: Request,
+    project_id: PageId,
+    batch_id: PageId,
+    manager: ManagerPageUser,
+    session: SessionDep,
+) -> Response:
+    project = service.get_project(session, project_id)
+    try:
+        removal.remove_import(session, project, batch_id)
+    except NotFound:
+        # Removed already, from another tab or by a second click.
+        return _project_overview(request, session, manager, project, {}, {}, 404,
+                                 imports_error="That file is no longer in the project: it was removed already.")
+    except Conflict as exc:
+        return _project_overview(request, session, manager, project, {}, {}, exc.status_code,
+                                 imports_error=f"Nothing changed: {exc.message}.")
+    # No file name: a name in the address would let any link claim a file was removed.
+    return RedirectResponse(f"/manage/projects/{project_id}?import_removed=1#imports", status_code=303)
+
+
 @router.post("/{project_id}/access")
 def set_access(
     project_id: PageId,
@@ -255,6 +278,7 @@ def _project_overview(
     member_error: str | None = None,
     members_notice: str | None = None,
     delete_error: str | None = None,
+    imports_error: str | None = None,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
@@ -277,6 +301,10 @@ def _project_overview(
             else [],
             "tab": "overview",
             "batches": list_batches(session, project),
+            "batch_contents": removal.batch_contents(session, project.id),
+            "imports_error": imports_error,
+            "imports_done": "The file was removed, with the problems, solutions and labels it added."
+            if request.query_params.get("import_removed") == "1" and not imports_error else None,
             "accuracy": accuracy,
             "activity": project_activity(session, project.id, accuracy),
             "agreement": project_agreement(session, project),

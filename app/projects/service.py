@@ -65,13 +65,10 @@ def get_project_by_name(session: Session, name: str) -> Project:
     return project
 
 
-def delete_project(session: Session, project: Project) -> dict[str, int]:
-    """Delete the project and everything in it (problems, solutions, labels, reports, rounds,
-    model versions' records); what it held, counted before. Refused (Conflict) while a worker is
-    at a round of it or measuring a comparison of its models (a live lease or claim): it would
-    write into what is gone. A round or comparison still queued goes with the project; a worker
-    that picks it up finds nothing to claim. Checkpoint directories stay where the workers wrote
-    them."""
+def refuse_during_live_work(session: Session, project: Project) -> None:
+    """Conflict while a worker is at a round of the project or measuring a comparison of its
+    models (a live lease or claim): what it reads could go from under it, and it would write
+    into what is gone."""
     now = utcnow()
     running = session.scalar(select(Round.number).where(
         Round.project_id == project.id, Round.status == RoundStatus.running,
@@ -83,6 +80,15 @@ def delete_project(session: Session, project: Project) -> dict[str, int]:
         ModelComparison.claimed_at > now - stale_claim()).limit(1))
     if measuring is not None:
         raise Conflict(f"a worker is measuring a comparison of {project.name}'s models: wait for it to end")
+
+
+def delete_project(session: Session, project: Project) -> dict[str, int]:
+    """Delete the project and everything in it (problems, solutions, labels, reports, rounds,
+    model versions' records); what it held, counted before. Refused (Conflict) during live work
+    (refuse_during_live_work). A round or comparison still queued goes with the project; a worker
+    that picks it up finds nothing to claim. Checkpoint directories stay where the workers wrote
+    them."""
+    refuse_during_live_work(session, project)
     held = {
         kind: session.scalar(select(func.count()).select_from(model).where(model.project_id == project.id)) or 0
         for kind, model in (("problems", Problem), ("solutions", Solution), ("labels", Label))

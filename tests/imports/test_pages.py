@@ -75,7 +75,7 @@ def test_a_good_file_shows_its_summary_and_joins_the_batch_list(client, session_
     assert "Labels added</dt><dd>9</dd>" in response.text
     assert row_counts(session_factory)["labels"] == 9
     overview = client.get(f"/manage/projects/{project.id}")
-    assert ">prm800k_sample.jsonl</td>" in overview.text
+    assert ">prm800k_sample.jsonl</span>" in overview.text
     again = _upload(client, manager, project.id, SAMPLE.read_bytes(), "prm800k", "again.jsonl")
     assert again.status_code == 200 and "was imported before" in again.text
     assert row_counts(session_factory)["import_batches"] == 1

@@ -197,3 +197,32 @@ def test_scores_with_an_unscored_step_are_marked_truncated(fresh_url: str) -> No
     finally:
         engine.dispose()
     assert marked == {1: True, 2: False, 3: True}
+
+
+def test_problems_imported_before_take_their_file_from_the_imports_timestamp(fresh_url: str) -> None:
+    upgrade(fresh_url, "0025")
+    engine = create_engine(normalize_database_url(fresh_url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (id, name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES (1, 'p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
+            for batch, at in [(1, "2026-11-01 10:00:00"), (2, "2026-11-02 10:00:00")]:
+                connection.execute(text(
+                    "INSERT INTO import_batches (id, project_id, filename, format, file_sha256, lines, added, created_at)"
+                    " VALUES (:id, 1, 'f.jsonl', 'math', 'h', 1, '{}', :at)"), {"id": batch, "at": at})
+            # Problem 3 was made otherwise (the demo, an earlier version) at another time.
+            for problem, at in [(1, "2026-11-01 10:00:00"), (2, "2026-11-02 10:00:00"), (3, "2026-11-03 10:00:00")]:
+                connection.execute(text(
+                    "INSERT INTO problems (id, project_id, statement, content_hash, is_demo, created_at)"
+                    " VALUES (:id, 1, 'What is 2 + 2?', :h, false, :at)"), {"id": problem, "h": f"ph{problem}", "at": at})
+            connection.execute(text(
+                "INSERT INTO solutions (id, project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                " VALUES (1, 1, 1, '[\"4\"]', 'given', 'right', '{}', 0, 'sh', false, CURRENT_TIMESTAMP)"))
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            batches = dict(connection.execute(text("SELECT id, import_batch_id FROM problems")).all())
+            solutions = connection.execute(text("SELECT count(*) FROM solutions")).scalar()
+    finally:
+        engine.dispose()
+    assert batches == {1: 1, 2: 2, 3: None}
+    # Rebuilding the problems table on SQLite left the rows that name it.
+    assert solutions == 1

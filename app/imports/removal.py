@@ -1,0 +1,116 @@
+"""Removing an imported file: the problems, solutions and labels it added go, as long as no
+work was done on them since (a wrong file or a wrong step separator, caught early, is the case
+it serves); once labelers or rounds have used them, deleting the project is the only undo."""
+
+from __future__ import annotations
+
+from sqlalchemy import Delete, Select, delete, exists, func, select
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, NotFound
+from app.imports.schemas import ImportRemoval
+from app.models import (
+    Assignment,
+    AssignmentStatus,
+    ImportBatch,
+    Label,
+    Problem,
+    Project,
+    Round,
+    RoundPick,
+    Solution,
+    utcnow,
+)
+from app.projects.service import refuse_during_live_work
+
+
+def batch_contents(session: Session, project_id: int) -> dict[int, dict[str, int]]:
+    """Per import batch of the project, the problems, solutions and labels of it still there:
+    what removing it would delete (a batch's `added` counted them on import)."""
+    contents: dict[int, dict[str, int]] = {}
+    for kind, model in (("problems", Problem), ("solutions", Solution), ("labels", Label)):
+        rows = session.execute(
+            select(model.import_batch_id, func.count())
+            .where(model.project_id == project_id, model.import_batch_id.is_not(None))
+            .group_by(model.import_batch_id)
+        )
+        for batch_id, count in rows:
+            contents.setdefault(batch_id, {"problems": 0, "solutions": 0, "labels": 0})[kind] = count
+    return contents
+
+
+def remove_import(session: Session, project: Project, batch_id: int) -> ImportRemoval:
+    """Delete the batch with the labels, solutions and problems it added; problems that solutions
+    of other files have come to share stay. Its labels on earlier files' solutions took no queue
+    slots (an import queues only its own solutions), so none are given back. Refused (Conflict), changing nothing, while its
+    solutions carry labels that did not come with it, are in a labeler's hands, or were picked
+    by a round, and during a worker's live work on the project.
+
+    The file may be imported again afterwards: its record, which told a second upload apart,
+    is gone too.
+    """
+    batch = session.scalar(
+        select(ImportBatch).where(ImportBatch.id == batch_id, ImportBatch.project_id == project.id).with_for_update()
+    )
+    if batch is None:
+        raise NotFound(f"no imported file {batch_id} in project {project.name}")
+    refuse_during_live_work(session, project)
+    own_solutions = select(Solution.id).where(Solution.import_batch_id == batch.id)
+    held_back = _held_back(session, batch, own_solutions)
+    if held_back:
+        raise Conflict(f"{batch.filename} cannot be removed: {held_back}; only deleting the project undoes it now")
+
+    labels = _deleted(session, delete(Label).where(Label.import_batch_id == batch.id))
+    # The database's cascade takes the solutions' queue slots, scores and reports with them.
+    solutions = _deleted(session, delete(Solution).where(Solution.import_batch_id == batch.id))
+    problems = _deleted(
+        session,
+        delete(Problem).where(
+            Problem.import_batch_id == batch.id, ~exists().where(Solution.problem_id == Problem.id)
+        ),
+    )
+    removal = ImportRemoval(
+        batch_id=batch.id, filename=batch.filename, problems=problems, solutions=solutions, labels=labels
+    )
+    session.delete(batch)
+    session.flush()
+    return removal
+
+
+def _held_back(session: Session, batch: ImportBatch, own_solutions: Select[tuple[int]]) -> str | None:
+    """Why work done since keeps the batch, or None."""
+    foreign = session.scalar(
+        select(func.count()).select_from(Label).where(
+            Label.solution_id.in_(own_solutions), Label.import_batch_id.is_distinct_from(batch.id)
+        )
+    )
+    if foreign:
+        return (f"its solutions carry {_count(foreign, 'label')} that did not come with it (made here, or "
+                "imported with another file), which would go with them")
+    held = session.scalar(
+        select(func.count()).select_from(Assignment).where(
+            Assignment.solution_id.in_(own_solutions),
+            Assignment.status == AssignmentStatus.leased,
+            Assignment.expires_at > utcnow(),
+        )
+    )
+    if held:
+        return f"labelers hold {held:,} of its solutions right now: try again once they submit or their leases end"
+    picked = session.scalar(
+        select(func.min(Round.number)).join(RoundPick, RoundPick.round_id == Round.id).where(
+            RoundPick.solution_id.in_(own_solutions)
+        )
+    )
+    if picked is not None:
+        return f"round {picked} picked some of its solutions for labeling"
+    return None
+
+
+def _count(n: int, one: str) -> str:
+    return f"{n:,} {one if n == 1 else one + 's'}"
+
+
+def _deleted(session: Session, statement: Delete) -> int:
+    return session.execute(
+        statement.execution_options(synchronize_session=False, preserve_rowcount=True)
+    ).rowcount or 0
