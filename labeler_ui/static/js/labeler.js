@@ -163,7 +163,9 @@ const figureUrl = (problemId, n) => `/api/v1/problems/${problemId}/figures/${n}`
 function buildStep(text, i) {
   const node = stepTemplate.content.firstElementChild.cloneNode(true);
   node.dataset.index = String(i);
-  node.querySelector(".step-num").textContent = String(i + 1);
+  const num = node.querySelector(".step-num");
+  num.textContent = String(i + 1);
+  num.setAttribute("aria-label", `Go to step ${i + 1}`);
   node.querySelector(".step-controls").setAttribute("aria-label", `Rate step ${i + 1}`);
   renderStepText(node.querySelector(".step-text"), text);
   return node;
@@ -315,15 +317,34 @@ function focusCurrent() {
 
 // ---- actions --------------------------------------------------------------------------------
 
-function act(change) {
+// `said`, when given, words what changed for a screen reader: focus stays on the page while
+// keys rate and move, so nothing else reads the step or the rating out.
+function act(change, said = null) {
   if (!change()) return;
   if ($("notice").classList.contains("info")) clearNotice();
   if (!correction) drafts.save(draftKey(task), state, idempotencyKey, startedAt, timer.activeMs);
   render();
   focusCurrent();
+  if (said) announce(said());
 }
 
-const rate = (i, value) => act(() => state.rate(i, value));
+function announce(text) {
+  const region = $("announce");
+  // The same words twice (two steps rated alike) are still a change to read out.
+  region.textContent = region.textContent === text ? `${text}\u00a0` : text;
+}
+
+function describeCurrent() {
+  const i = state.cursor;
+  const rating = state.ratings[i];
+  const rated = rating === null ? "not rated" : `rated ${RATING_TEXT[rating]}`;
+  return `Step ${i + 1} of ${state.n}, ${rated}${state.flags[i] ? ", flagged" : ""}: ${task.solution.steps[i].slice(0, 300)}`;
+}
+
+const rate = (i, value) => act(() => state.rate(i, value), () => `Step ${i + 1} rated ${RATING_TEXT[value]}. ${$("status").textContent}`);
+const toggleFlag = (i) =>
+  act(() => state.toggleFlag(i), () => `Step ${i + 1} ${state.flags[i] ? "flagged as unsure" : "no longer flagged"}.`);
+const undo = () => act(() => state.undo(), () => `Undone. ${$("status").textContent}`);
 
 function rateByKey(key) {
   const i = state.cursor;
@@ -350,7 +371,7 @@ function moveDown() {
     );
     return;
   }
-  act(() => state.moveCursor(1));
+  act(() => state.moveCursor(1), describeCurrent);
 }
 
 async function submit(reason, note) {
@@ -436,7 +457,7 @@ function onKey(event) {
   const ctrl = event.ctrlKey || event.metaKey;
   if (ctrl && key.toLowerCase() === "z") {
     event.preventDefault();
-    if (!busy) act(() => state.undo());
+    if (!busy) undo();
     return;
   }
   if (ctrl || event.altKey) return;
@@ -470,13 +491,13 @@ function giveUp() {
 }
 
 function otherKey(key) {
-  if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
+  if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1), describeCurrent);
   else if (key === "ArrowDown" || key === "j") moveDown();
   else if (key === "Enter") {
     if (state.isComplete()) submit();
     else notify("info", statusText(false, -1));
-  } else if (key === "f") act(() => state.toggleFlag(state.cursor));
-  else if (key === "u") act(() => state.undo());
+  } else if (key === "f") toggleFlag(state.cursor);
+  else if (key === "u") undo();
   else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
   else return false;
@@ -571,7 +592,7 @@ function onStepClick(event) {
   // Focus goes back to the page, so that Enter afterwards submits instead of clicking again.
   button?.blur();
   if (button?.classList.contains("rate")) rate(i, Number(button.dataset.rating));
-  else if (button?.classList.contains("flag-toggle")) act(() => state.toggleFlag(i));
+  else if (button?.classList.contains("flag-toggle")) toggleFlag(i);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(i));
 }
 
@@ -589,9 +610,9 @@ onButton("finish-submit", () => submit());
 onButton("flag", () => {
   if (!state) return;
   if (isPhase1()) act(() => !state.onOwnRow() && state.toggleFlag(state.cursor.step, state.cursor.alt));
-  else act(() => state.toggleFlag(state.cursor));
+  else toggleFlag(state.cursor);
 });
-onButton("undo", () => state && act(() => state.undo()));
+onButton("undo", () => state && undo());
 onButton("give-up", () => task && !busy && giveUp());
 onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));
 onButton("check-again", loadNext);

@@ -30,9 +30,7 @@ export class ReasonDialog {
       this.submit();
     });
     document.getElementById("reason-cancel").addEventListener("click", () => this.dialog.close());
-    this.text.addEventListener("input", () => {
-      this.error.hidden = true;
-    });
+    this.text.addEventListener("input", () => this.showError(false));
     this.text.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
@@ -54,15 +52,21 @@ export class ReasonDialog {
     this.confirm.textContent = words.confirm;
     this.confirm.classList.toggle("danger", words.danger);
     this.text.value = "";
-    this.error.hidden = true;
+    this.showError(false);
     this.dialog.showModal();
     this.text.focus();
+  }
+
+  showError(shown) {
+    this.error.hidden = !shown;
+    if (shown) this.text.setAttribute("aria-invalid", "true");
+    else this.text.removeAttribute("aria-invalid");
   }
 
   submit() {
     const note = this.text.value.trim();
     if (!note) {
-      this.error.hidden = false;
+      this.showError(true);
       this.text.focus();
       return;
     }
