@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from active_learning.data import is_blank
+from app.errors import BadInput
 from app.imports.fields import Invalid, integer, string_list, text
 from app.imports.records import MAX_ANSWER, MAX_STEPS, Candidate, SolutionIn
 
@@ -24,6 +25,9 @@ def separator_from(given: str | None) -> str:
         return DEFAULT_SEPARATOR
     for escaped, char in _ESCAPES.items():
         given = given.replace(escaped, char)
+    if "\x00" in given:
+        # As every text the importer reads: PostgreSQL text cannot hold it (app.imports.reader).
+        raise BadInput("the step separator must not contain a NUL character")
     return given
 
 

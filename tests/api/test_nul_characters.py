@@ -1,0 +1,44 @@
+"""A NUL character is refused wherever a request carries it, on SQLite as PostgreSQL refuses it."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import Project
+from tests.conftest import api_headers, browser_login, make_project, make_user
+
+MESSAGE = "the request holds a NUL character (\\u0000), which no field may contain"
+
+
+def test_json_and_form_bodies_with_a_nul_change_nothing(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, description="As it was.")
+    make_user(session_factory, "max", "manager")
+    headers = {**api_headers(client, "max"), "content-type": "application/json"}
+    url = f"/api/v1/projects/{project.id}"
+    for body in ('{"description": "a\\u0000b"}', '{"guidelines": "x", "description": "\\\\\\u0000"}'):
+        refused = client.patch(url, content=body, headers=headers)
+        assert refused.status_code == 422 and refused.json()["detail"] == MESSAGE, body
+    # An escaped backslash before "u0000" is text, not a NUL.
+    kept = client.patch(url, content='{"description": "C:\\\\u0000"}', headers=headers)
+    assert kept.status_code == 200 and kept.json()["description"] == "C:\\u0000"
+
+    csrf = browser_login(client, "max")
+    page = client.post(f"/manage/projects/{project.id}/settings",
+                       data={"csrf_token": csrf, "description": "a\x00b", "overlap": "1"})
+    assert page.status_code == 422 and "NUL character" in page.text
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Project.description)) == "C:\\u0000"
+
+
+def test_an_import_separator_with_a_nul_is_refused(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "max", "manager")
+    response = client.post(
+        f"/api/v1/projects/{project.id}/imports",
+        headers=api_headers(client, "max"),
+        data={"format": "solutions", "separator": "\x00"},
+        files={"file": ("c.jsonl", b'{"problem_id": 1, "text": "a"}\n', "application/json")},
+    )
+    assert response.status_code == 422, response.text
+    assert "must not contain a NUL character" in response.json()["detail"]
