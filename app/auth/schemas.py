@@ -1,9 +1,11 @@
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class TokenRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     username: str = Field(max_length=64)
     password: str = Field(max_length=1024)
     name: str = Field(default="api", max_length=100, description="a note to recognise the token by")

@@ -13,6 +13,9 @@ Rating = Annotated[StrictInt, Field(ge=-1, le=1)]
 
 
 class StepRating(BaseModel):
+    # A misspelt "flaged" would drop the flag without a word.
+    model_config = ConfigDict(extra="forbid")
+
     rating: Rating
     flagged: bool = False
 

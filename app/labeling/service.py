@@ -48,6 +48,8 @@ _EARLIER_LABEL = (
     Label.id.label("earlier_id"),
     Label.assignment_id.label("earlier_assignment_id"),
     Label.finish_reason.label("earlier_finish_reason"),
+    Label.finish_note.label("earlier_finish_note"),
+    Label.steps.label("earlier_steps"),
 )
 
 # The assignment locked, with what checking the ratings needs, and the label this labeler
@@ -159,14 +161,14 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         # No such assignment; the key may still have been used for another one.
         earlier = connection.execute(_LABEL_WITH_KEY, key).first()
         if earlier is not None:
-            return _receipt_for_retry(earlier, assignment_id, task_id)
+            return _receipt_for_retry(earlier, assignment_id, task_id, data)
         raise NotFound(f"you hold no assignment {task_id}")
     if not held.may_label:
         # Taken out of the project (or the project closed to them): nothing of it is theirs
         # to send any more, a retry of a label already stored included.
         raise NotFound(f"you hold no assignment {task_id}")
     if held.earlier_id is not None:
-        return _receipt_for_retry(held, assignment_id, task_id)
+        return _receipt_for_retry(held, assignment_id, task_id, data)
     if held.user_id != user_id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(f"you hold no assignment {task_id}")
@@ -175,7 +177,7 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         # its label is newer than the snapshot the locking statement read, so look again.
         earlier = connection.execute(_LABEL_WITH_KEY, key).first()
         if earlier is not None:
-            return _receipt_for_retry(earlier, assignment_id, task_id)
+            return _receipt_for_retry(earlier, assignment_id, task_id, data)
         raise Conflict(f"assignment {task_id} was already submitted")
     if held.status == AssignmentStatus.waiting:
         # The lease ran out and the slot went back to the queue, still naming this labeler as
@@ -270,10 +272,21 @@ def release_task(session: Session, user: User, task_id: int) -> None:
     assignment.user_id = None
 
 
-def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int) -> LabelReceipt:
-    """The receipt of the label `earlier` (its `earlier_*` columns), sent again."""
+def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data: LabelSubmit) -> LabelReceipt:
+    """The receipt of the label `earlier` (its `earlier_*` columns), sent again. A retry sends
+    what it sent before; a key reused for other ratings or another outcome is a client's
+    mistake, refused rather than answered with the first label's receipt as if stored."""
     if earlier.earlier_assignment_id != assignment_id:
         raise Conflict("this idempotency key was already used for another assignment")
+    same = (
+        earlier.earlier_finish_reason == data.finish_reason
+        and earlier.earlier_finish_note == ((data.finish_note or "").strip() or None)
+        # Phase 1 stores what the alternatives were; the outcome and note are checked there.
+        and (data.alternatives is not None or earlier.earlier_steps == [prm800k_step(r) for r in data.ratings])
+    )
+    if not same:
+        raise Conflict("this idempotency key was already used for a different submission of this task: "
+                       "a retry sends the same ratings, outcome and note")
     assert earlier.earlier_finish_reason is not None
     return LabelReceipt(
         label_id=earlier.earlier_id,

@@ -9,7 +9,8 @@ from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
 from app.validation import NumbersNotTruthValues
 
-PROJECT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$"
+# Not ending in a space: "racer " beside "racer" is two projects that look like one.
+PROJECT_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.\-]{0,98}[A-Za-z0-9_.\-])?$"
 
 
 def _as_typed(value: object) -> object:
@@ -23,7 +24,9 @@ def _as_typed(value: object) -> object:
 
 
 class ProjectCreate(NumbersNotTruthValues):
-    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="1-100 letters, digits, space, _ . -, the first a letter or digit")
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="1-100 letters, digits, space, _ . -, the first a letter or digit, the last not a space")
     description: str = Field(default="", max_length=5000)
     guidelines: str = Field(
         default="", max_length=GUIDELINES_MAX_LENGTH,
@@ -119,6 +122,8 @@ class ProjectProgress(BaseModel):
 
 
 class MemberCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     username: str = Field(min_length=1, max_length=64)
 
 

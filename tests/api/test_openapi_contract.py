@@ -253,3 +253,36 @@ def test_export_filters_the_database_cannot_compare_are_422s(client, session_fac
     response = client.get(f"/api/v1/projects/{project.id}/export?format=prm800k&{query}", headers=headers)
     assert response.status_code == 422, response.text
     assert [e["field"] for e in response.json()["errors"]] == [field]
+
+
+def test_every_json_body_refuses_fields_it_does_not_know(client) -> None:  # type: ignore[no-untyped-def]
+    # A misspelt field ("flaged") quietly ignored is a rating or a setting lost.
+    schema = client.get("/api/v1/openapi.json").json()
+    components = schema["components"]["schemas"]
+
+    def objects(node, seen):  # type: ignore[no-untyped-def]
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if ref:
+                name = ref.rsplit("/", 1)[1]
+                if name not in seen:
+                    seen.add(name)
+                    yield from objects(components[name], seen)
+                return
+            if node.get("properties"):
+                yield node
+            for value in node.values():
+                yield from objects(value, seen)
+        elif isinstance(node, list):
+            for value in node:
+                yield from objects(value, seen)
+
+    lax = set()
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:
+                for obj in objects(body["schema"], set()):
+                    if obj.get("additionalProperties") is not False:
+                        lax.add((method.upper(), path, obj.get("title")))
+    assert not lax, sorted(lax)

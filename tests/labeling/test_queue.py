@@ -272,6 +272,10 @@ def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory
     retried = _submit(client, sam, first["assignment_id"], "first-key-01")
     assert retried.status_code == 200
     assert retried.json() == {**stored.json(), "duplicate": True}
+    # The key sent again with other ratings, or another outcome, is no retry.
+    for changed in ({"ratings": (1, -1)}, {"ratings": (1, 1, 1), "reason": "solution"}):
+        differs = _submit(client, sam, first["assignment_id"], "first-key-01", **changed)
+        assert differs.status_code == 409 and "a different submission" in differs.json()["detail"], changed
     again = _submit(client, sam, first["assignment_id"], "second-key-01")
     assert again.status_code == 409 and "already submitted" in again.json()["detail"]
 
