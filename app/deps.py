@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from pydantic import BeforeValidator
 from sqlalchemy.orm import Session
 
 from app.auth.security import same_token
@@ -22,8 +23,15 @@ from app.db import get_session, session_scope
 from app.errors import Forbidden, ServiceError
 from app.models import INT32_MAX, Role, User
 
+def _digits_only(value: object) -> object:
+    # pydantic reads " 1", "+1" and "１" as 1: an address with those named row 1 (a DELETE too).
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number written in the digits 0-9")
+    return value
+
+
 # A row id in a path. The bounds turn a number no id column can hold into a 422, not a 500.
-RowId = Annotated[int, Path(ge=1, le=INT32_MAX)]
+RowId = Annotated[int, Path(ge=1, le=INT32_MAX), BeforeValidator(_digits_only)]
 
 SESSION_COOKIE = "stepwise_session"
 CSRF_HEADER = "X-CSRF-Token"

@@ -286,3 +286,16 @@ def test_every_json_body_refuses_fields_it_does_not_know(client) -> None:  # typ
                     if obj.get("additionalProperties") is not False:
                         lax.add((method.upper(), path, obj.get("title")))
     assert not lax, sorted(lax)
+
+
+def test_an_id_written_other_than_in_digits_names_no_row(client, session_factory):  # type: ignore[no-untyped-def]
+    # " 1" was read as 1: a DELETE of /projects/%201 deleted project 1.
+    project = make_project(session_factory, "kept")
+    make_user(session_factory, "id-admin", "admin")
+    headers = api_headers(client, "id-admin")
+    for written in ("%20" + str(project.id), "+" + str(project.id), "%EF%BC%91"):
+        response = client.delete(f"/api/v1/projects/{written}", headers=headers)
+        assert response.status_code == 422, written
+        assert response.json()["errors"] == [
+            {"field": "path.project_id", "message": "must be a whole number written in the digits 0-9"}]
+    assert client.get(f"/api/v1/projects/{project.id}", headers=headers).status_code == 200
