@@ -50,6 +50,11 @@ PLAIN_MESSAGES = {
     "bool_parsing": "must be true or false",
     "date_parsing": "must be a date (YYYY-MM-DD)",
     "date_from_datetime_parsing": "must be a date (YYYY-MM-DD)",
+    "datetime_parsing": "must be a date and time in ISO 8601 (2026-11-28T09:30:00Z)",
+    "datetime_from_date_parsing": "must be a date and time in ISO 8601 (2026-11-28T09:30:00Z)",
+    "datetime_type": "must be a date and time in ISO 8601 (2026-11-28T09:30:00Z)",
+    # A number of thousands of digits: no field here takes one.
+    "int_parsing_size": "is too long a number",
     "greater_than_equal": "must be at least {ge}",
     "less_than_equal": "must be at most {le}",
     "greater_than": "must be more than {gt}",
@@ -80,7 +85,11 @@ def plain_message(error: Mapping[str, Any], schema: type[BaseModel] | None = Non
     describes in words, where it does."""
     kind, ctx = error.get("type"), error.get("ctx") or {}
     if kind == "value_error" and "error" in ctx:
-        return str(ctx["error"])
+        message = str(ctx["error"])
+        # FastAPI's words for a multipart part sent without a file name where a file is due.
+        if message.startswith("Expected UploadFile"):
+            return "must be a file: a part with a file name"
+        return message
     if kind == "string_pattern_mismatch":
         if error.get("input") == "":
             return "needs a value"

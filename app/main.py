@@ -270,7 +270,10 @@ def _install_error_handlers(app: FastAPI) -> None:
         if allowed:
             headers = {**(headers or {}), "Allow": allowed}
         elif exc.status_code == 400 and message == "There was an error parsing the body":
-            message = "the request body is not valid JSON or form data"
+            # FastAPI's answer to a body its parser gave up on for other reasons than a syntax
+            # error: Python's limits on integer digits and on nesting.
+            message = ("the request body could not be read: it is not valid JSON or form data, or it holds "
+                       "a number of over 4,300 digits or nesting over a thousand levels deep")
         return _error_response(request, exc.status_code, message, headers=headers)
 
 

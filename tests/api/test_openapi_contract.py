@@ -12,6 +12,8 @@ takes `0` for `false` and `false` for `0`, as the browser forms need.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -193,7 +195,7 @@ def test_a_body_that_is_not_text_is_a_clear_400(client):  # type: ignore[no-unty
         "/api/v1/auth/tokens", content=b"\x80", headers={"Content-Type": "application/json"}
     )
     assert response.status_code == 400
-    assert response.json() == {"detail": "the request body is not valid JSON or form data"}
+    assert response.json()["detail"].startswith("the request body could not be read: it is not valid JSON or form data")
 
 
 def test_a_body_that_is_not_json_names_the_place(client):  # type: ignore[no-untyped-def]
@@ -299,3 +301,28 @@ def test_an_id_written_other_than_in_digits_names_no_row(client, session_factory
         assert response.json()["errors"] == [
             {"field": "path.project_id", "message": "must be a whole number written in the digits 0-9"}]
     assert client.get(f"/api/v1/projects/{project.id}", headers=headers).status_code == 200
+
+
+def test_unreadable_values_are_named_in_plain_words(client, session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "worded")
+    make_user(session_factory, "word-admin", "admin")
+    make_user(session_factory, "word-labeler", "labeler")
+    labeler = api_headers(client, "word-labeler")
+    body = {"idempotency_key": "words-key-1", "finish_reason": "give_up", "finish_note": "x", "ratings": []}
+    for changed, field, message in (
+        ('"started_at": "not-a-date"', "started_at", "must be a date and time in ISO 8601 (2026-11-28T09:30:00Z)"),
+        ('"total_time_ms": "' + "9" * 5000 + '"', "total_time_ms", "is too long a number"),
+    ):
+        text = json.dumps(body)[:-1] + ", " + changed + "}"
+        response = client.post("/api/v1/assignments/1/submit", content=text,
+                               headers={**labeler, "content-type": "application/json"})
+        assert response.status_code == 422, response.text
+        assert {"field": field, "message": message} in response.json()["errors"]
+    # As a JSON number it is past what Python's parser reads at all.
+    huge = client.post("/api/v1/assignments/1/submit", content='{"total_time_ms": ' + "9" * 5000 + "}",
+                       headers={**labeler, "content-type": "application/json"})
+    assert huge.status_code == 400 and "a number of over 4,300 digits" in huge.json()["detail"]
+    upload = client.post(f"/api/v1/projects/{project.id}/imports", headers=api_headers(client, "word-admin"),
+                         data={"format": "math"}, files={"file": ("", b"{}", "application/json")})
+    assert upload.status_code == 422
+    assert upload.json()["errors"] == [{"field": "file", "message": "must be a file: a part with a file name"}]
