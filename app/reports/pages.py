@@ -69,6 +69,9 @@ def reports_page(
     project = get_project(session, project_id)
     messages = _problem_notices(request, session, project.id)
     # Where a dismiss of a report that is gone sends the manager back to.
+    dismissed = row_id(request.query_params.get("dismissed", ""))
+    if dismissed is not None and service.is_dismissed(session, project.id, dismissed):
+        messages.append({"kind": "success", "text": f"Report {dismissed} is dismissed."})
     gone = row_id(request.query_params.get("gone", ""))
     if gone is not None and not service.report_exists(session, project.id, gone):
         messages.append({"kind": "info", "text": f"Report {gone} is no longer there: the labeler corrected "
@@ -154,7 +157,7 @@ def dismiss_report(
         # manager clicked in may be older than that.
         get_project(session, project_id)
         return _back_to_reports(project_id, form, gone=report_id)
-    return _back_to_reports(project_id, form)
+    return _back_to_reports(project_id, form, dismissed=report_id)
 
 
 @router.post("/problems/{problem_id}/retire")

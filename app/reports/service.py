@@ -217,6 +217,13 @@ def get_report(session: Session, project_id: int, report_id: int) -> ReportRead:
     return _read(row)
 
 
+def is_dismissed(session: Session, project_id: int, report_id: int) -> bool:
+    return session.scalar(
+        select(Report.id).where(
+            Report.id == report_id, Report.project_id == project_id, Report.status == ReportStatus.dismissed)
+    ) is not None
+
+
 def report_exists(session: Session, project_id: int, report_id: int) -> bool:
     return session.scalar(
         select(Report.id).where(Report.id == report_id, Report.project_id == project_id)

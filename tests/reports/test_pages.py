@@ -101,7 +101,11 @@ def test_dismiss_and_retire_from_the_tab_keep_the_filters(client, project) -> No
         follow_redirects=False,
     )
     assert dismissed.status_code == 303
-    assert dismissed.headers["location"] == f"/manage/projects/{project.id}/reports"
+    assert dismissed.headers["location"] == f"/manage/projects/{project.id}/reports?dismissed={rows[0]['report_id']}"
+    assert f"Report {rows[0]['report_id']} is dismissed." in client.get(dismissed.headers["location"]).text
+    # An address naming a report that is open says nothing.
+    assert f"Report {bad['report_id']} is dismissed." not in client.get(
+        f"/manage/projects/{project.id}/reports?dismissed={bad['report_id']}").text
     retired = _change_problem(client, project.id, bad['problem_id'], "retire", csrf, {"status": "open"})
     assert retired.headers["location"] == f"/manage/projects/{project.id}/reports?status=open&retired={bad['problem_id']}"
     page = client.get(retired.headers["location"])
