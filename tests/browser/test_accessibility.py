@@ -62,3 +62,25 @@ def test_text_fields_show_their_focus_and_a_skip_link_leads_past_the_menu(page: 
     screenshot(page, "skip_link.png")
     page.keyboard.press("Enter")
     expect(page.locator("main")).to_be_focused()
+
+
+def test_a_button_used_from_the_keyboard_keeps_the_focus(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode="full")
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, ["Let $x = 2$.", "# Answer\n\n2"])
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    give_up = page.locator("#give-up")
+    give_up.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#reason-dialog")).to_be_visible()
+    page.keyboard.press("Escape")
+    # The dialog hands the focus back to the button that opened it.
+    expect(give_up).to_be_focused()
+    page.locator("#flag").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#flag")).to_be_focused()
+    expect(page.locator("#flag")).to_have_attribute("aria-pressed", "true")
+    # A click leaves the focus on the page, where Enter submits.
+    page.locator("#flag").click()
+    expect(page.locator("#flag")).not_to_be_focused()

@@ -16,7 +16,9 @@ export class GuidelinesDialog {
     if (!this.dialog) return;
     renderFormulas(this.dialog);
     document.getElementById("guidelines-open").addEventListener("click", (event) => {
-      event.currentTarget.blur();
+      // A pointer's click leaves focus on the page (Enter submits); the keyboard's stays, and
+      // the dialog gives it back to the button on close.
+      if (event.detail > 0) event.currentTarget.blur();
       this.open();
     });
     this.dialog.addEventListener("close", () => {

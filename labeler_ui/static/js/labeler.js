@@ -572,7 +572,7 @@ function openEditor(i) {
 function onPhase1Click(event) {
   const hit = phase1View.clickTarget(event.target);
   if (!hit || busy) return;
-  event.target.closest("button")?.blur();
+  if (event.detail > 0) event.target.closest("button")?.blur();
   if (hit.action === "rate") act(() => state.rate(hit.step, hit.alt, hit.rating));
   else if (hit.action === "flag") act(() => state.toggleFlag(hit.step, hit.alt));
   else if (hit.action === "choose") act(() => state.choose(hit.step, hit.alt));
@@ -589,8 +589,9 @@ function onStepClick(event) {
   if (!node || busy || !state) return;
   const i = Number(node.dataset.index);
   const button = event.target.closest("button");
-  // Focus goes back to the page, so that Enter afterwards submits instead of clicking again.
-  button?.blur();
+  // After a pointer's click focus goes back to the page, so that Enter afterwards submits
+  // instead of clicking again; a keyboard's activation (detail 0) keeps it where the user is.
+  if (event.detail > 0) button?.blur();
   if (button?.classList.contains("rate")) rate(i, Number(button.dataset.rating));
   else if (button?.classList.contains("flag-toggle")) toggleFlag(i);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(i));
@@ -598,7 +599,7 @@ function onStepClick(event) {
 
 function onButton(id, handler) {
   $(id).addEventListener("click", (event) => {
-    event.currentTarget.blur();
+    if (event.detail > 0) event.currentTarget.blur();
     handler();
   });
 }
