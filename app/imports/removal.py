@@ -42,13 +42,16 @@ def batch_contents(session: Session, project_id: int) -> dict[int, dict[str, int
 def remove_import(session: Session, project: Project, batch_id: int) -> ImportRemoval:
     """Delete the batch with the labels, solutions and problems it added; problems that solutions
     of other files have come to share stay. Its labels on earlier files' solutions took no queue
-    slots (an import queues only its own solutions), so none are given back. Refused (Conflict), changing nothing, while its
-    solutions carry labels that did not come with it, are in a labeler's hands, or were picked
-    by a round, and during a worker's live work on the project.
+    slots (an import queues only its own solutions), so none are given back. Refused (Conflict),
+    changing nothing, while its solutions carry labels that did not come with it, are in a
+    labeler's hands, or were picked by a round, and during a worker's live work on the project.
 
     The file may be imported again afterwards: its record, which told a second upload apart,
     is gone too.
     """
+    # Taking turns with imports into the project (app.imports.service.import_file), so that
+    # none adds labels to its solutions between the checks and the deletes.
+    session.execute(select(Project.id).where(Project.id == project.id).with_for_update(key_share=True))
     batch = session.scalar(
         select(ImportBatch).where(ImportBatch.id == batch_id, ImportBatch.project_id == project.id).with_for_update()
     )
