@@ -7,6 +7,7 @@ request that has read all it needs and then works long without the database.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from enum import IntEnum
@@ -77,6 +78,18 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _refuse_nul(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        # PostgreSQL text cannot hold NUL, and its driver refuses one; SQLite would store it, and
+        # the data would then neither move to PostgreSQL nor import back from its own export.
+        # Raised as the driver's DataError, the app answers it as PostgreSQL's: a 422. Single
+        # statements only: a bulk insert is an import, which refuses NUL line by line.
+        if executemany or not parameters:
+            return
+        values = parameters.values() if isinstance(parameters, dict) else parameters
+        if any(type(value) is str and "\x00" in value for value in values):
+            raise sqlite3.DataError("text contains a NUL character (0x00), which the database cannot store")
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):  # type: ignore[no-untyped-def]

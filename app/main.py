@@ -229,6 +229,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             raise exc
         reason = message.splitlines()[0] if message else "invalid value"
         logger.info("refused a value the database cannot take: %s", reason)
+        if not _wants_json(request):
+            # The rollback expired the visitor's rows, and their session is closed: the page's
+            # menu looks them up afresh.
+            request.state.principal = await anyio.to_thread.run_sync(visitor, request)
         return _error_response(request, 422, f"a value the database cannot take: {reason}")
 
     @app.exception_handler(OperationalError)

@@ -2,7 +2,10 @@
 
 PostgreSQL text cannot hold NUL and refuses it on write; SQLite stores it, and a project's own
 export then failed to import back (the importer refuses NUL, as PostgreSQL would). One check at
-the door makes both databases answer alike, for every JSON and form field at once.
+the door makes both databases answer alike, for every JSON and form field at once, with JSON
+columns included (a NUL escaped in a JSON document is text to SQLite, and PostgreSQL's jsonb
+refuses it). Multipart bodies carry files, which the importer judges itself; their other fields
+reach SQLite's own check (app.db).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -40,7 +44,8 @@ class NulGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         pattern = None
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH", "DELETE"):
-            pattern = _pattern(dict(scope["headers"]).get(b"content-type", b""))
+            # The first Content-Type, as the routes read it: a second one must not hide the body.
+            pattern = _pattern(Headers(scope=scope).get("content-type", "").encode("latin-1"))
         if pattern is None:
             await self.app(scope, receive, send)
             return

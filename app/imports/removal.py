@@ -41,8 +41,9 @@ def batch_contents(session: Session, project_id: int) -> dict[int, dict[str, int
 
 def remove_import(session: Session, project: Project, batch_id: int) -> ImportRemoval:
     """Delete the batch with the labels, solutions and problems it added; problems that solutions
-    of other files have come to share stay. Its labels on earlier files' solutions took no queue
-    slots (an import queues only its own solutions), so none are given back. Refused (Conflict),
+    of other files have come to share stay. Its labels on earlier files' solutions go whatever
+    was made of them since (gold, a round's training data); they took no queue slots (an
+    import queues only its own solutions), so none are given back. Refused (Conflict),
     changing nothing, while its solutions carry labels that did not come with it, are in a
     labeler's hands, or were picked by a round, and during a worker's live work on the project.
 
@@ -59,6 +60,12 @@ def remove_import(session: Session, project: Project, batch_id: int) -> ImportRe
         raise NotFound(f"no imported file {batch_id} in project {project.name}")
     refuse_during_live_work(session, project)
     own_solutions = select(Solution.id).where(Solution.import_batch_id == batch.id)
+    # On PostgreSQL, labelers go on while this runs: locked, the file's queue slots are passed
+    # over by leasing (SKIP LOCKED) and wait out a submit in progress, and its solutions take
+    # no new label or slot, so that what the checks below find is what the deletes remove.
+    # Slots first, as a submit locks its slot before its label names the solution.
+    session.execute(select(Assignment.id).where(Assignment.solution_id.in_(own_solutions)).with_for_update())
+    session.execute(own_solutions.with_for_update())
     held_back = _held_back(session, batch, own_solutions)
     if held_back:
         raise Conflict(f"{batch.filename} cannot be removed: {held_back}; only deleting the project undoes it now")

@@ -301,7 +301,7 @@ def _project_overview(
             else [],
             "tab": "overview",
             "batches": list_batches(session, project),
-            "batch_contents": removal.batch_contents(session, project.id),
+            "batch_contents": removal.batch_contents(session, project.id) if has_role(user, MANAGE) else {},
             "imports_error": imports_error,
             "imports_done": "The file was removed, with the problems, solutions and labels it added."
             if request.query_params.get("import_removed") == "1" and not imports_error else None,

@@ -32,6 +32,8 @@ def upgrade() -> None:
         "UPDATE problems SET import_batch_id = ("
         " SELECT min(b.id) FROM import_batches b"
         " WHERE b.project_id = problems.project_id AND b.created_at = problems.created_at)"
+        " WHERE EXISTS (SELECT 1 FROM import_batches b"
+        " WHERE b.project_id = problems.project_id AND b.created_at = problems.created_at)"
     )
 
 

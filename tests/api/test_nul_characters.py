@@ -27,6 +27,14 @@ def test_json_and_form_bodies_with_a_nul_change_nothing(client, session_factory)
     page = client.post(f"/manage/projects/{project.id}/settings",
                        data={"csrf_token": csrf, "description": "a\x00b", "overlap": "1"})
     assert page.status_code == 422 and "NUL character" in page.text
+    # The same form sent as multipart, which the door does not read, meets the database's refusal.
+    fields = {"csrf_token": (None, csrf), "description": (None, "a\x00b"), "overlap": (None, "1")}
+    page = client.post(f"/manage/projects/{project.id}/settings", files=fields)
+    assert page.status_code == 422 and "NUL" in page.text and "Log out" in page.text
+    # A second Content-Type does not hide a JSON body from the check.
+    twice = client.patch(url, content='{"description": "a\\u0000b"}',
+                         headers=[*headers.items(), ("content-type", "text/plain")])
+    assert twice.status_code == 422 and twice.json()["detail"] == MESSAGE
     with session_scope(session_factory) as session:
         assert session.scalar(select(Project.description)) == "C:\\u0000"
 

@@ -36,11 +36,13 @@ def test_keys_on_the_labeling_page_are_read_out(page: Page, session_factory) -> 
     page.keyboard.press("g")
     reason = page.locator("#reason-text")
     expect(reason).to_be_focused()
+    expect(reason).to_have_accessible_description("")
     page.locator("#reason-confirm").click()
     expect(reason).to_have_attribute("aria-invalid", "true")
     expect(reason).to_have_accessible_description("Please write a reason: it is required.")
     reason.fill("Not sure.")
     expect(reason).not_to_have_attribute("aria-invalid", "true")
+    expect(reason).to_have_accessible_description("")
 
 
 def test_text_fields_show_their_focus_and_a_skip_link_leads_past_the_menu(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

@@ -57,10 +57,13 @@ export class ReasonDialog {
     this.text.focus();
   }
 
+  // Tied to the box only while shown: a description is read out even when hidden.
   showError(shown) {
     this.error.hidden = !shown;
-    if (shown) this.text.setAttribute("aria-invalid", "true");
-    else this.text.removeAttribute("aria-invalid");
+    for (const [name, value] of [["aria-invalid", "true"], ["aria-describedby", "reason-error"]]) {
+      if (shown) this.text.setAttribute(name, value);
+      else this.text.removeAttribute(name);
+    }
   }
 
   submit() {
