@@ -23,6 +23,7 @@ from app.db import get_session, session_scope
 from app.errors import Forbidden, ServiceError
 from app.models import INT32_MAX, Role, User
 
+
 def _digits_only(value: object) -> object:
     # pydantic reads " 1", "+1" and "１" as 1: an address with those named row 1 (a DELETE too).
     if isinstance(value, str) and not (value.isascii() and value.isdigit()):

@@ -68,10 +68,11 @@ def reports_page(
 ) -> Response:
     project = get_project(session, project_id)
     messages = _problem_notices(request, session, project.id)
-    # Where a dismiss of a report that is gone sends the manager back to.
+    # Where a dismiss sends the manager back to; an address naming an open report says nothing.
     dismissed = row_id(request.query_params.get("dismissed", ""))
     if dismissed is not None and service.is_dismissed(session, project.id, dismissed):
         messages.append({"kind": "success", "text": f"Report {dismissed} is dismissed."})
+    # Where a dismiss of a report that is gone sends the manager back to.
     gone = row_id(request.query_params.get("gone", ""))
     if gone is not None and not service.report_exists(session, project.id, gone):
         messages.append({"kind": "info", "text": f"Report {gone} is no longer there: the labeler corrected "
