@@ -506,17 +506,30 @@ function otherKey(key) {
 
 // ---- phase-1 mode --------------------------------------------------------------------------
 
+// What a screen reader hears as the cursor comes to a row: phase 2's describeCurrent.
+function describeAlternative() {
+  const { step, alt } = state.cursor;
+  if (state.onOwnRow()) return `Step ${step + 1}: write your own step (Enter).`;
+  const rating = state.ratings[step][alt];
+  const rated = rating === null ? "not rated" : `rated ${RATING_TEXT[rating]}`;
+  const flagged = state.flags[step]?.[alt] ? ", flagged" : "";
+  return `Step ${step + 1}, alternative ${phase1View.letter(alt)}, ${rated}${flagged}: ${state.alts[step][alt].slice(0, 300)}`;
+}
+
 function phase1Key(key) {
   const { step, alt } = state.cursor;
+  const name = `Step ${step + 1}, alternative ${phase1View.letter(alt)}`;
   if (Object.hasOwn(RATING_KEYS, key)) {
     if (state.onOwnRow()) notify("info", "Ratings are for the alternatives: move up to one, or press Enter to write your own step.");
-    else act(() => state.rate(step, alt, RATING_KEYS[key]));
-  } else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1));
-  else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1));
+    else act(() => state.rate(step, alt, RATING_KEYS[key]), () => `${name} rated ${RATING_TEXT[RATING_KEYS[key]]}. ${$("status").textContent}`);
+  } else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1), describeAlternative);
+  else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1), describeAlternative);
   else if (key === "Enter") phase1Enter();
   else if (key === "w") openEditor(step);
-  else if (key === "f") act(() => !state.onOwnRow() && state.toggleFlag(step, alt));
-  else if (key === "u") act(() => state.undo());
+  else if (key === "f") {
+    act(() => !state.onOwnRow() && state.toggleFlag(step, alt),
+      () => `${name} ${state.flags[step][alt] ? "flagged as unsure" : "no longer flagged"}.`);
+  } else if (key === "u") undo();
   else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
   else return false;
@@ -531,7 +544,10 @@ function phase1Enter() {
   const { step, alt } = state.cursor;
   const endsHere = state.isComplete() && state.endsInError() && step === state.reach();
   if (state.onOwnRow() && !endsHere) openEditor(step);
-  else if (state.canChoose(step, alt) && state.chosen[step] !== alt) act(() => state.choose(step, alt));
+  else if (state.canChoose(step, alt) && state.chosen[step] !== alt) {
+    act(() => state.choose(step, alt),
+      () => `Continued with alternative ${phase1View.letter(alt)} of step ${step + 1}. ${$("status").textContent}`);
+  }
   else if (state.isComplete()) submit();
   else if (state.ratings[step][alt] === BAD) notify("info", "A −1 alternative cannot be continued with: choose a good one, or write your own step (W).");
   else if (state.ratings[step][alt] === null) notify("info", "Rate this alternative first (1, 2 or 3).");
