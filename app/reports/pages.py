@@ -225,7 +225,7 @@ def _problem_notices(request: Request, session: SessionDep, project_id: int) -> 
     retired = row_id(request.query_params.get("retired", ""))
     if retired is not None and service.is_retired(session, project_id, retired) is True:
         answered = (" Its bad-problem reports are dismissed."
-                    if service.has_bad_problem_reports(session, project_id, retired) else "")
+                    if service.bad_problem_reports_settled(session, project_id, retired) else "")
         messages.append({"kind": "success", "text": f"Problem {retired} is retired: it is not served again.{answered}"})
     restored = row_id(request.query_params.get("restored", ""))
     if restored is not None and service.is_retired(session, project_id, restored) is False:

@@ -254,12 +254,13 @@ def is_retired(session: Session, project_id: int, problem_id: int) -> bool | Non
     return None if found is None else found.retired_at is not None
 
 
-def has_bad_problem_reports(session: Session, project_id: int, problem_id: int) -> bool:
-    return session.scalar(
-        select(Report.id)
+def bad_problem_reports_settled(session: Session, project_id: int, problem_id: int) -> bool:
+    """Whether the problem has bad-problem reports and none of them is open."""
+    statuses = set(session.scalars(
+        select(Report.status).distinct()
         .where(Report.project_id == project_id, Report.problem_id == problem_id, Report.kind == ReportKind.bad_problem)
-        .limit(1)
-    ) is not None
+    ))
+    return statuses == {ReportStatus.dismissed}
 
 
 def _locked_problem(session: Session, project_id: int, problem_id: int) -> Problem:

@@ -166,8 +166,12 @@ def test_retiring_dismisses_the_problems_open_bad_problem_reports_and_nothing_el
     assert statuses[(bad, ReportKind.flagged_step)] == (ReportStatus.open, None)
     assert [s for (problem, _), s in statuses.items() if problem != bad] == [(ReportStatus.open, None)]
 
-    # A lease in hand still submits; what it raises is answered by retiring again.
+    with session_scope(session_factory) as session:
+        assert service.bad_problem_reports_settled(session, project.id, bad)
+    # A lease in hand still submits; what it raises is open until retiring again answers it.
     submit(session_factory, cid.id, held, FinishReason.bad_problem, ratings=[], note="Same.")
+    with session_scope(session_factory) as session:
+        assert not service.bad_problem_reports_settled(session, project.id, bad)
     with session_scope(session_factory) as session:
         assert service.retire_problem(session, project.id, bad, boss).reports_dismissed == 1
     assert _reports(session_factory, project.id, kind=ReportKind.bad_problem, status=ReportStatus.open) == [
