@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BeforeValidator
 from sqlalchemy.orm import Session
 
@@ -171,20 +173,29 @@ def has_role(user: User, roles: tuple[Role, ...]) -> bool:
     return not roles or user.role in roles or user.role == Role.admin
 
 
+def _role_refusal(user: User, roles: tuple[Role, ...]) -> Forbidden | None:
+    if has_role(user, roles):
+        return None
+    # Admins may do all, so they are named too.
+    named = ", ".join(r.value for r in roles if r != Role.admin)
+    allowed = f"{named} or admin" if named else "admin"
+    return Forbidden(f"this needs the role {allowed}; you are {user.role.value}")
+
+
 def _user_with_role(source: Callable[..., object], roles: tuple[Role, ...]):  # type: ignore[no-untyped-def]
     # A default rather than Annotated: `source` is a closure variable, which postponed
     # annotations could not resolve.
     # async although it awaits nothing: FastAPI runs a plain def in the threadpool, and a thread
     # hop for a comparison of two enums is most of what this check would cost.
     async def dependency(principal: Principal = Depends(source)) -> User:
-        user = principal.user
-        if not has_role(user, roles):
-            # Admins may do all, so they are named too.
-            named = ", ".join(r.value for r in roles if r != Role.admin)
-            allowed = f"{named} or admin" if named else "admin"
-            raise Forbidden(f"this needs the role {allowed}; you are {user.role.value}")
-        return user
+        refusal = _role_refusal(principal.user, roles)
+        if refusal is not None:
+            raise refusal
+        return principal.user
 
+    # Read by access_refusal, which asks these checks of a request whose body stopped it first.
+    dependency.login_source = source  # type: ignore[attr-defined]
+    dependency.roles = roles  # type: ignore[attr-defined]
     return dependency
 
 
@@ -215,6 +226,60 @@ ManagerPageUser = Annotated[User, page_user(*MANAGE)]
 ResearcherPageUser = Annotated[User, page_user(*RESEARCH)]
 DataPageUser = Annotated[User, page_user(*READ_DATA)]
 AdminPageUser = Annotated[User, page_user(Role.admin)]
+
+
+def _login_needed(dependant: Dependant) -> tuple[Callable[..., object], tuple[Role, ...]] | None:
+    """The login check a route's dependencies make (api_credentials, api_principal or
+    page_principal) and the roles it then asks; None for a route anyone may use."""
+    for dependency in dependant.dependencies:
+        call = dependency.call
+        if call in (api_credentials, api_principal, page_principal):
+            return call, ()
+        if hasattr(call, "roles"):
+            return call.login_source, call.roles  # type: ignore[union-attr]
+        found = _login_needed(dependency)
+        if found is not None:
+            return found
+    return None
+
+
+def _route(request: Request) -> APIRoute | None:
+    route = request.scope.get("route")
+    if route is None and "app" in request.scope:
+        # Asked from a middleware, before routing. iter_route_contexts: FastAPI keeps included
+        # routers nested in app.routes.
+        path, method = request.scope["path"], request.scope["method"]
+        for context in iter_route_contexts(request.app.routes):
+            pattern = getattr(context, "path_regex", None)
+            if pattern is not None and method in (context.methods or ()) and pattern.match(path):
+                route = context.original_route
+                break
+    return route if isinstance(route, APIRoute) else None
+
+
+def access_refusal(request: Request) -> ServiceError | LoginRequired | None:
+    """What the route's login and role checks would answer this request, for one refused before
+    they ran (a body FastAPI could not parse, or one holding a NUL): a caller the route turns
+    away hears that, as for any other body, rather than what is wrong with a body it may not
+    send at all. None where they would let it through, or the route asks no login. The CSRF
+    check, which reads the body, is left to the route."""
+    route = _route(request)
+    needed = _login_needed(route.dependant) if route is not None else None
+    if needed is None:
+        return None
+    source, roles = needed
+    try:
+        given = credentials(request)
+        with session_scope(request.app.state.session_factory) as session:
+            principal = _principal(session, given)
+            if source is page_principal and (principal is None or principal.session is None):
+                return LoginRequired(request.url.path)
+            if principal is None:
+                raise NotAuthenticated(NOT_LOGGED_IN)
+            request.state.principal = principal
+            return _role_refusal(principal.user, roles)
+    except ServiceError as refusal:
+        return refusal
 
 
 def visitor(request: Request) -> Principal | None:

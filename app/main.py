@@ -25,7 +25,7 @@ from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
 from app.browse import pages as browse_pages
 from app.db import create_db_engine, create_session_factory
-from app.deps import LoginRequired, visitor
+from app.deps import LoginRequired, access_refusal, visitor
 from app.errors import ServiceError, field_error
 from app.exports import endpoints as exports_api
 from app.exports import pages as exports_pages
@@ -121,7 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 
-    app.add_middleware(NulGuard, refuse=_error_response)
+    app.add_middleware(NulGuard, refuse=_body_refusal)
     app.add_middleware(SecurityHeaders)
     # Outermost, so that its timing and status include every other layer.
     app.add_middleware(RequestObserver)
@@ -188,17 +188,38 @@ def _error_response(  # type: ignore[no-untyped-def]
     return response
 
 
+def _service_error_response(request: Request, exc: ServiceError) -> Response:
+    headers = dict(exc.headers or {})
+    if exc.status_code == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return _error_response(request, exc.status_code, exc.message, exc.details, headers or None)
+
+
+def _login_redirect(exc: LoginRequired) -> Response:
+    return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+
+
+async def _body_refusal(  # type: ignore[no-untyped-def]
+    request: Request, status_code: int, message: str, details=None, headers=None
+) -> Response:
+    """The answer to a body refused before the route's login and role checks ran: theirs, where
+    they would turn the caller away."""
+    refusal = await anyio.to_thread.run_sync(access_refusal, request)
+    if isinstance(refusal, LoginRequired):
+        return _login_redirect(refusal)
+    if refusal is not None:
+        return _service_error_response(request, refusal)
+    return _error_response(request, status_code, message, details, headers)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> Response:
-        headers = dict(exc.headers or {})
-        if exc.status_code == 401:
-            headers["WWW-Authenticate"] = "Bearer"
-        return _error_response(request, exc.status_code, exc.message, exc.details, headers or None)
+        return _service_error_response(request, exc)
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:
-        return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+        return _login_redirect(exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
@@ -208,6 +229,9 @@ def _install_error_handlers(app: FastAPI) -> None:
             return await http_error(request, StarletteHTTPException(404))
         errors = [_field_error(err, _content_type(request)) for err in exc.errors()]
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        if any(err.get("type") == "json_invalid" for err in exc.errors()):
+            # FastAPI parses the body before any dependency runs; other errors come after them.
+            return await _body_refusal(request, 422, f"invalid request: {summary}", errors)
         return _error_response(request, 422, f"invalid request: {summary}", errors)
 
     @app.exception_handler(IntegrityError)
@@ -278,6 +302,7 @@ def _install_error_handlers(app: FastAPI) -> None:
             # error: Python's limits on integer digits and on nesting.
             message = ("the request body could not be read: it is not valid JSON or form data, or it holds "
                        "a number of over 4,300 digits or nesting over a thousand levels deep")
+            return await _body_refusal(request, exc.status_code, message, headers=headers)
         return _error_response(request, exc.status_code, message, headers=headers)
 
 

@@ -11,7 +11,7 @@ reach SQLite's own check (app.db).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -35,10 +35,10 @@ def _pattern(content_type: bytes) -> re.Pattern[bytes] | None:
 
 
 class NulGuard:
-    def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Response]) -> None:
+    def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Awaitable[Response]]) -> None:
         self.app = app
-        # The app's error answer (JSON for the API, a page otherwise), given by app.main so
-        # that this module need not import it.
+        # The app's error answer (JSON for the API, a page otherwise; the route's login and
+        # role refusal first), given by app.main so that this module need not import it.
         self.refuse = refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -56,7 +56,8 @@ class NulGuard:
             if not message.get("more_body", False):
                 body = b"".join(chunks)
                 if b"\x00" in body or pattern.search(body):
-                    await self.refuse(Request(scope), 422, MESSAGE)(scope, receive, send)
+                    response = await self.refuse(Request(scope), 422, MESSAGE)
+                    await response(scope, receive, send)
                     return
                 message = {"type": "http.request", "body": body, "more_body": False}
                 break
