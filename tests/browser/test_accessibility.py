@@ -86,3 +86,51 @@ def test_a_button_used_from_the_keyboard_keeps_the_focus(page: Page, session_fac
     # A click leaves the focus on the page, where Enter submits.
     page.locator("#flag").click()
     expect(page.locator("#flag")).not_to_be_focused()
+
+
+def test_single_key_shortcuts_can_be_turned_off(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode="full")
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, ["Let $x = 2$.", "So $x + x = 4$.", "# Answer\n\n4"])
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    toggle = page.get_by_role("checkbox", name="Single-key shortcuts")
+    expect(toggle).to_be_checked()
+    toggle.click()
+    progress = page.locator("#progress-text")
+    # Dictated or stray letters and digits change nothing, the checkbox having the focus or not.
+    for key in ("1", "f", "g"):
+        page.keyboard.press(key)
+    page.locator("#problem-text").click()
+    page.keyboard.press("3")
+    expect(progress).to_have_text("0 of 3 steps rated")
+    expect(page.locator("#reason-dialog")).to_be_hidden()
+    expect(page.locator("#flag-count")).to_have_text("")
+    expect(page.locator("#flag kbd")).to_be_hidden()
+    expect(page.locator(".keys-off")).to_be_visible()
+    screenshot(page, "labeler_single_keys_off.png")
+
+    # Each step's buttons are in the Tab order instead, named without their key.
+    page.get_by_role("button", name="Go to step 1").focus()
+    page.keyboard.press("Tab")
+    good = page.locator(".step").nth(0).get_by_role("button", name="+1: correct, advances", exact=True)
+    expect(good).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(progress).to_have_text("1 of 3 steps rated")
+    expect(good).to_be_focused()
+    # The arrows, Enter and Ctrl Z are no character keys: they still work.
+    page.keyboard.press("Control+z")
+    expect(progress).to_have_text("0 of 3 steps rated")
+
+    # The choice outlasts a reload, and turned on again the keys rate.
+    page.reload()
+    expect(page.locator("#task-view")).to_be_visible()
+    expect(toggle).not_to_be_checked()
+    page.keyboard.press("1")
+    expect(progress).to_have_text("0 of 3 steps rated")
+    toggle.click()
+    page.locator("#problem-text").click()
+    page.keyboard.press("1")
+    expect(progress).to_have_text("1 of 3 steps rated")
+    expect(page.locator(".step").nth(1).get_by_role("button", name="+1: correct, advances (key 1)")).to_be_attached()
+    expect(page.locator(".step .rate").first).to_have_attribute("tabindex", "-1")

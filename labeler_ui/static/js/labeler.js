@@ -9,6 +9,7 @@ import * as phase1View from "./phase1_view.js";
 import { Drafts } from "./drafts.js";
 import { GuidelinesDialog } from "./guidelines.js";
 import { ReasonDialog } from "./reason_dialog.js";
+import { ShortcutSetting } from "./shortcut_setting.js";
 import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
 
 const config = JSON.parse(document.getElementById("labeler-config").textContent);
@@ -33,6 +34,7 @@ const drafts = new Drafts(config.username);
 const draftKey = (task) => `${task.assignment_id}/${task.solution.id}`;
 const reasons = new ReasonDialog((kind, note) => submit(kind, note));
 const guidelines = new GuidelinesDialog(config.project.id, config.guidelines ?? null);
+const shortcuts = new ShortcutSetting(config.username, root, $("single-keys"));
 // Set when the page corrects one of the labeler's own labels instead of leasing tasks.
 const correction = config.correction ?? null;
 
@@ -152,6 +154,7 @@ function showTask(next) {
   $("task-ids").textContent = `Solution ${next.solution.id}`;
   stepNodes = isPhase1() ? phase1View.buildSteps(state.alts) : next.solution.steps.map(buildStep);
   $("steps").replaceChildren(...stepNodes);
+  shortcuts.apply();
   setView("task");
   render();
   updateLease();
@@ -445,16 +448,18 @@ async function flushPending() {
 function onKey(event) {
   if (reasons.isOpen || guidelines.isOpen) return;
   // A closed dialog leaves focus in its hidden text box: keys there are the page's again.
-  const typing = event.target.closest("input, textarea, select, [contenteditable]");
+  // The shortcut checkbox takes Space only: the other keys stay the page's.
+  const typing = event.target.closest('input:not([type="checkbox"]), textarea, select, [contenteditable]');
   if (typing && !typing.closest("dialog:not([open])")) return;
   const key = event.key;
+  const ctrl = event.ctrlKey || event.metaKey;
+  if (!shortcuts.on && key.length === 1 && !ctrl && !event.altKey) return;
   if (key === "?" && guidelines.available) {
     event.preventDefault();
     guidelines.open();
     return;
   }
   if (root.dataset.view !== "task" || !state) return;
-  const ctrl = event.ctrlKey || event.metaKey;
   if (ctrl && key.toLowerCase() === "z") {
     event.preventDefault();
     if (!busy) undo();
