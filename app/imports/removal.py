@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
 from app.imports.schemas import ImportRemoval
+from app.labeling.queue import add_slots
 from app.models import (
     Assignment,
     AssignmentStatus,
@@ -39,11 +40,20 @@ def batch_contents(session: Session, project_id: int) -> dict[int, dict[str, int
     return contents
 
 
+def labeled_earlier_solutions(session: Session, batch_id: int) -> list[int]:
+    """The solutions of earlier files, or made here, to which the batch brought labels."""
+    return list(session.scalars(
+        select(Label.solution_id).distinct()
+        .join(Solution, Solution.id == Label.solution_id)
+        .where(Label.import_batch_id == batch_id, Solution.import_batch_id.is_distinct_from(batch_id))
+    ))
+
+
 def remove_import(session: Session, project: Project, batch_id: int) -> ImportRemoval:
     """Delete the batch with the labels, solutions and problems it added; problems that solutions
     of other files have come to share stay. Its labels on earlier files' solutions go whatever
-    was made of them since (gold, a round's training data); they took no queue slots (an
-    import queues only its own solutions), so none are given back. Refused (Conflict),
+    was made of them since (gold, a round's training data), and those solutions get back the
+    queue slots the labels had filled (see drop_filled_slots). Refused (Conflict),
     changing nothing, while its solutions carry labels that did not come with it, are in a
     labeler's hands, or were picked by a round, and during a worker's live work on the project.
 
@@ -70,7 +80,14 @@ def remove_import(session: Session, project: Project, batch_id: int) -> ImportRe
     if held_back:
         raise Conflict(f"{batch.filename} cannot be removed: {held_back}; only deleting the project undoes it now")
 
+    labeled_earlier = labeled_earlier_solutions(session, batch.id)
     labels = _deleted(session, delete(Label).where(Label.import_batch_id == batch.id))
+    requeued = 0
+    for start in range(0, len(labeled_earlier), 5000):
+        chunk = labeled_earlier[start:start + 5000]
+        requeued += add_slots(session, project, list(session.execute(
+            select(Solution.id, Solution.priority, Solution.generation).where(Solution.id.in_(chunk))
+        ).all()))
     # The database's cascade takes the solutions' queue slots, scores and reports with them.
     solutions = _deleted(session, delete(Solution).where(Solution.import_batch_id == batch.id))
     problems = _deleted(
@@ -80,7 +97,8 @@ def remove_import(session: Session, project: Project, batch_id: int) -> ImportRe
         ),
     )
     removal = ImportRemoval(
-        batch_id=batch.id, filename=batch.filename, problems=problems, solutions=solutions, labels=labels
+        batch_id=batch.id, filename=batch.filename, problems=problems, solutions=solutions, labels=labels,
+        requeued=requeued,
     )
     session.delete(batch)
     session.flush()

@@ -19,6 +19,10 @@ class ImportResult(BaseModel):
         default_factory=dict, description="final-answer grades of the new solutions"
     )
     queued: int = Field(default=0, description="queue slots made for the new solutions")
+    unqueued: int = Field(
+        default=0, description="waiting queue slots of earlier files' solutions that this file's labels filled, "
+        "taken out of the queue (labels count towards a solution's overlap as slots do)"
+    )
     problems_without_answer: int = Field(
         default=0, description="new problems with no answer (none given, no \\boxed{} in a reference solution): "
         "their solutions are left ungraded"
@@ -39,6 +43,7 @@ class ImportResult(BaseModel):
         return (
             f"imported {self.filename} (batch {self.batch_id}): {self.lines} records, added {added}; "
             f"{self.duplicates} duplicates; {self.queued} queue slots"
+            + (f" ({self.unqueued} taken out, filled by its labels)" if self.unqueued else "")
             + (f"; answers {grades}" if grades else "")
         )
 
@@ -68,3 +73,6 @@ class ImportRemoval(BaseModel):
     problems: int = Field(description="problems it added that no other file's solutions share")
     solutions: int
     labels: int = Field(description="labels it brought, on its own solutions or on earlier files'")
+    requeued: int = Field(
+        default=0, description="queue slots given back to earlier files' solutions whose labels from it went"
+    )

@@ -25,9 +25,10 @@ from app.imports.line_errors import LineErrors
 from app.imports.prm800k import parse_prm800k
 from app.imports.problems import parse_problem
 from app.imports.reader import Line, hashed_and_rewound, json_object, read_lines
+from app.imports.removal import labeled_earlier_solutions
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.imports.writer import BatchWriter
-from app.labeling.queue import add_batch_slots
+from app.labeling.queue import add_batch_slots, drop_filled_slots
 from app.models import ImportBatch, ImportFormat, Project, User, utcnow
 
 CHUNK_LINES = 1000
@@ -170,6 +171,7 @@ def _import_lines(
     errors.raise_if_any()
     first_id = writer.first_solution_id
     queued = 0 if first_id is None else add_batch_slots(session, project, batch.id, first_id)
+    unqueued = drop_filled_slots(session, project, labeled_earlier_solutions(session, batch.id))
     batch.lines = lines
     batch.added = {**writer.added, "duplicates": duplicates}
     return ImportResult(
@@ -182,6 +184,7 @@ def _import_lines(
         duplicates=duplicates,
         grades=dict(writer.grades),
         queued=queued,
+        unqueued=unqueued,
         problems_without_answer=writer.without_answer,
     )
 

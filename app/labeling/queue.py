@@ -23,6 +23,7 @@ from sqlalchemy import (
     Update,
     bindparam,
     case,
+    delete,
     exists,
     func,
     insert,
@@ -87,10 +88,33 @@ def add_slots(
     from between leased or done ones, so a solution's numbers may have gaps."""
     if not solutions:
         return 0
-    ids = [s[0] for s in solutions]
+    have, labeled = _filled(session, [s[0] for s in solutions])
+    rows = []
+    for solution_id, priority, generation in solutions:
+        taken = have.get(solution_id, set())
+        lacking = project.overlap - labeled.get(solution_id, 0) - len(taken)
+        free = (n for n in range(project.overlap + len(taken)) if n not in taken)
+        rows.extend(
+            {
+                "project_id": project.id,
+                "solution_id": solution_id,
+                "slot": slot,
+                "priority": priority,
+                "generation": generation,
+                "status": AssignmentStatus.waiting,
+            }
+            for slot in islice(free, max(0, lacking))
+        )
+    for chunk in _chunks(rows, 5000):
+        session.execute(insert(Assignment), chunk)
+    return len(rows)
+
+
+def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
+    """Each solution's slot numbers, and its labels that came without a slot."""
     have: dict[int, set[int]] = {}
     labeled: dict[int, int] = {}
-    for chunk in _chunks(ids, 5000):
+    for chunk in _chunks(list(ids), 5000):
         for solution_id, slot in session.execute(
             select(Assignment.solution_id, Assignment.slot)
             .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
@@ -112,25 +136,48 @@ def add_slots(
                 .group_by(Label.solution_id)
             ).all()
         )
-    rows = []
-    for solution_id, priority, generation in solutions:
-        taken = have.get(solution_id, set())
-        lacking = project.overlap - labeled.get(solution_id, 0) - len(taken)
-        free = (n for n in range(project.overlap + len(taken)) if n not in taken)
-        rows.extend(
-            {
-                "project_id": project.id,
-                "solution_id": solution_id,
-                "slot": slot,
-                "priority": priority,
-                "generation": generation,
-                "status": AssignmentStatus.waiting,
-            }
-            for slot in islice(free, max(0, lacking))
+    return have, labeled
+
+
+def drop_filled_slots(session: Session, project: Project, solution_ids: Sequence[int]) -> int:
+    """Take out of the queue the waiting slots of these solutions that imported labels have
+    filled since they were made: a solution queued by one file and labeled by a later one needs
+    that many fewer labelers. The highest-numbered untouched slots go; a lease in hand or a
+    label given is never taken back. Returns how many went."""
+    if not solution_ids:
+        return 0
+    have, labeled = _filled(session, solution_ids)
+    surplus = {
+        solution_id: len(have.get(solution_id, ())) + labeled.get(solution_id, 0) - project.overlap
+        for solution_id in solution_ids
+    }
+    surplus = {solution_id: n for solution_id, n in surplus.items() if n > 0}
+    doomed: list[int] = []
+    for chunk in _chunks(list(surplus), 5000):
+        rows = session.execute(
+            select(Assignment.id, Assignment.solution_id)
+            .where(
+                Assignment.solution_id.in_(chunk),
+                Assignment.slot >= 0,
+                Assignment.status == AssignmentStatus.waiting,
+                Assignment.user_id.is_(None),
+            )
+            .order_by(Assignment.solution_id, Assignment.slot.desc())
         )
-    for chunk in _chunks(rows, 5000):
-        session.execute(insert(Assignment), chunk)
-    return len(rows)
+        taken: dict[int, int] = {}
+        for assignment_id, solution_id in rows:
+            if taken.get(solution_id, 0) < surplus[solution_id]:
+                taken[solution_id] = taken.get(solution_id, 0) + 1
+                doomed.append(assignment_id)
+    dropped = 0
+    for chunk in _chunks(doomed, 5000):
+        # Asked again: a labeler may have leased one of them meanwhile.
+        dropped += session.execute(
+            delete(Assignment)
+            .where(Assignment.id.in_(chunk), Assignment.status == AssignmentStatus.waiting)
+            .execution_options(synchronize_session=False, preserve_rowcount=True)
+        ).rowcount or 0
+    return dropped
 
 
 def add_batch_slots(session: Session, project: Project, batch_id: int, first_id: int) -> int:

@@ -85,23 +85,45 @@ def test_a_problem_another_files_solutions_share_stays(session_factory) -> None:
 def test_labels_a_file_brought_to_earlier_solutions_go_with_it(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=3)
     records = sample_records()[:1]
-    import_bytes(session_factory, project, jsonl(records), filename="first.jsonl")
-    # The same solution labeled by someone else: a label on the first file's solution.
-    relabeled = [{**record, "labeler": "another-labeler"} for record in records]
-    second = import_bytes(session_factory, project, jsonl(relabeled), filename="second.jsonl")
-    assert second.added == {"problems": 0, "solutions": 0, "labels": 1}
 
     def waiting() -> int:
         with session_scope(session_factory) as session:
             return session.scalar(select(func.count()).select_from(Assignment).where(
                 Assignment.status == AssignmentStatus.waiting)) or 0
 
-    queued = waiting()
-    assert _remove(session_factory, project, second.batch_id).labels == 1
-    # The solution still has the slots it lacks to reach the overlap.
-    assert waiting() == queued == 2
+    import_bytes(session_factory, project, jsonl(records), filename="first.jsonl")
+    assert waiting() == 2
+    # The same solution labeled by someone else: a label on the first file's solution, which
+    # then needs one labeler fewer.
+    relabeled = [{**record, "labeler": "another-labeler"} for record in records]
+    second = import_bytes(session_factory, project, jsonl(relabeled), filename="second.jsonl")
+    assert second.added == {"problems": 0, "solutions": 0, "labels": 1}
+    assert (second.queued, second.unqueued) == (0, 1)
+    assert waiting() == 1
+
+    removal = _remove(session_factory, project, second.batch_id)
+    assert (removal.labels, removal.requeued) == (1, 1)
+    # The solution has the slots it lacks to reach the overlap again.
+    assert waiting() == 2
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(Label)) == 1
+
+
+def test_imported_labels_take_only_untouched_slots_out_of_the_queue(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, open_to_all=True, overlap=3)
+    lena = make_user(session_factory, "lena", "labeler")
+    records = sample_records()[:1]
+    import_bytes(session_factory, project, jsonl(records), filename="first.jsonl")
+    assert next_task(session_factory, project.id, lena.id) is not None
+    # Two more labelers' labels: three labels and a lease for an overlap of three. The lease in
+    # hand stays; the one untouched slot goes.
+    more = [{**record, "labeler": name} for record in records for name in ("ann", "bob")]
+    second = import_bytes(session_factory, project, jsonl(more), filename="second.jsonl")
+    assert (second.added["labels"], second.unqueued) == (2, 1)
+    assert "(1 taken out, filled by its labels)" in second.summary()
+    with session_scope(session_factory) as session:
+        slots = session.execute(select(Assignment.status, Assignment.user_id)).all()
+    assert slots == [(AssignmentStatus.leased, lena.id)]
 
 
 def test_work_done_on_a_files_solutions_keeps_it(session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -160,7 +182,8 @@ def test_the_api_removes_a_file_for_managers_only(client, session_factory) -> No
     manager = api_headers(client, "max")
     removed = client.delete(url, headers=manager)
     assert removed.status_code == 200, removed.text
-    assert removed.json() == {"batch_id": batch, "filename": "x.jsonl", "problems": 0, "solutions": 1, "labels": 0}
+    assert removed.json() == {"batch_id": batch, "filename": "x.jsonl", "problems": 0, "solutions": 1, "labels": 0,
+                              "requeued": 0}
     gone = client.delete(url, headers=manager)
     assert gone.status_code == 404 and "no imported file" in gone.json()["detail"]
     assert [b["filename"] for b in client.get(f"/api/v1/projects/{project.id}/imports", headers=manager).json()] == [
