@@ -309,3 +309,24 @@ def test_a_screen_reader_hears_the_keys_of_phase1(page: Page, session_factory) -
     page.keyboard.press("k")
     page.keyboard.press("Enter")
     expect(announce).to_contain_text("Continued with alternative A of step 1.")
+
+
+def test_phase1_without_single_key_shortcuts(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _open_lenas_task(page, session_factory)
+    status = page.locator("#status")
+    expect(status).to_contain_text("or write your own (W).")
+    page.get_by_role("checkbox", name="Single-key shortcuts").click()
+    # Its sentences stop naming keys that no longer act.
+    expect(status).not_to_contain_text("(W)")
+    first = _alternatives(page, 0)
+    page.keyboard.press("1")
+    expect(first.nth(0).locator(".rate.good")).to_have_attribute("aria-pressed", "false")
+    for row in range(2):
+        good = first.nth(row).get_by_role("button", name="+1: correct, advances", exact=True)
+        good.focus()
+        page.keyboard.press("Enter")
+        expect(good).to_have_attribute("aria-pressed", "true")
+    # The write-your-own button is in the Tab order, and Enter opens it.
+    page.locator("#steps .own-open").first.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".own-input").first).to_be_focused()

@@ -34,7 +34,8 @@ const drafts = new Drafts(config.username);
 const draftKey = (task) => `${task.assignment_id}/${task.solution.id}`;
 const reasons = new ReasonDialog((kind, note) => submit(kind, note));
 const guidelines = new GuidelinesDialog(config.project.id, config.guidelines ?? null);
-const shortcuts = new ShortcutSetting(config.username, root, $("single-keys"));
+// Its sentences name keys: they are written again when it changes.
+const shortcuts = new ShortcutSetting(config.username, root, $("single-keys"), () => state && render());
 // Set when the page corrects one of the labeler's own labels instead of leasing tasks.
 const correction = config.correction ?? null;
 
@@ -53,6 +54,8 @@ let pendingChange = null;
 let editing = null;
 
 const isPhase1 = () => state instanceof Phase1State;
+// A single key named in a sentence, while single keys act.
+const keyHint = (keys) => (shortcuts.on ? ` (${keys})` : "");
 
 // ---- views and notices ----------------------------------------------------------------------
 
@@ -248,10 +251,10 @@ function phase1Status(complete) {
     const { step, alt } = waiting;
     const ratings = state.ratings[step];
     const left = ratings.filter((r) => r === null).length;
-    const then = state.continues(step) ? "." : ", then continue with a good one (Enter) or write your own (W).";
+    const then = state.continues(step) ? "." : `, then continue with a good one (Enter) or write your own${keyHint("W")}.`;
     return `Step ${step + 1}: rate alternative ${phase1View.letter(alt)} (${left} of ${ratings.length} left)${then}`;
   }
-  return `Step ${Math.min(state.reach(), state.n - 1) + 1}: continue with a good alternative (Enter), or write your own step (W).`;
+  return `Step ${Math.min(state.reach(), state.n - 1) + 1}: continue with a good alternative (Enter), or write your own step${keyHint("W")}.`;
 }
 
 function unratedNotice(i) {
@@ -554,8 +557,8 @@ function phase1Enter() {
       () => `Continued with alternative ${phase1View.letter(alt)} of step ${step + 1}. ${$("status").textContent}`);
   }
   else if (state.isComplete()) submit();
-  else if (state.ratings[step][alt] === BAD) notify("info", "A −1 alternative cannot be continued with: choose a good one, or write your own step (W).");
-  else if (state.ratings[step][alt] === null) notify("info", "Rate this alternative first (1, 2 or 3).");
+  else if (state.ratings[step][alt] === BAD) notify("info", `A −1 alternative cannot be continued with: choose a good one, or write your own step${keyHint("W")}.`);
+  else if (state.ratings[step][alt] === null) notify("info", `Rate this alternative first${keyHint("1, 2 or 3")}.`);
   else if (!state.fullyRated(step)) unratedNotice(step);
   else notify("info", phase1Status(false));
 }

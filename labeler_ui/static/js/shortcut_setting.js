@@ -7,7 +7,7 @@
 const STEP_BUTTONS = ".step-controls button, .own-open, button.step-num";
 
 export class ShortcutSetting {
-  constructor(username, root, checkbox) {
+  constructor(username, root, checkbox, onChange) {
     this.key = `stepwise:single-key-shortcuts:${username}`;
     this.root = root;
     this.on = readStored(this.key) !== "off";
@@ -16,6 +16,7 @@ export class ShortcutSetting {
       this.on = checkbox.checked;
       store(this.key, this.on ? null : "off");
       this.apply();
+      onChange();
     });
   }
 
