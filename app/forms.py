@@ -79,6 +79,9 @@ def _messages(schema: type[BaseModel], exc: ValidationError) -> dict[str, str]:
         field = str(loc[0]) if loc else "form"
         message = plain_message(error, schema)
         if len(loc) > 1 and isinstance(loc[1], int):
-            message = f"item {loc[1] + 1}: {message}"
+            given = error.get("input")
+            # The value itself, so that a long list's bad item is found without counting.
+            named = f" ({given!r})" if isinstance(given, str) and 0 < len(given) <= 40 else ""
+            message = f"item {loc[1] + 1}{named}: {message}"
         errors.setdefault(field, message)
     return errors

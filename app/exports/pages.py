@@ -120,7 +120,9 @@ def _nothing_to_export(session: Session, project_id: int, fmt: str, filters: Exp
 def _fraction(percent: str) -> float | None:
     """The form asks for a percentage, the filter holds a fraction; ValueError, with the form's
     message, for anything but a number from 0 to 100, and for one between 0 and 1: the settings
-    form takes shares (0.8), and 0.8 here would keep nearly everyone."""
+    form takes shares (0.8), and 0.8 here would keep nearly everyone; and for 1, which the API
+    reads as 100%. Written with its % sign, such a number is taken as it says."""
+    signed = percent.strip().endswith("%")
     text = percent.strip().removesuffix("%").strip()
     if not text:
         return None
@@ -130,9 +132,9 @@ def _fraction(percent: str) -> float | None:
         raise ValueError("give a percentage from 0 to 100") from None
     if not 0 <= value <= 100:
         raise ValueError("give a percentage from 0 to 100")
-    if 0 < value < 1:
+    if 0 < value <= 1 and not signed:
         raise ValueError(f"this field is a percentage: {text} would mean {text}%; for {value * 100:g}%, type "
-                         f"{value * 100:g}")
+                         f"{value * 100:g}, or {text}% if {text}% is meant")
     return value / 100
 
 

@@ -34,14 +34,27 @@ def separator_from(given: str | None) -> str:
 def _answer_rejoined(parts: list[str], separator: str) -> list[str]:
     """PRM800K-style text ends with a `# Answer` heading, a blank line and the answer. Cut at blank
     lines, the heading would be a step of its own, one a labeler cannot rate; rejoined with its
-    answer it is the last step, as in PRM800K, and the page shows the answer under it."""
+    answer it is the last step, as in PRM800K, and the page shows the answer under it. A heading
+    that ends a part (its step's last line, where the steps were cut at something else) goes
+    with the answer too."""
     steps: list[str] = []
-    for part in parts:
+    for i, part in enumerate(parts):
         if steps and steps[-1] == ANSWER_HEADING:
             steps[-1] = f"{ANSWER_HEADING}{separator}{part}"
+            continue
+        before, newline, last_line = part.rpartition("\n")
+        if newline and last_line.strip() == ANSWER_HEADING and before.strip() and i + 1 < len(parts):
+            steps.extend([before.rstrip(), ANSWER_HEADING])
         else:
             steps.append(part)
     return steps
+
+
+def _cut(whole: str, separator: str) -> list[str]:
+    if "\r" not in separator:
+        # A file written on Windows: its blank lines are "\r\n\r\n", which "\n\n" does not match.
+        whole = whole.replace("\r\n", "\n").replace("\r", "\n")
+    return _answer_rejoined([part.strip() for part in whole.split(separator) if not is_blank(part)], separator)
 
 
 def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any]) -> Candidate:
@@ -55,8 +68,11 @@ def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any])
     whole = text(obj, "text")
     if (steps is None) == (whole is None):
         raise Invalid("steps", "give exactly one of `steps` (a list) and `text` (cut at the separator)")
+    uncut = False
     if steps is None:
-        steps = _answer_rejoined([part.strip() for part in whole.split(separator) if not is_blank(part)], separator)  # type: ignore[union-attr]
+        steps = _cut(whole, separator)  # type: ignore[arg-type]
+        # One step of several lines: the separator was not in the text, perhaps not the file's.
+        uncut = len(steps) == 1 and "\n" in steps[0] and not steps[0].startswith(ANSWER_HEADING)
         if not steps:
             raise Invalid("text", "has no steps: it is blank")
         if len(steps) > MAX_STEPS:
@@ -69,4 +85,4 @@ def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any])
     if meta:
         origin = {**origin, "meta": meta}
     answer = text(obj, "answer", max_length=MAX_ANSWER, numbers=True)
-    return Candidate(statement, problem_id, SolutionIn(steps, answer, origin=origin))
+    return Candidate(statement, problem_id, SolutionIn(steps, answer, origin=origin), uncut)

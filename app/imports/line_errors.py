@@ -25,7 +25,9 @@ class LineErrors:
     def raise_if_any(self) -> None:
         if not self.count:
             return
-        details = list(self.listed)
+        # In the file's order: a chunk's lines are judged twice (as JSON, then against the
+        # project's problems), and the second round's errors came after the first's.
+        details = sorted(self.listed, key=lambda error: (error["line"] is None, error["line"] or 0))
         if self.count > len(details):
             more = self.count - len(details)
             details.append({"file": self.filename, "line": None, "field": None, "message": f"and {more} more bad lines"})

@@ -168,6 +168,8 @@ class Candidate:
     problem_statement: str | None
     problem_id: int | None
     solution: SolutionIn
+    # Its `text` held no separator and became one step of several lines.
+    uncut: bool = False
 
 
 @dataclass(slots=True)

@@ -26,17 +26,28 @@ from app.projects.service import refuse_during_live_work
 
 
 def batch_contents(session: Session, project_id: int) -> dict[int, dict[str, int]]:
-    """Per import batch of the project, the problems, solutions and labels of it still there:
-    what removing it would delete (a batch's `added` counted them on import)."""
+    """Per import batch of the project, the problems, solutions and labels of it still there that
+    removing it would delete (a batch's `added` counted them on import), and `shared_problems`:
+    those of its problems that stay, as other files' solutions (or solutions made since) use them."""
     contents: dict[int, dict[str, int]] = {}
-    for kind, model in (("problems", Problem), ("solutions", Solution), ("labels", Label)):
+    shared = exists().where(
+        Solution.problem_id == Problem.id, Solution.import_batch_id.is_distinct_from(Problem.import_batch_id)
+    )
+    counted = (
+        ("problems", Problem, [~shared]),
+        ("shared_problems", Problem, [shared]),
+        ("solutions", Solution, []),
+        ("labels", Label, []),
+    )
+    for kind, model, conditions in counted:
         rows = session.execute(
             select(model.import_batch_id, func.count())
-            .where(model.project_id == project_id, model.import_batch_id.is_not(None))
+            .where(model.project_id == project_id, model.import_batch_id.is_not(None), *conditions)
             .group_by(model.import_batch_id)
         )
         for batch_id, count in rows:
-            contents.setdefault(batch_id, {"problems": 0, "solutions": 0, "labels": 0})[kind] = count
+            contents.setdefault(batch_id, dict.fromkeys(("problems", "shared_problems", "solutions", "labels"), 0))[
+                kind] = count
     return contents
 
 

@@ -27,6 +27,10 @@ class ImportResult(BaseModel):
         default=0, description="new problems with no answer (none given, no \\boxed{} in a reference solution): "
         "their solutions are left ungraded"
     )
+    uncut: int = Field(
+        default=0, description="solutions whose `text` held no step separator, so that each became one step of "
+        "several lines: a sign the separator is not the file's"
+    )
     already_imported: bool = Field(
         default=False, description="this file was imported into the project before, read as the same format "
         "(and, for solutions, cut at the same separator): nothing was added"
@@ -45,6 +49,9 @@ class ImportResult(BaseModel):
             f"{self.duplicates} duplicates; {self.queued} queue slots"
             + (f" ({self.unqueued} taken out, filled by its labels)" if self.unqueued else "")
             + (f"; answers {grades}" if grades else "")
+            + (f"; warning: {self.uncut} solution text{'' if self.uncut == 1 else 's'} held no separator and "
+               f"became one step each (remove the file and import it again with its separator)"
+               if self.uncut else "")
         )
 
 

@@ -140,7 +140,7 @@ def _import_lines(
 ) -> ImportResult:
     filename = batch.filename
     errors = LineErrors(filename)
-    lines = duplicates = 0
+    lines = duplicates = uncut = 0
     parse = _parser(format_, step_separator, {"file": filename, "batch": batch.id}, batch.created_at)
     with BatchWriter(session, project.id, batch.id, batch.created_at) as writer:
         for chunk in _chunks(read_lines(stream)):
@@ -157,6 +157,7 @@ def _import_lines(
             if format_ == ImportFormat.solutions:
                 # Which problem a candidate means is only known from the database: check every line.
                 duplicates += write_candidates(writer, parsed, errors)
+                uncut += sum(candidate.uncut for _, candidate in parsed)
             elif not errors.count:
                 write = write_problems if format_ == ImportFormat.math else write_prm800k
                 duplicates += write(writer, parsed)
@@ -186,6 +187,7 @@ def _import_lines(
         queued=queued,
         unqueued=unqueued,
         problems_without_answer=writer.without_answer,
+        uncut=uncut,
     )
 
 

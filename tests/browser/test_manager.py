@@ -140,7 +140,7 @@ def test_manager_creates_imports_watches_and_exports(page: Page, client, session
 
     page.get_by_label("Generations").fill("1, two")
     page.get_by_role("button", name="Download").click()
-    expect(page.locator("#generations-error")).to_contain_text("Item 2: must be a whole number")
+    expect(page.locator("#generations-error")).to_contain_text("Item 2 ('two'): must be a whole number")
     screenshot(page, "manage_export_errors.png")
 
 

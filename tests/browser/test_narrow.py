@@ -153,6 +153,9 @@ def test_long_names_formulas_and_row_actions_stay_on_a_phone(browser: Browser, l
     page = _phone(browser, live_server)
     login(page, "boss", f"/manage/projects/{project.id}")
     _assert_fits(page, "manage_project_long_name")
+    # An imported file's name takes the stacked row's width: it was held to a narrow column.
+    name = page.locator("table.imports .filename .name").first.bounding_box()
+    assert name is not None and name["width"] > PHONE["width"] / 2, name
     page.goto("/research")
     _assert_fits(page, "research_long_name")
     # On a laptop the name wraps in its column: it pushed the projects table's counts off screen.

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 import pytest
 
-from app.exports.pages import filters_query
+from app.exports.pages import _fraction, filters_query
 from app.exports.schemas import ExportFilters
 from tests.conftest import browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes, sample_records
@@ -73,12 +73,15 @@ def test_filters_become_the_export_apis_query(client, session_factory, project) 
     [
         ({"format": "csv"}, "format", "Choose PRM800K, TRL or Parquet"),
         ({"format": "trl", "since": "yesterday"}, "since", "Must be a date (YYYY-MM-DD)"),
-        ({"format": "trl", "generations": "1, two"}, "generations", "Item 2: must be a whole number"),
+        ({"format": "trl", "generations": "1, two"}, "generations", "Item 2 ('two'): must be a whole number"),
         ({"format": "trl", "qc": "maybe"}, "qc", "'include', 'exclude' or 'only'"),
         ({"format": "trl", "labelers": "x" * 101}, "labelers", "at most 100 characters"),
         # The settings form takes shares: 0.8 here would keep labelers at 0.8% and above.
         ({"format": "trl", "min_labeler_accuracy": "0.8"}, "min_labeler_accuracy",
-         "This field is a percentage: 0.8 would mean 0.8%; for 80%, type 80"),
+         "This field is a percentage: 0.8 would mean 0.8%; for 80%, type 80, or 0.8% if 0.8% is meant"),
+        # The API reads 1 as every label agreeing.
+        ({"format": "trl", "min_agreement": "1"}, "min_agreement",
+         "This field is a percentage: 1 would mean 1%; for 100%, type 100, or 1% if 1% is meant"),
         ({"format": "trl", "min_agreement": "150"}, "min_agreement", "Give a percentage from 0 to 100"),
         ({"format": "trl", "labelers": "340d89bc-f5b7-45e9-b272-909ba68ee363, max"}, "labelers",
          "label in this project is by 'max': give a username"),
@@ -92,6 +95,13 @@ def test_bad_filters_are_shown_on_the_form(client, session_factory, project, par
     assert "Nothing was exported." in response.text
     shown = html.unescape(response.text).split(f'id="{field}-error">', 1)[1].split("<", 1)[0]
     assert message in shown
+
+
+def test_a_share_written_with_its_percent_sign_is_taken_as_written() -> None:
+    assert (_fraction("1%"), _fraction(" 0.5 % "), _fraction("80"), _fraction("100"), _fraction("")) == (
+        0.01, 0.005, 0.8, 1.0, None)
+    with pytest.raises(ValueError, match="1 would mean 1%"):
+        _fraction("1")
 
 
 def test_dates_out_of_order_are_refused_as_a_whole(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]

@@ -128,6 +128,15 @@ def test_every_bad_line_is_listed_up_to_a_limit(session_factory) -> None:  # typ
     assert row_counts(session_factory)["problems"] == 0
 
 
+def test_bad_lines_are_listed_in_the_files_order(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    # Line 1 is good JSON naming no problem of the project, found after the chunk's JSON errors.
+    lines = [b'{"problem": "Not here.", "steps": ["a"]}', b"{broken", b'{"steps": ["a"]}', b'{"problem": "x"}']
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, b"\n".join(lines), "solutions")
+    assert [d["line"] for d in caught.value.details] == [1, 2, 3, 4]
+
+
 def test_a_bad_line_after_many_chunks_undoes_them_all(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     lines = [b'{"problem": "p %d", "answer": "%d"}' % (i, i) for i in range(2500)] + [b'{"problem": "late", "level": 1.5}']

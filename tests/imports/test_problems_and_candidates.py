@@ -131,6 +131,46 @@ def test_an_answer_heading_cut_off_by_the_separator_stays_with_its_answer(sessio
         assert session.scalar(select(Solution.steps)) == ["So $2 + 2 = 4$.", "# Answer\n\n4"]
 
 
+def test_a_heading_ending_a_step_goes_with_the_answer(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    # Cut at something else than the file's separator, the heading ends the step before the answer.
+    text = "s1\n---\ns2\n---\n# Answer\n\n4"
+    import_bytes(session_factory, project, jsonl([{"problem": "What is $2 + 2$?", "text": text}]), "solutions")
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Solution.steps)) == ["s1\n---\ns2\n---", "# Answer\n\n4"]
+
+
+def test_windows_line_endings_are_cut_as_blank_lines(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    lines = [{"problem": "What is $2 + 2$?", "text": "Two and two.\r\n\r\nMake four.\r\n\r\n# Answer\r\n\r\n4"},
+             {"problem": "What is $2 + 2$?", "text": "Old Mac.\r\rFour.\r\r# Answer\r\r4"}]
+    result = import_bytes(session_factory, project, jsonl(lines), "solutions")
+    assert (result.added["solutions"], result.uncut) == (2, 0)
+    # A separator that names the carriage return itself is taken as given.
+    crlf = [{"problem": "What is $2 + 2$?", "text": "Two.\r\n\r\nPlus two.\r\n\r\n# Answer\r\n\r\n4"}]
+    import_bytes(session_factory, project, jsonl(crlf), "solutions", separator="\\r\\n\\r\\n")
+    with session_scope(session_factory) as session:
+        assert sorted(session.scalars(select(Solution.steps))) == [
+            ["Old Mac.", "Four.", "# Answer\n\n4"],
+            ["Two and two.", "Make four.", "# Answer\n\n4"],
+            ["Two.", "Plus two.", "# Answer\r\n\r\n4"],
+        ]
+
+
+def test_texts_the_separator_did_not_cut_are_counted(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    lines = [{"problem": "What is $2 + 2$?", "text": "Two and two.\nMake four.\n# Answer: 4"},
+             {"problem": "What is $2 + 2$?", "text": "# Answer\n\n4"},
+             {"problem": "What is $2 + 2$?", "text": "Four."}]
+    result = import_bytes(session_factory, project, jsonl(lines), "solutions", separator="###")
+    # Only the first: the others are one step of one line, or the answer alone.
+    assert result.uncut == 1
+    assert "warning: 1 solution text held no separator and became one step each" in result.summary()
+
+
 def test_candidates_again_add_nothing(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     _problems(session_factory, project)

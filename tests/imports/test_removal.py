@@ -56,11 +56,15 @@ def test_removing_a_file_takes_what_it_added_and_it_can_be_imported_again(sessio
     assert second.added == {"problems": 0, "solutions": 2, "labels": 0}
     with session_scope(session_factory) as session:
         contents = batch_contents(session, project.id)
-    assert contents[second.batch_id] == {"problems": 0, "solutions": 2, "labels": 0}
-    assert contents[more] == {"problems": 1, "solutions": 0, "labels": 0}
+    assert contents[second.batch_id] == {"problems": 0, "shared_problems": 0, "solutions": 2, "labels": 0}
+    # Its new problem stays while the second file's solutions use it.
+    assert contents[more] == {"problems": 0, "shared_problems": 1, "solutions": 0, "labels": 0}
 
     removal = _remove(session_factory, project, second.batch_id)
     assert (removal.filename, removal.problems, removal.solutions, removal.labels) == ("b.jsonl", 0, 2, 0)
+    with session_scope(session_factory) as session:
+        assert batch_contents(session, project.id)[more] == {
+            "problems": 1, "shared_problems": 0, "solutions": 0, "labels": 0}
     assert _remove(session_factory, project, more).problems == 1
     # The first files' problem and solution stay, with their queue slots.
     assert row_counts(session_factory) == before
@@ -202,7 +206,9 @@ def test_the_overview_removes_a_file_or_says_why_not(client, session_factory) ->
     csrf = browser_login(client, "max")
     page = client.get(f"/manage/projects/{project.id}").text
     assert 'data-confirm="Remove wrong.jsonl from algebra?"' in page
-    assert "What it added and is still here is deleted: 0 problems, 2 solutions, 0 labels" in page
+    assert "What it added and is still here is deleted: 0 problems, 2 solutions, 0 labels. Refused" in page
+    # The problems file: its problem stays, as the solution files use it.
+    assert "Nothing it added would go; its record does. 1 problem it added stays: other files' solutions use it." in page
 
     refused = client.post(f"/manage/projects/{project.id}/imports/{kept}/remove", data={"csrf_token": csrf})
     assert refused.status_code == 409
