@@ -61,8 +61,9 @@ class PlacedRecords(list):
 
 
 def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, dict]]:
-    """(place, record): the place is `FILE:LINE` for a JSONL path, `record N` for dicts in
-    memory, so that a message about a record says where it is."""
+    """(place, record): the place is `FILE:LINE` for a JSONL path, `FILE[N]` for a file holding
+    one JSON array of records (as ProcessBench's are), `record N` for dicts in memory, so that a
+    message about a record says where it is."""
     if isinstance(source, PlacedRecords):
         yield from source
         return
@@ -71,6 +72,11 @@ def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, d
             yield f"record {number}", record
         return
     with open(source, "rb") as f:
+        if f.read(4096).removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
+            f.seek(0)
+            yield from _array_records(source, f.read().removeprefix(codecs.BOM_UTF8))
+            return
+        f.seek(0)
         for line_no, line in enumerate(f, 1):
             # A byte order mark opens files saved by some Windows editors; the platform's
             # importer takes them too.
@@ -84,6 +90,17 @@ def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, d
                 if not isinstance(record, dict):
                     raise ValueError(f"{source}:{line_no}: not a JSON object but {type(record).__name__}")
                 yield f"{source}:{line_no}", record
+
+
+def _array_records(source: str | Path, data: bytes) -> Iterator[tuple[str, dict]]:
+    try:
+        records = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"{source}: starts as a JSON array but is not valid JSON ({e})") from None
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise ValueError(f"{source}[{index}]: not a JSON object but {type(record).__name__}")
+        yield f"{source}[{index}]", record
 
 
 # What a record of a known layout can raise when a field is missing or of the wrong type.

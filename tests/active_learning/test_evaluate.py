@@ -276,6 +276,21 @@ def test_processbench_eval_prints_accuracies_and_f1(tmp_path, monkeypatch):
     assert without.exit_code == 0 and "ci95" not in json.loads(without.output)
 
 
+def test_processbench_files_as_published_are_one_json_array(tmp_path):
+    """ProcessBench's splits (gsm8k.json, math.json, ...) are each one JSON array of records."""
+    data = tmp_path / "math.json"
+    data.write_bytes(b"\xef\xbb\xbf\n" + json.dumps(PROCESSBENCH, indent=2).encode())
+    solutions, first_errors = load_processbench(data)
+    assert [s.problem_id for s in solutions] == ["a", "b", "c", "d", "e"]
+    assert first_errors == [None, 1, 0, None, 1]
+    data.write_text(json.dumps([PROCESSBENCH[0], ["not", "a", "record"]]))
+    with pytest.raises(ValueError, match=re.escape(f"{data}[1]: not a JSON object but list")):
+        load_processbench(data)
+    data.write_text("[" + json.dumps(PROCESSBENCH[0]))
+    with pytest.raises(ValueError, match=re.escape(f"{data}: starts as a JSON array but is not valid JSON")):
+        load_processbench(data)
+
+
 def test_processbench_without_an_erroneous_solution_prints_its_metrics_as_null(tmp_path, monkeypatch):
     tokenizer = build_byte_tokenizer()
     model = _MarkedSteps(tokenizer)
