@@ -111,7 +111,7 @@ def files_only_here(name: str) -> bool:
     error, measured offline. One question to the Hub tells at once; a name it does not know is
     refused (BaseUnusable), and one it cannot be asked about must be in the cache (ValueError: it
     may work once the Hub is back)."""
-    if os.path.isdir(name) or constants.HF_HUB_OFFLINE:
+    if os.path.isdir(name):
         return True
     try:
         validate_repo_id(name)
@@ -119,6 +119,12 @@ def files_only_here(name: str) -> bool:
         raise ValueError(f"there is no directory {name}, and it is not a hub id") from None
     if names_a_path(name):
         raise ValueError(f"there is no directory {name}")
+    if constants.HF_HUB_OFFLINE:
+        # Offline by the machine's own setting: another attempt finds the cache as it is.
+        if not _cached(name):
+            raise BaseUnusable(f"HF_HUB_OFFLINE is set and {name} is not in this machine's cache: download it "
+                               f"(hf download {name}) or give its directory")
+        return True
     try:
         model_info(name, timeout=HUB_PROBE_S)
     except RepositoryNotFoundError:
@@ -126,9 +132,13 @@ def files_only_here(name: str) -> bool:
                            "the name, log in (hf auth login) for a private one, or give a directory by "
                            "its full path") from None
     except Exception:  # noqa: BLE001 - no answer (no network, a timeout, the Hub down): the cache decides
-        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        if not _cached(name):
             raise ValueError(f"the Hugging Face Hub cannot be reached and {name} is not in this machine's "
                              f"cache: download it where the Hub answers (hf download {name}), or give "
                              "its directory") from None
         return True
     return False
+
+
+def _cached(name: str) -> bool:
+    return isinstance(try_to_load_from_cache(name, "config.json"), str)

@@ -102,10 +102,20 @@ def test_a_name_the_hub_does_not_know_is_refused_and_one_it_knows_is_downloaded(
 
 
 def test_directories_and_offline_mode_never_ask_the_hub(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    hub = HubAnswers(monkeypatch, SimpleNamespace(id="owner/model"))
+    hub = HubAnswers(monkeypatch, SimpleNamespace(id="owner/model"), cached=str(tmp_path / "config.json"))
     assert files_only_here(str(tmp_path)) is True
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     assert files_only_here("owner/model") is True
+    assert hub.asked == []
+
+
+def test_offline_mode_refuses_a_hub_id_not_cached_for_good(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Offline by the machine's setting, no later attempt finds it: a round fails at once (BaseUnusable).
+    hub = HubAnswers(monkeypatch, SimpleNamespace(id="owner/model"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    with pytest.raises(BaseUnusable, match=r"HF_HUB_OFFLINE is set and owner/model is not in this machine's cache: "
+                                           r"download it \(hf download owner/model\)"):
+        files_only_here("owner/model")
     assert hub.asked == []
 
 
