@@ -30,10 +30,11 @@ marker = tokenizer.convert_tokens_to_ids({marker})
 
 def step_scores(problem, steps):
     """P(step is correct) for each step: p(0) + p(+1) at the marker after it."""
+    text = lambda t: t.replace({marker}, "")  # the marker's text in the input is dropped
     ids = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    ids += tokenizer.encode(problem + {prompt_end}, add_special_tokens=False)
+    ids += tokenizer.encode(text(problem) + {prompt_end}, add_special_tokens=False)
     for step in steps:
-        ids += tokenizer.encode(step, add_special_tokens=False) + [marker]
+        ids += tokenizer.encode(text(step), add_special_tokens=False) + [marker]
     with torch.no_grad():
         probs = model(input_ids=torch.tensor([ids])).logits[0].float().softmax(-1)
     at_markers = probs[torch.tensor(ids) == marker]  # one row a step: p(-1), p(0), p(+1)
@@ -50,7 +51,8 @@ def prompt_format(tokenizer) -> dict:
         "bos": tokenizer.bos_token,
         # Encoding the pieces one by one keeps a marker from merging with the text beside it.
         "encoding": "BOS if the tokenizer has one, then the problem with prompt_end and each step "
-                    "encoded on its own without special tokens, each step followed by the marker's id",
+                    "encoded on its own without special tokens (the marker's text dropped from them), "
+                    "each step followed by the marker's id",
     }
 
 
@@ -144,7 +146,7 @@ is a probability learnt from labels, not a proof: it does not replace checking t
 
 BOS (when the tokenizer has one), the problem, `{json.dumps(PROMPT_END)[1:-1]}`, then each step
 followed by `{STEP_MARKER}`; the problem and each step are encoded on their own, without special
-tokens. `stepwise.json` records this format, the base, the data hash, the training settings and
+tokens, and with the marker's own text dropped from them. `stepwise.json` records this format, the base, the data hash, the training settings and
 the metrics.
 
 ## Scoring with transformers

@@ -19,6 +19,8 @@ import orjson
 
 IGNORE_INDEX = -100  # positions without a label; cross-entropy skips them
 PROMPT_END = "\n\n"  # between the problem and the first step (the checkpoint's prompt format)
+# The token read after each step (active_learning.tokenizer adds it to every tokenizer).
+STEP_MARKER = "<|step|>"
 SKIPPED_FINISH_REASONS = {"give_up", "bad_problem"}
 
 
@@ -402,8 +404,10 @@ def is_blank(text: str) -> bool:
     """Whether `text` shows nothing: spaces, control and format characters (a NUL or a zero-width
     U+200B passed `str.strip`, and a solution of them was scored as written) and the blank
     fillers. A character this Python's Unicode tables do not know, or a private-use one (PDF
-    math often has them), counts as shown."""
-    return all(char.isspace() or char in _FILLERS or unicodedata.category(char) in ("Cc", "Cf") for char in text)
+    math often has them), counts as shown. So does the step marker's text, which the model
+    never reads (see encode_solutions)."""
+    return all(char.isspace() or char in _FILLERS or unicodedata.category(char) in ("Cc", "Cf")
+               for char in text.replace(STEP_MARKER, ""))
 
 
 # Letters that draw nothing: Hangul fillers and the blank Braille pattern.
@@ -541,7 +545,10 @@ def encode_solutions(tokenizer, solutions: Iterable[tuple[str, list[str]]]) -> I
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"a step is {type(text).__name__}, not text: {text!r:.80}")
-        ids = encode(texts)
+        # The marker's text in a problem or step would be read as the marker itself: a step
+        # boundary no label speaks of, and one more score than steps for a reader that finds the
+        # markers by their id. It is dropped, as the model card's snippet drops it.
+        ids = encode([text.replace(STEP_MARKER, "") for text in texts])
         at = 0
         for _, steps in batch:
             yield ids[at], ids[at + 1:at + 1 + len(steps)]

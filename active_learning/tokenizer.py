@@ -7,7 +7,9 @@ each digit is its own token, which makes arithmetic easy to read for a small mod
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-STEP_MARKER = "<|step|>"
+# Defined beside the data's layout, which reading label files needs without transformers.
+from active_learning.data import STEP_MARKER
+
 PAD = "<|pad|>"
 EOS = "<|endoftext|>"
 

@@ -736,7 +736,7 @@ def rounds_list(ctx: _Context, project_name: str) -> None:
     with ctx.session() as session:
         for r in list_rounds(session, get_project_by_name(session, project_name).id):
             labels = "-" if r.snapshot_labels is None else r.snapshot_labels
-            click.echo(f"{r.number}\t{r.status.value}\t{r.stage.value}\t{r.percent:.0f}%\t{labels} labels\t{r.message}")
+            click.echo(f"{r.number}\t{r.status_text}\t{r.stage.value}\t{r.percent:.0f}%\t{labels} labels\t{r.message}")
 
 
 @rounds.command("cancel")

@@ -84,14 +84,17 @@ def quality_chart(rounds: list[Round]) -> Chart:
 
 def labels_chart(rounds: list[Round]) -> Chart:
     ordered = sorted(rounds, key=lambda r: r.number)
-    top = max((r.snapshot_labels or 0 for r in ordered), default=0) or 1
+    most = max((r.snapshot_labels or 0 for r in ordered), default=0)
+    # Gridlines at 0, half and top, each a whole count (0.5 was shown rounded, as a second 0).
+    half = max(1, math.ceil(_nice_ceiling(most / 2)))
+    top = 2 * half
     bars = Series("labels", "labels in the snapshot")
     for i, round_ in enumerate(ordered):
         if round_.snapshot_labels is not None:
             bars.points.append({"x": _x(i, len(ordered)), "y": _y(round_.snapshot_labels, top),
                                 "value": round_.snapshot_labels, "round": round_.number})
     return Chart(WIDTH, HEIGHT, _round_ticks(ordered), [bars],
-                 [{"y": _y(v, top), "label": str(round(v))} for v in (0, top / 2, top)])
+                 [{"y": _y(v, top), "label": str(v)} for v in (0, half, top)])
 
 
 def _round_ticks(ordered: list[Round]) -> list[dict[str, Any]]:

@@ -113,17 +113,21 @@ def update_settings(
 ) -> Response:
     project = get_project(session, project_id)
     values = {k: v.strip() for k, v in sent_values(form, sent).items()}
+    weights_error = None
     try:
         weights = parse_source_weights(values["source_weights"]) if values.get("source_weights") else None
     except ValueError as exc:
-        return _overview(request, session, user, project, values=values,
-                         errors={"source_weights": str(exc)}, status_code=422)
+        # Judged with the other fields below, so that every field's error shows at once.
+        weights, weights_error = None, str(exc)
     try:
         changes = validate_form(RoundSettingsUpdate, {**values, "source_weights": weights},
                                 required=SettingsForm.model_fields.keys() - set(NULLABLE_SETTINGS))
     except FormInvalid as exc:
-        return _overview(request, session, user, project, values=values, errors=exc.errors,
-                         status_code=422)
+        errors = {**exc.errors, **({"source_weights": weights_error} if weights_error else {})}
+        return _overview(request, session, user, project, values=values, errors=errors, status_code=422)
+    if weights_error:
+        return _overview(request, session, user, project, values=values,
+                         errors={"source_weights": weights_error}, status_code=422)
     # A nullable setting sent blank is turned off (null); one the post left out stays.
     changes = changes.model_copy(update={k: None for k in NULLABLE_SETTINGS if values.get(k) == ""})
     try:

@@ -139,7 +139,13 @@ def enqueue_stage(run: RoundRun) -> None:
         selection = {**round_.metrics.get("selection", {}), "new_slots": added}
         session.execute(update(Round).where(Round.id == run.round_id)
                         .values(metrics={**round_.metrics, "selection": selection}))
-        verdict = "new model served" if round_.promoted else f"not promoted: {round_.metrics.get('rule')}"
+        if round_.promoted:
+            verdict = "new model served"
+        elif "candidate" in round_.metrics:
+            verdict = f"not promoted: {round_.metrics.get('rule')}"
+        else:
+            # Too few labels to train: there was no model to promote (Round.status_text).
+            verdict = str(round_.metrics.get("rule"))
         picked = f"{selection.get('picks', 0)} picks queued"
         if selection.get("pool") == 0:
             picked += f" ({EMPTY_POOL})"

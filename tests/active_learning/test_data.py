@@ -97,7 +97,7 @@ def test_bad_input_names_the_line(tmp_path):
 
 
 @pytest.mark.parametrize("load, line, message", [
-    (load_examples, '[1, 2]', "bad.jsonl:1: not a JSON object but list"),
+    (load_examples, '[1, 2]', r"bad.jsonl\[0\]: not a JSON object but int"),
     (load_examples, '{"problem": "1+1", "solution": "2"}', "bad.jsonl:1: neither .*its keys: problem, solution$"),
     (load_examples, '{"question": null, "label": {}}', "bad.jsonl:1: a PRM800K record, but `question` is not an object"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": "x"}]}}',
@@ -220,7 +220,7 @@ def test_scoring_windows_read_every_step_with_up_to_half_a_window_of_context():
     assert whole["input_ids"] == tokenize_example(tokenizer, marker, "Q?", ["ab", "c"], None, 64)["input_ids"]
 
 
-@pytest.mark.parametrize("text", ["", " \n\t", "\u0000", "\u200b", "\ufeff \u200d"])
+@pytest.mark.parametrize("text", ["", " \n\t", "\u0000", "\u200b", "\ufeff \u200d", " <|step|> "])
 def test_text_that_shows_nothing_is_blank(text):
     assert is_blank(text)
     with pytest.raises(ValueError, match="step 1 of 1 is blank"):
@@ -331,3 +331,11 @@ def test_text_encoder_leaves_a_tokenizer_that_encodes_in_python_to_transformers(
     tokenizer = Infilling(tokenizer_object=_bpe_tokenizer().backend_tokenizer, bos_token="<s>", unk_token="<unk>")
     text = "What is <FILL>?"
     assert text_encoder(tokenizer)([text]) == [tokenizer.encode(text, add_special_tokens=False)]
+
+
+def test_the_markers_text_in_the_input_is_dropped():
+    tokenizer = build_byte_tokenizer()
+    marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
+    example = tokenize_example(tokenizer, marker, "Q <|step|>?", ["a<|step|>b", "c"], [1, 0], 64)
+    assert example["input_ids"].count(marker) == 2
+    assert example == tokenize_example(tokenizer, marker, "Q ?", ["ab", "c"], [1, 0], 64)

@@ -337,12 +337,16 @@ def test_model_card_snippet_scores_as_stepwise_does_without_stepwise(checkpoint)
         print(json.dumps(rows))
     """)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    # The marker's text in the input is no marker: one score a step, the snippet agreeing.
+    solutions = [*SOLUTIONS, Solution("p4", "What is <|step|> 1 + 1?",
+                                      ["We know <|step|> that 1 + 1 = 2.", "# Answer\n\n2<|step|>"])]
     done = subprocess.run([sys.executable, "-c", _card_snippet(checkpoint) + harness], cwd=checkpoint.parent,
-                          input=json.dumps([[s.prompt, s.steps] for s in SOLUTIONS]), env=env,
+                          input=json.dumps([[s.prompt, s.steps] for s in solutions]), env=env,
                           capture_output=True, text=True, check=True)
     theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(theirs[-1]) == 2
     ours, tokenizer, _ = load_checkpoint(checkpoint)
-    for row, score in zip(theirs, score_solutions(ours, tokenizer, SOLUTIONS), strict=True):
+    for row, score in zip(theirs, score_solutions(ours, tokenizer, solutions), strict=True):
         assert len(row) == len(score.step_scores)
         assert max(abs(a - b) for a, b in zip(row, score.step_scores)) < 1e-5
 

@@ -181,6 +181,16 @@ def test_research_settings_form_shows_errors_in_place(client, session_factory, p
         assert (settings.picks_per_round, settings.wrong_share, settings.schedule_hours) == (30, 0.8, None)
 
 
+def test_the_settings_form_marks_every_bad_field_at_once(client, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "rita")
+    bad = client.post(f"/research/projects/{project.id}/settings",
+                      data={"csrf_token": csrf, "train_epochs": "abc", "source_weights": "human=<b>1</b>"})
+    assert bad.status_code == 422
+    page = html.unescape(bad.text)
+    assert 'id="train_epochs-error">' in page and 'id="source_weights-error">' in page
+    assert "<b>1</b>" not in bad.text
+
+
 def test_the_control_and_qc_shares_must_fit_in_the_picks(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
     api = f"/api/v1/projects/{project.id}/round-settings"
     headers = api_headers(client, "rita")
@@ -282,6 +292,10 @@ def test_a_round_that_trained_no_model_says_so(client, session_factory, project)
     latest = next(r["id"] for r in listed if r["number"] == 2)
     assert re.findall(r'data-field="status">([^<]*)<', client.get(f"/research/rounds/{latest}").text) == ["done, no model trained"]
     assert 'data-field="status">done, no model trained<' in client.get("/research").text
+    # Its model column says there was none to promote, as a round that trained one and kept it back does not.
+    page = client.get(f"/research/projects/{project.id}").text
+    rows = re.findall(r'<tr data-round="\d+">.*?</tr>', page, re.S)
+    assert [(">no model</span>" in row, "not promoted" in row) for row in rows] == [(True, False), (False, True)]
 
 
 def test_the_round_page_draws_its_models_training_loss(client, session_factory, project, tmp_path) -> None:  # type: ignore[no-untyped-def]

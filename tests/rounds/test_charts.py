@@ -1,6 +1,9 @@
-"""The round page's loss chart, laid out from a training log."""
+"""The research pages' charts: a round's loss from its training log, the rounds' snapshots."""
 
-from app.rounds.charts import PAD_LEFT, PAD_RIGHT, WIDTH, loss_chart
+import pytest
+
+from app.models import Round
+from app.rounds.charts import PAD_LEFT, PAD_RIGHT, WIDTH, labels_chart, loss_chart
 
 
 def test_loss_chart_spans_the_run_with_round_gridlines() -> None:
@@ -32,3 +35,14 @@ def test_no_chart_without_loss_entries() -> None:
     assert loss_chart({"train": []}) is None
     assert loss_chart({"train": [{"step": "one", "loss": 1.0}, {"step": 2}, "x"]}) is None
     assert loss_chart({"train": [{"step": 1, "loss": float("nan")}, {"step": 2, "loss": float("inf")}]}) is None
+
+
+@pytest.mark.parametrize(("counts", "gridlines"), [
+    ([0], ["0", "1", "2"]), ([1], ["0", "1", "2"]), ([3, None], ["0", "2", "4"]), ([5], ["0", "3", "6"]),
+    ([137, 40], ["0", "100", "200"]), ([2500], ["0", "2000", "4000"]),
+])
+def test_snapshot_gridlines_are_whole_counts_each_once(counts, gridlines) -> None:
+    rounds = [Round(number=i + 1, snapshot_labels=n, metrics={}) for i, n in enumerate(counts)]
+    chart = labels_chart(rounds)
+    assert [g["label"] for g in chart.gridlines] == gridlines
+    assert [p["value"] for p in chart.series[0].points] == [n for n in counts if n is not None]

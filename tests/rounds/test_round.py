@@ -227,6 +227,8 @@ def test_without_enough_labels_a_round_picks_uniformly(
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert "fewer than the 10 needed" in round_.message and round_.promoted is False
+        # No model was trained, so none was "not promoted".
+        assert "not promoted" not in round_.message
         assert round_.status_text == "done, no model trained"
         assert served_version(session, project.id) is None
         picks = session.scalars(select(RoundPick).where(RoundPick.round_id == round_id)).all()
