@@ -1,12 +1,14 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from active_learning.data import is_blank
 from app.models import FinishReason, LabelingMode
+
+STARTED_AT_SKEW = timedelta(minutes=5)
 
 # Strict: a Literal of ints takes whatever equals one of them, and true == 1 == 1.0 in Python.
 Rating = Annotated[StrictInt, Field(ge=-1, le=1)]
@@ -97,10 +99,14 @@ class LabelSubmit(BaseModel):
         if value is None:
             return None
         try:
-            return value.astimezone(UTC)
+            value = value.astimezone(UTC)
         except OverflowError:
             # Year 1 with a positive offset, say: no such instant in UTC.
             raise ValueError("is out of range") from None
+        # A start after the submit would make time on task up; a client's clock may run a little ahead.
+        if value > datetime.now(UTC) + STARTED_AT_SKEW:
+            raise ValueError("is in the future: a label cannot start after it is sent")
+        return value
 
 
 class TaskProblem(BaseModel):

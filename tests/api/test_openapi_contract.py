@@ -174,7 +174,12 @@ def test_a_405_from_the_static_files_keeps_their_allow_header(client):  # type: 
     assert response.headers["allow"] == "GET, HEAD"
 
 
-def test_a_start_time_with_no_instant_in_utc_is_a_422(client, session_factory):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("started_at", "message"), [
+    ("0001-01-01T00:00:00+05:00", "is out of range"),
+    # Time on task counts from it: a start after the submit would make it up.
+    ("2999-01-01T00:00:00Z", "is in the future: a label cannot start after it is sent"),
+])
+def test_a_start_time_with_no_instant_in_utc_or_in_the_future_is_a_422(client, session_factory, started_at, message):  # type: ignore[no-untyped-def]
     make_user(session_factory, "early", "labeler")
     headers = api_headers(client, "early")
     body = {
@@ -183,11 +188,12 @@ def test_a_start_time_with_no_instant_in_utc_is_a_422(client, session_factory): 
         "finish_note": "x",
         "total_time_ms": 1,
         "idempotency_key": "0123456789",
-        "started_at": "0001-01-01T00:00:00+05:00",
+        "started_at": started_at,
     }
     response = client.post("/api/v1/assignments/1/submit", json=body, headers=headers)
     assert response.status_code == 422, response.text
-    assert response.json()["errors"][0]["field"] == "started_at"
+    error = response.json()["errors"][0]
+    assert error["field"] == "started_at" and message in error["message"]
 
 
 def test_a_body_that_is_not_text_is_a_clear_400(client):  # type: ignore[no-untyped-def]

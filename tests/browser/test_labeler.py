@@ -424,6 +424,63 @@ def test_a_second_tab_keeps_its_own_draft(page: Page, session_factory) -> None: 
     expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
 
 
+def test_two_tabs_of_one_project_keep_in_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Both hold the one lease: each took the other's draft over on reload, losing ratings.
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    other = page.context.new_page()
+    other.goto(f"/label/{project.id}")
+    expect(other.locator("#task-view")).to_be_visible()
+    expect(other.locator("#task-ids")).to_have_text(page.locator("#task-ids").inner_text())
+    page.keyboard.press("1")
+    expect(_steps(other).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+    expect(other.locator("#notice")).to_have_text("Ratings made in another tab of this solution are shown here too.")
+    other.keyboard.press("2")
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-okay\b"))
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    # The other tab sees the label sent and moves on, instead of a conflict on its own submit.
+    expect(other.get_by_role("heading", name="Queue empty")).to_be_visible()
+    expect(other.locator("#notice")).to_have_text("This solution was sent from another tab. Loading the next one.")
+    (label,) = _labels(session_factory)
+    assert _ratings(label) == [(1, False), (0, False), (1, False)]
+
+
+def test_full_mode_comes_back_to_the_first_unrated_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory, "full")
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    page.keyboard.press("3")
+    page.reload(wait_until="domcontentloaded")
+    # Not the −1 of step 1, where the next digit would only ask to change it.
+    expect(_steps(page).nth(1)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("1")
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-good\b"))
+    expect(_steps(page).nth(0)).to_have_class(re.compile(r"\brated-bad\b"))
+
+
+def test_undo_while_a_change_of_a_minus_one_waits_keeps_it(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    page.keyboard.press("1")
+    page.keyboard.press("3")
+    page.keyboard.press("1")
+    notice = page.locator("#notice")
+    expect(notice).to_have_text("Step 2 is rated −1. Press 1 again to change it to +1; any other key keeps the −1.")
+    page.keyboard.press("u")
+    expect(notice).to_have_text("Kept the −1 of step 2.")
+    page.keyboard.press("1")
+    page.keyboard.press("Control+z")
+    expect(notice).to_have_text("Kept the −1 of step 2.")
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
+    # Without a change waiting, undo takes back the last rating as before.
+    page.keyboard.press("u")
+    expect(_steps(page).nth(1)).not_to_have_class(re.compile(r"\brated-bad\b"))
+
+
 def test_a_draft_kept_the_old_way_is_taken_up_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     # Before drafts were kept per lease, one per labeler: a tab open across the upgrade keeps it.
     project = _project_and_labeler(session_factory)

@@ -330,3 +330,16 @@ def test_phase1_without_single_key_shortcuts(page: Page, session_factory) -> Non
     page.locator("#steps .own-open").first.focus()
     page.keyboard.press("Enter")
     expect(page.locator(".own-input").first).to_be_focused()
+
+
+def test_phase1_fits_a_narrow_window(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    page.set_viewport_size({"width": 390, "height": 844})
+    _open_lenas_task(page, session_factory)
+    for rate in _alternatives(page, 0).first.locator(".rate").all():
+        size = rate.evaluate("e => ({width: e.offsetWidth, height: e.offsetHeight, scroll: e.scrollWidth, client: e.clientWidth})")
+        # Thumb-sized, as in the other modes, and wide enough for their label.
+        assert size["width"] >= 44 and size["height"] >= 44 and size["scroll"] <= size["client"], size
+    choose = _alternatives(page, 0).first.locator(".choose").bounding_box()
+    good = _alternatives(page, 0).first.locator(".rate.good").bounding_box()
+    assert choose is not None and good is not None and choose["y"] > good["y"], "Continue has a row of its own"
+    screenshot(page, "labeler_phase1_narrow.png")

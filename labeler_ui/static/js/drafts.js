@@ -55,7 +55,7 @@ export class Drafts {
         if (!draft.ratings.every(valid)) return;
         state.ratings = [...draft.ratings];
         state.flags = draft.flags.map(Boolean);
-        state.cursor = Math.min(state.reach(), state.n - 1);
+        state.cursor = state.resumeAt();
       },
     };
   }

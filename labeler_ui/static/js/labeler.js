@@ -139,6 +139,7 @@ function showTask(next) {
   task = next;
   leaseWarned = false;
   editing = null;
+  pendingChange = null;
   state =
     next.labeling_mode === "phase1"
       ? new Phase1State(next.solution.alternatives ?? [])
@@ -360,13 +361,21 @@ function rateByKey(key) {
     pendingChange = { index: i, value };
     notify(
       "warning",
-      `Step ${i + 1} is rated −1. Press ${key} again to change it to ${RATING_TEXT[value]}, or any other key to keep the −1 (U undoes a change).`,
+      `Step ${i + 1} is rated −1. Press ${key} again to change it to ${RATING_TEXT[value]}; any other key keeps the −1.`,
     );
     return;
   }
   if (confirmed) clearNotice();
   pendingChange = null;
   rate(i, value);
+}
+
+// Undo, asked while a change of a −1 waits for its second press, takes back that first press:
+// the −1 stays, as the notice promised any other key would.
+function keepPendingError() {
+  const i = pendingChange.index;
+  pendingChange = null;
+  notify("info", `Kept the −1 of step ${i + 1}.`);
 }
 
 function moveDown() {
@@ -465,7 +474,9 @@ function onKey(event) {
   if (root.dataset.view !== "task" || !state) return;
   if (ctrl && key.toLowerCase() === "z") {
     event.preventDefault();
-    if (!busy) undo();
+    if (busy) return;
+    if (pendingChange) keepPendingError();
+    else undo();
     return;
   }
   if (ctrl || event.altKey) return;
@@ -484,6 +495,10 @@ function handleKey(key) {
   if (isPhase1()) return phase1Key(key);
   if (Object.hasOwn(RATING_KEYS, key)) {
     rateByKey(key);
+    return true;
+  }
+  if (pendingChange && key === "u") {
+    keepPendingError();
     return true;
   }
   if (!otherKey(key)) return false;
@@ -637,7 +652,7 @@ onButton("flag", () => {
   if (isPhase1()) act(() => !state.onOwnRow() && state.toggleFlag(state.cursor.step, state.cursor.alt));
   else toggleFlag(state.cursor);
 });
-onButton("undo", () => state && undo());
+onButton("undo", () => state && (pendingChange ? keepPendingError() : undo()));
 onButton("give-up", () => task && !busy && giveUp());
 onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));
 onButton("check-again", loadNext);
@@ -647,6 +662,47 @@ setInterval(updateLease, 1000);
 window.addEventListener("pageshow", (event) => {
   if (event.persisted) location.reload();
 });
+window.addEventListener("storage", (event) => {
+  if (event.key === drafts.key) followOtherTab(event.oldValue, event.newValue);
+});
+
+// A second tab of one project holds the same lease, so it shows the same solution. Each tab
+// takes up what the other saved (the storage event: the other tab's save), so that both show
+// and submit the last ratings made in either, under one idempotency key: the second submit is
+// then the first's duplicate, not a conflict. A draft gone means the other tab sent the label.
+function followOtherTab(oldValue, newValue) {
+  if (!task || correction || busy || editing !== null) return;
+  const key = draftKey(task);
+  const held = (value) => {
+    try {
+      return Object.hasOwn(JSON.parse(value ?? "{}") ?? {}, key);
+    } catch {
+      return false;
+    }
+  };
+  if (!held(newValue)) {
+    // Another project's tab saving its own draft says nothing about this one.
+    if (!held(oldValue)) return;
+    notify("info", "This solution was sent from another tab. Loading the next one.");
+    loadNext();
+    return;
+  }
+  const draft = drafts.load(key);
+  if (!draft) return;
+  idempotencyKey = draft.idempotencyKey;
+  startedAt = draft.startedAt;
+  const progress = () => JSON.stringify(isPhase1() ? { ...state.snapshot(), cursor: null } : [state.ratings, state.flags]);
+  const before = progress();
+  const cursor = state.cursor;
+  draft.restore(state);
+  if (progress() === before) {
+    state.cursor = cursor;
+    return;
+  }
+  pendingChange = null;
+  render();
+  notify("info", "Ratings made in another tab of this solution are shown here too.");
+}
 
 if (!mathAvailable()) {
   notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");

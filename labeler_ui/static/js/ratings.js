@@ -100,6 +100,14 @@ export class RatingState {
     return `A label keeps ratings from step 1 on, without gaps. ${said}`;
   }
 
+  // Where a labeler coming back to these ratings (a reload) goes on: the first step left to
+  // rate. In full mode reach() stops at the first −1, where a digit would ask to change it.
+  resumeAt() {
+    if (this.firstError) return Math.min(this.reach(), this.n - 1);
+    const unrated = this.ratings.indexOf(null);
+    return unrated >= 0 ? unrated : Math.max(this.n - 1, 0);
+  }
+
   // A submitted label's ratings ({rating, flagged} from the top), which a correction starts from.
   prefill(ratings) {
     ratings.slice(0, this.n).forEach((r, i) => {
