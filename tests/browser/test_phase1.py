@@ -85,6 +85,11 @@ def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: B
     page.keyboard.press("Control+Enter")
     expect(editor.locator(".own-error")).to_be_visible()
     editor.locator("textarea").fill(HUMAN)
+    # Esc closes the editor; opened again, it still holds what was typed.
+    page.keyboard.press("Escape")
+    expect(editor).to_be_hidden()
+    page.keyboard.press("w")
+    expect(editor.locator("textarea")).to_have_value(HUMAN)
     screenshot(page, "labeler_phase1_writing.png")
     page.keyboard.press("Control+Enter")
     own = page.locator("#steps > .p1-step").nth(1).locator(".alt.own")

@@ -50,8 +50,10 @@ let recheck = null;
 let labeledToday = null;
 // A key that would change a -1, waiting for the same key again: { index, value }.
 let pendingChange = null;
-// Phase-1 mode: the step whose write-your-own editor is open, or null.
+// Phase-1 mode: the step whose write-your-own editor is open, or null; and by step, text typed
+// in an editor closed without keeping it.
 let editing = null;
+let unsentSteps = {};
 
 const isPhase1 = () => state instanceof Phase1State;
 // A single key named in a sentence, while single keys act.
@@ -139,6 +141,7 @@ function showTask(next) {
   task = next;
   leaseWarned = false;
   editing = null;
+  unsentSteps = {};
   pendingChange = null;
   state =
     next.labeling_mode === "phase1"
@@ -589,9 +592,10 @@ function openEditor(i) {
   const input = phase1View.openEditor(
     stepNodes,
     i,
-    state.human[i]?.text ?? "",
+    unsentSteps[i] ?? state.human[i]?.text ?? "",
     (text, rating) => {
       editing = null;
+      delete unsentSteps[i];
       // The undo button, clicked while the editor is open, can take a rating back.
       if (state.canContinue(i)) act(() => state.write(i, text, rating));
       else {
@@ -599,8 +603,11 @@ function openEditor(i) {
         unratedNotice(i);
       }
     },
-    () => {
+    (typed) => {
       editing = null;
+      // Closed, not thrown away: opening it again brings the text back.
+      if (typed.trim()) unsentSteps[i] = typed;
+      else delete unsentSteps[i];
       render();
     },
   );

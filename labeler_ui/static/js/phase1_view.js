@@ -128,7 +128,7 @@ function stepNote(state, i) {
   return "";
 }
 
-// Opens step i's editor with its text so far; `save(text, rating)` and `close()` as the
+// Opens step i's editor with its text so far; `save(text, rating)` and `close(typed)` as the
 // labeler decides. Ctrl+Enter keeps the step as +1, Esc closes.
 export function openEditor(nodes, i, initial, save, close) {
   const editor = nodes[i].querySelector(".own-editor");
@@ -150,7 +150,7 @@ export function openEditor(nodes, i, initial, save, close) {
   };
   const cancel = () => {
     input.blur();
-    close();
+    close(input.value);
   };
   editor.onkeydown = (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
