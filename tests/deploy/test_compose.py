@@ -87,6 +87,8 @@ def test_api_starts_only_after_migrations_succeeded_with_several_workers(service
     port = _option(command, "--port")
     assert int(_option(command, "--workers")) >= 2
     assert any(str(mapping).endswith(f":{port}") for mapping in api["ports"])
+    # Published on the host's loopback unless asked otherwise: a proxy on the host fronts it.
+    assert all(str(mapping).startswith("127.0.0.1:") for mapping in api["ports"])
 
 
 def test_app_services_reach_the_compose_database(services):  # type: ignore[no-untyped-def]
