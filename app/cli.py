@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 import click
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import make_url
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from active_learning.cli import prm, quiet_transformers
 from app.config import Settings, get_settings
@@ -70,8 +70,12 @@ class _Group(click.Group):
             if len(details) > 50:
                 click.echo(f"  … and {len(details) - 50} more", err=True)
             ctx.exit(2 if isinstance(exc, BadLines) else 1)
-        except OperationalError as exc:
-            # The database down, unreachable or gone mid-command: nothing a traceback would help with.
+        except (OperationalError, DatabaseError) as exc:
+            # The database down, unreachable or gone mid-command, or a file that is no database:
+            # nothing a traceback would help with. Its subclasses (a constraint, a bad value) are
+            # another matter.
+            if type(exc) is not DatabaseError and not isinstance(exc, OperationalError):
+                raise
             where = ctx.find_object(_Context)
             shown = f" at {_shown_url(where.settings)}" if where else ""
             click.echo(f"Error: cannot use the database{shown}: {driver_reason(exc)}", err=True)
@@ -619,6 +623,10 @@ def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
     from app.demo.service import load_demo
     from app.migrate import upgrade
 
+    if ctx.settings.environment == "production":
+        # Demo accounts, one an admin, with passwords printed to a terminal and its scrollback.
+        raise click.ClickException("the demo adds demo accounts (an admin among them) and a demo project: "
+                                   "not with STEPWISE_ENV=production")
     upgrade(ctx.settings.database_url)
     with ctx.session() as session:
         report = load_demo(session)

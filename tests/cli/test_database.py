@@ -45,6 +45,13 @@ def test_a_file_that_is_not_a_database_is_named(stepwise, tmp_path: Path) -> Non
     notes = tmp_path / "notes.txt"
     notes.write_text("not a database, but long enough for SQLite to read a header from it\n" * 20)
     refused(stepwise(f"sqlite:///{notes}", "projects", "list"), "cannot use the database at", "not a database")
+    refused(stepwise(f"sqlite:///{notes}", "db", "upgrade"), "cannot use the database at", "not a database")
+
+
+def test_the_demo_refuses_a_production_database(stepwise, database_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("STEPWISE_ENV", "production")
+    refused(stepwise(database_url, "demo", "--no-serve"), "not with STEPWISE_ENV=production")
+    assert "demo-admin" not in stepwise(database_url, "users", "list").output
 
 
 def test_a_database_behind_on_migrations_says_to_upgrade(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

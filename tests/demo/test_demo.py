@@ -89,7 +89,8 @@ def test_load_demo_marks_grades_and_is_idempotent(session_factory, tmp_path: Pat
 
 def test_demo_logins_keep_the_user_rules(session_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Run on a database whose admin has changed a demo user, the demo hands out that user as it
-    is now: found in another case, its role kept and printed, reactivated, its old logins ended."""
+    is now: found in another case, its role kept and printed, its old logins ended; one the admin
+    deactivated stays so, without a login printed."""
     problems = tmp_path / "math2.jsonl"
     problems.write_text("\n".join(MATH500.read_text().splitlines()[:2]) + "\n")
     make_user(session_factory, "admin", Role.admin)
@@ -97,14 +98,15 @@ def test_demo_logins_keep_the_user_rules(session_factory, tmp_path: Path) -> Non
     with session_scope(session_factory) as session:
         first = load_demo(session, problems)
         manager = get_user_by_name(session, "demo-manager")
-        update_user(session, manager, UserUpdate(role=Role.researcher, is_active=False), by=None)
+        update_user(session, manager, UserUpdate(role=Role.researcher), by=None)
+        update_user(session, get_user_by_name(session, "demo-admin"), UserUpdate(is_active=False), by=None)
         token = issue_api_token(session, get_user_by_name(session, "demo-researcher"), "notebook")
     assert ("Demo-Labeler", "labeler") in [(name, role) for name, role, _ in first.logins]
     with session_scope(session_factory) as session:
         second = load_demo(session, problems)
         logins = {name: role for name, role, _ in second.logins}
         assert logins["demo-manager"] == "researcher" and "demo-labeler" not in logins
-        assert get_user_by_name(session, "demo-manager").is_active
+        assert "demo-admin" not in logins and not get_user_by_name(session, "demo-admin").is_active
         revoked = session.scalar(select(ApiToken.revoked_at).where(ApiToken.name == "notebook"))
         assert revoked is not None and token
         assert session.scalar(select(func.count()).select_from(User)) == 6
