@@ -18,7 +18,7 @@ import anyio.to_thread
 # FastAPI's Request is Starlette's: imported from there, FastAPI (0.05 s) stays out of the
 # start-up of CLI commands, which import this module too.
 from starlette.requests import Request
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, func, make_url, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -29,6 +29,16 @@ T = TypeVar("T")
 # Past the pool, for bursts. A worker cannot use more than the pool, this and its threadpool
 # allow at once (anyio's default: 40 threads).
 MAX_OVERFLOW = 10
+
+
+# Seconds to wait for PostgreSQL to answer a connection. libpq waits forever by default: a
+# server that accepts and never answers (a stuck proxy, a full backlog) hung the CLI and /readyz.
+CONNECT_TIMEOUT_S = 10
+
+
+def postgresql_connect_args(url: str) -> dict[str, int]:
+    """The connect timeout, unless the URL sets one (`?connect_timeout=N`)."""
+    return {} if "connect_timeout" in make_url(url).query else {"connect_timeout": CONNECT_TIMEOUT_S}
 
 
 def create_db_engine(settings: Settings) -> Engine:
@@ -44,6 +54,7 @@ def create_db_engine(settings: Settings) -> Engine:
         return engine
     engine = create_engine(
         url,
+        connect_args=postgresql_connect_args(url),
         pool_size=settings.db_pool_size,
         max_overflow=MAX_OVERFLOW,
         pool_pre_ping=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from sqlalchemy import create_engine, inspect
@@ -33,6 +34,17 @@ def test_an_unreachable_database_is_named_without_its_password(stepwise) -> None
         refused(result, "cannot use the database at postgresql+psycopg://ann:***@127.0.0.1:1/stepwise")
         assert "secret" not in result.output
     refused(stepwise("sqlite:////nonexistent/dir/x.db", "db", "upgrade"), "cannot use the database at sqlite:////nonexistent/dir/x.db")
+
+
+def test_a_database_that_never_answers_is_given_up_on(stepwise, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A server that accepts connections and says nothing: libpq alone waits forever.
+    monkeypatch.setattr("app.db.CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"postgresql://ann@127.0.0.1:{silent.getsockname()[1]}/stepwise"
+        for args in (["users", "list"], ["db", "upgrade"]):
+            refused(stepwise(url, *args), "cannot use the database at", "timeout expired")
 
 
 def test_an_unknown_revision_is_refused(stepwise, database_url: str) -> None:  # type: ignore[no-untyped-def]
