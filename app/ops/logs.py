@@ -57,11 +57,25 @@ class Json(JsonFormatter):
         )
 
 
+# Alembic says how it will migrate each time /readyz compares the schema with the code: two
+# lines a probe, every few seconds.
+QUIET = {"alembic.runtime.migration": {"level": "WARNING"}}
+
+
 def logging_config(log_format: str, access_log: bool) -> dict[str, Any]:
     """The `logging.config.dictConfig` of a server or worker process."""
     if log_format == "text":
-        # uvicorn's own lines, its access line included (uvicorn's `access_log` turns it on).
-        return copy.deepcopy(LOGGING_CONFIG)
+        # uvicorn's own lines, its access line included (uvicorn's `access_log` turns it on),
+        # and every other logger's (the worker's rounds, the API's warnings) with time and level:
+        # uvicorn's configuration leaves the root without a handler, which dropped them.
+        config = copy.deepcopy(LOGGING_CONFIG)
+        config["formatters"]["text"] = {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
+        config["handlers"]["text"] = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr",
+                                      "formatter": "text"}
+        config["root"] = {"handlers": ["text"], "level": "INFO"}
+        config["loggers"].update(QUIET)
+        config["loggers"][ACCESS_LOGGER] = {"level": "WARNING"}
+        return config
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -81,5 +95,6 @@ def logging_config(log_format: str, access_log: bool) -> dict[str, Any]:
             # Replaced by ours, which names the route template, never the path as sent.
             "uvicorn.access": {"level": "WARNING"},
             ACCESS_LOGGER: {"level": "INFO" if access_log else "WARNING"},
+            **QUIET,
         },
     }

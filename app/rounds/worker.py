@@ -14,10 +14,12 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import create_db_engine, create_session_factory, session_scope
+from app.ops.service import driver_reason
 from app.rounds.config import WorkerSettings, get_worker_settings
 from app.rounds.lease import runnable_rounds, worker_name
 from app.rounds.triggers import start_due_rounds
@@ -86,8 +88,8 @@ class LocalWorker:
         while not self._stop.is_set():
             try:
                 busy = self.run_once()
-            except Exception:
-                log.exception("round worker sweep failed; trying again")
+            except Exception as exc:  # noqa: BLE001 - the worker outlives any one sweep
+                log_failed_sweep("round worker sweep", exc)
                 busy = 0
             if not busy:
                 self._stop.wait(self.worker.worker_poll_s)
@@ -149,8 +151,8 @@ def run_postgres_worker(settings: Settings, once: bool = False) -> None:
         while not stop.wait(worker.worker_poll_s):
             try:
                 sweep_once()
-            except Exception:
-                log.exception("round sweep failed; trying again")
+            except Exception as exc:  # noqa: BLE001 - the worker outlives any one sweep
+                log_failed_sweep("round sweep", exc)
 
     sweep_once()
     if not once:
@@ -242,3 +244,13 @@ def _run_or_wait(run: Callable[[], object | None], holder: Callable[[], str | No
             waiting(held)
             said = True
         time.sleep(get_worker_settings().worker_poll_s)
+
+
+def log_failed_sweep(what: str, exc: Exception) -> None:
+    """One line for a database down or without its schema, which the next sweep retries and a
+    traceback every poll would only bury; a traceback for anything else, which is a bug."""
+    if isinstance(exc, (OperationalError, ProgrammingError)):
+        log.warning("%s failed, trying again: the database is not available or not migrated (%s)",
+                    what, driver_reason(exc))
+    else:
+        log.exception("%s failed; trying again", what)

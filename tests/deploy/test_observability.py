@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -117,3 +118,18 @@ def test_an_error_is_logged_with_its_traceback_and_request_id() -> None:
     event = json.loads(stream.getvalue())
     assert event["level"] == "ERROR" and event["request_id"] == "req-7"
     assert "Traceback" in event["exc_info"] and "RuntimeError: the disk is full" in event["exc_info"]
+
+
+def test_text_logs_keep_the_apps_lines_with_time_and_level() -> None:
+    # uvicorn's configuration alone left the root without a handler: the worker said nothing.
+    script = (
+        "import logging, logging.config\n"
+        "from app.ops.logs import logging_config\n"
+        "logging.config.dictConfig(logging_config('text', access_log=False))\n"
+        "logging.getLogger('app.rounds.worker').info('round 3: claimed')\n"
+        "logging.getLogger('alembic.runtime.migration').info('Context impl PostgresqlImpl.')\n"
+        "logging.getLogger('stepwise.access').info('GET /healthz 200')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].endswith(" INFO app.rounds.worker: round 3: claimed"), lines

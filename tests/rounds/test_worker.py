@@ -9,8 +9,10 @@ continue the round to its end. A last test kills the worker from outside, mid-tr
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,12 +23,14 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.models import Assignment, ModelVersion, Project, Round, RoundPick, RoundStage, RoundStatus, utcnow
 from app.rounds.schemas import RoundSettingsUpdate
 from app.rounds.service import served_version, start_round, update_round_settings
+from app.rounds.worker import log_failed_sweep
 from tests.rounds.conftest import kill_marked_processes, synthetic_project
 
 pytestmark = pytest.mark.slow
@@ -177,3 +181,18 @@ def test_a_worker_killed_mid_training_is_resumed_from_its_snapshot(
     assert state(session_factory, project.id, round_id)["status"] == RoundStatus.done
     meta = json.loads((models / f"project-{project.id}" / "round-1" / "stepwise.json").read_text())
     assert meta["resumed_from_step"] >= killed_at > 0
+
+
+def test_a_database_outage_is_one_line_and_a_bug_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    # A traceback every poll buried the log while the database was down or not yet migrated.
+    outage = OperationalError("SELECT 1", {}, sqlite3.OperationalError("no such table: round_settings"))
+    with caplog.at_level(logging.WARNING, logger="stepwise.rounds"):
+        log_failed_sweep("round sweep", outage)
+        try:
+            raise KeyError("stage")
+        except KeyError as bug:
+            log_failed_sweep("round sweep", bug)
+    quiet, loud = caplog.records
+    assert quiet.levelname == "WARNING" and quiet.exc_info is None
+    assert "not available or not migrated" in quiet.getMessage() and "no such table" in quiet.getMessage()
+    assert loud.levelname == "ERROR" and loud.exc_info is not None
