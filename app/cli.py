@@ -137,18 +137,26 @@ def db_upgrade(ctx: _Context, revision: str) -> None:
     from app.migrate import upgrade
 
     upgrade(ctx.settings.database_url, revision)
-    click.echo(f"database at {revision}")
+    _say_revision(ctx)
 
 
-@db.command("downgrade")
+# ignore_unknown_options: a relative revision such as -1 is an argument, not an option.
+@db.command("downgrade", context_settings={"ignore_unknown_options": True})
 @click.argument("revision")
 @pass_ctx
 def db_downgrade(ctx: _Context, revision: str) -> None:
-    """Revert migrations down to REVISION ('base' empties the database)."""
+    """Revert migrations down to REVISION ('base' empties the database; -1 reverts one)."""
     from app.migrate import downgrade
 
     downgrade(ctx.settings.database_url, revision)
-    click.echo(f"database at {revision}")
+    _say_revision(ctx)
+
+
+def _say_revision(ctx: _Context) -> None:
+    # The revision reached, not the one asked for: "head" or "-1" name no revision.
+    from app.migrate import current_revision
+
+    click.echo(f"database at {current_revision(ctx.settings.database_url) or 'base (no migration applied)'}")
 
 
 @db.command("backup")

@@ -134,6 +134,10 @@ class Settings(BaseSettings):
             ) from None
         if backend not in ("sqlite", "postgresql"):
             raise ValueError(f"{backend} is not supported: Stepwise runs on SQLite and PostgreSQL")
+        if backend == "sqlite" and make_url(url).database in (None, "", ":memory:"):
+            # Each connection would open its own empty database: migrated by one, gone for the next.
+            raise ValueError("an in-memory SQLite database cannot be shared by the server's connections: "
+                             "name a file, as sqlite:///path/to/stepwise.db")
         return url
 
     @property

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 
@@ -35,6 +36,21 @@ def downgrade(database_url: str, revision: str) -> None:
         command.downgrade(alembic_config(database_url), revision)
     except CommandError as exc:
         raise BadInput(f"cannot downgrade to {revision!r}: {exc}") from None
+
+
+def current_revision(database_url: str) -> str | None:
+    """The revision the database is at now (None: no migration applied)."""
+    from sqlalchemy import create_engine, pool
+
+    from app.db import postgresql_connect_args
+
+    connect_args = {} if database_url.startswith("sqlite") else postgresql_connect_args(database_url)
+    engine = create_engine(database_url, poolclass=pool.NullPool, connect_args=connect_args)
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    finally:
+        engine.dispose()
 
 
 @lru_cache(maxsize=1)

@@ -47,6 +47,14 @@ def test_a_database_that_never_answers_is_given_up_on(stepwise, monkeypatch) -> 
             refused(stepwise(url, *args), "cannot use the database at", "timeout expired")
 
 
+def test_a_relative_downgrade_says_where_the_database_is(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'steps.db'}"
+    upgrade(url, "0007")
+    done = stepwise(url, "db", "downgrade", "-1")
+    assert done.exit_code == 0 and done.output.strip().endswith("database at 0006"), done.output
+    assert stepwise(url, "db", "downgrade", "base").output.strip().endswith("database at base (no migration applied)")
+
+
 def test_an_unknown_revision_is_refused(stepwise, database_url: str) -> None:  # type: ignore[no-untyped-def]
     refused(stepwise(database_url, "db", "upgrade", "--revision", "zzz"), "cannot upgrade to 'zzz'", "zzz")
     refused(stepwise(database_url, "db", "downgrade", "zzz"), "cannot downgrade to 'zzz'")

@@ -241,6 +241,9 @@ def test_no_workers_is_refused(env: dict[str, str]) -> None:
     [
         ("", "DATABASE_URL: not a database URL: expected sqlite:///"),
         ("mysql://nobody@127.0.0.1/none", "DATABASE_URL: mysql is not supported"),
+        # Each connection would have its own empty database.
+        ("sqlite://", "DATABASE_URL: an in-memory SQLite database cannot be shared"),
+        ("sqlite:///:memory:", "DATABASE_URL: an in-memory SQLite database cannot be shared"),
     ],
 )
 def test_a_bad_database_url_is_named_without_a_traceback(env: dict[str, str], url: str, message: str) -> None:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.demo.service import MATH500
+from app.migrate import heads
 from tests.conftest import POSTGRES_ADMIN_URL
 from tests.imports.conftest import SAMPLE, sample_records
 
@@ -52,7 +53,7 @@ def _ok(database_url: str, *args: str | Path) -> str:
 
 def test_upgrade_create_import_export_and_failures(fresh_database: str, tmp_path: Path) -> None:
     url = fresh_database
-    assert "database at head" in _ok(url, "db", "upgrade")
+    assert f"database at {max(heads())}" in _ok(url, "db", "upgrade")
     assert "created project cli" in _ok(url, "projects", "create", "cli", "--overlap", "2")
 
     problems = _ok(url, "import", "--project", "cli", "--format", "math", MATH500)
