@@ -27,6 +27,17 @@ def test_an_api_call_while_the_database_is_down_is_a_503_to_retry() -> None:
     assert "hunter2secret" not in response.text
 
 
+def test_metrics_while_the_database_is_down_keep_the_processs_counters() -> None:
+    # A scrape answered with an error page lost every counter, the 5xx an alert watches included.
+    settings = Settings(database_url=UNREACHABLE, STEPWISE_ENV="test", STEPWISE_METRICS_TOKEN="scrape-me")
+    with TestClient(create_app(settings)) as client:
+        client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD, "name": "x"})
+        response = client.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    assert "stepwise_database_up 0.0" in response.text and 'status="503"' in response.text
+    assert "stepwise_queue_waiting_slots" not in response.text
+
+
 def test_a_page_while_the_database_is_down_is_a_503_page() -> None:
     with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
         # A session cookie is looked up in the database before any page is drawn.
