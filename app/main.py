@@ -204,7 +204,11 @@ async def _body_refusal(  # type: ignore[no-untyped-def]
 ) -> Response:
     """The answer to a body refused before the route's login and role checks ran: theirs, where
     they would turn the caller away."""
-    refusal = await anyio.to_thread.run_sync(access_refusal, request)
+    try:
+        refusal = await anyio.to_thread.run_sync(access_refusal, request)
+    except SQLAlchemyError:
+        # The database cannot say who is calling (down, say): what is wrong with the body holds.
+        refusal = None
     if isinstance(refusal, LoginRequired):
         return _login_redirect(refusal)
     if refusal is not None:

@@ -38,6 +38,14 @@ def test_metrics_while_the_database_is_down_keep_the_processs_counters() -> None
     assert "stepwise_queue_waiting_slots" not in response.text
 
 
+def test_an_unreadable_body_while_the_database_is_down_is_still_named() -> None:
+    # Who is calling cannot be asked: the body's own fault is answered, not a 500.
+    with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
+        response = client.patch("/api/v1/projects/1", content="{broken", headers={
+            "content-type": "application/json", "authorization": "Bearer some-token"})
+    assert response.status_code == 422 and "not valid JSON" in response.json()["detail"]
+
+
 def test_a_page_while_the_database_is_down_is_a_503_page() -> None:
     with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
         # A session cookie is looked up in the database before any page is drawn.
