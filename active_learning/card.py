@@ -30,7 +30,10 @@ marker = tokenizer.convert_tokens_to_ids({marker})
 
 def step_scores(problem, steps):
     """P(step is correct) for each step: p(0) + p(+1) at the marker after it."""
-    text = lambda t: t.replace({marker}, "")  # the marker's text in the input is dropped
+    def text(t):  # the marker's text in the input is dropped, until none is left
+        while {marker} in t:
+            t = t.replace({marker}, "")
+        return t
     ids = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     ids += tokenizer.encode(text(problem) + {prompt_end}, add_special_tokens=False)
     for step in steps:

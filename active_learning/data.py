@@ -407,7 +407,15 @@ def is_blank(text: str) -> bool:
     math often has them), counts as shown. So does the step marker's text, which the model
     never reads (see encode_solutions)."""
     return all(char.isspace() or char in _FILLERS or unicodedata.category(char) in ("Cc", "Cf")
-               for char in text.replace(STEP_MARKER, ""))
+               for char in without_marker(text))
+
+
+def without_marker(text: str) -> str:
+    """`text` with the step marker's text taken out, until none is left ("<|st<|step|>ep|>"
+    would otherwise close up into one)."""
+    while STEP_MARKER in text:
+        text = text.replace(STEP_MARKER, "")
+    return text
 
 
 # Letters that draw nothing: Hangul fillers and the blank Braille pattern.
@@ -548,7 +556,7 @@ def encode_solutions(tokenizer, solutions: Iterable[tuple[str, list[str]]]) -> I
         # The marker's text in a problem or step would be read as the marker itself: a step
         # boundary no label speaks of, and one more score than steps for a reader that finds the
         # markers by their id. It is dropped, as the model card's snippet drops it.
-        ids = encode([text.replace(STEP_MARKER, "") for text in texts])
+        ids = encode([without_marker(text) for text in texts])
         at = 0
         for _, steps in batch:
             yield ids[at], ids[at + 1:at + 1 + len(steps)]

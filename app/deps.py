@@ -261,8 +261,8 @@ def access_refusal(request: Request) -> ServiceError | LoginRequired | None:
     """What the route's login and role checks would answer this request, for one refused before
     they ran (a body FastAPI could not parse, or one holding a NUL): a caller the route turns
     away hears that, as for any other body, rather than what is wrong with a body it may not
-    send at all. None where they would let it through, or the route asks no login. The CSRF
-    check, which reads the body, is left to the route."""
+    send at all. None where they would let it through, or the route asks no login. CSRF is not
+    asked: the route does not run, so nothing changes either way."""
     route = _route(request)
     needed = _login_needed(route.dependant) if route is not None else None
     if needed is None:

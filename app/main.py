@@ -295,8 +295,12 @@ def _install_error_handlers(app: FastAPI) -> None:
             message = f"there is nothing at {request.url.path}"
         if not _wants_json(request) and getattr(request.state, "principal", None) is None:
             # An address no route matched never ran the login dependency: look the visitor up,
-            # so that the error page keeps their menu instead of offering a login they have.
-            request.state.principal = await anyio.to_thread.run_sync(visitor, request)
+            # so that the error page keeps their menu instead of offering a login they have
+            # (none while the database cannot say).
+            try:
+                request.state.principal = await anyio.to_thread.run_sync(visitor, request)
+            except SQLAlchemyError:
+                request.state.principal = None
         headers = exc.headers
         allowed = _allowed_methods(request) if exc.status_code == 405 else ""
         if allowed:

@@ -96,8 +96,11 @@ def remove_import(session: Session, project: Project, batch_id: int) -> ImportRe
     requeued = 0
     for start in range(0, len(labeled_earlier), 5000):
         chunk = labeled_earlier[start:start + 5000]
+        # A retired problem's solutions are served to nobody: slots for them would only wait.
         requeued += add_slots(session, project, list(session.execute(
-            select(Solution.id, Solution.priority, Solution.generation).where(Solution.id.in_(chunk))
+            select(Solution.id, Solution.priority, Solution.generation)
+            .join(Problem, Problem.id == Solution.problem_id)
+            .where(Solution.id.in_(chunk), Problem.retired_at.is_(None))
         ).all()))
     # The database's cascade takes the solutions' queue slots, scores and reports with them.
     solutions = _deleted(session, delete(Solution).where(Solution.import_batch_id == batch.id))

@@ -14,7 +14,7 @@ from app.errors import Conflict
 from app.forms import PageId
 from app.labeling import review, service
 from app.labeling.queue import WAITING_COUNT_LIMIT, waiting_count
-from app.models import Project, User
+from app.models import Project, User, utcnow
 from app.projects.access import get_visible_project
 from app.projects.guidelines import guidelines_version, render_guidelines
 from app.projects.guidelines_reads import current_read, record_read
@@ -75,6 +75,9 @@ def correct_label(label_id: PageId, request: Request, user: PageUser, session: S
         },
         "username": user.username,
         "correction": {
+            # The page's clock, set from the server's: a correction leases nothing, so no answer
+            # before its submit would tell how far the device's clock is off (its start is checked).
+            "server_ms": int(utcnow().timestamp() * 1000),
             "label_id": label.label_id,
             "closes_at": label.correction.closes_at.isoformat() if label.correction.closes_at else None,
             "task": {

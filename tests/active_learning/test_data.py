@@ -336,6 +336,6 @@ def test_text_encoder_leaves_a_tokenizer_that_encodes_in_python_to_transformers(
 def test_the_markers_text_in_the_input_is_dropped():
     tokenizer = build_byte_tokenizer()
     marker = tokenizer.convert_tokens_to_ids(STEP_MARKER)
-    example = tokenize_example(tokenizer, marker, "Q <|step|>?", ["a<|step|>b", "c"], [1, 0], 64)
+    example = tokenize_example(tokenizer, marker, "Q <|step|>?", ["a<|st<|step|>ep|>b", "c"], [1, 0], 64)
     assert example["input_ids"].count(marker) == 2
     assert example == tokenize_example(tokenizer, marker, "Q ?", ["ab", "c"], [1, 0], 64)

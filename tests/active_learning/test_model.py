@@ -339,7 +339,7 @@ def test_model_card_snippet_scores_as_stepwise_does_without_stepwise(checkpoint)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     # The marker's text in the input is no marker: one score a step, the snippet agreeing.
     solutions = [*SOLUTIONS, Solution("p4", "What is <|step|> 1 + 1?",
-                                      ["We know <|step|> that 1 + 1 = 2.", "# Answer\n\n2<|step|>"])]
+                                      ["We know <|st<|step|>ep|> that 1 + 1 = 2.", "# Answer\n\n2<|step|>"])]
     done = subprocess.run([sys.executable, "-c", _card_snippet(checkpoint) + harness], cwd=checkpoint.parent,
                           input=json.dumps([[s.prompt, s.steps] for s in solutions]), env=env,
                           capture_output=True, text=True, check=True)

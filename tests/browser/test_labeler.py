@@ -448,6 +448,23 @@ def test_two_tabs_of_one_project_keep_in_step(page: Page, session_factory) -> No
     assert _ratings(label) == [(1, False), (0, False), (1, False)]
 
 
+def test_a_tab_with_its_reason_dialog_open_takes_the_other_tabs_ratings_after(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Followed under an open dialog, the task could change and the reason go to the next solution.
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    other = page.context.new_page()
+    other.goto(f"/label/{project.id}")
+    expect(other.locator("#task-view")).to_be_visible()
+    page.keyboard.press("g")
+    expect(page.locator("#reason-dialog")).to_be_visible()
+    other.keyboard.press("1")
+    expect(_steps(other).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+    expect(_steps(page).nth(0)).not_to_have_class(re.compile(r"\brated-good\b"))
+    page.keyboard.press("Escape")
+    expect(_steps(page).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+
+
 def test_full_mode_comes_back_to_the_first_unrated_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory, "full")
     add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
@@ -479,6 +496,15 @@ def test_undo_while_a_change_of_a_minus_one_waits_keeps_it(page: Page, session_f
     # Without a change waiting, undo takes back the last rating as before.
     page.keyboard.press("u")
     expect(_steps(page).nth(1)).not_to_have_class(re.compile(r"\brated-bad\b"))
+    # A click that changes the −1 ends the change waiting for a second key: undo then undoes it.
+    page.keyboard.press("3")
+    page.keyboard.press("1")
+    expect(notice).to_contain_text("Press 1 again")
+    _steps(page).nth(1).locator(".rate.good").click()
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-good\b"))
+    expect(notice).to_be_hidden()
+    page.keyboard.press("u")
+    expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
 
 
 def test_a_draft_kept_the_old_way_is_taken_up_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

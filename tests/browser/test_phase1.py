@@ -235,6 +235,16 @@ def test_a_step_is_continued_only_once_its_alternatives_are_all_rated(page: Page
     page.keyboard.press("w")
     expect(editor).to_be_visible()
     editor.locator("textarea").fill(HUMAN)
+    # Undo, clicked with the editor open, takes a rating back: the step is not kept, and neither
+    # is what was typed thrown away.
+    page.locator("#undo").click()
+    editor.locator("textarea").focus()
+    page.keyboard.press("Control+Enter")
+    expect(editor).to_be_hidden()
+    expect(notice).to_contain_text("is not rated yet")
+    page.keyboard.press("3")
+    page.keyboard.press("w")
+    expect(editor.locator("textarea")).to_have_value(HUMAN)
     page.keyboard.press("Control+Enter")
     for key in ("1", "1", "Enter", "1", "Enter"):
         page.keyboard.press(key)

@@ -4,6 +4,7 @@ and the labeling page's guards around a -1."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
@@ -57,6 +58,9 @@ def test_my_labels_list_read_only_view_and_a_correction(page: Page, session_fact
     expect(page.locator(".rate")).to_have_count(0)
     screenshot(page, "review_label_view.png")
 
+    # A device whose clock runs ten minutes ahead: the correction's start is the server's time.
+    page.clock.install(time=datetime.now(UTC) + timedelta(minutes=10))
+    page.clock.resume()
     page.get_by_role("link", name="Correct this label").click()
     expect(page.locator("#task-view")).to_be_visible()
     expect(page.locator("#correcting")).to_contain_text(f"correcting label {first.id}")
@@ -70,6 +74,7 @@ def test_my_labels_list_read_only_view_and_a_correction(page: Page, session_fact
     expect(page.get_by_role("status")).to_contain_text(f"replaces label {first.id}")
     old, new = _labels(session_factory)
     assert old.superseded_at is not None and new.supersedes_id == old.id
+    assert new.started_at <= datetime.now(UTC)
     assert [s["completions"][0]["rating"] for s in new.steps] == [1, 1, -1]
     assert new.finish_reason == FinishReason.found_error
     expect(page.locator("#steps > .step").nth(3)).to_contain_text("Not rated: it comes after the first error")

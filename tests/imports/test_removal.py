@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 
 from app.db import session_scope
 from app.errors import Conflict, NotFound
@@ -111,6 +111,21 @@ def test_labels_a_file_brought_to_earlier_solutions_go_with_it(session_factory) 
     assert waiting() == 2
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(Label)) == 1
+
+
+def test_a_retired_problems_solutions_get_no_slots_back(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=3)
+    records = sample_records()[:1]
+    import_bytes(session_factory, project, jsonl(records), filename="first.jsonl")
+    second = import_bytes(session_factory, project, jsonl([{**r, "labeler": "another-labeler"} for r in records]),
+                          filename="second.jsonl")
+    with session_scope(session_factory) as session:
+        session.execute(update(Problem).values(retired_at=utcnow()))
+        session.execute(delete(Assignment).where(Assignment.status == AssignmentStatus.waiting))
+    # Nobody is served a retired problem's solutions: slots for them would only wait.
+    assert _remove(session_factory, project, second.batch_id).requeued == 0
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Assignment)) == 0
 
 
 def test_imported_labels_take_only_untouched_slots_out_of_the_queue(session_factory) -> None:  # type: ignore[no-untyped-def]

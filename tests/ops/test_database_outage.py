@@ -46,6 +46,15 @@ def test_an_unreadable_body_while_the_database_is_down_is_still_named() -> None:
     assert response.status_code == 422 and "not valid JSON" in response.json()["detail"]
 
 
+def test_an_unreadable_page_form_while_the_database_is_down_is_no_500() -> None:
+    with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
+        client.cookies.set(SESSION_COOKIE, "a-session")
+        # A multipart body without its parts: the form cannot be parsed (FastAPI's 400).
+        response = client.post("/manage/projects/1/settings", content=b"garbage",
+                               headers={"content-type": "multipart/form-data; boundary=x"})
+    assert response.status_code == 400, response.text
+
+
 def test_a_page_while_the_database_is_down_is_a_503_page() -> None:
     with TestClient(create_app(Settings(database_url=UNREACHABLE, STEPWISE_ENV="test"))) as client:
         # A session cookie is looked up in the database before any page is drawn.

@@ -54,6 +54,8 @@ let pendingChange = null;
 // in an editor closed without keeping it.
 let editing = null;
 let unsentSteps = {};
+// Another tab saved this solution's ratings while this one could not take them up.
+let missedSync = false;
 
 const isPhase1 = () => state instanceof Phase1State;
 // A single key named in a sentence, while single keys act.
@@ -142,6 +144,7 @@ function showTask(next) {
   leaseWarned = false;
   editing = null;
   unsentSteps = {};
+  missedSync = false;
   pendingChange = null;
   state =
     next.labeling_mode === "phase1"
@@ -331,6 +334,11 @@ function focusCurrent() {
 // keys rate and move, so nothing else reads the step or the rating out.
 function act(change, said = null) {
   if (!change()) return;
+  // A change made otherwise (a click, a move) ends a −1's change waiting for its second press.
+  if (pendingChange) {
+    pendingChange = null;
+    if ($("notice").classList.contains("warning")) clearNotice();
+  }
   if ($("notice").classList.contains("info")) clearNotice();
   if (!correction) drafts.save(draftKey(task), state, idempotencyKey, startedAt, timer.activeMs);
   render();
@@ -595,10 +603,14 @@ function openEditor(i) {
     unsentSteps[i] ?? state.human[i]?.text ?? "",
     (text, rating) => {
       editing = null;
-      delete unsentSteps[i];
+      // First what another tab saved meanwhile, or this step's save would write over it.
+      catchUpWithOtherTab();
       // The undo button, clicked while the editor is open, can take a rating back.
-      if (state.canContinue(i)) act(() => state.write(i, text, rating));
-      else {
+      if (state.canContinue(i)) {
+        delete unsentSteps[i];
+        act(() => state.write(i, text, rating));
+      } else {
+        unsentSteps[i] = text;
         render();
         unratedNotice(i);
       }
@@ -609,6 +621,7 @@ function openEditor(i) {
       if (typed.trim()) unsentSteps[i] = typed;
       else delete unsentSteps[i];
       render();
+      catchUpWithOtherTab();
     },
   );
   render();
@@ -672,13 +685,32 @@ window.addEventListener("pageshow", (event) => {
 window.addEventListener("storage", (event) => {
   if (event.key === drafts.key) followOtherTab(event.oldValue, event.newValue);
 });
+$("reason-dialog").addEventListener("close", () => catchUpWithOtherTab());
+
+function catchUpWithOtherTab() {
+  if (!missedSync) return;
+  missedSync = false;
+  let saved = null;
+  try {
+    saved = localStorage.getItem(drafts.key);
+  } catch {
+    return;
+  }
+  followOtherTab(null, saved);
+}
 
 // A second tab of one project holds the same lease, so it shows the same solution. Each tab
 // takes up what the other saved (the storage event: the other tab's save), so that both show
 // and submit the last ratings made in either, under one idempotency key: the second submit is
 // then the first's duplicate, not a conflict. A draft gone means the other tab sent the label.
 function followOtherTab(oldValue, newValue) {
-  if (!task || correction || busy || editing !== null) return;
+  if (!task || correction) return;
+  if (busy || editing !== null || reasons.isOpen) {
+    // Taken up once the labeler is done here: a task changed under an open reason dialog would
+    // take the reason to the next solution.
+    missedSync = true;
+    return;
+  }
   const key = draftKey(task);
   const held = (value) => {
     try {
@@ -716,6 +748,7 @@ if (!mathAvailable()) {
 }
 setView("loading");
 // A new labeler reads the guidelines before a task is leased: reading them is not time on task.
+if (correction) serverClock.sync(correction.server_ms);
 const start = correction ? () => showTask(correction.task) : () => guidelines.showUnread().then(loadNext);
 flushPending().then(start, failed);
 loadToday();
