@@ -424,14 +424,19 @@ def test_a_second_tab_keeps_its_own_draft(page: Page, session_factory) -> None: 
     expect(_steps(page).nth(2)).to_have_attribute("aria-current", "step")
 
 
-def test_two_tabs_of_one_project_keep_in_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
-    # Both hold the one lease: each took the other's draft over on reload, losing ratings.
+def _second_tab_of_one_solution(page: Page, session_factory) -> Page:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
     _start(page, project)
     other = page.context.new_page()
     other.goto(f"/label/{project.id}")
     expect(other.locator("#task-view")).to_be_visible()
+    return other
+
+
+def test_two_tabs_of_one_project_keep_in_step(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Both hold the one lease: each took the other's draft over on reload, losing ratings.
+    other = _second_tab_of_one_solution(page, session_factory)
     expect(other.locator("#task-ids")).to_have_text(page.locator("#task-ids").inner_text())
     page.keyboard.press("1")
     expect(_steps(other).nth(0)).to_have_class(re.compile(r"\brated-good\b"))
@@ -450,12 +455,7 @@ def test_two_tabs_of_one_project_keep_in_step(page: Page, session_factory) -> No
 
 def test_a_tab_with_its_reason_dialog_open_takes_the_other_tabs_ratings_after(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     # Followed under an open dialog, the task could change and the reason go to the next solution.
-    project = _project_and_labeler(session_factory)
-    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
-    _start(page, project)
-    other = page.context.new_page()
-    other.goto(f"/label/{project.id}")
-    expect(other.locator("#task-view")).to_be_visible()
+    other = _second_tab_of_one_solution(page, session_factory)
     page.keyboard.press("g")
     expect(page.locator("#reason-dialog")).to_be_visible()
     other.keyboard.press("1")
