@@ -36,9 +36,13 @@ MAX_OVERFLOW = 10
 CONNECT_TIMEOUT_S = 10
 
 
-def postgresql_connect_args(url: str) -> dict[str, int]:
-    """The connect timeout, unless the URL sets one (`?connect_timeout=N`)."""
-    return {} if "connect_timeout" in make_url(url).query else {"connect_timeout": CONNECT_TIMEOUT_S}
+def connect_timeout_args(url: str) -> dict[str, int]:
+    """PostgreSQL's connect timeout, unless the URL sets one (`?connect_timeout=N`); nothing
+    for SQLite, a file that has no server to wait for."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql" or "connect_timeout" in parsed.query:
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT_S}
 
 
 def create_db_engine(settings: Settings) -> Engine:
@@ -54,7 +58,7 @@ def create_db_engine(settings: Settings) -> Engine:
         return engine
     engine = create_engine(
         url,
-        connect_args=postgresql_connect_args(url),
+        connect_args=connect_timeout_args(url),
         pool_size=settings.db_pool_size,
         max_overflow=MAX_OVERFLOW,
         pool_pre_ping=True,

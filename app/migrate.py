@@ -42,10 +42,9 @@ def current_revision(database_url: str) -> str | None:
     """The revision the database is at now (None: no migration applied)."""
     from sqlalchemy import create_engine, pool
 
-    from app.db import postgresql_connect_args
+    from app.db import connect_timeout_args
 
-    connect_args = {} if database_url.startswith("sqlite") else postgresql_connect_args(database_url)
-    engine = create_engine(database_url, poolclass=pool.NullPool, connect_args=connect_args)
+    engine = create_engine(database_url, poolclass=pool.NullPool, connect_args=connect_timeout_args(database_url))
     try:
         with engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()

@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from app.config import get_settings, normalize_database_url
-from app.db import postgresql_connect_args
+from app.db import connect_timeout_args
 from app.models import Base
 
 config = context.config
@@ -18,8 +18,7 @@ def run_migrations() -> None:
     if connectable is not None:
         _run(connectable)
         return
-    connect_args = {} if url.startswith("sqlite") else postgresql_connect_args(url)
-    engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
+    engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_timeout_args(url))
     with engine.connect() as connection:
         _run(connection)
     engine.dispose()
