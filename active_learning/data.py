@@ -164,6 +164,9 @@ def _label_steps(record: dict) -> list[dict]:
             raise ValueError(f"`{where}.chosen_completion` {chosen!r} is not the index of one of its "
                              f"{len(completions)} completions")
         human = step.get("human_completion")
+        if chosen is not None and human is not None:
+            raise ValueError(f"`{where}` has both a chosen_completion and a human_completion: a step goes on "
+                             "with one, a completion chosen or the labeler's own step")
         if isinstance(human, dict):
             _text(human.get("text"), f"{where}.human_completion.text")
             _rating(human.get("rating"), f"{where}.human_completion")

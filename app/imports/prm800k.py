@@ -227,7 +227,7 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
         problem,
         solution,
         LabelIn(
-            foreign_labeler=_short(record.labeler, "labeler", MAX_LABELER),
+            labeler=_short(record.labeler, "labeler", MAX_LABELER),
             created_at=created_at,
             timestamp=timestamp,
             generation=generation,
@@ -349,6 +349,14 @@ def _label_steps(
             raise Invalid(
                 f"label.steps[{i}].chosen_completion",
                 f"must be null or the index of one of the {len(completions)} completions",
+            )
+        if chosen is not None and human is not None:
+            # PRM800K sets one of the two; with both, which step the labeler went on with is
+            # anyone's guess, and training, review and agreement would each guess.
+            raise Invalid(
+                f"label.steps[{i}]",
+                "has both a chosen_completion and a human_completion: a step goes on with one, "
+                "a completion chosen or the labeler's own step",
             )
         if solution_steps is not None:
             # The label has no more steps than the solution (see _prm_record).
@@ -552,6 +560,9 @@ def label_extra(record: PrmRecord, problem: StoredProblem, solution: StoredSolut
     )
     given = record.label.question
     extra = record.label.extra
+    if record.label.labeler is not None and record.label.foreign_labeler is None:
+        # Stored as no labeler, exported as written.
+        extra = {**extra, "record": {**extra.get("record", {}), "labeler": record.label.labeler}}
     if record.label.human_texts:
         # Stored as objects (see _label_steps), exported as the strings they came as.
         steps = {key: dict(value) for key, value in extra.get("steps", {}).items()}

@@ -113,7 +113,8 @@ class LabelSteps:
 
 @dataclass(slots=True)
 class LabelIn:
-    foreign_labeler: str | None
+    # As the file wrote it, which the hash takes.
+    labeler: str | None
     created_at: datetime
     timestamp: Any
     generation: int | None
@@ -130,12 +131,18 @@ class LabelIn:
     # Hashed through `steps.hashed`, which holds them as given, so they are not in `extra` yet.
     human_texts: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def foreign_labeler(self) -> str | None:
+        """The labeler as stored: a blank one names nobody, so that agreement and the labeler
+        filters do not take every label of a blank name for one person's."""
+        return None if self.labeler is None or not self.labeler.strip() else self.labeler
+
     def hash_for(self, solution: str) -> str:
         q = self.question
         return _digest(
             [
                 solution,
-                self.foreign_labeler,
+                self.labeler,
                 self.timestamp,
                 self.generation,
                 self.is_quality_control,

@@ -117,6 +117,9 @@ def test_bad_input_names_the_line(tmp_path):
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": "a", "rating": 1}], '
                     '"chosen_completion": 0}, {"completions": [], "human_completion": "  "}]}}',
      r"`label.steps\[1\].human_completion` is blank: a step needs text"),
+    (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": "a", "rating": 1}], '
+                    '"chosen_completion": 0, "human_completion": "b"}]}}',
+     r"`label.steps\[0\]` has both a chosen_completion and a human_completion"),
     (load_examples, '{"prompt": "1+1", "completions": ["a", ""], "labels": [true, true]}',
      r"a TRL record, but `completions\[1\]` is blank: a step needs text"),
     (load_examples, '{"prompt": "1+1", "completions": ["a"], "labels": "yes"}', "a TRL record, but `labels` is not a list"),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 from sqlalchemy import select
 
 from active_learning.grading import GRADER_VERSION
 from app.db import session_scope
 from app.models import AnswerGrade, Assignment, FinishReason, ImportBatch, Label, Problem, Solution, StepsSource
 from tests.conftest import make_project
+from tests.exports.conftest import export
 from tests.imports.conftest import SAMPLE, import_bytes, jsonl, row_counts, sample_records
 
 
@@ -182,3 +184,18 @@ def test_every_new_solution_is_graded_against_the_ground_truth(session_factory) 
     with session_scope(session_factory) as session:
         grades = dict(session.execute(select(Solution.final_answer, Solution.answer_grade)).all())
     assert grades == {"2500": AnswerGrade.right, "2,500": AnswerGrade.right, "2501": AnswerGrade.wrong}
+
+
+def test_a_blank_labeler_is_stored_as_none_and_exported_as_written(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    records = sample_records()[:2]
+    records[0]["labeler"], records[1]["labeler"] = "", " "
+    first = import_bytes(session_factory, project, jsonl(records), filename="blank.jsonl")
+    assert first.added["labels"] == 2
+    with session_scope(session_factory) as session:
+        assert session.scalars(select(Label.foreign_labeler)).all() == [None, None]
+    exported = [orjson.loads(line) for line in export(session_factory, project).splitlines()]
+    assert sorted(record["labeler"] for record in exported) == ["", " "]
+    # The export is the file again: nothing new comes of it.
+    again = import_bytes(session_factory, project, export(session_factory, project), filename="exported.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0}

@@ -273,3 +273,24 @@ def test_every_sample_record_passes_the_consistency_checks() -> None:
 @pytest.mark.parametrize("name", REAL_SHAPES)
 def test_real_shapes_pass_the_consistency_checks(name: str) -> None:
     _parse(REAL_SHAPES[name])
+
+
+@pytest.mark.parametrize("human", ["My own step.", {"text": "My own step.", "rating": 1}])
+def test_a_step_going_on_with_both_a_chosen_and_a_human_completion_is_refused(human: object) -> None:
+    # Sample record 3 is phase 1; its step 0 goes on with completion 0.
+    record = _sample(3, "label/steps/0/human_completion", human)
+    assert record["label"]["steps"][0]["chosen_completion"] is not None
+    assert _error(record) == (
+        "label.steps[0]",
+        "has both a chosen_completion and a human_completion: a step goes on with one, "
+        "a completion chosen or the labeler's own step",
+    )
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_labeler_names_nobody_and_is_hashed_as_written(blank: str) -> None:
+    named, unnamed = _parse(_sample(0)), _parse(_sample(0, "labeler", blank))
+    assert named.label is not None and unnamed.label is not None
+    assert unnamed.label.foreign_labeler is None and unnamed.label.labeler == blank
+    solution = unnamed.solution.hash_for(unnamed.problem.hash)
+    assert unnamed.label.hash_for(solution) != _parse(_sample(0, "labeler", None)).label.hash_for(solution)  # type: ignore[union-attr]
