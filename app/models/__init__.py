@@ -23,6 +23,12 @@ from app.models.solution import AnswerGrade, Solution, StepsSource
 from app.models.solution_score import SolutionScore
 from app.models.user import Role, User
 
+# SQLite, as PostgreSQL's sequences, never gives a new row a deleted row's id: ids are named
+# outside foreign keys too (migration 0027 says where).
+for _table in Base.metadata.tables.values():
+    if _table.autoincrement_column is not None:
+        _table.dialect_kwargs["sqlite_autoincrement"] = True
+
 __all__ = [
     "ACTIVE_ROUND_STATUSES",
     "ApiToken",

@@ -9,13 +9,14 @@ import orjson
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, delete, inspect, select, text
 
-from app.config import normalize_database_url
+from app.config import Settings, normalize_database_url
+from app.db import create_db_engine, create_session_factory, session_scope
 from app.imports.records import SolutionIn, solution_hash
 from app.imports.records import problem_hash as problem_hash_of
 from app.migrate import downgrade, upgrade
-from app.models import Base
+from app.models import Base, LabelingMode, Problem, Project
 from tests.conftest import _postgres_database
 
 
@@ -226,3 +227,44 @@ def test_problems_imported_before_take_their_file_from_the_imports_timestamp(fre
     assert batches == {1: 1, 2: 2, 3: None}
     # Rebuilding the problems table on SQLite left the rows that name it.
     assert solutions == 1
+
+
+def test_a_deleted_rows_id_is_never_given_again(fresh_url: str) -> None:
+    upgrade(fresh_url, "0026")
+    raw = create_engine(normalize_database_url(fresh_url))
+    try:
+        with raw.begin() as connection:
+            # Ids from the database, so that PostgreSQL's sequences count them.
+            for project in (1, 2, 3):
+                connection.execute(text(
+                    "INSERT INTO projects (name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at)"
+                    " VALUES (:name, '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"), {"name": f"p{project}"})
+                connection.execute(text(
+                    "INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at)"
+                    " VALUES (:id, 'What is 2 + 2?', :h, false, CURRENT_TIMESTAMP)"), {"id": project, "h": f"ph{project}"})
+            connection.execute(text("DELETE FROM problems WHERE project_id = 3"))
+            connection.execute(text("DELETE FROM projects WHERE id = 3"))
+        upgrade(fresh_url)
+    finally:
+        raw.dispose()
+    engine = create_db_engine(Settings(database_url=fresh_url))
+    try:
+        with session_scope(create_session_factory(engine)) as session:
+            # Ids given before the upgrade stay taken; SQLite forgot project 3, which the
+            # upgrade could not know of.
+            assert session.scalars(select(Project.id).order_by(Project.id)).all() == [1, 2]
+            newest = Project(name="p4", labeling_mode=LabelingMode.first_error)
+            session.add(newest)
+            session.flush()
+            taken = newest.id
+            session.delete(newest)
+        with session_scope(create_session_factory(engine)) as session:
+            again = Project(name="p5", labeling_mode=LabelingMode.first_error)
+            session.add(again)
+            session.flush()
+            assert again.id > taken >= 3
+            # The rebuilt tables still cascade: a project's problems go with it.
+            session.execute(delete(Project).where(Project.id == 1))
+            assert session.scalars(select(Problem.project_id)).all() == [2]
+    finally:
+        engine.dispose()
