@@ -133,6 +133,10 @@ def compare_one(database_url: str, comparison_id: int) -> None:
     run_comparison(_factory(database_url), comparison_id)
 
 
+# Seconds between a PostgreSQL worker's looks for a queued job.
+JOB_POLL_S = 2
+
+
 def run_postgres_worker(settings: Settings, once: bool = False) -> None:
     from app.rounds.jobs import QUEUE, make_job_app, queue_comparisons, revive, sender
 
@@ -162,6 +166,11 @@ def run_postgres_worker(settings: Settings, once: bool = False) -> None:
             queues=[QUEUE],
             concurrency=1,
             wait=not once,
+            # Polled, not listened for: procrastinate's listener (3.10) dies with its connection
+            # in a database outage and is not started again, leaving a worker that polls all
+            # the same, with a traceback when it stops. A round waits at most this long.
+            listen_notify=False,
+            fetch_job_polling_interval=JOB_POLL_S,
             delete_jobs="successful",
             update_heartbeat_interval=worker.round_lease_s / 3,
             stalled_worker_timeout=worker.round_lease_s,
