@@ -313,8 +313,11 @@ def parse_source_weights(text: str) -> dict[str, float]:
         if not item:
             continue
         name, _, value = item.partition("=")
+        name = name.strip()
+        if name in weights:
+            raise ValueError(f"source {name!r} is given two weights; give each source one")
         try:
-            weights[name.strip()] = float(value)
+            weights[name] = float(value)
         except ValueError:
             raise ValueError(f"source weight {item!r}: write SOURCE=WEIGHT, e.g. rollout=0.5") from None
     return check_source_weights(weights)

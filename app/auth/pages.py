@@ -28,8 +28,10 @@ HOME_BY_ROLE = {
 
 def _safe_next(next_path: str | None) -> str | None:
     # Only same-site paths: "//evil.example" and "https://…" would make the login an open
-    # redirect.
-    if next_path and next_path.startswith("/") and not next_path.startswith("//"):
+    # redirect. So would "/\evil.example" and "/<tab>/evil.example", which browsers read as
+    # "//evil.example": they are refused here rather than left to the redirect's percent-encoding.
+    if (next_path and next_path.startswith("/") and not next_path.startswith("//")
+            and not any(char == "\\" or ord(char) < 0x20 or ord(char) == 0x7F for char in next_path)):
         return next_path
     return None
 

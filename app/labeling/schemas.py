@@ -89,7 +89,7 @@ class LabelSubmit(BaseModel):
     def missing_note(self) -> str | None:
         """What is wrong when a give-up or bad-problem label has no reason; None when fine."""
         reason = self.finish_reason
-        if reason in (FinishReason.give_up, FinishReason.bad_problem) and not (self.finish_note or "").strip():
+        if reason in (FinishReason.give_up, FinishReason.bad_problem) and is_blank(self.finish_note or ""):
             return f"{reason.value} needs a reason in finish_note"
         return None
 

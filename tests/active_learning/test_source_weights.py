@@ -56,6 +56,8 @@ def test_weights_are_written_and_read_back_and_mistakes_named() -> None:
         parse_source_weights("robot=1")
     with pytest.raises(ValueError, match="SOURCE=WEIGHT"):
         parse_source_weights("rollout")
+    with pytest.raises(ValueError, match="'human' is given two weights"):
+        parse_source_weights("human=1, human =2")
     with pytest.raises(ValueError, match="from 0 to 100"):
         weigh_sources([], {"human": -1})
 

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import func, select, update
 
+from app.auth.pages import _safe_next
 from app.auth.security import token_digest, verify_password
 from app.deps import SESSION_COOKIE
 from app.models import AuthSession, User, utcnow
@@ -153,6 +154,13 @@ def test_login_never_redirects_off_site(client, session_factory, next_path: str)
     response = _login_form(client, "ann", PASSWORD, next_path)
     assert response.status_code == 303
     assert _stays_on_site(response.headers["location"])
+
+
+@pytest.mark.parametrize("next_path", ["/\\evil.example", "/\t/evil.example", "/\n/evil.example", "/\x7f/evil.example"])
+def test_a_next_path_a_browser_would_read_as_another_site_is_not_followed(next_path: str) -> None:
+    # Not left to the redirect's percent-encoding, which a Location built otherwise would lack.
+    assert _safe_next(next_path) is None
+    assert _safe_next("/label/stats?project=1") == "/label/stats?project=1"
 
 
 def _stays_on_site(url: str) -> bool:

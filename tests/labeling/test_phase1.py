@@ -173,6 +173,8 @@ GOOD = [_step([1, -1], chosen=0), _step([-1, -1], human={"text": HUMAN, "rating"
         ({"alternatives": [*GOOD, _step([1], chosen=0)]}, 422, "4 steps sent for a task of 3"),
         ({"alternatives": None, "ratings": [{"rating": 1}] * 3}, 422, "not `ratings`"),
         ({"alternatives": GOOD[:1], "finish_reason": "give_up"}, 422, "needs a reason"),
+        # Zero-width and ideographic spaces show nothing: no reason either.
+        ({"alternatives": GOOD[:1], "finish_reason": "give_up", "finish_note": "\u200b \u3000"}, 422, "needs a reason"),
         (
             {"alternatives": [_step([1, -1], chosen=0, human={"text": HUMAN, "rating": 1}), *GOOD[1:]]},
             422,
