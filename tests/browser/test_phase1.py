@@ -84,6 +84,10 @@ def test_rate_choose_write_submit_then_export_round_trips(page: Page, browser: B
     expect(editor.locator("textarea")).to_be_focused()
     page.keyboard.press("Control+Enter")
     expect(editor.locator(".own-error")).to_be_visible()
+    # So is one of zero-width spaces, which shows nothing either.
+    editor.locator("textarea").fill("\u200b\u2800")
+    page.keyboard.press("Control+Enter")
+    expect(editor.locator(".own-error")).to_be_visible()
     editor.locator("textarea").fill(HUMAN)
     # Esc closes the editor; opened again, it still holds what was typed.
     page.keyboard.press("Escape")

@@ -2,6 +2,7 @@
 // loads the next one. Data goes into the page only through textContent (see math.js).
 
 import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postWithRetry } from "./api.js";
+import { showsNothing } from "./blank.js";
 import { mathAvailable, renderAnswer, renderProblemText, renderStepText } from "./math.js";
 import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
 import { Phase1State } from "./phase1_state.js";
@@ -618,7 +619,7 @@ function openEditor(i) {
     (typed) => {
       editing = null;
       // Closed, not thrown away: opening it again brings the text back.
-      if (typed.trim()) unsentSteps[i] = typed;
+      if (!showsNothing(typed)) unsentSteps[i] = typed;
       else delete unsentSteps[i];
       render();
       catchUpWithOtherTab();

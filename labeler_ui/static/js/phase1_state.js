@@ -7,6 +7,7 @@
 // The cursor is a row: an alternative of a shown step, or (alt === its count) the step's
 // write-your-own row.
 
+import { showsNothing } from "./blank.js";
 import { BAD, GOOD, OKAY } from "./ratings.js";
 
 export class Phase1State {
@@ -149,7 +150,7 @@ export class Phase1State {
   }
 
   write(i, text, rating) {
-    if (!this.canContinue(i) || !text.trim()) return false;
+    if (!this.canContinue(i) || showsNothing(text)) return false;
     this.remember();
     this.human[i] = { text, rating };
     this.chosen[i] = null;

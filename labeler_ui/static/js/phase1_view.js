@@ -1,6 +1,7 @@
 // Phase-1 mode's steps on the page: each step a list of its alternatives, then a row to write
 // one's own step. Text goes in through renderStepText only (text and math, never markup).
 
+import { showsNothing } from "./blank.js";
 import { renderStepText } from "./math.js";
 
 const RATING_CLASS = { 1: "good", 0: "okay", [-1]: "bad" };
@@ -138,7 +139,7 @@ export function openEditor(nodes, i, initial, save, close) {
   error.hidden = true;
   input.oninput = () => (error.hidden = true);
   const keep = (rating) => {
-    if (!input.value.trim()) {
+    if (showsNothing(input.value)) {
       error.hidden = false;
       input.focus();
       return;

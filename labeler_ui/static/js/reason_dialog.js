@@ -1,6 +1,8 @@
 // The small dialog that asks why a labeler gives up or reports a bad problem; a reason is
 // required for both (the API refuses an empty one too).
 
+import { showsNothing } from "./blank.js";
+
 const KINDS = {
   give_up: {
     title: "Give up on this solution",
@@ -68,7 +70,7 @@ export class ReasonDialog {
 
   submit() {
     const note = this.text.value.trim();
-    if (!note) {
+    if (showsNothing(note)) {
       this.showError(true);
       this.text.focus();
       return;
