@@ -215,8 +215,8 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 @click.option("--data", type=click.Path(exists=True, dir_okay=False),
               help="The file to evaluate on (or give it as the argument).")
 @click.option("--format", "data_format", type=click.Choice(["labels", "processbench"]), default="labels",
-              show_default=True, help="labels: PRM800K or TRL JSONL with step labels; processbench: "
-              "JSONL of {problem, steps, label: first wrong step or -1}.")
+              show_default=True, help="labels: PRM800K or TRL records with step labels; processbench: records of "
+              "{problem, steps, label: first wrong step or -1}; either as JSONL or one JSON array.")
 @click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,

@@ -476,14 +476,14 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 @click.option("--until", default=None, help="labels created before this date (YYYY-MM-DD)")
 @click.option("--generation", type=int, multiple=True, help="only these generations")
 @click.option("--labeler", multiple=True, help="username or foreign labeler id")
-@click.option("--source", "sources", default=None, help="only these label sources, comma-separated: human, rollout, judge, prm (default: all)")
+@click.option("--source", "sources", multiple=True, help="only these label sources, comma-separated or repeated: human, rollout, judge, prm (default: all)")
 @click.option("--qc", type=click.Choice(["include", "exclude", "only"]), default="include", show_default=True)
 @click.option("--min-labeler-accuracy", type=float, default=None, help="only labelers whose agreement with QC gold is at least this (0 to 1)")
 @click.option("--min-agreement", type=float, default=None, help="only solutions whose labelers agree on the first error at least this often (0 to 1)")
 @click.option("--neutral", type=click.Choice(["positive", "negative"]), default="positive", show_default=True, help="TRL: what a 0 rating becomes")
 @click.option("--completions", type=click.Choice(["chosen", "all"]), default="chosen", show_default=True, help="TRL, Parquet, hf: the labelers' paths only, or also every other rated alternative as its own example, human-written steps marked")
 @pass_ctx
-def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: str | None, qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
+def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.query import check_generations, check_labelers
     from app.exports.schemas import ExportFilters
@@ -500,7 +500,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         until=until,
         generations=list(generation) or None,
         labelers=list(labeler) or None,
-        sources=_comma_list(sources),
+        sources=_comma_list(",".join(sources) if sources else None),
         qc=qc,
         min_labeler_accuracy=min_labeler_accuracy,
         min_agreement=min_agreement,

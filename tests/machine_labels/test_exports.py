@@ -74,6 +74,9 @@ def test_cli_filters_by_source(monkeypatch, tmp_path, database_url, session_fact
         base = ["export", "--project", "Algebra 1", "--format", "prm800k", "--output", str(out)]
         chosen = CliRunner().invoke(cli, [*base, "--source", "human,rollout"])
         both = _lines(out.read_bytes())
+        # Repeated, as the API takes it: each one counts, not only the last.
+        repeated = CliRunner().invoke(cli, [*base, "--source", "human", "--source", "rollout"])
+        assert repeated.exit_code == 0 and _lines(out.read_bytes()) == both
         machine = CliRunner().invoke(cli, [*base, "--source", "rollout"])
         rollout = _lines(out.read_bytes())
         wrong = CliRunner().invoke(cli, [*base, "--source", "human,robot"])
