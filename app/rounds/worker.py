@@ -8,6 +8,7 @@ queued or whose worker died.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -138,6 +139,9 @@ JOB_POLL_S = 2
 
 
 def run_postgres_worker(settings: Settings, once: bool = False) -> None:
+    import psycopg
+    from procrastinate.exceptions import ConnectorException
+
     from app.rounds.jobs import QUEUE, make_job_app, queue_comparisons, revive, sender
 
     worker = get_worker_settings()
@@ -162,21 +166,47 @@ def run_postgres_worker(settings: Settings, once: bool = False) -> None:
     if not once:
         threading.Thread(target=sweeper, name="round-sweeper", daemon=True).start()
     try:
-        make_job_app(settings.database_url).run_worker(
-            queues=[QUEUE],
-            concurrency=1,
-            wait=not once,
-            # Polled, not listened for: procrastinate's listener (3.10) dies with its connection
-            # in a database outage and is not started again, leaving a worker that polls all
-            # the same, with a traceback when it stops. A round waits at most this long.
-            listen_notify=False,
-            fetch_job_polling_interval=JOB_POLL_S,
-            delete_jobs="successful",
-            update_heartbeat_interval=worker.round_lease_s / 3,
-            stalled_worker_timeout=worker.round_lease_s,
-        )
+        while True:
+            try:
+                make_job_app(settings.database_url).run_worker(
+                    queues=[QUEUE],
+                    concurrency=1,
+                    wait=not once,
+                    # Polled, not listened for: procrastinate's listener (3.10) dies with its
+                    # connection in a database outage and is not started again, leaving a worker
+                    # that polls all the same, with a traceback when it stops. A round waits at
+                    # most this long.
+                    listen_notify=False,
+                    fetch_job_polling_interval=JOB_POLL_S,
+                    delete_jobs="successful",
+                    update_heartbeat_interval=worker.round_lease_s / 3,
+                    stalled_worker_timeout=worker.round_lease_s,
+                )
+                return
+            except (ConnectorException, psycopg.OperationalError) as exc:
+                # procrastinate's job loop ends on a query that fails, as one does once an outage
+                # outlasts the pool's 30 s wait for a connection. Rounds and their leases are in
+                # the database: the worker starts again rather than leave the queue unserved.
+                if once:
+                    raise
+                log.warning("the job queue lost the database; starting again in %s s (%s)",
+                            worker.worker_poll_s, driver_reason(exc.__cause__ or exc))  # type: ignore[arg-type]
+                if not _wait_unless_stopped(worker.worker_poll_s):
+                    return
     finally:
         stop.set()
+
+
+def _wait_unless_stopped(seconds: float) -> bool:
+    """Waits `seconds`; False as soon as SIGTERM or SIGINT comes, which stops the worker between
+    two runs of procrastinate's, whose own handlers are gone then."""
+    stopped = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return not stopped.wait(seconds)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_worker(settings: Settings, once: bool = False) -> None:
