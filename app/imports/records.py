@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from active_learning.data import is_blank
 from active_learning.grading import extract_answer
 from app.models import FinishReason, StepsSource
 
@@ -135,7 +136,7 @@ class LabelIn:
     def foreign_labeler(self) -> str | None:
         """The labeler as stored: a blank one names nobody, so that agreement and the labeler
         filters do not take every label of a blank name for one person's."""
-        return None if self.labeler is None or not self.labeler.strip() else self.labeler
+        return None if self.labeler is None or is_blank(self.labeler) else self.labeler
 
     def hash_for(self, solution: str) -> str:
         q = self.question

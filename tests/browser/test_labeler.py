@@ -271,8 +271,9 @@ def test_give_up_needs_a_reason(page: Page, session_factory) -> None:  # type: i
     expect(dialog.get_by_role("alert")).to_contain_text("reason")
     expect(dialog).to_be_visible()
     screenshot(page, "labeler_give_up_dialog.png")
-    # Zero-width spaces show nothing, and the server would refuse them: asked for here.
-    dialog.get_by_label("Reason").fill("\u200b\u200b \u3000")
+    # Zero-width spaces show nothing, nor does the model's step marker, and the server would
+    # refuse them: asked for here.
+    dialog.get_by_label("Reason").fill("\u200b\u200b \u3000<|st<|step|>ep|>")
     dialog.get_by_role("button", name="Give up").click()
     expect(dialog.get_by_role("alert")).to_be_visible()
     expect(dialog).to_be_visible()

@@ -287,7 +287,7 @@ def test_a_step_going_on_with_both_a_chosen_and_a_human_completion_is_refused(hu
     )
 
 
-@pytest.mark.parametrize("blank", ["", "  "])
+@pytest.mark.parametrize("blank", ["", "  ", "\u200b"])
 def test_a_blank_labeler_names_nobody_and_is_hashed_as_written(blank: str) -> None:
     named, unnamed = _parse(_sample(0)), _parse(_sample(0, "labeler", blank))
     assert named.label is not None and unnamed.label is not None

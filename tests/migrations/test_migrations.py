@@ -268,3 +268,33 @@ def test_a_deleted_rows_id_is_never_given_again(fresh_url: str) -> None:
             assert session.scalars(select(Problem.project_id)).all() == [2]
     finally:
         engine.dispose()
+
+
+def test_labels_imported_with_a_blank_labeler_name_nobody_and_keep_it_for_the_export(fresh_url: str) -> None:
+    upgrade(fresh_url, "0027")
+    engine = create_engine(normalize_database_url(fresh_url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES ('p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at) VALUES (1, 'What is 2 + 2?', 'ph', false, CURRENT_TIMESTAMP)"))
+            connection.execute(text(
+                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                " VALUES (1, 1, '[\"4\"]', 'given', 'right', '{}', 0, 'sh', false, CURRENT_TIMESTAMP)"))
+            label = text(
+                "INSERT INTO labels (project_id, solution_id, foreign_labeler, is_quality_control, is_initial_screening, steps, content_hash, extra, source, created_at)"
+                " VALUES (1, 1, :labeler, false, false, '[]', :h, :extra, 'human', CURRENT_TIMESTAMP)")
+            for n, (labeler, extra) in enumerate([("", {"record": {"timestamp": "2023-01-22T04:34:27"}}), ("\u200b ", {}),
+                                                  ("ann", {}), (None, {})]):
+                connection.execute(label, {"labeler": labeler, "h": f"h{n}", "extra": orjson.dumps(extra).decode()})
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT foreign_labeler, extra FROM labels ORDER BY id")).all()
+    finally:
+        engine.dispose()
+    stored = [(labeler, extra if isinstance(extra, dict) else orjson.loads(extra)) for labeler, extra in rows]
+    assert stored == [
+        (None, {"record": {"timestamp": "2023-01-22T04:34:27", "labeler": ""}}),
+        (None, {"record": {"labeler": "\u200b "}}),
+        ("ann", {}),
+        (None, {}),
+    ]
