@@ -223,11 +223,13 @@ def _prm_record(record: _Record, extra: dict[str, Any], origin: dict[str, Any], 
         record_extra["is_initial_screening_question"] = None
     if not record_extra:
         del extra["record"]
+    labeler = _short(record.labeler, "labeler", MAX_LABELER)
     return PrmRecord(
         problem,
         solution,
         LabelIn(
-            labeler=_short(record.labeler, "labeler", MAX_LABELER),
+            labeler=labeler,
+            foreign_labeler=None if labeler is None or is_blank(labeler) else labeler,
             created_at=created_at,
             timestamp=timestamp,
             generation=generation,

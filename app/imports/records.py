@@ -16,7 +16,6 @@ from typing import Any
 
 import orjson
 
-from active_learning.data import is_blank
 from active_learning.grading import extract_answer
 from app.models import FinishReason, StepsSource
 
@@ -116,6 +115,10 @@ class LabelSteps:
 class LabelIn:
     # As the file wrote it, which the hash takes.
     labeler: str | None
+    # As stored: None where `labeler` is blank, so that agreement and the labeler filters do not
+    # take every label of a blank name for one person's. Worked out once, not per read: the
+    # writer reads it several times a label.
+    foreign_labeler: str | None
     created_at: datetime
     timestamp: Any
     generation: int | None
@@ -131,12 +134,6 @@ class LabelIn:
     # Human completions given as strings, by step index: stored as objects, exported as given.
     # Hashed through `steps.hashed`, which holds them as given, so they are not in `extra` yet.
     human_texts: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def foreign_labeler(self) -> str | None:
-        """The labeler as stored: a blank one names nobody, so that agreement and the labeler
-        filters do not take every label of a blank name for one person's."""
-        return None if self.labeler is None or is_blank(self.labeler) else self.labeler
 
     def hash_for(self, solution: str) -> str:
         q = self.question
