@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 
 import krippendorff
@@ -40,6 +40,7 @@ from app.models import Label, Project, User
 from app.quality.service import NOT_ABOUT_STEPS, first_error
 
 RATINGS = (-1, 0, 1)
+COLUMN = {rating: column for column, rating in enumerate(RATINGS)}
 
 NO_PAIRS = "no step has ratings from two labelers yet"
 NO_VARIATION = "every rating is the same, so chance agreement is total and α is undefined"
@@ -94,11 +95,8 @@ class ComparedLabel:
 
 @dataclass
 class _Tally:
-    name: str = ""
+    name: str
     labels: int = 0
-    units: set[tuple[int, int]] = field(default_factory=set)
-    rating_pairs: int = 0
-    rating_agreed: int = 0
     first_error_pairs: int = 0
     first_error_agreed: int = 0
 
@@ -130,17 +128,35 @@ def compared_labels(session: Session, project_id: int,
                cast(Label.steps, Text))
         .outerjoin(User, User.id == Label.user_id)
         .where(*about_steps, of_solutions(shared))
-        .order_by(Label.id)
+        .order_by(Label.solution_id, Label.id)
     )
     latest: dict[int, dict[tuple[str, int | str], ComparedLabel]] = defaultdict(dict)
+    # Labelers who agree wrote the same steps: a solution's labels of one text are read once, and
+    # share their tuples, which labels_disagree then finds equal at once.
+    read: dict[str, _Read] = {}
     for label_id, solution_id, user_id, username, foreign, steps_text in rows:
-        steps = orjson.loads(steps_text)
+        if solution_id not in latest:
+            read.clear()
+        if (found := read.get(steps_text)) is None:
+            found = read[steps_text] = _read(orjson.loads(steps_text))
         key: tuple[str, int | str] = ("user", user_id) if user_id is not None else ("imported", foreign)
         name = username if user_id is not None else foreign
-        alternatives = tuple(tuple(c.get("rating") for c in step.get("completions") or []) for step in steps)
-        latest[solution_id][key] = ComparedLabel(key, name, first_error(steps), label_id, alternatives,
-                                                 tuple(_taken(step) for step in steps))
+        latest[solution_id][key] = ComparedLabel(key, name, found.first_error, label_id, found.alternatives,
+                                                 found.path)
     return {s: list(by_key.values()) for s, by_key in latest.items() if len(by_key) >= 2}
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    first_error: int | None
+    alternatives: tuple[tuple[int | None, ...], ...]
+    path: tuple[int | str | None, ...]
+
+
+def _read(steps: list[dict]) -> _Read:
+    return _Read(first_error(steps),
+                 tuple(tuple([c.get("rating") for c in step.get("completions") or []]) for step in steps),
+                 tuple([_taken(step) for step in steps]))
 
 
 def of_solutions(solution_ids: Iterable[int]) -> ColumnElement[bool]:
@@ -175,6 +191,8 @@ def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
     differently (another alternative, or a step of their own), the steps after are not the same
     steps, and comparing stops there. A rating one of them did not give neither agrees nor
     disagrees."""
+    if a.alternatives == b.alternatives and a.path == b.path:
+        return a.first_error != b.first_error  # the loop's answer, without walking it
     for rated_a, rated_b, took_a, took_b in zip(a.alternatives, b.alternatives, a.path, b.path, strict=False):
         if any(x is not None and y is not None and x != y for x, y in zip(rated_a, rated_b, strict=False)):
             return True
@@ -183,17 +201,15 @@ def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
     return a.first_error != b.first_error
 
 
-def ordinal_alpha(units: Iterable[Iterable[int]]) -> Alpha:
-    """Krippendorff's ordinal α over units, each the ratings its step received (missing left out)."""
-    counts = [[ratings.count(v) for v in RATINGS] for ratings in map(list, units)]
-    pairable = [row for row in counts if sum(row) >= 2]
-    if not pairable:
+def ordinal_alpha(counts: np.ndarray) -> Alpha:
+    """Krippendorff's ordinal α over units given as rows of how many times each of RATINGS was
+    given (missing ratings left out)."""
+    pairable = counts[counts.sum(axis=1) >= 2] if len(counts) else counts
+    if not len(pairable):
         return Alpha(None, NO_PAIRS)
-    if sum(1 for column in zip(*pairable, strict=True) if any(column)) < 2:
+    if np.count_nonzero(pairable.any(axis=0)) < 2:
         return Alpha(None, NO_VARIATION)
-    value = krippendorff.alpha(
-        value_counts=np.array(pairable), value_domain=list(RATINGS), level_of_measurement="ordinal"
-    )
+    value = krippendorff.alpha(value_counts=pairable, value_domain=list(RATINGS), level_of_measurement="ordinal")
     return Alpha(float(value)) if math.isfinite(value) else Alpha(None, NO_VARIATION)
 
 
@@ -215,53 +231,63 @@ def agreeing_solutions(session: Session, project_id: int, threshold: float) -> s
 def project_agreement(session: Session, project: Project) -> ProjectAgreement:
     by_solution = compared_labels(session, project.id)
     # A unit is an alternative of a step, reached the same way: labelers who went on differently
-    # (phase 1) rate different steps after that.
-    units: dict[tuple, list[tuple[tuple[str, int | str], int]]] = defaultdict(list)
-    tallies: dict[tuple[str, int | str], _Tally] = defaultdict(_Tally)
+    # (phase 1) rate different steps after that. A way is numbered as it is first met, from the
+    # way before it and how the labeler went on, so a step's unit is found without its prefix.
+    ways: dict[tuple[int, int, int | str | None], int] = {}
+    unit_of: dict[tuple[int, int, int], int] = {}
+    labeler_of: dict[tuple[str, int | str], int] = {}
+    tallies: list[_Tally] = []
+    # One entry a rating: its unit, its labeler, its column in RATINGS.
+    rated_units: list[int] = []
+    rated_by: list[int] = []
+    rated_as: list[int] = []
     fe_pairs = fe_agreed = 0
     for solution_id, labels in by_solution.items():
         for label in labels:
-            tallies[label.key].name = label.name
-            tallies[label.key].labels += 1
-            for index, rated in enumerate(label.alternatives):
+            labeler = labeler_of.setdefault(label.key, len(labeler_of))
+            if labeler == len(tallies):
+                tallies.append(_Tally(name=label.name))
+            tallies[labeler].labels += 1
+            way = 0
+            for rated, took in zip(label.alternatives, label.path, strict=True):
                 for alternative, rating in enumerate(rated):
                     if rating in RATINGS:
-                        units[(solution_id, label.path[:index], index, alternative)].append((label.key, rating))
+                        rated_units.append(unit_of.setdefault((solution_id, way, alternative), len(unit_of)))
+                        rated_by.append(labeler)
+                        rated_as.append(COLUMN[rating])
+                way = ways.setdefault((solution_id, way, took), len(ways) + 1)
         for a, b in combinations(labels, 2):
             agreed = a.first_error == b.first_error
             fe_pairs += 1
             fe_agreed += agreed
             for key in (a.key, b.key):
-                tallies[key].first_error_pairs += 1
-                tallies[key].first_error_agreed += agreed
+                tallies[labeler_of[key]].first_error_pairs += 1
+                tallies[labeler_of[key]].first_error_agreed += agreed
 
-    confusion = [[0] * len(RATINGS) for _ in RATINGS]
-    rating_pairs = 0
-    for unit, rated in units.items():
-        if len(rated) < 2:
-            continue
-        for (key_a, a), (key_b, b) in combinations(rated, 2):
-            rating_pairs += 1
-            confusion[RATINGS.index(a)][RATINGS.index(b)] += 1
-            confusion[RATINGS.index(b)][RATINGS.index(a)] += 1
-            for key in (key_a, key_b):
-                tallies[key].rating_pairs += 1
-                tallies[key].rating_agreed += a == b
-        for key, _ in rated:
-            tallies[key].units.add(unit)
+    units, by, value = (np.array(column, dtype=np.int64) for column in (rated_units, rated_by, rated_as))
+    table = np.bincount(units * len(RATINGS) + value, minlength=len(unit_of) * len(RATINGS)).reshape(-1, len(RATINGS))
+    raters = table.sum(axis=1)
+    paired = table[raters >= 2]
+    # Every pair of ratings of one unit, both ways round: Σ n_c n_k off the diagonal, n_c (n_c − 1) on it.
+    confusion = paired.T @ paired - np.diag(paired.sum(axis=0))
+    # A rating pairs with the unit's m − 1 others, n_v − 1 of them equal to it.
+    shared = raters[units] >= 2
+    pairs = np.bincount(by[shared], weights=raters[units[shared]] - 1, minlength=len(tallies))
+    agreed = np.bincount(by[shared], weights=table[units[shared], value[shared]] - 1, minlength=len(tallies))
 
-    alpha = ordinal_alpha([r for _, r in rated] for rated in units.values())
+    alpha = ordinal_alpha(table)
     labelers = []
-    for tally in tallies.values():
-        own = ordinal_alpha([r for _, r in units[unit]] for unit in tally.units)
+    for labeler, tally in enumerate(tallies):
+        # A labeler rates a unit once, so their units are their shared ratings' units.
+        own = ordinal_alpha(table[units[shared & (by == labeler)]])
         labelers.append(
             LabelerAgreement(
                 name=tally.name,
                 labels=tally.labels,
                 step_alpha=own.value,
                 step_alpha_reason=own.reason,
-                rating_pairs=tally.rating_pairs,
-                rating_agreement=_share(tally.rating_agreed, tally.rating_pairs),
+                rating_pairs=int(pairs[labeler]),
+                rating_agreement=_share(int(agreed[labeler]), int(pairs[labeler])),
                 first_error_pairs=tally.first_error_pairs,
                 first_error_agreement=_share(tally.first_error_agreed, tally.first_error_pairs),
             )
@@ -271,15 +297,15 @@ def project_agreement(session: Session, project: Project) -> ProjectAgreement:
         overlap=project.overlap,
         solutions=len(by_solution),
         labels=sum(len(labels) for labels in by_solution.values()),
-        units=sum(1 for rated in units.values() if len(rated) >= 2),
+        units=len(paired),
         step_alpha=alpha.value,
         step_alpha_reason=alpha.reason
         if by_solution
         else "no solution has current labels from two labelers yet",
         first_error_pairs=fe_pairs,
         first_error_agreement=_share(fe_agreed, fe_pairs),
-        rating_pairs=rating_pairs,
-        confusion=confusion,
+        rating_pairs=int(raters[raters >= 2] @ (raters[raters >= 2] - 1)) // 2,
+        confusion=confusion.tolist(),
         labelers=labelers,
     )
 

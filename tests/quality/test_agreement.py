@@ -221,3 +221,77 @@ def test_export_form_takes_a_percentage(client, session_factory, project) -> Non
     assert right.status_code == 303 and "min_agreement=1.0" in right.headers["location"]
     api = client.get(f"/api/v1/projects/{project.id}/export?format=prm800k&min_agreement=2")
     assert api.status_code == 422
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_phase1_tallies_match_pairs_counted_one_by_one(monkeypatch, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """The report counts ratings per unit; here every pair of ratings of a unit (an alternative
+    of a step reached the same way) is walked instead, on random phase-1 labels: several
+    alternatives, steps of the labeler's own, stops, unrated alternatives."""
+    import random
+    from collections import defaultdict
+    from itertools import combinations
+    from types import SimpleNamespace
+
+    from app.quality import agreement
+
+    rng = random.Random(seed)
+    by_solution = {}
+    for solution in range(rng.randint(1, 10)):
+        labels = []
+        for who in rng.sample(range(5), rng.randint(2, 4)):
+            alternatives = tuple(tuple(rng.choice([-1, 0, 1, 1, None]) for _ in range(rng.choice([1, 1, 2, 3])))
+                                 for _ in range(rng.randint(0, 5)))
+            path = tuple(rng.choice([0, 1, "written", None]) if len(rated) > 1 else 0 for rated in alternatives)
+            key = ("user", who) if who % 2 else ("imported", f"ext-{who}")
+            labels.append(agreement.ComparedLabel(key, f"labeler {who}", rng.choice([None, 0, 1]), len(labels),
+                                                  alternatives, path))
+        by_solution[solution] = labels
+    monkeypatch.setattr(agreement, "compared_labels", lambda session, project_id: by_solution)
+    report = agreement.project_agreement(None, SimpleNamespace(id=1, overlap=3))  # type: ignore[arg-type]
+
+    units = defaultdict(list)
+    for solution, labels in by_solution.items():
+        for label in labels:
+            for index, rated in enumerate(label.alternatives):
+                for alternative, rating in enumerate(rated):
+                    if rating is not None:
+                        units[(solution, label.path[:index], index, alternative)].append((label.name, rating))
+    confusion = [[0] * 3 for _ in range(3)]
+    pairs: dict[str, list[bool]] = defaultdict(list)
+    for rated in units.values():
+        for (name_a, a), (name_b, b) in combinations(rated, 2):
+            confusion[a + 1][b + 1] += 1
+            confusion[b + 1][a + 1] += 1
+            pairs[name_a].append(a == b)
+            pairs[name_b].append(a == b)
+    shared = [[r for _, r in rated] for rated in units.values() if len(rated) >= 2]
+    assert report.confusion == confusion
+    assert report.units == len(shared) and report.rating_pairs == sum(len(u) * (len(u) - 1) // 2 for u in shared)
+    for row in report.labelers:
+        assert row.rating_pairs == len(pairs[row.name])
+        assert row.rating_agreement == (sum(pairs[row.name]) / len(pairs[row.name]) if pairs[row.name] else None)
+        own = [[r for _, r in rated] for rated in units.values()
+               if len(rated) >= 2 and row.name in {name for name, _ in rated}]
+        if row.step_alpha is not None:
+            assert row.step_alpha == pytest.approx(_ordinal_alpha_by_hand(own))
+    if report.step_alpha is not None:
+        assert report.step_alpha == pytest.approx(_ordinal_alpha_by_hand(shared))
+
+
+def test_the_agreement_benchmark_times_both_views_against_reading_the_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    output = tmp_path / "speed.json"
+    done = subprocess.run([sys.executable, str(Path(__file__).parents[2] / "bench" / "agreement_speed.py"), "--quick",
+                           "--output", str(output)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads(output.read_text())["runs"]
+    assert [run["database"] for run in runs] == ["postgresql", "sqlite"]
+    for run in runs:
+        # Two labels a solution, a few of the records duplicates of others.
+        assert 350 < run["labels"] <= 400
+        assert run["baseline_read_steps_s"] > 0 and run["labels_tab_s"] > 0 and run["agreement_report_s"] > 0
