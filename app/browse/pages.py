@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.browse.service import PAGE_SIZE, LabelFilters, labeler_names, list_labels
+from app.browse.service import PAGE_SIZE, LabelFilters, labeled_here, labeler_names, labelers_like, list_labels
 from app.deps import DataPageUser, SessionDep
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import AnswerGrade, FinishReason, LabelSource
@@ -52,6 +52,10 @@ def labels_page(
     except FormInvalid as exc:
         errors = exc.errors
     listing = None if errors else list_labels(session, project.id, filters)
+    # A labeler filter that matches no label at all is most often a name typed in another case, or
+    # part of one (imported ids are matched exactly): say so, with the names it may have meant.
+    unmatched = (listing is not None and listing.total == 0 and bool(filters.labeler)
+                 and not labeled_here(session, project.id, filters.labeler))
     chosen = {k: v for k, v in values.items() if v and k != "page" and k not in errors}
     return render(
         request,
@@ -66,7 +70,10 @@ def labels_page(
             "filtered": bool(chosen),
             # The pager keeps the filters; a page number is added to this.
             "query": urlencode(chosen),
+            "query_without_labeler": urlencode({k: v for k, v in chosen.items() if k != "labeler"}),
             "labelers": labeler_names(session, project.id),
+            "unmatched_labeler": unmatched,
+            "labelers_like": labelers_like(session, project.id, filters.labeler) if unmatched else [],
             "outcomes": list(FinishReason),
             "sources": list(LabelSource),
             "grades": list(AnswerGrade),

@@ -121,9 +121,7 @@ def overlap(session: Session, project_id: int) -> Overlap:
 def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[ColumnElement[bool]]:
     where = [Label.project_id == project_id, Label.superseded_at.is_(None)]
     if filters.labeler:
-        # Usernames are one name whatever their case (app.users.service); imported ids are as filed.
-        where.append(or_(func.lower(User.username) == filters.labeler.lower(),
-                         Label.foreign_labeler == filters.labeler))
+        where.append(_labeler_is(filters.labeler))
     if filters.outcome is not None:
         where.append(Label.finish_reason == filters.outcome)
     if filters.source is not None:
@@ -207,6 +205,28 @@ def _order(filters: LabelFilters) -> tuple[ColumnElement[Any], ...]:
         return Label.solution_id.asc(), Label.created_at.asc(), Label.id.asc()
     # By when labeled: an imported label keeps its file's time, which its id does not follow.
     return Label.created_at.desc(), Label.id.desc()
+
+
+def _labeler_is(labeler: str) -> ColumnElement[bool]:
+    # Usernames are one name whatever their case (app.users.service); imported ids are as filed.
+    return or_(func.lower(User.username) == labeler.lower(), Label.foreign_labeler == labeler)
+
+
+def labeled_here(session: Session, project_id: int, labeler: str) -> bool:
+    """Whether a label of the project names this labeler, as the labeler filter matches them."""
+    return session.scalar(select(Label.id).outerjoin(User, User.id == Label.user_id)
+                          .where(Label.project_id == project_id, _labeler_is(labeler)).limit(1)) is not None
+
+
+def labelers_like(session: Session, project_id: int, typed: str, limit: int = 5) -> list[str]:
+    """Who labeled here with `typed` in their name, whatever its case: what a labeler filter that
+    matched nobody may have meant."""
+    name = func.coalesce(User.username, Label.foreign_labeler)
+    return list(session.scalars(
+        select(name).select_from(Label).outerjoin(User, User.id == Label.user_id)
+        .where(Label.project_id == project_id, func.lower(name).contains(typed.lower(), autoescape=True))
+        .group_by(name).order_by(name).limit(limit)
+    ))
 
 
 def labeler_names(session: Session, project_id: int) -> list[str]:

@@ -151,6 +151,10 @@ def next_task(session: Session, project_id: int, user_id: int, *, user_locked: b
     return NextTask(task=task, waiting=leased.waiting)
 
 
+def _not_held(task_id: int) -> str:
+    return f"you hold no task {task_id}: a lease that ran out may have gone to another labeler"
+
+
 def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit) -> LabelReceipt:
     """Store the label of the task a labeler knows as `task_id` (see task_handles)."""
     assignment_id = task_handles.assignment_of(session, task_id)
@@ -162,16 +166,16 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         earlier = connection.execute(_LABEL_WITH_KEY, key).first()
         if earlier is not None:
             return _receipt_for_retry(earlier, assignment_id, task_id, data)
-        raise NotFound(f"you hold no assignment {task_id}")
+        raise NotFound(_not_held(task_id))
     if not held.may_label:
         # Taken out of the project (or the project closed to them): nothing of it is theirs
         # to send any more, a retry of a label already stored included.
-        raise NotFound(f"you hold no assignment {task_id}")
+        raise NotFound(_not_held(task_id))
     if held.earlier_id is not None:
         return _receipt_for_retry(held, assignment_id, task_id, data)
     if held.user_id != user_id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
-        raise NotFound(f"you hold no assignment {task_id}")
+        raise NotFound(_not_held(task_id))
     if held.status == AssignmentStatus.done:
         # The lock was held by our own concurrent twin, which has committed in the meantime;
         # its label is newer than the snapshot the locking statement read, so look again.
@@ -260,7 +264,7 @@ def release_task(session: Session, user: User, task_id: int) -> None:
         or assignment.user_id != user.id
         or not user_may_label(session, user, assignment.project_id)
     ):
-        raise NotFound(f"you hold no assignment {task_id}")
+        raise NotFound(_not_held(task_id))
     if assignment.status != AssignmentStatus.leased:
         raise Conflict(f"assignment {task_id} is not leased")
     if assignment.slot < 0:

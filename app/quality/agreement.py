@@ -78,6 +78,8 @@ class ProjectAgreement:
     # confusion[i][j]: pairs rated RATINGS[i] by one labeler and RATINGS[j] by the other.
     confusion: list[list[int]]
     labelers: list[LabelerAgreement]
+    # Current labels left out because their labeler has a later one of the same solution.
+    earlier_labels: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ class ComparedLabel:
     # its index, "written" for a step of their own, None where they stopped.
     alternatives: tuple[tuple[int | None, ...], ...]
     path: tuple[int | str | None, ...]
+    # The labeler's earlier current labels of the solution, which this one stands for.
+    replaces: tuple[int, ...] = ()
 
 
 @dataclass
@@ -141,8 +145,9 @@ def compared_labels(session: Session, project_id: int,
             found = read[steps_text] = _read(orjson.loads(steps_text))
         key: tuple[str, int | str] = ("user", user_id) if user_id is not None else ("imported", foreign)
         name = username if user_id is not None else foreign
+        earlier = latest[solution_id].get(key)
         latest[solution_id][key] = ComparedLabel(key, name, found.first_error, label_id, found.alternatives,
-                                                 found.path)
+                                                 found.path, () if earlier is None else (*earlier.replaces, earlier.label_id))
     return {s: list(by_key.values()) for s, by_key in latest.items() if len(by_key) >= 2}
 
 
@@ -307,6 +312,7 @@ def project_agreement(session: Session, project: Project) -> ProjectAgreement:
         rating_pairs=int(raters[raters >= 2] @ (raters[raters >= 2] - 1)) // 2,
         confusion=confusion.tolist(),
         labelers=labelers,
+        earlier_labels=sum(len(label.replaces) for labels in by_solution.values() for label in labels),
     )
 
 

@@ -23,7 +23,8 @@ class ProjectAgreementRead(BaseModel):
 
     overlap: int
     solutions: int = Field(description="solutions with current labels from two labelers or more")
-    labels: int = Field(description="current labels on those solutions")
+    labels: int = Field(description="the labels compared on those solutions: current labels about the steps, "
+                        "each labeler's later one where they have two")
     units: int = Field(description="steps rated by two labelers or more")
     step_alpha: float | None = Field(description="Krippendorff's ordinal α on step ratings")
     step_alpha_reason: str | None = Field(description="why step_alpha is null")
@@ -36,3 +37,5 @@ class ProjectAgreementRead(BaseModel):
         description="rating pairs by (−1, 0, +1) × (−1, 0, +1), each pair counted both ways round"
     )
     labelers: list[LabelerAgreementRead]
+    earlier_labels: int = Field(description="current labels left out because their labeler has a later label of "
+                                "the same solution (an import can hold both)")

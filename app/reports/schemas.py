@@ -74,6 +74,9 @@ class OtherLabel(BaseModel):
         description="whether it disagrees with this label on the steps both rated (as the Agreement report and "
         "the Labels tab's Disagree filter judge it); null where either is not compared (a give-up, a "
         "machine's label, a labeler's earlier label)")
+    compared_instead: int | None = Field(
+        default=None, description="where it is its labeler's earlier label of the solution: their later one, "
+        "which agreement compares instead")
     step_ratings: list[int | None] = Field(
         default_factory=list,
         description="its rating of each of the solution's own steps, in order, as far as it took them (a "
@@ -96,6 +99,9 @@ class LabelView(BaseModel):
     superseded: bool = Field(description="a correction replaced it")
     other_gold: list[int] = Field(description="the other gold labels of its solution, whose majority is the reference")
     other_labels: list[OtherLabel] = Field(description="its solution's other current labels, oldest first")
+    compared_instead: int | None = Field(
+        default=None, description="where it is its labeler's earlier label of the solution (an import can hold "
+        "both): their later one, which agreement and the Labels tab's agreement filters compare instead")
     problem_id: int
     statement: str
     answer: str | None

@@ -342,7 +342,7 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
     label: Label = row.Label
     problem: Problem = row.Problem
     reports = session.execute(_report_rows().where(Report.label_id == label.id).order_by(Report.id)).all()
-    others = _other_labels(session, label, row.steps)
+    others, compared_instead = _other_labels(session, label, row.steps)
     return LabelView(
         label_id=label.id,
         project_id=label.project_id,
@@ -357,6 +357,7 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         superseded=label.superseded_at is not None,
         other_gold=[other.label_id for other in others if other.is_quality_control],
         other_labels=others,
+        compared_instead=compared_instead,
         problem_id=problem.id,
         statement=problem.statement,
         answer=problem.answer,
@@ -367,11 +368,13 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
     )
 
 
-def _other_labels(session: Session, label: Label, solution_steps: list[str]) -> list[OtherLabel]:
+def _other_labels(session: Session, label: Label, solution_steps: list[str]) -> tuple[list[OtherLabel], int | None]:
     """The solution's other current labels, each marked as agreeing with this one or not the
-    way the Labels tab's Disagree filter marks them."""
+    way the Labels tab's Disagree filter marks them; and, where this label is a labeler's earlier
+    one of the solution, their later label that is compared instead."""
     compared = {c.label_id: c for c in compared_labels(session, label.project_id, [label.solution_id])
                 .get(label.solution_id, [])}
+    instead = {earlier: c.label_id for c in compared.values() for earlier in c.replaces}
     mine = compared.get(label.id)
     rows = session.execute(
         select(Label.id, User.username, Label.foreign_labeler, Label.source, Label.finish_reason,
@@ -385,10 +388,11 @@ def _other_labels(session: Session, label: Label, solution_steps: list[str]) -> 
             label_id=row.id, labeler=row.username or row.foreign_labeler, source=row.source,
             finish_reason=row.finish_reason, is_quality_control=row.is_quality_control,
             disagrees=None if mine is None or row.id not in compared else labels_disagree(mine, compared[row.id]),
+            compared_instead=instead.get(row.id),
             step_ratings=_own_step_ratings(solution_steps, row.steps),
         )
         for row in rows
-    ]
+    ], instead.get(label.id)
 
 
 def _own_prefix(path: list[RatedStep], solution_steps: list[str]) -> int:

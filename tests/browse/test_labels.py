@@ -204,7 +204,7 @@ def test_labelers_who_disagree_on_the_first_error_are_listed_side_by_side_and_ma
     # The second solution's first row draws the line between the two solutions' labels.
     assert [bool(line) for _, line in rows] == [False, False, True, False]
     assert page.text.count(">disagrees</span>") == 4
-    assert "4 current labels match these filters, by solution, its labels side by side." in page.text
+    assert "4 current labels match these filters, by solution, each solution's labels together." in html.unescape(page.text)
 
 
 def test_labelers_who_agree_are_listed_under_agreed_and_a_step_one_left_unrated_is_no_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
@@ -356,3 +356,24 @@ def test_phase1_agreement_compares_the_alternatives_of_steps_reached_the_same_wa
     assert (report.rating_pairs, report.units) == (2, 2)
     assert report.labelers[0].rating_agreement == 1.0
     assert report.confusion == [[0, 0, 0], [0, 2, 0], [0, 0, 2]]
+
+
+def test_a_labeler_filter_that_names_nobody_says_so_and_offers_names_it_may_mean(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (solution, *_), ann, bob = overlapping
+    _label(session_factory, project.id, solution, ann, [1, 1, 1])
+    with session_scope(session_factory) as session:
+        session.add(Label(project_id=project.id, solution_id=solution, foreign_labeler="Alice-ext_7",
+                          steps=[{"completions": [{"rating": 1}], "chosen_completion": 0}], created_at=utcnow()))
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    url = f"/manage/projects/{project.id}/labels"
+    page = html.unescape(client.get(url, params={"labeler": "alice", "outcome": "solution"}).text)
+    note = page.split('id="unmatched-labeler"', 1)[1].split("</p>", 1)[0]
+    assert "No label here names the labeler “alice”" in note
+    assert '<a href="?outcome=solution&labeler=Alice-ext_7">Alice-ext_7</a>' in note
+    # Imported ids match as filed; a LIKE wildcard typed is a character, not a pattern.
+    assert "Perhaps" not in html.unescape(client.get(url, params={"labeler": "a%e"}).text).split('id="unmatched-labeler"')[1]
+    assert "Alice-ext_7</a>" in html.unescape(client.get(url, params={"labeler": "EXT_"}).text)
+    # A labeler who labeled here, on labels the other filters leave out, is no unknown name.
+    page = client.get(url, params={"labeler": "ANN", "outcome": "give_up"}).text
+    assert "No labels match these filters" in page and "unmatched-labeler" not in page

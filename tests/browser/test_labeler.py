@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select, update
 
 from app.db import session_scope
-from app.models import FinishReason, Label, User
+from app.models import Assignment, FinishReason, Label, User
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import PASSWORD, make_project, make_user
 
@@ -513,6 +513,21 @@ def test_undo_while_a_change_of_a_minus_one_waits_keeps_it(page: Page, session_f
     expect(_steps(page).nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
 
 
+def test_the_same_rating_again_leaves_nothing_for_undo_to_take_back(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$", "$c$"])
+    _start(page, project)
+    steps = _steps(page)
+    page.keyboard.press("1")
+    page.keyboard.press("3")
+    page.keyboard.press("3")
+    expect(steps.nth(1)).to_have_class(re.compile(r"\brated-bad\b"))
+    # One undo takes back the −1 itself, not the second press that changed nothing.
+    page.keyboard.press("u")
+    expect(steps.nth(1)).not_to_have_class(re.compile(r"\brated-bad\b"))
+    expect(steps.nth(0)).to_have_class(re.compile(r"\brated-good\b"))
+
+
 def test_a_draft_kept_the_old_way_is_taken_up_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     # Before drafts were kept per lease, one per labeler: a tab open across the upgrade keeps it.
     project = _project_and_labeler(session_factory)
@@ -542,6 +557,22 @@ def test_lease_countdown_and_expiry_and_idle_time(page: Page, session_factory) -
     expect(page.locator("#notice")).to_contain_text("lease on this solution ran out")
     # Nobody touched the page for 31 minutes: only the first two count as active time.
     expect(page.locator("#clock b")).to_have_text(re.compile(r"^2:0\d$"))
+
+
+def test_a_label_for_a_solution_another_labeler_took_says_so_in_the_pages_words(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$"])
+    _start(page, project)
+    # The lease ran out and another labeler took the slot: the API's 404 names a task id the
+    # page shows nowhere.
+    sam = make_user(session_factory, "sam", "labeler").id
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(user_id=sam))
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_have_text(
+        "Not saved: this solution is no longer yours (your lease ran out and another labeler took it, or you were "
+        "taken out of the project). Loading the next solution.")
 
 
 def test_queue_empty_when_nothing_is_waiting(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

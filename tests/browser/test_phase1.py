@@ -328,6 +328,16 @@ def test_a_screen_reader_hears_the_keys_of_phase1(page: Page, session_factory) -
     page.keyboard.press("k")
     page.keyboard.press("Enter")
     expect(announce).to_contain_text("Continued with alternative A of step 1.")
+    # A mouse is heard as the keys are; so is a step of one's own.
+    second = _alternatives(page, 1)
+    second.nth(0).locator(".rate.bad").click()
+    expect(announce).to_contain_text("Step 2, alternative A rated −1.")
+    second.nth(1).locator(".rate.bad").click()
+    expect(announce).to_contain_text("Step 2, alternative B rated −1.")
+    page.keyboard.press("w")
+    page.locator(".own-editor:visible textarea").fill(HUMAN)
+    page.keyboard.press("Control+Enter")
+    expect(announce).to_contain_text("Step 2: continued with your own step, rated +1.")
 
 
 def test_phase1_without_single_key_shortcuts(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

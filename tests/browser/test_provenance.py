@@ -22,7 +22,7 @@ def test_export_page_downloads_the_ticked_sources(page: Page, session_factory) -
     login(page, "max", f"/manage/projects/{project.id}/export")
     boxes = page.locator('input[name="sources"]')
     assert boxes.count() == 4 and all(boxes.nth(i).is_checked() for i in range(4))
-    page.get_by_role("checkbox", name="human", exact=True).uncheck()
+    page.get_by_role("checkbox", name="Labelers (human)", exact=True).uncheck()
     screenshot(page, "export-sources.png")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download").click()

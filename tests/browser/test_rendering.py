@@ -69,6 +69,26 @@ def test_an_answer_with_an_escaped_dollar_is_math(page: Page, session_factory) -
     expect(page.locator("#answer .katex")).to_have_count(1)
 
 
+def test_escaped_dollars_in_text_are_dollar_signs_not_delimiters(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # KaTeX's auto-render took the first "\\$" in text for a delimiter: "5 and" became math.
+    steps = ["It costs \\$5 and \\$6, and $\\mbox{total} = \\$11$ in all.", "A table: $$\\begin{tabular}{|c|c|}\\hline a & b \\\\ \\hline\\end{tabular}$$"]
+    _open(page, session_factory, steps, "What do \\$5 and \\$6 make?")
+
+    first = page.locator("#steps .step-text").nth(0)
+    expect(first.locator(".katex")).to_have_count(1)
+    visible = first.evaluate("e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('')")
+    assert visible == "It costs $5 and $6, and  in all.", visible
+    expect(first.locator(".katex-html")).to_have_text(re.compile(r"total\s*=\s*\$11"))
+    # The formula's source, as a copy takes it, keeps the escape as written.
+    expect(first.locator("annotation")).to_have_text("\\mbox{total} = \\$11")
+    expect(page.locator("#problem-text")).to_have_text("What do $5 and $6 make?")
+    # A tabular written inside $$…$$ needs no delimiters of its own.
+    table = page.locator("#steps .step-text").nth(1)
+    expect(table.locator(".katex-display")).to_have_count(1)
+    expect(page.locator(".katex-error, .math-source")).to_have_count(0)
+    screenshot(page, "labeler_escaped_dollars.png")
+
+
 def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     table = _math500(lambda p: "\\multicolumn" in p)["problem"]
     steps = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import signal
@@ -17,8 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
 
 from app.config import normalize_database_url
+from app.server import _Server
 
 STEPWISE = str(Path(sys.executable).parent / "stepwise")
 
@@ -387,13 +391,6 @@ def test_the_readme_lists_every_setting_read_from_the_environment() -> None:
 def test_a_started_server_keeps_what_the_app_holds_out_of_the_cycle_collectors_scans() -> None:
     # A large page sets off full collections while it builds its rows; each rescanned the
     # started app's objects (about 0.1 s apiece) until they were frozen.
-    import asyncio
-    import gc
-
-    import uvicorn
-
-    from app.server import _Server
-
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         raise AssertionError("no request is made")
 

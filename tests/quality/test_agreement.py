@@ -4,7 +4,14 @@ an ordinal α written out here from Krippendorff's coincidence-matrix definition
 from __future__ import annotations
 
 import io
-from itertools import permutations
+import json
+import random
+import subprocess
+import sys
+from collections import defaultdict
+from itertools import combinations, permutations
+from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -16,6 +23,7 @@ from app.db import session_scope
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
 from app.models import FinishReason, Label, utcnow
+from app.quality import agreement
 from app.quality.agreement import NO_PAIRS, NO_VARIATION, project_agreement
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 
@@ -228,13 +236,6 @@ def test_phase1_tallies_match_pairs_counted_one_by_one(monkeypatch, seed: int) -
     """The report counts ratings per unit; here every pair of ratings of a unit (an alternative
     of a step reached the same way) is walked instead, on random phase-1 labels: several
     alternatives, steps of the labeler's own, stops, unrated alternatives."""
-    import random
-    from collections import defaultdict
-    from itertools import combinations
-    from types import SimpleNamespace
-
-    from app.quality import agreement
-
     rng = random.Random(seed)
     by_solution = {}
     for solution in range(rng.randint(1, 10)):
@@ -280,11 +281,6 @@ def test_phase1_tallies_match_pairs_counted_one_by_one(monkeypatch, seed: int) -
 
 
 def test_the_agreement_benchmark_times_both_views_against_reading_the_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
     output = tmp_path / "speed.json"
     done = subprocess.run([sys.executable, str(Path(__file__).parents[2] / "bench" / "agreement_speed.py"), "--quick",
                            "--output", str(output)], capture_output=True, text=True, timeout=300)

@@ -7,7 +7,10 @@ import io
 
 import pytest
 
-from app.models import FinishReason
+from app.db import session_scope
+from app.models import FinishReason, Label, Project, utcnow
+from app.quality.agreement import project_agreement
+from app.reports import service
 from app.reports.csv_export import safe_cell
 from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.reports.builders import add_problem, label_next
@@ -214,3 +217,40 @@ def test_the_label_view_links_the_solutions_other_labels(client, session_factory
     assert f'href="/manage/projects/{project.id}/labels?agreement=disagreed&amp;problem={problem}"' in page
     side_by_side = client.get(f"/manage/projects/{project.id}/labels?agreement=disagreed&problem={problem}").text
     assert f"/labels/{ann}" in side_by_side and f"/labels/{bob}" in side_by_side
+
+
+def test_a_labelers_earlier_label_of_a_solution_names_the_later_one_compared_instead(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    """An import can hold two current labels of one solution by one labeler: agreement compares
+    the later; the label pages and the Agreement card say so instead of leaving them unmarked."""
+    project = make_project(session_factory, "twice", overlap=2)
+    _, (solution,) = add_problem(session_factory, project, "What is $1+1$?", n_solutions=1)
+
+    def imported(labeler: str, *ratings: int) -> int:
+        with session_scope(session_factory) as session:
+            label = Label(project_id=project.id, solution_id=solution, foreign_labeler=labeler, created_at=utcnow(),
+                          finish_reason=FinishReason.found_error if -1 in ratings else FinishReason.solution,
+                          steps=[{"completions": [{"rating": r}], "chosen_completion": None if r == -1 else 0}
+                                 for r in ratings])
+            session.add(label)
+            session.flush()
+            return label.id
+
+    earlier, other, later = imported("ext-1", 1, 1), imported("ext-2", 1, -1), imported("ext-1", 1, -1)
+    with session_scope(session_factory) as session:
+        report = project_agreement(session, session.get(Project, project.id))
+        earlier_view = service.label_view(session, project.id, earlier)
+        other_view = service.label_view(session, project.id, other)
+    assert (report.labels, report.earlier_labels, report.first_error_agreement) == (2, 1, 1.0)
+    assert earlier_view.compared_instead == later and other_view.compared_instead is None
+    assert [(o.label_id, o.disagrees, o.compared_instead) for o in other_view.other_labels] == [
+        (earlier, None, later), (later, False, None)]
+
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/labels/{earlier}").text
+    note = page.split('id="compared-instead"', 1)[1].split("</p>", 1)[0]
+    assert "ext-1 labeled this solution again" in note and f'href="/manage/projects/{project.id}/labels/{later}"' in note
+    assert "earlier, not compared" in client.get(f"/manage/projects/{project.id}/labels/{other}").text
+    assert "the later one counts; 1 left out here" in client.get(f"/manage/projects/{project.id}").text
+    assert client.get(f"/api/v1/projects/{project.id}/agreement", headers=api_headers(client, "max")
+                      ).json()["earlier_labels"] == 1

@@ -439,7 +439,11 @@ async function submit(reason, note) {
     if (correction && error instanceof ApiError && error.status !== 401) {
       notify("error", `Not saved: ${error.message}.`);
     } else if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
-      notify("warning", `Not saved: ${error.message}. Loading the next solution.`);
+      // A 404 names the task's id, which this page shows nowhere.
+      const why = error.status === 404
+        ? "this solution is no longer yours (your lease ran out and another labeler took it, or you were taken out of the project)"
+        : error.message;
+      notify("warning", `Not saved: ${why}. Loading the next solution.`);
       drafts.clear(draft);
       await loadNext();
     } else {
@@ -551,20 +555,26 @@ function describeAlternative() {
   return `Step ${step + 1}, alternative ${phase1View.letter(alt)}, ${rated}${flagged}: ${state.alts[step][alt].slice(0, 300)}`;
 }
 
+// Keys and clicks alike: each change is said to a screen reader, as in phase 2.
+const alternativeName = (step, alt) => `Step ${step + 1}, alternative ${phase1View.letter(alt)}`;
+const rateAlternative = (step, alt, value) => act(() => state.rate(step, alt, value),
+  () => `${alternativeName(step, alt)} rated ${RATING_TEXT[value]}. ${$("status").textContent}`);
+const flagAlternative = (step, alt) => act(() => !state.onOwnRow() && state.toggleFlag(step, alt),
+  () => `${alternativeName(step, alt)} ${state.flags[step][alt] ? "flagged as unsure" : "no longer flagged"}.`);
+const chooseAlternative = (step, alt) => act(() => state.choose(step, alt),
+  () => `Continued with alternative ${phase1View.letter(alt)} of step ${step + 1}. ${$("status").textContent}`);
+
 function phase1Key(key) {
   const { step, alt } = state.cursor;
-  const name = `Step ${step + 1}, alternative ${phase1View.letter(alt)}`;
   if (Object.hasOwn(RATING_KEYS, key)) {
     if (state.onOwnRow()) notify("info", "Ratings are for the alternatives: move up to one, or press Enter to write your own step.");
-    else act(() => state.rate(step, alt, RATING_KEYS[key]), () => `${name} rated ${RATING_TEXT[RATING_KEYS[key]]}. ${$("status").textContent}`);
+    else rateAlternative(step, alt, RATING_KEYS[key]);
   } else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1), describeAlternative);
   else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1), describeAlternative);
   else if (key === "Enter") phase1Enter();
   else if (key === "w") openEditor(step);
-  else if (key === "f") {
-    act(() => !state.onOwnRow() && state.toggleFlag(step, alt),
-      () => `${name} ${state.flags[step][alt] ? "flagged as unsure" : "no longer flagged"}.`);
-  } else if (key === "u") undo();
+  else if (key === "f") flagAlternative(step, alt);
+  else if (key === "u") undo();
   else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
   else return false;
@@ -579,10 +589,7 @@ function phase1Enter() {
   const { step, alt } = state.cursor;
   const endsHere = state.isComplete() && state.endsInError() && step === state.reach();
   if (state.onOwnRow() && !endsHere) openEditor(step);
-  else if (state.canChoose(step, alt) && state.chosen[step] !== alt) {
-    act(() => state.choose(step, alt),
-      () => `Continued with alternative ${phase1View.letter(alt)} of step ${step + 1}. ${$("status").textContent}`);
-  }
+  else if (state.canChoose(step, alt) && state.chosen[step] !== alt) chooseAlternative(step, alt);
   else if (state.isComplete()) submit();
   else if (state.ratings[step][alt] === BAD) notify("info", `A −1 alternative cannot be continued with: choose a good one, or write your own step${keyHint("W")}.`);
   else if (state.ratings[step][alt] === null) notify("info", `Rate this alternative first${keyHint("1, 2 or 3")}.`);
@@ -609,7 +616,8 @@ function openEditor(i) {
       // The undo button, clicked while the editor is open, can take a rating back.
       if (state.canContinue(i)) {
         delete unsentSteps[i];
-        act(() => state.write(i, text, rating));
+        act(() => state.write(i, text, rating),
+          () => `Step ${i + 1}: continued with your own step, rated ${RATING_TEXT[rating]}. ${$("status").textContent}`);
       } else {
         unsentSteps[i] = text;
         render();
@@ -633,9 +641,9 @@ function onPhase1Click(event) {
   const hit = phase1View.clickTarget(event.target);
   if (!hit || busy) return;
   if (event.detail > 0) event.target.closest("button")?.blur();
-  if (hit.action === "rate") act(() => state.rate(hit.step, hit.alt, hit.rating));
-  else if (hit.action === "flag") act(() => state.toggleFlag(hit.step, hit.alt));
-  else if (hit.action === "choose") act(() => state.choose(hit.step, hit.alt));
+  if (hit.action === "rate") rateAlternative(hit.step, hit.alt, hit.rating);
+  else if (hit.action === "flag") flagAlternative(hit.step, hit.alt);
+  else if (hit.action === "choose") chooseAlternative(hit.step, hit.alt);
   else if (hit.action === "write") openEditor(hit.step);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(hit.step, hit.alt));
 }
@@ -670,7 +678,7 @@ onButton("submit", () => submit());
 onButton("finish-submit", () => submit());
 onButton("flag", () => {
   if (!state) return;
-  if (isPhase1()) act(() => !state.onOwnRow() && state.toggleFlag(state.cursor.step, state.cursor.alt));
+  if (isPhase1()) flagAlternative(state.cursor.step, state.cursor.alt);
   else toggleFlag(state.cursor);
 });
 onButton("undo", () => state && (pendingChange ? keepPendingError() : undo()));

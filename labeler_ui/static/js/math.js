@@ -25,11 +25,20 @@ const DELIMITERS = [
 const ERROR_COLOR = "#cc0001";
 const ERROR_RGB = "rgb(204, 0, 1)";
 
+// An escaped dollar is a dollar sign, in text as in math, but KaTeX's auto-render takes the one in
+// text for a delimiter ("it costs \$5 and \$6" became math from 5 to 6). Every escaped dollar goes
+// through as a backslash and a character of Unicode's private use area, which KaTeX reads as a
+// control symbol: inside math a macro makes it \$ again, and in the text left over it becomes "$"
+// (restoreDollars).
+const DOLLAR = "\\\uE000";
+const ESCAPED_DOLLAR = /(?<!\\)\\\$/g;
+
 // LaTeX that MATH's solutions use and KaTeX lacks, drawn as near as KaTeX can: \mbox is \text,
 // and \cancelto's value sits above the struck-out term instead of at an arrow's end.
 const MACROS = {
   "\\mbox": "\\text{#1}",
   "\\cancelto": "\\overset{#1}{\\cancel{#2}}",
+  [DOLLAR]: "\\$",
 };
 
 const KATEX_OPTIONS = {
@@ -57,16 +66,28 @@ export function mathAvailable() {
 const INLINE_DELIMITERS = DELIMITERS.map((d) => (d.left.startsWith("\\begin") ? d : { ...d, display: false }));
 
 export function renderMathText(element, text, { inline = false } = {}) {
-  element.textContent = mathAvailable() ? tabularsToArrays(forKatex(text)) : text;
+  element.textContent = mathAvailable() ? tabularsToArrays(forKatex(text)).replace(ESCAPED_DOLLAR, DOLLAR) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
     ...KATEX_OPTIONS,
     delimiters: inline ? INLINE_DELIMITERS : DELIMITERS,
     errorCallback: () => {},
   });
+  restoreDollars(element);
   renderBareBoxes(element);
   quietErrors(element);
   for (const display of element.querySelectorAll(".katex-display")) hintScrolling(display);
+}
+
+// Text the auto-render left alone reads "$"; LaTeX source kept beside a formula (its annotation, or
+// a formula KaTeX could not parse) reads "\$" as written.
+function restoreDollars(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.data.includes(DOLLAR)) continue;
+    const source = node.parentElement?.closest("annotation, .katex-error");
+    node.data = node.data.replaceAll(DOLLAR, source ? "\\$" : "$");
+  }
 }
 
 // A display wider than its box scrolls sideways, and on a phone nothing showed that it went
@@ -167,7 +188,7 @@ const TABULAR = /\\begin\{tabular\}(?:\[[a-z]\])?\{([^{}]*)\}([\s\S]*?)\\end\{ta
 const MULTICOLUMN = /^\\multicolumn\{(\d+)\}\{[^{}]*\}\{([\s\S]*)\}$/;
 
 function tabularsToArrays(text) {
-  return text.replace(TABULAR, (_, columns, body) => {
+  return text.replace(TABULAR, (_, columns, body, offset, whole) => {
     const count = (columns.match(/[lcr]/g) ?? []).length;
     const captions = [];
     const rows = [];
@@ -188,8 +209,18 @@ function tabularsToArrays(text) {
     }
     const array = `\\begin{array}{${columns}}${rows.join(" \\\\ ")}\\end{array}`;
     const table = captions.length ? `\\begin{gathered}${[...captions, array].join(" \\\\ ")}\\end{gathered}` : array;
-    return `\\[${table}\\]`;
+    // Written inside math already ($$\begin{tabular}…$$), it needs no delimiters of its own.
+    return insideMath(whole.slice(0, offset)) ? table : `\\[${table}\\]`;
   });
+}
+
+// Whether text ending here has opened math it has not closed: $$, $, \[ or \(.
+function insideMath(before) {
+  const unescaped = before.replace(/\\\\|\\\$/g, "");
+  const displays = unescaped.split("$$").length - 1;
+  const inlines = unescaped.replaceAll("$$", "").split("$").length - 1;
+  const opened = (left, right) => unescaped.lastIndexOf(left) > unescaped.lastIndexOf(right);
+  return displays % 2 === 1 || inlines % 2 === 1 || opened("\\[", "\\]") || opened("\\(", "\\)");
 }
 
 // MATH draws figures in Asymptote, inline as [asy]…[/asy]. The server draws them to sanitised

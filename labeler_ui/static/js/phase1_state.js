@@ -114,9 +114,12 @@ export class Phase1State {
 
   rate(i, j, value) {
     if (!this.isShown(i) || j >= this.alts[i].length) return false;
-    this.remember();
-    this.ratings[i][j] = value;
-    if (this.chosen[i] === j && value === BAD) this.chosen[i] = null;
+    // As in phase 2: the same rating again leaves nothing for undo to take back.
+    if (this.ratings[i][j] !== value) {
+      this.remember();
+      this.ratings[i][j] = value;
+      if (this.chosen[i] === j && value === BAD) this.chosen[i] = null;
+    }
     this.cursor = { step: i, alt: this.nextRow(i, j) };
     return true;
   }

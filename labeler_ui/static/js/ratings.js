@@ -131,8 +131,11 @@ export class RatingState {
 
   rate(i, value) {
     if (i < 0 || i >= this.n || this.stepState(i) !== "open") return false;
-    this.remember();
-    this.ratings[i] = value;
+    // The same rating again changes nothing an undo could take back: only the cursor moves on.
+    if (this.ratings[i] !== value) {
+      this.remember();
+      this.ratings[i] = value;
+    }
     this.cursor = this.nextCursor(i, value);
     return true;
   }
