@@ -14,6 +14,7 @@ from app.labeling.schemas import (
     LabelerStats,
     LabelReceipt,
     LabelSubmit,
+    LeaseRenewal,
     NextTask,
     OwnLabelDetail,
     OwnLabelPage,
@@ -75,6 +76,17 @@ async def submit(
 )
 def release(assignment_id: RowId, user: ApiUser, session: SessionDep) -> None:
     service.release_task(session, user, assignment_id)
+
+
+@router.post(
+    "/assignments/{assignment_id}/renew",
+    response_model=LeaseRenewal,
+    responses=error_responses(404, 409),
+)
+def renew(assignment_id: RowId, user: ApiUser, session: SessionDep) -> LeaseRenewal:
+    """Hold the task for a whole lease from now (the project's lease minutes); a lease that ran
+    out is taken again while nobody else has taken the solution's slot."""
+    return service.renew_lease(session, user, assignment_id)
 
 
 @router.get("/me/stats", response_model=LabelerStats)

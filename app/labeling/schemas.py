@@ -138,6 +138,10 @@ class Task(BaseModel):
     solution: TaskSolution
 
 
+class LeaseRenewal(BaseModel):
+    expires_at: datetime = Field(description="the task is held for this labeler until then")
+
+
 class NextTask(BaseModel):
     task: Task | None
     waiting: int = Field(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, and_, bindparam, func, insert, select, update
@@ -20,6 +20,7 @@ from app.labeling.schemas import (
     LabelReceipt,
     LabelSubmit,
     LabelSummary,
+    LeaseRenewal,
     NextTask,
     StepRating,
     Task,
@@ -274,6 +275,29 @@ def release_task(session: Session, user: User, task_id: int) -> None:
     queue.release(assignment)
     # Releasing means "not me": let the slot go to somebody else.
     assignment.user_id = None
+
+
+def renew_lease(session: Session, user: User, task_id: int) -> LeaseRenewal:
+    """Hold a task for a whole lease from now: the labeling page asks while its labeler is at
+    work, so that a long solution is not taken from under them. A lease that ran out is taken
+    again while nobody else has taken the slot (as a late submit is accepted then)."""
+    assignment = queue.lock_assignment(session, task_handles.assignment_of(session, task_id))
+    if (
+        assignment is None
+        or assignment.user_id != user.id
+        or not user_may_label(session, user, assignment.project_id)
+    ):
+        raise NotFound(_not_held(task_id))
+    if assignment.status == AssignmentStatus.done:
+        raise Conflict(f"task {task_id} was already submitted")
+    if assignment.status == AssignmentStatus.waiting:
+        queue.lock_labeler(session, user.id)
+        if queue.holds_solution_elsewhere(session, user.id, assignment.solution_id, assignment.id):
+            raise Conflict(f"your lease on task {task_id} ran out and you have taken this solution again since")
+    minutes = session.scalar(select(Project.lease_minutes).where(Project.id == assignment.project_id))
+    assignment.status = AssignmentStatus.leased
+    assignment.expires_at = utcnow() + timedelta(minutes=minutes or 0)
+    return LeaseRenewal(expires_at=assignment.expires_at)
 
 
 def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data: LabelSubmit) -> LabelReceipt:

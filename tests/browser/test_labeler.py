@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 
 from playwright.sync_api import Page, expect
 from sqlalchemy import select, update
 
 from app.db import session_scope
-from app.models import Assignment, FinishReason, Label, User
+from app.models import Assignment, FinishReason, Label, User, utcnow
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import PASSWORD, make_project, make_user
 
@@ -557,6 +558,24 @@ def test_lease_countdown_and_expiry_and_idle_time(page: Page, session_factory) -
     expect(page.locator("#notice")).to_contain_text("lease on this solution ran out")
     # Nobody touched the page for 31 minutes: only the first two count as active time.
     expect(page.locator("#clock b")).to_have_text(re.compile(r"^2:0\d$"))
+
+
+def test_a_labeler_at_work_keeps_the_lease_and_an_idle_tab_lets_it_run_out(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$"])
+    page.clock.install()
+    _start(page, project)
+    lease = page.locator("#lease")
+    # Past half the lease with nobody at the page: nothing is renewed.
+    page.clock.fast_forward("16:00")
+    expect(lease).to_contain_text(re.compile(r"1[34]:\d\d left"))
+    # A key pressed: the lease is the labeler's for a whole one from now, on the server too.
+    page.keyboard.press("1")
+    page.clock.fast_forward("00:02")
+    expect(lease).to_contain_text(re.compile(r"(29|30):\d\d left"))
+    with session_scope(session_factory) as session:
+        held = session.scalars(select(Assignment.expires_at)).one()
+    assert held - utcnow() > timedelta(minutes=29)
 
 
 def test_a_label_for_a_solution_another_labeler_took_says_so_in_the_pages_words(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

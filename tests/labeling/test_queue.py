@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -65,6 +65,45 @@ def test_highest_priority_first_and_never_twice_for_one_labeler(client, session_
     body = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()
     assert body["task"] is None
     assert body["waiting"] == 3, "the second slot of each solution waits for another labeler"
+
+
+def test_a_lease_is_renewed_for_its_holder_and_taken_again_once_run_out_while_nobody_took_it(client, session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)  # leases of 30 minutes
+    add_solutions(session_factory, project, 1)
+    make_user(session_factory, "slow", "labeler")
+    make_user(session_factory, "fast", "labeler")
+    slow, fast = api_headers(client, "slow"), api_headers(client, "fast")
+    task = _next_task(client, project, slow)
+    renew = f"/api/v1/assignments/{task['assignment_id']}/renew"
+
+    def held_until() -> datetime:
+        with session_scope(session_factory) as session:
+            return session.scalars(select(Assignment.expires_at)).one()
+
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=utcnow() + timedelta(minutes=2)))
+    renewed = client.post(renew, headers=slow)
+    assert renewed.status_code == 200
+    assert timedelta(minutes=29) < held_until() - utcnow() <= timedelta(minutes=30)
+    assert abs(datetime.fromisoformat(renewed.json()["expires_at"]) - held_until()) < timedelta(seconds=1)
+    # Another labeler, or a task id that is nobody's, renews nothing.
+    assert client.post(renew, headers=fast).status_code == 404
+    assert client.post("/api/v1/assignments/1000000/renew", headers=slow).status_code == 404
+
+    # Run out and back in the queue, it is the holder's again while nobody took it...
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
+        queue.reclaim_expired(session, project.id, utcnow())
+    assert client.post(renew, headers=slow).status_code == 200
+    assert _next_task(client, project, fast) is None
+    # ...and not once someone has, nor after a submit.
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
+    assert _next_task(client, project, fast)["assignment_id"] == task["assignment_id"]
+    assert client.post(renew, headers=slow).status_code == 404
+    assert _submit(client, fast, task["assignment_id"], "fast-key-123").status_code == 200
+    done = client.post(renew, headers=fast)
+    assert done.status_code == 409 and "already submitted" in done.json()["detail"]
 
 
 def test_overlap_caps_concurrent_holders(client, session_factory):  # type: ignore[no-untyped-def]

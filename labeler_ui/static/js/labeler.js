@@ -1,7 +1,7 @@
 // The labeling page: leases a solution, takes ratings from keys or clicks, submits, and
 // loads the next one. Data goes into the page only through textContent (see math.js).
 
-import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postWithRetry } from "./api.js";
+import { ApiError, PendingSubmits, getJson, newIdempotencyKey, postJson, postWithRetry } from "./api.js";
 import { showsNothing } from "./blank.js";
 import { mathAvailable, renderAnswer, renderProblemText, renderStepText } from "./math.js";
 import { BAD, GOOD, OKAY, RatingState } from "./ratings.js";
@@ -311,6 +311,7 @@ function updateLease() {
   const lease = $("lease");
   if (!task || correction) return;
   const left = Date.parse(task.expires_at) - serverClock.now();
+  renewLease(left);
   lease.querySelector("b").textContent = left > 0 ? `${formatDuration(left)} left` : "expired";
   lease.classList.toggle("warn", left > 0 && left < LEASE_WARN_MS);
   lease.classList.toggle("expired", left <= 0);
@@ -318,6 +319,33 @@ function updateLease() {
   if (left <= 0 && !leaseWarned) {
     leaseWarned = true;
     notify("warning", "Your lease on this solution ran out. You can still submit, unless another labeler has taken it meanwhile.");
+  }
+}
+
+// A labeler at work keeps their solution: once half the lease is gone, the page renews it while
+// time on task counts (the tab visible, something done in the last two minutes). An idle tab
+// lets it run out, so that the solution goes to someone else. A refused renewal is not asked
+// again for a minute; the submit says what became of the task.
+let renewing = false;
+let renewAfter = 0;
+
+async function renewLease(left) {
+  if (renewing || Date.now() < renewAfter || left > (config.project.lease_minutes * 60000) / 2 || !timer.isActive()) return;
+  renewing = true;
+  const held = task;
+  try {
+    const { data, serverDate } = await postJson(`/api/v1/assignments/${held.assignment_id}/renew`);
+    serverClock.sync(serverDate);
+    if (task === held) {
+      task.expires_at = data.expires_at;
+      if (leaseWarned) notify("info", "Your lease on this solution was renewed.");
+      leaseWarned = false;
+      updateLease();
+    }
+  } catch {
+    renewAfter = Date.now() + 60000;
+  } finally {
+    renewing = false;
   }
 }
 

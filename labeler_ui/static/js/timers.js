@@ -38,6 +38,11 @@ export class ActiveTimer {
     this.onTick(this.activeMs);
   }
 
+  // Whether time counts now: the tab is visible and the labeler did something lately.
+  isActive() {
+    return document.visibilityState === "visible" && performance.now() - this.lastActivity < IDLE_MS;
+  }
+
   elapsedMs() {
     this.tick();
     return Math.round(this.activeMs);
