@@ -257,8 +257,9 @@ def _checked_steps(
     return phase1.path_ratings(data), phase1.stored_steps(alternatives, held.steps, data)
 
 
-def release_task(session: Session, user: User, task_id: int) -> None:
-    """Hand a lease back unlabeled, so that the next labeler can take it now."""
+def _locked_own(session: Session, user: User, task_id: int) -> Assignment:
+    """The task's queue slot, locked, if this labeler holds it (or held it last) and may still
+    label in its project."""
     assignment = queue.lock_assignment(session, task_handles.assignment_of(session, task_id))
     if (
         assignment is None
@@ -266,6 +267,12 @@ def release_task(session: Session, user: User, task_id: int) -> None:
         or not user_may_label(session, user, assignment.project_id)
     ):
         raise NotFound(_not_held(task_id))
+    return assignment
+
+
+def release_task(session: Session, user: User, task_id: int) -> None:
+    """Hand a lease back unlabeled, so that the next labeler can take it now."""
+    assignment = _locked_own(session, user, task_id)
     if assignment.status != AssignmentStatus.leased:
         raise Conflict(f"assignment {task_id} is not leased")
     if assignment.slot < 0:
@@ -281,13 +288,7 @@ def renew_lease(session: Session, user: User, task_id: int) -> LeaseRenewal:
     """Hold a task for a whole lease from now: the labeling page asks while its labeler is at
     work, so that a long solution is not taken from under them. A lease that ran out is taken
     again while nobody else has taken the slot (as a late submit is accepted then)."""
-    assignment = queue.lock_assignment(session, task_handles.assignment_of(session, task_id))
-    if (
-        assignment is None
-        or assignment.user_id != user.id
-        or not user_may_label(session, user, assignment.project_id)
-    ):
-        raise NotFound(_not_held(task_id))
+    assignment = _locked_own(session, user, task_id)
     if assignment.status == AssignmentStatus.done:
         raise Conflict(f"task {task_id} was already submitted")
     if assignment.status == AssignmentStatus.waiting:
