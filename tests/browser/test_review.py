@@ -46,6 +46,8 @@ def test_my_labels_list_read_only_view_and_a_correction(page: Page, session_fact
     expect(rows.first.locator(".snippet .katex").first).to_be_visible()
     expect(rows.first).to_contain_text("+1 × 4")
     expect(rows.first).to_contain_text("no error")
+    # Solutions of one problem read alike: the number tells them apart, as the labeling page gives it.
+    expect(rows.first.locator(".project")).to_contain_text(f"solution {first.solution_id}")
     screenshot(page, "review_stats.png")
 
     rows.first.get_by_role("link", name="View").click()

@@ -15,7 +15,7 @@ from app.projects.pages import CHART_HEIGHT, daily_bars
 from app.projects.schemas import DailyCount
 from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.forms.shipped import form_fields
-from tests.imports.conftest import import_bytes, jsonl
+from tests.imports.conftest import SAMPLE, import_bytes, jsonl
 
 PROBLEMS = [
     {"problem": f"What is ${n} + {n}$?", "answer": str(2 * n), "solution": f"${2 * n}$"}
@@ -278,6 +278,16 @@ def test_progress_numbers_and_the_labels_chart(client, session_factory, manager)
     row = listing.text.split(f'href="/manage/projects/{project.id}"', 1)[1].split("</tr>", 1)[0]
     numbers = [int(n) for n in re.findall(r'<td class="num">(\d+)</td>', row)]
     assert numbers == [2, 3, 6, stats["Done"], stats["In progress"], stats["Waiting"], 3]
+
+
+def test_a_chart_without_the_imported_labels_dates_says_why(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "imported")
+    empty = client.get(f"/manage/projects/{project.id}").text
+    assert "No labels in these days." in empty and "file's date" not in empty
+    # PRM800K's labels were made years ago: the last two weeks show none of them.
+    import_bytes(session_factory, project, SAMPLE.read_bytes(), "prm800k")
+    page = html.unescape(client.get(f"/manage/projects/{project.id}").text)
+    assert "No labels in these days (a label counts on the day it was made; an imported one on its file's date)." in page
 
 
 def test_daily_bars_fill_missing_days_and_scale_to_the_busiest() -> None:
