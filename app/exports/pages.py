@@ -16,7 +16,7 @@ from app.deps import DataPageUser, SessionDep
 from app.errors import BadInput
 from app.exports.query import check_generations, check_labelers
 from app.exports.schemas import ExportFilters, ExportFormat
-from app.exports.service import Export
+from app.exports.service import Export, ExportCount
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Label, LabelSource, Project
 from app.projects.service import get_project
@@ -42,6 +42,8 @@ class ExportForm(BaseModel):
     min_agreement: str = Field(default="", max_length=50)
     neutral: str = Field(default="", max_length=50)
     completions: str = Field(default="", max_length=50)
+    # The Count button: the page says what the filters keep instead of downloading it.
+    count: bool = False
 
 
 @router.get("")
@@ -104,6 +106,9 @@ def export_download(
         errors["form"] = _nothing_to_export(session, project.id, form.format, filters)
     if errors:
         return _export_form(request, project, form.model_dump(), errors, 422)
+    if form.count:
+        counted = Export(session, project.id, form.format, filters).count()
+        return _export_form(request, project, form.model_dump(), {}, counted=counted)
     query = urlencode([("format", form.format), *filters_query(filters)])
     return RedirectResponse(f"/api/v1/projects/{project.id}/export?{query}", status_code=303)
 
@@ -176,10 +181,12 @@ def _export_form(
     values: dict[str, str],
     errors: dict[str, str],
     status_code: int = status.HTTP_200_OK,
+    counted: ExportCount | None = None,
 ) -> Response:
     return render(
         request,
         "manage/export.html",
-        {"project": project, "values": values, "errors": errors, "tab": "export", "sources": list(LabelSource)},
+        {"project": project, "values": values, "errors": errors, "tab": "export", "sources": list(LabelSource),
+         "counted": counted},
         status_code=status_code,
     )

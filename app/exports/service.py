@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, BinaryIO
 
@@ -15,6 +16,7 @@ from app.errors import BadInput
 from app.exports.prm800k import render_generation, render_question, render_record
 from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
+from app.exports.trajectory import alternatives
 from app.exports.trl import trl_records
 from app.models import Label, LabelSource, Project
 from app.quality.agreement import agreeing_solutions
@@ -26,6 +28,13 @@ MEDIA_TYPES = {
     ExportFormat.parquet: "application/vnd.apache.parquet",
 }
 _FLUSH_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ExportCount:
+    records: int
+    labels: int
+    solutions: int
 
 
 class Export:
@@ -55,6 +64,24 @@ class Export:
         # A TRL record needs a rated first step, so a label alone does not make one; the rows
         # stop streaming at the first record.
         return not any(next(self._records(row), None) is not None for row in rows)
+
+    def count(self) -> ExportCount:
+        """What the file would hold, read without writing it: the export form's count."""
+        labels = records = 0
+        solutions: set[int] = set()
+        for row in self._rows():
+            labels += 1
+            solutions.add(row.solution_id)
+            records += self._record_count(row)
+        return ExportCount(records=records, labels=labels, solutions=len(solutions))
+
+    def _record_count(self, row: LabelRow) -> int:
+        if self.format == ExportFormat.trl:
+            return sum(1 for _ in self._records(row))
+        if self.format == ExportFormat.parquet and self.filters.completions == "all":
+            # A row for the label and one for each rated alternative (app.exports.parquet).
+            return 1 + sum(1 for _ in alternatives(orjson.loads(row.solution_steps), orjson.loads(row.label_steps)))
+        return 1
 
     def _query(self) -> Select:
         threshold = self.filters.min_labeler_accuracy

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import html
+import io
+import re
 from datetime import date
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
+import pyarrow.parquet as pq
 import pytest
 
 from app.exports.pages import _fraction, filters_query
@@ -167,3 +170,31 @@ def test_default_filters_add_nothing_to_the_query() -> None:
     assert filters_query(ExportFilters()) == []
     chosen = ExportFilters(since=date(2024, 1, 1), generations=[0], labelers=["ann"], qc="only")
     assert filters_query(chosen) == [("since", "2024-01-01"), ("generation", "0"), ("labeler", "ann"), ("qc", "only")]
+
+
+@pytest.mark.parametrize("fmt", ["prm800k", "trl", "parquet"])
+def test_count_first_says_what_the_download_would_hold(client, session_factory, project, fmt) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    url = f"/manage/projects/{project.id}/export/download"
+    params = {"format": fmt, "qc": "exclude", "completions": "all"}
+    counted = client.get(url, params={**params, "count": "true"})
+    assert counted.status_code == 200 and "content-disposition" not in counted.headers
+    note = html.unescape(counted.text).split('id="export-count"', 1)[1].split("</div></div>", 1)[0]
+    numbers = [int(n.replace(",", "")) for n in re.findall(r"[\d,]+(?= (?:PRM800K record|TRL record|Parquet row|label|solution))", note)]
+    downloaded = client.get(f"/api/v1/projects/{project.id}/export", params=params)
+    if fmt == "parquet":
+        rows = pq.read_table(io.BytesIO(downloaded.content))
+        expected = (rows.num_rows, len(set(rows.column("label_id").to_pylist())), len(set(rows.column("solution_id").to_pylist())))
+    elif fmt == "prm800k":
+        records = [orjson.loads(line) for line in downloaded.content.splitlines()]
+        expected = (len(records), len(records), len({r["question"]["problem"] + str(r["question"].get("pre_generated_steps"))
+                                                     for r in records}))
+    else:
+        # A TRL record comes from a label rated to its end (a give-up makes none).
+        expected = (len(downloaded.content.splitlines()), None, None)
+    assert numbers[0] == expected[0], (note, expected)
+    for counted_number, wanted in zip(numbers[1:], expected[1:], strict=True):
+        assert wanted is None or counted_number == wanted, (note, expected)
+    # The form keeps what was chosen, for the Download that follows.
+    assert f'name="format" value="{fmt}" checked' in counted.text
