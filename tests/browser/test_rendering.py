@@ -44,6 +44,9 @@ def test_answer_at_the_end_of_the_last_step_renders_as_math(page: Page, session_
     expect(last.locator(".answer-heading")).to_have_text("# Answer")
     expect(last.locator(".answer-value .katex")).to_have_count(1)
     assert "\\frac" not in last.inner_text()
+    # Set as the boxed expected answer is, not at half its size (text style's tight fraction).
+    expect(last.locator(".answer-value .mfrac")).to_have_count(1)
+    expect(last.locator(".answer-value .mfrac .mtight")).to_have_count(0)
     screenshot(page, "labeler_answer_in_last_step.png")
 
 

@@ -323,7 +323,9 @@ export function renderStepText(element, text) {
   // An answer with its own delimiters, or in words, is text with math like the rest of the step.
   // An escaped dollar (MATH's "\$32,\!348") is a dollar sign in LaTeX, not a delimiter.
   if (hasDelimiter(answer) || isProse(answer)) renderMathText(value, answer);
-  else renderInlineAnswer(value, answer);
+  // In display style, as the boxed answer above it and the expected answer are: in text style a
+  // fraction is set at half their size.
+  else renderInlineAnswer(value, answer, { displayStyle: true });
   element.replaceChildren(...parts, title, value);
 }
 
@@ -353,13 +355,13 @@ export function renderAnswer(element, answer) {
 
 // A final answer inline, as in the picks inspector: the same LaTeX without a box, and as quiet
 // source where KaTeX cannot parse it.
-export function renderInlineAnswer(element, answer) {
+export function renderInlineAnswer(element, answer, { displayStyle = false } = {}) {
   if (!mathAvailable() || hasDelimiter(answer)) {
     renderMathText(element, answer);
     return;
   }
   try {
-    window.katex.render(answer, element, { ...KATEX_OPTIONS, throwOnError: true });
+    window.katex.render(displayStyle ? `\\displaystyle ${answer}` : answer, element, { ...KATEX_OPTIONS, throwOnError: true });
   } catch (error) {
     showSource(element, answer, String(error.message ?? error));
   }
