@@ -70,9 +70,11 @@ class Export:
         labels = records = 0
         solutions: set[int] = set()
         for row in self._rows():
-            labels += 1
-            solutions.add(row.solution_id)
-            records += self._record_count(row)
+            # A label that makes no record (TRL: a first step left unrated) is not exported.
+            if made := self._record_count(row):
+                records += made
+                labels += 1
+                solutions.add(row.solution_id)
         return ExportCount(records=records, labels=labels, solutions=len(solutions))
 
     def _record_count(self, row: LabelRow) -> int:

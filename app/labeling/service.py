@@ -291,13 +291,21 @@ def renew_lease(session: Session, user: User, task_id: int) -> LeaseRenewal:
     assignment = _locked_own(session, user, task_id)
     if assignment.status == AssignmentStatus.done:
         raise Conflict(f"task {task_id} was already submitted")
-    if assignment.status == AssignmentStatus.waiting:
-        queue.lock_labeler(session, user.id)
-        if queue.holds_solution_elsewhere(session, user.id, assignment.solution_id, assignment.id):
-            raise Conflict(f"your lease on task {task_id} ran out and you have taken this solution again since")
+    now = utcnow()
+    # Once a lease ran out, next-task may have leased the labeler another solution (another
+    # tab): one labeler holds one task of a project at a time, so this one is not taken back.
+    queue.lock_labeler(session, user.id)
+    if session.scalar(select(Assignment.id).where(
+        Assignment.project_id == assignment.project_id, Assignment.user_id == user.id, Assignment.id != assignment.id,
+        Assignment.status == AssignmentStatus.leased, Assignment.expires_at > now,
+    ).limit(1)) is not None:
+        raise Conflict(f"your lease on task {task_id} ran out and you have taken another task of the project since")
+    if assignment.status == AssignmentStatus.waiting and queue.holds_solution_elsewhere(
+            session, user.id, assignment.solution_id, assignment.id):
+        raise Conflict(f"your lease on task {task_id} ran out and you have taken this solution again since")
     minutes = session.scalar(select(Project.lease_minutes).where(Project.id == assignment.project_id))
     assignment.status = AssignmentStatus.leased
-    assignment.expires_at = utcnow() + timedelta(minutes=minutes or 0)
+    assignment.expires_at = now + timedelta(minutes=minutes or 0)
     return LeaseRenewal(expires_at=assignment.expires_at)
 
 

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select, update
 
 from app.db import session_scope
-from app.models import Assignment, FinishReason, Label, User, utcnow
+from app.models import Assignment, FinishReason, Label, Project, User, utcnow
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import PASSWORD, make_project, make_user
 
@@ -576,6 +576,19 @@ def test_a_labeler_at_work_keeps_the_lease_and_an_idle_tab_lets_it_run_out(page:
     with session_scope(session_factory) as session:
         held = session.scalars(select(Assignment.expires_at)).one()
     assert held - utcnow() > timedelta(minutes=29)
+
+    # Leases shortened meanwhile: a renewal of 10 minutes is not taken for half of 30 gone.
+    renewals: list[str] = []
+    page.on("request", lambda request: renewals.append(request.url) if request.url.endswith("/renew") else None)
+    with session_scope(session_factory) as session:
+        session.execute(update(Project).values(lease_minutes=10))
+    page.clock.fast_forward("16:00")
+    page.keyboard.press("ArrowUp")
+    page.clock.fast_forward("00:05")
+    expect(lease).to_contain_text(re.compile(r"(9|10):\d\d left"))
+    page.keyboard.press("ArrowDown")
+    page.clock.fast_forward("00:05")
+    assert len(renewals) == 1
 
 
 def test_a_label_for_a_solution_another_labeler_took_says_so_in_the_pages_words(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

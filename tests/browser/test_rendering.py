@@ -74,7 +74,9 @@ def test_an_answer_with_an_escaped_dollar_is_math(page: Page, session_factory) -
 
 def test_escaped_dollars_in_text_are_dollar_signs_not_delimiters(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     # KaTeX's auto-render took the first "\\$" in text for a delimiter: "5 and" became math.
-    steps = ["It costs \\$5 and \\$6, and $\\mbox{total} = \\$11$ in all.", "A table: $$\\begin{tabular}{|c|c|}\\hline a & b \\\\ \\hline\\end{tabular}$$"]
+    steps = ["It costs \\$5 and \\$6, and $\\mbox{total} = \\$11$ in all.",
+             "A table: $$\\begin{tabular}{|c|c|}\\hline a & b \\\\ \\hline\\end{tabular}$$",
+             "So \\$11 in all: \\boxed{\\$11}"]
     _open(page, session_factory, steps, "What do \\$5 and \\$6 make?")
 
     first = page.locator("#steps .step-text").nth(0)
@@ -88,6 +90,10 @@ def test_escaped_dollars_in_text_are_dollar_signs_not_delimiters(page: Page, ses
     # A tabular written inside $$…$$ needs no delimiters of its own.
     table = page.locator("#steps .step-text").nth(1)
     expect(table.locator(".katex-display")).to_have_count(1)
+    # A \boxed{…} written bare in text is drawn with its dollar.
+    boxed = page.locator("#steps .step-text").nth(2)
+    expect(boxed.locator(".katex")).to_have_count(1)
+    expect(boxed.locator(".katex-html")).to_have_text(re.compile(r"\$11"))
     expect(page.locator(".katex-error, .math-source")).to_have_count(0)
     screenshot(page, "labeler_escaped_dollars.png")
 

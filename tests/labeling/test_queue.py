@@ -106,6 +106,25 @@ def test_a_lease_is_renewed_for_its_holder_and_taken_again_once_run_out_while_no
     assert done.status_code == 409 and "already submitted" in done.json()["detail"]
 
 
+def test_a_run_out_lease_is_not_taken_back_once_its_labeler_holds_another_task(client, session_factory):  # type: ignore[no-untyped-def]
+    # Two tabs: the first one's lease ran out, the second asked for a task and got another
+    # solution; the first one's renewal must not leave the labeler holding both.
+    project = make_project(session_factory)
+    add_solutions(session_factory, project, 2)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    first = _next_task(client, project, ann)
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).where(Assignment.id == assignment_of(session, first["assignment_id"]))
+                        .values(expires_at=utcnow() - timedelta(minutes=1), priority=-100))
+    second = _next_task(client, project, ann)
+    assert second["assignment_id"] != first["assignment_id"]
+    refused = client.post(f"/api/v1/assignments/{first['assignment_id']}/renew", headers=ann)
+    assert refused.status_code == 409 and "taken another task" in refused.json()["detail"]
+    assert client.post(f"/api/v1/assignments/{second['assignment_id']}/renew", headers=ann).status_code == 200
+    assert _next_task(client, project, ann)["assignment_id"] == second["assignment_id"]
+
+
 def test_overlap_caps_concurrent_holders(client, session_factory):  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=2)
     add_solutions(session_factory, project, 1)

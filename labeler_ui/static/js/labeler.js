@@ -142,6 +142,8 @@ async function loadNext() {
 
 function showTask(next) {
   task = next;
+  leaseSpanMs = Date.parse(task.expires_at) - serverClock.now();
+  renewAfter = 0;
   leaseWarned = false;
   editing = null;
   unsentSteps = {};
@@ -326,11 +328,14 @@ function updateLease() {
 // time on task counts (the tab visible, something done in the last two minutes). An idle tab
 // lets it run out, so that the solution goes to someone else. A refused renewal is not asked
 // again for a minute; the submit says what became of the task.
+// The lease's length is what the server last gave, not the page's setting: a manager may shorten
+// leases while the page is open.
 let renewing = false;
 let renewAfter = 0;
+let leaseSpanMs = 0;
 
 async function renewLease(left) {
-  if (renewing || Date.now() < renewAfter || left > (config.project.lease_minutes * 60000) / 2 || !timer.isActive()) return;
+  if (renewing || Date.now() < renewAfter || left > leaseSpanMs / 2 || !timer.isActive()) return;
   renewing = true;
   const held = task;
   try {
@@ -338,6 +343,7 @@ async function renewLease(left) {
     serverClock.sync(serverDate);
     if (task === held) {
       task.expires_at = data.expires_at;
+      leaseSpanMs = Date.parse(data.expires_at) - serverClock.now();
       if (leaseWarned) notify("info", "Your lease on this solution was renewed.");
       leaseWarned = false;
       updateLease();

@@ -73,8 +73,9 @@ export function renderMathText(element, text, { inline = false } = {}) {
     delimiters: inline ? INLINE_DELIMITERS : DELIMITERS,
     errorCallback: () => {},
   });
-  restoreDollars(element);
+  // A bare \boxed{…} is drawn with its escaped dollars still in the placeholder, which KaTeX reads.
   renderBareBoxes(element);
+  restoreDollars(element);
   quietErrors(element);
   for (const display of element.querySelectorAll(".katex-display")) hintScrolling(display);
 }
@@ -85,7 +86,7 @@ function restoreDollars(root) {
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (!node.data.includes(DOLLAR)) continue;
-    const source = node.parentElement?.closest("annotation, .katex-error");
+    const source = node.parentElement?.closest("annotation, .katex-error, .math-source");
     node.data = node.data.replaceAll(DOLLAR, source ? "\\$" : "$");
   }
 }
