@@ -29,13 +29,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
-import psycopg
 from sqlalchemy import Text, cast, create_engine, select
 from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_results import run_header, write_results  # noqa: E402
+from load_setup import create_database, drop_database  # noqa: E402
 
 from active_learning.synthetic import iter_candidates, to_prm800k  # noqa: E402
 from app.browse.service import overlap  # noqa: E402
@@ -75,14 +75,13 @@ def database(kind: str, postgres: str) -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix="agreement-speed-") as folder:
             yield f"sqlite:///{folder}/bench.db"
         return
-    name = f"agreement_speed_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    # The load benchmark's throwaway database (made and migrated, dropped after).
+    where = argparse.Namespace(postgres=postgres, database=f"agreement_speed_{uuid.uuid4().hex[:8]}")
+    url = create_database(where)
     try:
-        yield f"{postgres.rsplit('/', 1)[0]}/{name}"
+        yield url
     finally:
-        with psycopg.connect(postgres, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(where)
 
 
 def read_steps(session: Session, project_id: int) -> None:

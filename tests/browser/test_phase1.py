@@ -340,6 +340,17 @@ def test_a_screen_reader_hears_the_keys_of_phase1(page: Page, session_factory) -
     expect(announce).to_contain_text("Step 2: continued with your own step, rated +1.")
 
 
+def test_the_same_rating_of_an_alternative_again_leaves_nothing_for_undo(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _open_lenas_task(page, session_factory)
+    good = _alternatives(page, 0).nth(0).locator(".rate.good")
+    good.click()
+    good.click()
+    expect(good).to_have_attribute("aria-pressed", "true")
+    # One undo takes back the +1 itself, not the second click that changed nothing.
+    page.keyboard.press("u")
+    expect(good).to_have_attribute("aria-pressed", "false")
+
+
 def test_phase1_without_single_key_shortcuts(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     _open_lenas_task(page, session_factory)
     status = page.locator("#status")

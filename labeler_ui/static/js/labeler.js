@@ -327,9 +327,8 @@ function updateLease() {
 // A labeler at work keeps their solution: once half the lease is gone, the page renews it while
 // time on task counts (the tab visible, something done in the last two minutes). An idle tab
 // lets it run out, so that the solution goes to someone else. A refused renewal is not asked
-// again for a minute; the submit says what became of the task.
-// The lease's length is what the server last gave, not the page's setting: a manager may shorten
-// leases while the page is open.
+// again for a minute; the submit says what became of the task. The lease's length is what the
+// server last gave, not the page's setting: a manager may shorten leases while the page is open.
 let renewing = false;
 let renewAfter = 0;
 let leaseSpanMs = 0;
