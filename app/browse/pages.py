@@ -33,6 +33,7 @@ class FilterForm(BaseModel):
     grade: str = Field(default="", max_length=TYPED)
     problem: str = Field(default="", max_length=TYPED)
     agreement: str = Field(default="", max_length=TYPED)
+    sort: str = Field(default="", max_length=TYPED)
     page: str = Field(default="", max_length=TYPED)
 
 
@@ -71,6 +72,8 @@ def labels_page(
             # The pager keeps the filters; a page number is added to this.
             "query": urlencode(chosen),
             "query_without_labeler": urlencode({k: v for k, v in chosen.items() if k != "labeler"}),
+            # A column heading orders from the first page, keeping the filters.
+            "query_without_sort": urlencode({k: v for k, v in chosen.items() if k != "sort"}),
             "labelers": labeler_names(session, project.id),
             "unmatched_labeler": unmatched,
             "labelers_like": labelers_like(session, project.id, filters.labeler) if unmatched else [],

@@ -1,5 +1,5 @@
-"""Browsing a project's labels, as a data manager lists records: current labels, newest first,
-filtered by labeler, outcome, source, kind, the solution's answer grade, the problem or whether
+"""Browsing a project's labels, as a data manager lists records: current labels, newest first or
+in another order, filtered by labeler, outcome, source, kind, the solution's answer grade, the problem or whether
 the solution's labelers agree, a page at a time. Each row carries its step ratings, for a strip
 that shows where the labeler stopped, and says whether the solution's labelers disagree, so that
 a manager finds what to adjudicate."""
@@ -26,6 +26,10 @@ SOLUTIONS_PER_PAGE = 20
 # thousands, and the filter takes any name typed.
 LABELER_SUGGESTIONS = 500
 
+# The orders a manager lists labels in: by when labeled, by time on task (the quickest first finds
+# rushed labels; a label without a time, as many imported ones, comes last either way), or by solution.
+Sort = Literal["newest", "oldest", "quickest", "slowest", "solution"]
+
 
 class LabelFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -40,7 +44,15 @@ class LabelFilters(BaseModel):
         default="all",
         description="the labels compared on solutions whose labelers disagree, or agree (see `overlap`)",
     )
+    sort: Sort | None = Field(
+        default=None,
+        description="newest first by default; by solution with an agreement filter, whose other orders order the solutions",
+    )
     page: int = Field(default=1, ge=1, le=100_000)
+
+    @property
+    def order(self) -> Sort:
+        return self.sort or ("newest" if self.agreement == "all" else "solution")
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,7 @@ class LabelPage:
     pages: int
     total: int
     overlap: Overlap
+    order: Sort
 
 
 def overlap(session: Session, project_id: int) -> Overlap:
@@ -157,20 +170,23 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
         .outerjoin(User, User.id == Label.user_id)
-        .order_by(*_order(filters))
     )
     if filters.agreement == "all":
         pages = max(1, -(-total // PAGE_SIZE))
-        listed = listed.where(*where).offset((filters.page - 1) * PAGE_SIZE).limit(PAGE_SIZE)
+        listed = (listed.where(*where).order_by(*_label_order(filters.order))
+                  .offset((filters.page - 1) * PAGE_SIZE).limit(PAGE_SIZE))
+        rows = session.execute(listed).all()
     else:
-        # A page of solutions, each with all its labels: a page of labels could part them.
-        solutions = joined.with_only_columns(Label.solution_id).distinct()
+        # A page of solutions, each with all its labels: a page of labels could part them. The
+        # order orders the solutions; a solution's labels go by when labeled, for comparing.
+        solutions = joined.with_only_columns(Label.solution_id).group_by(Label.solution_id)
         count = session.scalar(select(func.count()).select_from(solutions.subquery())) or 0
         pages = max(1, -(-count // SOLUTIONS_PER_PAGE))
-        shown = session.scalars(solutions.order_by(Label.solution_id)
-                                .offset((filters.page - 1) * SOLUTIONS_PER_PAGE).limit(SOLUTIONS_PER_PAGE))
-        listed = listed.where(*where, of_solutions(shown))
-    rows = session.execute(listed).all()
+        shown = list(session.scalars(solutions.order_by(*_solution_order(filters.order))
+                                     .offset((filters.page - 1) * SOLUTIONS_PER_PAGE).limit(SOLUTIONS_PER_PAGE)))
+        place = {solution_id: index for index, solution_id in enumerate(shown)}
+        listed = listed.where(*where, of_solutions(shown)).order_by(Label.created_at.asc(), Label.id.asc())
+        rows = sorted(session.execute(listed).all(), key=lambda row: place[row[0].solution_id])
     return LabelPage(
         rows=[
             LabelRow(
@@ -196,15 +212,32 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
         pages=pages,
         total=total,
         overlap=found,
+        order=filters.order,
     )
 
 
-def _order(filters: LabelFilters) -> tuple[ColumnElement[Any], ...]:
-    if filters.agreement != "all":
-        # A solution's labels side by side, so that a manager compares them to adjudicate.
-        return Label.solution_id.asc(), Label.created_at.asc(), Label.id.asc()
+def _label_order(order: Sort) -> tuple[ColumnElement[Any], ...]:
     # By when labeled: an imported label keeps its file's time, which its id does not follow.
-    return Label.created_at.desc(), Label.id.desc()
+    newest = (Label.created_at.desc(), Label.id.desc())
+    return {
+        "newest": newest,
+        "oldest": (Label.created_at.asc(), Label.id.asc()),
+        "quickest": (Label.total_time_ms.asc().nulls_last(), *newest),
+        "slowest": (Label.total_time_ms.desc().nulls_last(), *newest),
+        "solution": (Label.solution_id.asc(), Label.created_at.asc(), Label.id.asc()),
+    }[order]
+
+
+def _solution_order(order: Sort) -> tuple[ColumnElement[Any], ...]:
+    """Solutions by their labels: the newest label, the quickest, and so on."""
+    key: dict[Sort, tuple[ColumnElement[Any], ...]] = {
+        "newest": (func.max(Label.created_at).desc(),),
+        "oldest": (func.min(Label.created_at).asc(),),
+        "quickest": (func.min(Label.total_time_ms).asc().nulls_last(),),
+        "slowest": (func.max(Label.total_time_ms).desc().nulls_last(),),
+        "solution": (),
+    }
+    return (*key[order], Label.solution_id.asc())
 
 
 def _labeler_is(labeler: str) -> ColumnElement[bool]:

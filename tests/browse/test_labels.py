@@ -377,3 +377,70 @@ def test_a_labeler_filter_that_names_nobody_says_so_and_offers_names_it_may_mean
     # A labeler who labeled here, on labels the other filters leave out, is no unknown name.
     page = client.get(url, params={"labeler": "ANN", "outcome": "give_up"}).text
     assert "No labels match these filters" in page and "unmatched-labeler" not in page
+
+
+def test_every_order_lists_the_labels_it_names_and_a_time_less_label_last(session_factory, sample) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        labels = session.scalars(select(Label).where(Label.project_id == sample.id)).all()
+        # Three labels without a time (as many imported ones) and two alike, so that ties show.
+        for label, ms in zip(labels, (None, 9_000, 2_000, 2_000, None, 40_000, 500, None, 12_000), strict=True):
+            label.total_time_ms = ms
+        known = [(label.id, label.total_time_ms, label.created_at, label.solution_id) for label in labels]
+    newest = _ids(session_factory, sample.id)
+    assert _listed(session_factory, sample.id, sort="newest") == newest
+    assert _listed(session_factory, sample.id, sort="oldest") == newest[::-1]
+    place = {label_id: index for index, label_id in enumerate(newest)}
+    timed = sorted((k for k in known if k[1] is not None), key=lambda k: (k[1], place[k[0]]))
+    untimed = sorted((k[0] for k in known if k[1] is None), key=place.__getitem__)
+    assert _listed(session_factory, sample.id, sort="quickest") == [k[0] for k in timed] + untimed
+    slowest = sorted((k for k in known if k[1] is not None), key=lambda k: (-k[1], place[k[0]]))
+    assert _listed(session_factory, sample.id, sort="slowest") == [k[0] for k in slowest] + untimed
+    by_solution = sorted(known, key=lambda k: (k[3], k[2], k[0]))
+    assert _listed(session_factory, sample.id, sort="solution") == [k[0] for k in by_solution]
+
+
+def test_an_order_in_the_agreement_views_orders_the_solutions_and_keeps_their_labels_together(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (first, second, third, _), ann, bob = overlapping
+    made: dict[int, list[int]] = {}
+    # Times on task: the second solution has the quickest label and the third the slowest.
+    for solution, times in ((first, (5_000, 6_000)), (second, (1_000, 30_000)), (third, (4_000, 90_000))):
+        made[solution] = [_label(session_factory, project.id, solution, person, ratings, total_time_ms=ms)
+                          for person, ratings, ms in zip((ann, bob), ([1, 1, 1], [1, -1]), times, strict=True)]
+
+    def solutions(**filters: object) -> list[int]:
+        with session_scope(session_factory) as session:
+            rows = service.list_labels(session, project.id, LabelFilters(agreement="disagreed", **filters)).rows
+        listed = [row.solution_id for row in rows]
+        # Each solution's labels together, as labeled.
+        assert [row.label_id for row in rows] == [label for s in dict.fromkeys(listed) for label in made[s]]
+        return list(dict.fromkeys(listed))
+
+    assert solutions() == solutions(sort="solution") == [first, second, third]
+    assert solutions(sort="quickest") == [second, third, first]
+    assert solutions(sort="slowest") == [third, second, first]
+    # Labeled one solution after another: the newest label is the third solution's.
+    assert solutions(sort="newest") == [third, second, first]
+    assert solutions(sort="oldest") == [first, second, third]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = html.unescape(client.get(f"/manage/projects/{project.id}/labels", params={"agreement": "disagreed", "sort": "quickest"}).text)
+    assert ("6 current labels match these filters, by solution, each solution's labels together, the solution with"
+            " the quickest label first by time on task (labels without a time last)") in page
+    assert [int(i) for i in re.findall(r'<tr id="label-(\d+)"', page)] == made[second] + made[third] + made[first]
+    plain = client.get(f"/manage/projects/{project.id}/labels", params={"agreement": "disagreed"}).text
+    assert '<th aria-sort="ascending"><a class="sort" href="?agreement=disagreed&amp;sort=solution"' in plain
+
+
+def test_column_headings_order_the_list_and_keep_the_filters(client, session_factory, sample) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    url = f"/manage/projects/{sample.id}/labels"
+    page = html.unescape(client.get(url, params={"kind": "ordinary", "page": "1"}).text)
+    assert '<th aria-sort="descending"><a class="sort" href="?kind=ordinary&sort=oldest"' in page
+    assert '<a class="sort" href="?kind=ordinary&sort=quickest" title="Order quickest first">Time</a>' in page
+    slowest = html.unescape(client.get(url, params={"kind": "ordinary", "sort": "slowest"}).text)
+    assert "7 current labels match these filters, slowest first by time on task (labels without a time last)." in slowest
+    assert '<th class="num" aria-sort="descending"><a class="sort" href="?kind=ordinary&sort=quickest"' in slowest
+    assert '<option value="slowest" selected>' in slowest
+    bad = client.get(url, params={"sort": "random"})
+    assert bad.status_code == 422 and "be one of" in html.unescape(bad.text).split('id="sort-error">', 1)[1].split("<", 1)[0]
