@@ -288,6 +288,42 @@ def test_give_up_needs_a_reason(page: Page, session_factory) -> None:  # type: i
     assert _ratings(label) == [(1, False)]
 
 
+def test_a_refused_reason_comes_back_in_the_dialog_with_why(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$"])
+    refusals: list[str] = []
+
+    def refuse_once(route) -> None:  # type: ignore[no-untyped-def]
+        if refusals:
+            route.continue_()
+            return
+        refusals.append(json.loads(route.request.post_data or "{}")["finish_note"])
+        route.fulfill(status=422, content_type="application/json",
+                      json={"detail": "finish_note: the reason holds a character that cannot be stored"})
+
+    page.route("**/api/v1/assignments/*/submit", refuse_once)
+    _start(page, project)
+    page.keyboard.press("b")
+    dialog = page.locator("#reason-dialog")
+    note = "The figure the problem names is missing, and two answers fit."
+    dialog.get_by_label("Reason").fill(note)
+    page.keyboard.press("Control+Enter")
+    # The labeler's words are back, with the server's reason, not lost with the closed dialog.
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("alert")).to_have_text("Not saved: finish_note: the reason holds a character that cannot be stored.")
+    expect(dialog.get_by_label("Reason")).to_have_value(note)
+    expect(dialog).to_contain_text("Report a bad problem")
+    screenshot(page, "labeler_reason_refused.png")
+    dialog.get_by_label("Reason").press("End")
+    dialog.get_by_label("Reason").type(" Sent again.")
+    expect(dialog.get_by_role("alert")).to_be_hidden()
+    dialog.get_by_role("button", name="Report bad problem").click()
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    assert refusals == [note]
+    (label,) = _labels(session_factory)
+    assert (label.finish_reason, label.finish_note) == (FinishReason.bad_problem, note + " Sent again.")
+
+
 def test_bad_problem_with_the_mouse_and_escape_cancels(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     add_solution(session_factory, project, ["$a$", "$b$"], statement="Find $x$ in the figure. [asy]draw((0,0)--(1,1));[/asy]")

@@ -467,11 +467,11 @@ async function submit(reason, note) {
     notify("success", (reason ? `Saved (${reason.replace("_", " ")}).` : "Saved.") + goldNote(receipt.gold));
     await loadNext();
   } catch (error) {
-    if (!(error instanceof ApiError && error.status === 401)) pending.remove(body.idempotency_key);
+    const signedOut = error instanceof ApiError && error.status === 401;
+    const gone = !correction && error instanceof ApiError && (error.status === 404 || error.status === 409);
+    if (!signedOut) pending.remove(body.idempotency_key);
     setBusy(false);
-    if (correction && error instanceof ApiError && error.status !== 401) {
-      notify("error", `Not saved: ${error.message}.`);
-    } else if (error instanceof ApiError && (error.status === 404 || error.status === 409)) {
+    if (gone) {
       // A 404 names the task's id, which this page shows nowhere.
       const why = error.status === 404
         ? "this solution is no longer yours (your lease ran out and another labeler took it, or you were taken out of the project)"
@@ -479,6 +479,11 @@ async function submit(reason, note) {
       notify("warning", `Not saved: ${why}. Loading the next solution.`);
       drafts.clear(draft);
       await loadNext();
+    } else if (reason && !signedOut) {
+      // Said in the dialog, which gives the reason back: a notice too would say it twice.
+      reasons.reopen(reason, note, `Not saved: ${error.message}.`);
+    } else if (correction && error instanceof ApiError && !signedOut) {
+      notify("error", `Not saved: ${error.message}.`);
     } else {
       failed(error);
     }

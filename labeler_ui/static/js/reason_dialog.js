@@ -26,7 +26,9 @@ export class ReasonDialog {
     this.text = document.getElementById("reason-text");
     this.error = document.getElementById("reason-error");
     this.confirm = document.getElementById("reason-confirm");
+    this.required = this.error.textContent;
     this.kind = null;
+    this.help = null;
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.submit();
@@ -49,6 +51,7 @@ export class ReasonDialog {
   open(kind, help = null) {
     const words = KINDS[kind];
     this.kind = kind;
+    this.help = help;
     document.getElementById("reason-title").textContent = words.title;
     document.getElementById("reason-help").textContent = help ?? words.help;
     this.confirm.textContent = words.confirm;
@@ -59,8 +62,17 @@ export class ReasonDialog {
     this.text.focus();
   }
 
+  // After the server refused the reason, or could not be reached: the labeler's words are given
+  // back with why, to send again or change, rather than typed a second time.
+  reopen(kind, note, why) {
+    this.open(kind, this.kind === kind ? this.help : null);
+    this.text.value = note;
+    this.showError(true, why);
+  }
+
   // Tied to the box only while shown: a description is read out even when hidden.
-  showError(shown) {
+  showError(shown, message = this.required) {
+    this.error.textContent = message;
     this.error.hidden = !shown;
     for (const [name, value] of [["aria-invalid", "true"], ["aria-describedby", "reason-error"]]) {
       if (shown) this.text.setAttribute(name, value);
