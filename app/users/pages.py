@@ -111,7 +111,11 @@ def _update(
         problem = "; ".join(message if field in message or field == "form" else f"{field} {message}"
                             for field, message in exc.errors.items())
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
-    service.update_user(session, user, changes, by=admin, keep=keep)
+    try:
+        service.update_user(session, user, changes, by=admin, keep=keep)
+    except Conflict as exc:
+        # Refused before anything changed: said on the list, as a bad value is, not on an error page.
+        return _users_list(request, session, problem=f"{user.username}: {exc.message}", status_code=409)
     # To the top, where the banner says what changed for whom.
     if changes.password is not None:
         notice = "password_set"

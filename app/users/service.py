@@ -73,6 +73,11 @@ def update_user(
     if by is not None and user.id == by.id and changes_standing:
         # An admin who demotes or deactivates themselves may leave nobody able to undo it.
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
+    if by is not None and user.id == by.id and data.password is not None:
+        # Your own password takes the current one (change_own_password), so that a stolen
+        # session of an admin's cannot take the account over either.
+        raise Conflict("change your own password under Your account (/account) or with POST "
+                       "/api/v1/users/me/password, giving the current one")
     stays_admin = (data.role or user.role) == Role.admin and (
         user.is_active if data.is_active is None else data.is_active)
     if user.role == Role.admin and user.is_active and not stays_admin and not _other_active_admin(session, user):

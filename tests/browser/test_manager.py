@@ -165,8 +165,20 @@ def test_admin_manages_users(browser: Browser, live_server: str, session_factory
     page.get_by_role("dialog").get_by_role("button", name="Deactivate lena").click()
     expect(lena_row.locator(".badge")).to_have_text("deactivated")
     lena_row.get_by_label("Role of lena").select_option("researcher")
-    lena_row.get_by_role("button", name="Change role").click()
+    lena_row.get_by_role("button", name="Change role of lena").click()
     expect(lena_row.get_by_label("Role of lena")).to_have_value("researcher")
+    # Making someone an admin asks first; kept, the role stays as it was.
+    max_row.get_by_label("Role of max").select_option("admin")
+    max_row.get_by_role("button", name="Change role of max").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Make max an admin?")
+    dialog.get_by_role("button", name="Cancel").click()
+    page.reload()
+    expect(max_row.get_by_label("Role of max")).to_have_value("manager")
+    # The own row sends the admin to the account page, where the current password is asked.
+    boss_row = page.locator("tr", has=page.locator("td.username", has_text="boss"))
+    expect(boss_row.get_by_text("Set password")).to_have_count(0)
+    expect(boss_row.get_by_role("link", name="Change your password")).to_have_attribute("href", "/account")
     assert page.locator("table.users").evaluate("e => e.parentElement.scrollWidth <= e.parentElement.clientWidth")
     screenshot(page, "admin_users.png")
 
@@ -177,7 +189,7 @@ def test_admin_manages_users(browser: Browser, live_server: str, session_factory
     assert page.locator("table.users").evaluate("e => e.parentElement.scrollWidth <= e.parentElement.clientWidth")
     screenshot(page, "admin_users_set_password.png")
     page.keyboard.type("a-new-password-1")
-    rhea_row.get_by_role("button", name="Set", exact=True).click()
+    rhea_row.get_by_role("button", name="Set the password of rhea", exact=True).click()
     expect(page.get_by_text("New password set for rhea")).to_be_visible()
 
     page.get_by_label("Username").fill("x")

@@ -116,6 +116,19 @@ def test_an_admin_sets_a_password_on_the_users_page(app, session_factory) -> Non
     assert _password_is(session_factory, "lena", NEW_PASSWORD) and not _works(lena) and _works(admin)
 
 
+def test_an_admin_sets_their_own_password_only_by_giving_the_current_one(app, session_factory) -> None:  # type: ignore[no-untyped-def]
+    boss_id = make_user(session_factory, "boss", "admin").id
+    admin, api = TestClient(app), TestClient(app)
+    csrf = browser_login(admin, "boss")
+    headers = api_headers(api, "boss")
+    page = admin.post(f"/admin/users/{boss_id}/password", data={"csrf_token": csrf, "password": NEW_PASSWORD})
+    assert page.status_code == 409
+    assert "Nothing was changed. boss: change your own password under Your account" in html.unescape(page.text)
+    response = api.patch(f"/api/v1/users/{boss_id}", headers=headers, json={"password": NEW_PASSWORD})
+    assert response.status_code == 409 and "/api/v1/users/me/password" in response.json()["detail"]
+    assert _password_is(session_factory, "boss", PASSWORD) and _works(api, headers) and _works(admin)
+
+
 def test_the_cli_sets_a_password_read_from_standard_input(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
     make_user(session_factory, "lena", "labeler")
     done = stepwise(database_url, "users", "set-password", "--username", "lena", input=NEW_PASSWORD + "\n")

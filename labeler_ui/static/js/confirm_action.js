@@ -2,7 +2,9 @@
 // progress, deactivating a user revokes their API tokens for good, cancelling a round throws
 // its training away. One click on a small button in a long table was all these took. The
 // question, an optional detail and both buttons' words come from the form's data attributes
-// and are set as text. Without JavaScript the form posts as it always did.
+// and are set as text. With `data-confirm-when="field=value"` it asks only when that field holds
+// that value (making someone an admin, not every role change). Without JavaScript the form posts
+// as it always did.
 
 {
   let dialog = null;
@@ -65,6 +67,10 @@
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (!form.matches("form[data-confirm]") || form.dataset.confirmed === "yes") return;
+    if (form.dataset.confirmWhen) {
+      const [field, value] = form.dataset.confirmWhen.split("=");
+      if (form.elements.namedItem(field)?.value !== value) return;
+    }
     // Without <dialog> (Safari before 15.4) the browser's own question asks the same.
     if (typeof HTMLDialogElement === "undefined") {
       const detail = form.dataset.confirmDetail ? `\n\n${form.dataset.confirmDetail}` : "";
