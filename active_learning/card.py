@@ -91,7 +91,13 @@ def _metrics_table(metrics: dict) -> str:
                                   "nothing was measured; train with `--eval FILE` or a larger "
                                   "`--eval-fraction`.")
     undefined = any(key in metrics and metrics[key] is None for key in _METRICS)
-    return "\n".join(rows) + (f"\n\nMeasured on held-out labels: {counts}." if counts else "") + (
+    # A round measures as its project's settings say; `prm eval` gives the same numbers only so.
+    how = metrics.get("neutral_as_correct")
+    measured = "" if how is None else (
+        " A neutral step (0) counted as " + ("correct" if how else "wrong (`prm eval --neutral-as-wrong`)")
+        + (f", solutions read in windows of {metrics['max_length']:,} tokens (`--max-length`)"
+           if isinstance(metrics.get("max_length"), int) else "") + ".")
+    return "\n".join(rows) + (f"\n\nMeasured on held-out labels: {counts}.{measured}" if counts else "") + (
         "\n\nA value shown as — is undefined, not 0: the held-out labels lack a class the metric needs "
         "(a wrong step, a right one, a solution with an error or one without)." if undefined else "")
 

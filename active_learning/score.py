@@ -245,6 +245,9 @@ def iter_scores(model, tokenizer, solutions: Iterable[Solution], *, max_length: 
     if chunk_size < 1 or (batch_tokens is not None and batch_tokens < 1):
         raise ValueError(f"chunk_size and batch_tokens must be 1 or more, not {chunk_size} and {batch_tokens}")
     model.eval()
+    # Every caller's setting, cut here: a round's or a comparison's max_length past its base's
+    # positions failed on an index only once scoring began.
+    max_length = within_positions(model, max_length)
     if batch_tokens is None:
         batch_tokens = default_batch_tokens(next(model.parameters()).device)
     padding_mask = needs_padding_mask(model)

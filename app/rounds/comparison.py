@@ -169,7 +169,7 @@ def _measure(paths: list[str], examples, bon_rows: list[tuple], options: dict) -
     # Imported here: torch and transformers cost seconds that listing comparisons never needs.
     from active_learning.evaluate import compare_best_of_n, compare_examples
     from active_learning.model import load_checkpoint, resolve_device
-    from active_learning.score import iter_scores
+    from active_learning.score import iter_scores, within_positions
 
     device = resolve_device("auto")
     models = []
@@ -178,12 +178,15 @@ def _measure(paths: list[str], examples, bon_rows: list[tuple], options: dict) -
             models.append(load_checkpoint(path, device)[:2])
         except (OSError, ValueError) as exc:
             raise BadInput(f"version {name.upper()}'s checkpoint at {path} cannot be loaded: {exc}") from None
+    # Both read the same windows: the shorter of the two models' positions.
+    options = {**options, "max_length": min(within_positions(model, options["max_length"]) for model, _ in models)}
     results = compare_examples(models[0], models[1], examples, bootstrap=BOOTSTRAP_SAMPLES, **options)
     solutions = [PrmSolution(str(pid), text, steps, answer, truth) for pid, text, steps, answer, truth in bon_rows]
     if solutions:
         scores = [list(iter_scores(model, tokenizer, solutions, **options)) for model, tokenizer in models]
         results["best_of_n"] = compare_best_of_n(solutions, scores[0], scores[1], bootstrap=BOOTSTRAP_SAMPLES)
-    return results
+    # How they were measured, kept with them: the project's settings may change after.
+    return results | options
 
 
 def get_comparison(session: Session, comparison_id: int) -> ModelComparison:

@@ -295,8 +295,10 @@ class ScoreRequest(BaseModel):
 
     problem: str = Field(min_length=1, max_length=20_000)
     solutions: list[CandidateIn] = Field(min_length=1, max_length=64)
-    neutral_as_correct: bool = Field(
-        default=True, description="count a step rated 0 (neutral) as correct, as the paper's PRM scoring does"
+    neutral_as_correct: bool | None = Field(
+        default=None,
+        description="count a step rated 0 (neutral) as correct, as the paper's PRM scoring does; by default as "
+        "the project's `neutral_as_correct` round setting says, as its rounds rank the pool",
     )
 
     @field_validator("problem")
@@ -323,6 +325,7 @@ class CandidateScore(BaseModel):
 
 class ScoreResponse(BaseModel):
     model_version_id: int
+    neutral_as_correct: bool = Field(description="whether a neutral step counted as correct in these scores")
     max_length: int = Field(
         description="tokens per window: the project's current `max_length` round setting, at most the model's "
         "positions. A longer solution is read in windows, each step after the first window with up to half a window of what precedes it "

@@ -50,6 +50,10 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
         raise Conflict(f"model version {version_id}'s checkpoint is no longer on this server")
     settings = session.get(RoundSettings, version.project_id)
     max_length = settings.max_length if settings is not None else DEFAULT_MAX_LENGTH
+    # By default as the project's rounds score their pool, so that these scores are its picks'.
+    neutral_as_correct = request.neutral_as_correct
+    if neutral_as_correct is None:
+        neutral_as_correct = settings.neutral_as_correct if settings is not None else True
     end_reads(session)
     solutions = [Solution("request", request.problem, candidate.steps) for candidate in request.solutions]
     with _lock:
@@ -61,8 +65,8 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
             raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded; the server log says why") from None
         max_length = within_positions(model, max_length)
         scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
-                                 neutral_as_correct=request.neutral_as_correct)
-    return ScoreResponse(model_version_id=version_id, max_length=max_length,
+                                 neutral_as_correct=neutral_as_correct)
+    return ScoreResponse(model_version_id=version_id, neutral_as_correct=neutral_as_correct, max_length=max_length,
                          solutions=[_candidate(s) for s in scores])
 
 

@@ -142,8 +142,13 @@ def update_round_settings(
     version_id = changes.get("selector_version_id")
     if version_id is not None:
         version = session.get(ModelVersion, version_id)
+        why = None
         if version is None or version.project_id != project_id:
             why = f"version {version_id} is not a model version of this project"
+        elif never_judged(session, version):
+            why = (f"version {version_id} was trained by a round that then failed or was cancelled, before it "
+                   "was evaluated; choose a version a round judged")
+        if why:
             raise BadInput(f"selector_version_id: {why}", details=[{"field": "selector_version_id", "message": why}])
     # updated_at says when a setting last changed: a PATCH that changes nothing leaves it.
     changed = {field: value for field, value in changes.items() if getattr(settings, field) != value}
@@ -162,6 +167,15 @@ def _check_base(session: Session, base: str) -> None:
         check_base_name(base, directories_here=session.get_bind().dialect.name == "sqlite")
     except BaseUnusable as exc:
         raise BadInput(f"base_model: {exc}", details=[{"field": "base_model", "message": str(exc)}]) from None
+
+
+def never_judged(session: Session, version: ModelVersion) -> bool:
+    """Whether the round that trained `version` ended, failed or cancelled, before deciding on
+    it: its metrics are then the training run's own, never the round's evaluation."""
+    if version.passed is not None or version.round_id is None:
+        return False
+    status = session.scalar(select(Round.status).where(Round.id == version.round_id))
+    return status in (RoundStatus.failed, RoundStatus.cancelled)
 
 
 def list_model_versions(session: Session, project_id: int) -> list[ModelVersion]:

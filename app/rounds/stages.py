@@ -39,7 +39,7 @@ from active_learning.evaluate import best_of_n, evaluate_examples
 from active_learning.files import replace_whole
 from active_learning.model import META_FILE, load_checkpoint, resolve_device
 from active_learning.rollouts import RolloutSettings, open_generator
-from active_learning.score import in_chunks, iter_scores
+from active_learning.score import in_chunks, iter_scores, within_positions
 from active_learning.train import PROGRESS_FILE, TrainingDiverged, TrainingStopped, planned_steps, train
 from app.db import session_scope
 from app.machine_labels.rollouts import label_by_rollouts
@@ -370,9 +370,12 @@ def _card_from_round(checkpoint: Path, metrics: dict[str, Any]) -> None:
 
 def _metrics_of(run: RoundRun, path: str, heldout: list[Example], bon_rows: list[tuple]) -> dict:
     model, tokenizer, _ = load_checkpoint(path, resolve_device("auto"))
-    options = {"neutral_as_correct": run.settings.neutral_as_correct, "max_length": run.settings.max_length}
+    options = {"neutral_as_correct": run.settings.neutral_as_correct,
+               "max_length": within_positions(model, run.settings.max_length)}
     metrics = (evaluate_examples(model, tokenizer, heldout, bootstrap=BOOTSTRAP_SAMPLES, **options)
                if heldout else {})
+    # How they were measured, kept with them: `prm eval` reproduces them only with both.
+    metrics |= options
     solutions = [PrmSolution(str(pid), text, steps, answer, truth) for pid, text, steps, answer, truth in bon_rows]
     if solutions:
         scores = list(iter_scores(model, tokenizer, solutions, **options))

@@ -421,3 +421,14 @@ def test_compiled_layers_score_and_train_as_eager_ones(checkpoint):
 def test_compiling_a_model_without_repeated_layers_is_refused():
     with pytest.raises(ValueError, match="no repeated layer"):
         compile_layers(torch.nn.Linear(2, 2))
+
+
+def test_a_max_length_past_the_models_positions_scores_as_at_its_positions(checkpoint):
+    # A round's or a comparison's max_length past its base's positions failed on an index.
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    positions = model.config.max_position_embeddings
+    long = [Solution("long", "Q " * positions, ["step " * 20] * 6), *SOLUTIONS]
+    beyond = score_solutions(model, tokenizer, long, max_length=positions * 4)
+    at = score_solutions(model, tokenizer, long, max_length=positions)
+    for a, b in zip(beyond, at, strict=True):
+        assert a.step_scores == pytest.approx(b.step_scores, abs=1e-5)

@@ -421,3 +421,27 @@ def test_cancelling_a_round_that_has_ended_shows_the_page_saying_so(client, sess
     # A reload fetches the page shown instead of posting the cancel again.
     assert f'<meta name="page-address" content="/research/projects/{project.id}">' in stale.text
     assert rounds_in_db(session_factory) == [(1, "done")]
+
+
+def test_a_version_whose_round_failed_before_judging_it_is_marked_and_cannot_be_the_selector(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        failed = Round(project_id=project.id, number=1, status=RoundStatus.failed, stage=RoundStage.evaluate)
+        judged = Round(project_id=project.id, number=2, status=RoundStatus.done, stage=RoundStage.done)
+        session.add_all([failed, judged])
+        session.flush()
+        versions = [ModelVersion(project_id=project.id, round_id=r.id, path=f"/nowhere/{r.number}", base="tiny",
+                                 data_hash="x", train_labels=10, metrics={"step_auroc": 0.7}, passed=passed)
+                    for r, passed in ((failed, None), (judged, False))]
+        session.add_all(versions)
+        session.flush()
+        unjudged_id, judged_id = (v.id for v in versions)
+    url = f"/api/v1/projects/{project.id}/round-settings"
+    refused = client.patch(url, headers=api_headers(client, "rita"), json={"selector_version_id": unjudged_id})
+    assert refused.status_code == 422 and "failed or was cancelled, before it was evaluated" in refused.text
+    with session_scope(session_factory) as session:
+        assert session.get(RoundSettings, project.id) is None or session.get(RoundSettings, project.id).selector_version_id is None
+    assert client.patch(url, headers=api_headers(client, "rita"), json={"selector_version_id": judged_id}).status_code == 200
+    browser_login(client, "rita")
+    page = html.unescape(client.get(f"/research/projects/{project.id}").text)
+    assert page.count(">not judged</span>") == 1
+    assert "round 1 failed before evaluating it: its metrics are the training run's own" in page

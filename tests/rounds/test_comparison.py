@@ -28,6 +28,7 @@ from app.rounds.comparison import (
     runnable_comparisons,
     stale_claim,
 )
+from app.rounds.service import round_settings
 from app.rounds.worker import LocalWorker
 from tests.cli.conftest import refused, stepwise  # noqa: F401  (stepwise: a fixture)
 from tests.conftest import api_headers, browser_login, make_project, make_user
@@ -75,6 +76,11 @@ def test_compare_two_versions_from_the_command_line_and_read_it_on_the_page(
     bon = results["best_of_n"]
     assert bon["problems"] > 0 and bon["difference"] == pytest.approx(bon["a"] - bon["b"])
     assert len(bon["difference_ci95"]) == 2 and as_json["heldout_labels"] > 0
+    # How both were measured is kept with the result: the project's settings may change after.
+    positions = json.loads((Path(checkpoints[0]) / "config.json").read_text())["max_position_embeddings"]
+    with session_scope(session_factory) as session:
+        window = min(round_settings(session, project.id).max_length, positions)
+    assert (results["neutral_as_correct"], results["max_length"]) == (True, window)
 
     make_user(session_factory, "rita", "researcher")
     make_user(session_factory, "ann", "labeler")
@@ -86,6 +92,7 @@ def test_compare_two_versions_from_the_command_line_and_read_it_on_the_page(
     page = client.get(f"/research/projects/{project.id}").text
     section = page.split('id="comparisons"', 1)[1].split("</section>", 1)[0]
     assert section.count(f"Version {old} (A) against version {served} (B)") == 2
+    assert f"a neutral step (0) counted as correct, windows of {window:,} tokens" in section
     verdict = re.search(r"step AUROC</td>.*?<td>(.*?)</td>", section, re.S).group(1)
     assert any(word in verdict for word in ("no clear difference", "A better", "B better"))
 

@@ -172,6 +172,8 @@ def test_a_checkpoints_card_publishes_the_metrics_its_round_judged_it_by(
 
     monkeypatch.setattr(stages, "_metrics_of", round_measures)
     project = synthetic_project(session_factory, "card")
+    with session_scope(session_factory) as session:
+        round_settings(session, project.id).neutral_as_correct = False
     round_id = start(session_factory, project.id)
     assert stages.run_round(session_factory, round_id, "worker-a", worker_settings) == RoundStatus.done
     with session_scope(session_factory) as session:
@@ -180,7 +182,11 @@ def test_a_checkpoints_card_publishes_the_metrics_its_round_judged_it_by(
     checkpoint = Path(version.path)
     meta = json.loads((checkpoint / "stepwise.json").read_text())
     assert meta["metrics"] == version.metrics == candidate and candidate["best_of_n"]["problems"] == 321
-    assert f"best-of-{candidate['best_of_n']['n']} accuracy over 321 problems" in (checkpoint / "README.md").read_text()
+    card = (checkpoint / "README.md").read_text()
+    assert f"best-of-{candidate['best_of_n']['n']} accuracy over 321 problems" in card
+    # Measured as the project counts a neutral step, which the card says: `prm eval` needs it.
+    assert (candidate["neutral_as_correct"], candidate["max_length"]) == (False, meta["config"]["max_length"])
+    assert "A neutral step (0) counted as wrong (`prm eval --neutral-as-wrong`)" in card
 
 
 def test_scoring_that_fails_partway_keeps_what_it_scored_and_resumes(

@@ -55,6 +55,28 @@ def test_researchers_score_candidates_as_the_scorer_does(client, session_factory
     assert unread.json()["solutions"][0] == {"step_scores": [None], "product": None, "minimum": None, "truncated": True}
 
 
+def test_a_neutral_step_counts_as_the_projects_rounds_count_it_unless_asked(client, session_factory, checkpoint: Path) -> None:  # type: ignore[no-untyped-def]
+    version_id = _version(session_factory, checkpoint)
+    make_user(session_factory, "rita", "researcher")
+    headers = api_headers(client, "rita")
+    url = f"/api/v1/model-versions/{version_id}/score"
+    with session_scope(session_factory) as session:
+        project_id = session.get(ModelVersion, version_id).project_id
+    assert client.patch(f"/api/v1/projects/{project_id}/round-settings", headers=headers,
+                        json={"neutral_as_correct": False}).status_code == 200
+    model, tokenizer, _ = load_checkpoint(checkpoint)
+    solutions = [Solution("p", PROBLEM, steps) for steps in CANDIDATES]
+    for asked, counted in ((None, False), (True, True), (False, False)):
+        body = {"problem": PROBLEM, "solutions": [{"steps": s} for s in CANDIDATES]}
+        if asked is not None:
+            body["neutral_as_correct"] = asked
+        answer = client.post(url, headers=headers, json=body).json()
+        assert answer["neutral_as_correct"] is counted
+        expected = score_solutions(model, tokenizer, solutions, max_length=1024, neutral_as_correct=counted)
+        for got, want in zip(answer["solutions"], expected, strict=True):
+            assert got["step_scores"] == pytest.approx(want.step_scores, abs=1e-5)
+
+
 @pytest.mark.parametrize("role", ["labeler", "manager"])
 def test_other_roles_are_refused(client, session_factory, checkpoint: Path, role: str) -> None:  # type: ignore[no-untyped-def]
     version_id = _version(session_factory, checkpoint)
