@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.auth import throttle
@@ -50,13 +50,26 @@ class Principal:
 def authenticate(session: Session, username: str, password: str) -> User | None:
     """The user with this password, or None. Raises AccountDeactivated only for the right
     password: a wrong one says nothing about whether the account exists or is active."""
-    user = session.scalar(select(User).where(User.username == username))
+    # In any case: a phone's keyboard writes the first letter as a capital. Of two names alike
+    # but for case, only the exact one logs in.
+    named = users_named(session, username.strip())
+    user = named[0] if len(named) == 1 else None
     ok = verify_password(user.password_hash if user else None, password)
     if user is None or not ok:
         return None
     if not user.is_active:
         raise AccountDeactivated
     return user
+
+
+def users_named(session: Session, username: str) -> list[User]:
+    """The user of exactly that name, else those of that name in another case (two at most):
+    names are one name whatever their case (app.users.service.create_user), but a database may
+    hold two from before that rule."""
+    exact = session.scalar(select(User).where(User.username == username))
+    if exact is not None:
+        return [exact]
+    return list(session.scalars(select(User).where(func.lower(User.username) == username.lower()).limit(2)))
 
 
 def log_in(

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.security import hash_password
 from app.auth import throttle
-from app.auth.service import Principal, end_logins, log_in
+from app.auth.service import Principal, end_logins, log_in, users_named
 from app.db import RuleLock, hold_rule
 from app.errors import Conflict, NotFound
 from app.models import Role, User
@@ -46,10 +46,7 @@ def get_user(session: Session, user_id: int) -> User:
 def get_user_by_name(session: Session, username: str) -> User:
     """The user of exactly that name, else the one user of that name in another case: new names
     may not differ only in case (create_user), but a database may hold two from before."""
-    exact = session.scalar(select(User).where(User.username == username))
-    if exact is not None:
-        return exact
-    alike = session.scalars(select(User).where(func.lower(User.username) == username.lower()).limit(2)).all()
+    alike = users_named(session, username)
     if not alike:
         raise NotFound(f"no user named {username!r}")
     if len(alike) > 1:

@@ -10,6 +10,7 @@ from sqlalchemy import func, select, update
 
 from app.auth.pages import _safe_next
 from app.auth.security import token_digest, verify_password
+from app.db import session_scope
 from app.deps import SESSION_COOKIE
 from app.models import AuthSession, User, utcnow
 from tests.conftest import PASSWORD, browser_login, make_user
@@ -88,7 +89,7 @@ def test_a_failed_login_keeps_the_username(client, session_factory) -> None:  # 
     make_user(session_factory, "ann", "labeler")
     page = _login_form(client, "ann", "wrong password")
     assert page.status_code == 401
-    assert 'name="username" autocomplete="username" required maxlength="64" value="ann"' in page.text
+    assert 'name="username" autocomplete="username" autocapitalize="none" autocorrect="off" spellcheck="false" required maxlength="64" value="ann"' in page.text
     assert PASSWORD not in page.text and "wrong password" not in page.text
 
 
@@ -175,3 +176,19 @@ def test_login_returns_to_the_page_that_asked_for_it(client, session_factory) ->
     assert asked.headers["location"] == "/login?next=/label/stats"
     response = _login_form(client, "ann", PASSWORD, "/label/stats")
     assert response.headers["location"] == "/label/stats"
+
+
+def test_a_username_logs_in_in_any_case_but_of_two_alike_only_the_exact_one(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    # A phone's keyboard capitalises the first letter; autofill may add a space.
+    assert _login_form(client, "Ann ", PASSWORD).status_code == 303
+    token = client.post("/api/v1/auth/tokens", json={"username": "ANN", "password": PASSWORD})
+    assert token.status_code == 201
+    # Two names alike but for case, from before names were one whatever their case.
+    make_user(session_factory, "cid", "labeler")
+    with session_scope(session_factory) as session:
+        session.execute(update(User).where(User.username == "ann").values(username="Bob"))
+        session.execute(update(User).where(User.username == "cid").values(username="bob"))
+    assert client.post("/api/v1/auth/tokens", json={"username": "BOB", "password": PASSWORD}).status_code == 401
+    for exact in ("Bob", "bob"):
+        assert client.post("/api/v1/auth/tokens", json={"username": exact, "password": PASSWORD}).status_code == 201
