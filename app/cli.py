@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -16,6 +17,7 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from active_learning.cli import prm, quiet_transformers
+from app.auth.schemas import MAX_TOKEN_DAYS
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.errors import BadInput, BadLines, Conflict, ServiceError, field_error
@@ -270,14 +272,48 @@ def tokens() -> None:
 @tokens.command("create")
 @click.option("--username", required=True)
 @click.option("--name", default="cli", show_default=True)
+@click.option("--expires-in-days", type=click.IntRange(1, MAX_TOKEN_DAYS), default=None,
+              help="refused from then on (default: until revoked)")
 @pass_ctx
-def tokens_create(ctx: _Context, username: str, name: str) -> None:
+def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int | None) -> None:
     """Print a new API token for a user (shown once)."""
     from app.auth.service import issue_api_token
     from app.users.service import get_user_by_name
 
     with ctx.session() as session:
-        click.echo(issue_api_token(session, get_user_by_name(session, username), name))
+        click.echo(issue_api_token(session, get_user_by_name(session, username), name, expires_in_days).token)
+
+
+@tokens.command("list")
+@click.option("--username", required=True)
+@pass_ctx
+def tokens_list(ctx: _Context, username: str) -> None:
+    """A user's tokens that are not revoked: id, name, created, last used, expires (tab-separated)."""
+    from app.auth.service import list_api_tokens
+    from app.users.service import get_user_by_name
+
+    def when(moment: datetime | None, never: str) -> str:
+        return never if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+    with ctx.session() as session:
+        for record in list_api_tokens(session, get_user_by_name(session, username)):
+            expires = when(record.expires_at, "never") + (" (expired)" if record.expired else "")
+            click.echo("\t".join((str(record.id), record.name, when(record.created_at, ""),
+                                  when(record.last_used_at, "never used"), expires)))
+
+
+@tokens.command("revoke")
+@click.option("--username", required=True)
+@click.argument("token_id", type=click.IntRange(1, INT32_MAX))
+@pass_ctx
+def tokens_revoke(ctx: _Context, username: str, token_id: int) -> None:
+    """Revoke one of a user's tokens by its id (see `tokens list`)."""
+    from app.auth.service import revoke_own_token
+    from app.users.service import get_user_by_name
+
+    with ctx.session() as session:
+        record = revoke_own_token(session, get_user_by_name(session, username), token_id)
+        click.echo(f"revoked token {record.id} ({record.name}) of {username}")
 
 
 @cli.group(cls=_Group)

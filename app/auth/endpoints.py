@@ -4,9 +4,9 @@ from fastapi import APIRouter, Request, status
 from fastapi.responses import JSONResponse
 
 from app.auth import service
-from app.auth.schemas import TokenRead, TokenRequest
+from app.auth.schemas import TokenInfo, TokenRead, TokenRequest
 from app.auth.throttle import Limits
-from app.deps import ApiUser, NotAuthenticated, SessionDep, client_address
+from app.deps import ApiPrincipal, ApiUser, NotAuthenticated, RowId, SessionDep, client_address
 from app.errors import error_responses
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
@@ -33,7 +33,15 @@ def create_token(body: TokenRequest, request: Request, session: SessionDep) -> T
             status_code=status.HTTP_401_UNAUTHORIZED,
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return TokenRead(token=service.issue_api_token(session, user, body.name))
+    issued = service.issue_api_token(session, user, body.name, body.expires_in_days)
+    return TokenRead(token=issued.token, id=issued.record.id, expires_at=issued.record.expires_at)
+
+
+@router.get("/tokens", response_model=list[TokenInfo], responses=error_responses(401, 403))
+def list_tokens(login: ApiPrincipal, session: SessionDep) -> list[TokenInfo]:
+    """Your tokens that are not revoked, newest first, with when each was last used: revoke
+    those no script needs any more. The tokens themselves are not kept, only their digests."""
+    return [TokenInfo.of(record, login.token_id) for record in service.list_api_tokens(session, login.user)]
 
 
 @router.delete(
@@ -45,3 +53,11 @@ def revoke_current_token(request: Request, _: ApiUser, session: SessionDep) -> N
     _, _, token = request.headers.get("authorization", "").partition(" ")
     if not token or not service.revoke_api_token(session, token.strip()):
         raise NotAuthenticated("this request did not use a bearer token")
+
+
+@router.delete("/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT,
+               responses=error_responses(401, 403, 404, 422))
+def revoke_token(token_id: RowId, login: ApiPrincipal, session: SessionDep) -> None:
+    """Revoke one of your tokens by its id (from `GET /tokens`); it is refused from then on."""
+    service.revoke_own_token(session, login.user, token_id)
+

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
-from app.errors import Conflict, Forbidden
+from app.errors import Conflict, Forbidden, NotFound
 from app.models import ApiToken, AuthSession, User, utcnow
 
 
@@ -124,9 +124,10 @@ _SESSION_AND_USER = (
     .where(AuthSession.token_hash == bindparam("digest"))
 )
 _TOKEN_USER = (
-    select(User, ApiToken.id)
+    select(User, ApiToken.id, ApiToken.last_used_at)
     .join(ApiToken, ApiToken.user_id == User.id)
-    .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None))
+    .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None),
+           or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > bindparam("now")))
 )
 # The same lookups as plain rows, for the labeling hot path (see Caller). Locked: the user's
 # row stays locked until commit, for a request that must be its user's only one deciding at a
@@ -135,7 +136,8 @@ _TOKEN_USER = (
 _CALLER_BY_COOKIE = _SESSION_AND_USER.with_only_columns(
     User.id, User.is_active, AuthSession.csrf_token, AuthSession.expires_at
 )
-_CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active)
+_CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active, ApiToken.id.label("token_id"),
+                                                 ApiToken.last_used_at)
 _LOCKED_CALLER_BY_COOKIE = _CALLER_BY_COOKIE.with_for_update(of=User, key_share=True)
 _LOCKED_CALLER_BY_TOKEN = _CALLER_BY_TOKEN.with_for_update(of=User, key_share=True)
 
@@ -151,10 +153,23 @@ def principal_from_cookie(session: Session, cookie_token: str) -> Principal | No
 
 
 def principal_from_bearer(session: Session, token: str) -> Principal | None:
-    row = session.execute(_TOKEN_USER, {"digest": token_digest(token)}).first()
+    now = utcnow()
+    row = session.execute(_TOKEN_USER, {"digest": token_digest(token), "now": now}).first()
     if row is None or not row.User.is_active:
         return None
+    _note_use(session, row.id, row.last_used_at, now)
     return Principal(user=row.User, session=None, token_id=row.id)
+
+
+# How stale a token's last use may be before a request writes it down again.
+LAST_USE_EVERY = timedelta(minutes=1)
+
+
+def _note_use(session: Session, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
+    """When a token was last used, to the minute, for its owner to see which tokens still serve
+    and revoke the others; written at most once a minute, so that scripts' requests stay reads."""
+    if last_used_at is None or now - last_used_at >= LAST_USE_EVERY:
+        session.connection().execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
 
 
 def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool = False) -> Caller | None:
@@ -169,9 +184,11 @@ def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool =
 def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False) -> Caller | None:
     """As principal_from_bearer, as a Caller; run on the session's connection, past the ORM."""
     statement = _LOCKED_CALLER_BY_TOKEN if lock_user else _CALLER_BY_TOKEN
-    row = session.connection().execute(statement, {"digest": token_digest(token)}).first()
+    now = utcnow()
+    row = session.connection().execute(statement, {"digest": token_digest(token), "now": now}).first()
     if row is None or not row.is_active:
         return None
+    _note_use(session, row.token_id, row.last_used_at, now)
     return Caller(user_id=row.id, csrf_token=None)
 
 
@@ -191,13 +208,40 @@ def end_logins(session: Session, user: User, *, keep: Principal | None = None) -
     session.execute(tokens.values(revoked_at=utcnow()), execution_options={"synchronize_session": False})
 
 
-def issue_api_token(session: Session, user: User, name: str) -> str:
+@dataclass(frozen=True)
+class IssuedToken:
+    token: str  # shown once: only its digest is stored
+    record: ApiToken
+
+
+def issue_api_token(session: Session, user: User, name: str, expires_in_days: int | None = None) -> IssuedToken:
     if not user.is_active:
         # Refused at every request until a reactivation would quietly bring it to life.
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
     token = new_token()
-    session.add(ApiToken(user_id=user.id, name=name, token_hash=token_digest(token)))
-    return token
+    expires_at = None if expires_in_days is None else utcnow() + timedelta(days=expires_in_days)
+    record = ApiToken(user_id=user.id, name=name, token_hash=token_digest(token), expires_at=expires_at)
+    session.add(record)
+    session.flush()
+    return IssuedToken(token=token, record=record)
+
+
+def list_api_tokens(session: Session, user: User) -> list[ApiToken]:
+    """The user's tokens not revoked, newest first; expired ones too, until their owner revokes
+    them, so that a script's token that stopped working is found here."""
+    return list(session.scalars(select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+                                .order_by(ApiToken.id.desc())))
+
+
+def revoke_own_token(session: Session, user: User, token_id: int) -> ApiToken:
+    """Revoke one of `user`'s tokens; NotFound for another's (which this does not tell apart
+    from none) or one revoked already."""
+    record = session.scalar(select(ApiToken).where(
+        ApiToken.id == token_id, ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None)))
+    if record is None:
+        raise NotFound(f"you have no token {token_id} that is not revoked")
+    record.revoked_at = utcnow()
+    return record
 
 
 def revoke_api_token(session: Session, token: str) -> bool:

@@ -18,5 +18,12 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(String(100))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # To the minute or so (app.auth.service.LAST_USE_EVERY): a write per request would cost more.
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # None: until revoked.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= utcnow()

@@ -1,4 +1,4 @@
-"""Your account: who you are here, and your own password."""
+"""Your account: who you are here, your own password, and your API tokens."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
+from app.auth.schemas import TokenSettings
+from app.auth.service import IssuedToken, issue_api_token, list_api_tokens, revoke_own_token
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import PagePrincipal, SessionDep, client_address
-from app.forms import FormInvalid, validate_form
+from app.forms import FormInvalid, PageId, validate_form
 from app.templating import render
 from app.users import service
 from app.users.schemas import PasswordChange
@@ -24,10 +26,18 @@ class PasswordForm(BaseModel):
     repeat_password: str = Field(default="", max_length=1024)
 
 
+class TokenForm(BaseModel):
+    name: str = Field(default="", max_length=1024)
+    expires_in_days: str = Field(default="", max_length=1024)
+
+
 @router.get("")
-def account_page(request: Request, login: PagePrincipal) -> Response:
+def account_page(request: Request, login: PagePrincipal, session: SessionDep) -> Response:
     changed = request.query_params.get("password") == "changed"
-    return _page(request, {}, [{"kind": "success", "text": PASSWORD_CHANGED}] if changed else [])
+    messages = [{"kind": "success", "text": PASSWORD_CHANGED}] if changed else []
+    # Said in the tokens card, where the page opens: a banner at the top would be scrolled past.
+    revoked = request.query_params.get("revoked", "")
+    return _page(request, session, login, {}, messages, revoked=int(revoked) if revoked.isdigit() else None)
 
 
 PASSWORD_CHANGED = "Password changed. Your other browser sessions and API tokens have ended; this one stays."
@@ -41,23 +51,56 @@ def change_password(
         data = validate_form(PasswordChange, form.model_dump(exclude={"repeat_password"}),
                              required=("current_password", "new_password"))
     except FormInvalid as exc:
-        return _page(request, exc.errors, status_code=422)
+        return _page(request, session, login, exc.errors, status_code=422)
     if form.repeat_password != form.new_password:
-        return _page(request, {"repeat_password": "does not match the new password"}, status_code=422)
+        return _page(request, session, login, {"repeat_password": "does not match the new password"}, status_code=422)
     limits = Limits.from_settings(request.app.state.settings)
     try:
         changed = service.change_own_password(session, login, data, client_address(request), limits)
     except TooManyFailures as exc:
-        response = _page(request, {"current_password": exc.message}, status_code=429)
+        response = _page(request, session, login, {"current_password": exc.message}, status_code=429)
         response.headers.update(exc.headers)
         return response
     if not changed:
         # Answered, not raised: raising would roll back the failed attempt just counted.
-        return _page(request, {"current_password": "is not your password"}, status_code=403)
+        return _page(request, session, login, {"current_password": "is not your password"}, status_code=403)
     return RedirectResponse("/account?password=changed", status_code=303)
 
 
-def _page(request: Request, errors: dict[str, str], messages: list[dict[str, str]] | None = None,
-          status_code: int = 200) -> Response:
-    return render(request, "auth/account.html", {"errors": errors, "messages": messages or []},
-                  status_code=status_code)
+@router.post("/tokens")
+def create_token(
+    request: Request, login: PagePrincipal, session: SessionDep, form: Annotated[TokenForm, Form()]
+) -> Response:
+    """A new token, shown on the page this once: only its digest is kept."""
+    try:
+        # The logged-in session makes it, as a login with the password makes one by the API.
+        data = validate_form(TokenSettings, {"name": form.name.strip(), "expires_in_days": form.expires_in_days.strip()})
+    except FormInvalid as exc:
+        errors = {f"token_{field}": message for field, message in exc.errors.items()}
+        return _page(request, session, login, errors, status_code=422, token_values=form.model_dump())
+    issued = issue_api_token(session, login.user, data.name, data.expires_in_days)
+    return _page(request, session, login, {}, issued=issued, status_code=201)
+
+
+@router.post("/tokens/{token_id}/revoke")
+def revoke_token(token_id: PageId, login: PagePrincipal, session: SessionDep) -> Response:
+    revoke_own_token(session, login.user, token_id)
+    return RedirectResponse(f"/account?revoked={token_id}#tokens", status_code=303)
+
+
+def _page(request: Request, session: SessionDep, login: PagePrincipal, errors: dict[str, str],
+          messages: list[dict[str, str]] | None = None, status_code: int = 200, *,
+          issued: IssuedToken | None = None, token_values: dict[str, str] | None = None,
+          revoked: int | None = None) -> Response:
+    return render(request, "auth/account.html", {
+        "errors": errors, "messages": messages or [],
+        "tokens": list_api_tokens(session, login.user),
+        "issued": issued,
+        "revoked": revoked,
+        "token_values": token_values or {},
+        "token_days": TOKEN_DAYS,
+    }, status_code=status_code)
+
+
+# The expiries the form offers; the API and CLI take any number of days up to ten years.
+TOKEN_DAYS = ((30, "30 days"), (90, "90 days"), (365, "a year"))

@@ -42,8 +42,9 @@ CHECKS = [
     response_headers_conformance,
     response_schema_conformance,
 ]
-# Left out of the fuzzing: it would revoke the token the other operations run on.
+# Left out of the fuzzing: they would revoke the token the other operations run on.
 REVOKES_THE_TOKEN = "/api/v1/auth/tokens/current"
+REVOKES_A_TOKEN = "/api/v1/auth/tokens/{token_id}"
 
 
 def _examples(count: int):  # type: ignore[no-untyped-def]
@@ -76,7 +77,7 @@ def test_every_operation_answers_as_documented(app, client, session_factory, mod
     failures = []
     for result in schema.get_all_operations():
         operation = result.ok()
-        if operation.path == REVOKES_THE_TOKEN:
+        if operation.path in (REVOKES_THE_TOKEN, REVOKES_A_TOKEN):
             continue
         try:
             _fuzz(operation, headers, mode)
@@ -155,6 +156,18 @@ def test_revoking_the_current_token_answers_as_documented(app, client, session_f
     operation = schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)[REVOKES_THE_TOKEN]["DELETE"]
     for expected in (204, 401):
         case = operation.Case(headers=headers)
+        response = case.call()
+        assert response.status_code == expected, response.text
+        case.validate_response(response, checks=CHECKS)
+
+
+def test_revoking_a_token_by_id_answers_as_documented(app, client, session_factory):  # type: ignore[no-untyped-def]
+    make_user(session_factory, "leaving", "labeler")
+    headers = api_headers(client, "leaving")
+    spare = client.get("/api/v1/auth/tokens", headers=api_headers(client, "leaving")).json()[0]["id"]
+    operation = schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)[REVOKES_A_TOKEN]["DELETE"]
+    for token_id, expected in ((spare, 204), (spare, 404), (0, 422)):
+        case = operation.Case(headers=headers, path_parameters={"token_id": token_id})
         response = case.call()
         assert response.status_code == expected, response.text
         case.validate_response(response, checks=CHECKS)

@@ -23,6 +23,8 @@ OPERATIONS = {"/healthz", "/readyz", "/metrics"}
 LABELER_API = {
     ("POST", "/api/v1/auth/tokens"),
     ("DELETE", "/api/v1/auth/tokens/current"),
+    ("GET", "/api/v1/auth/tokens"),
+    ("DELETE", "/api/v1/auth/tokens/{token_id}"),
     ("GET", "/api/v1/users/me"),
     ("POST", "/api/v1/users/me/password"),
     ("GET", "/api/v1/me/stats"),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
 from app.auth.security import token_digest
-from app.models import ApiToken
-from tests.conftest import api_headers, make_user
+from app.db import session_scope
+from app.models import ApiToken, utcnow
+from tests.conftest import PASSWORD, api_headers, make_project, make_user
 
 
 def test_a_bearer_token_works_and_only_its_hash_is_stored(client, session_factory, db) -> None:  # type: ignore[no-untyped-def]
@@ -56,3 +59,78 @@ def test_a_deactivated_users_token_is_refused(client, session_factory) -> None: 
     max_id = client.get("/api/v1/users/me", headers=headers).json()["id"]
     assert client.patch(f"/api/v1/users/{max_id}", headers=admin, json={"is_active": False}).status_code == 200
     assert client.get("/api/v1/users/me", headers=headers).status_code == 401
+
+
+def _token_row(factory, token_id: int) -> ApiToken:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return session.get(ApiToken, token_id)
+
+
+def test_a_user_lists_their_tokens_and_revokes_one_by_its_id(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "ann", "labeler")
+    made = client.post("/api/v1/auth/tokens", json={"username": "max", "password": PASSWORD, "name": "notebook",
+                                                    "expires_in_days": 30})
+    assert made.status_code == 201
+    notebook = made.json()
+    assert notebook["expires_at"] is not None
+    assert timedelta(days=29) < datetime.fromisoformat(notebook["expires_at"]) - utcnow() <= timedelta(days=30)
+    headers = api_headers(client, "max")
+    listed = client.get("/api/v1/auth/tokens", headers=headers).json()
+    assert [(t["name"], t["current"], t["expired"]) for t in listed] == [("api", True, False), ("notebook", False, False)]
+    assert "token" not in listed[0] and listed[1]["last_used_at"] is None
+    # Another's token is not yours to revoke, nor said to exist.
+    ann = api_headers(client, "ann")
+    assert client.delete(f"/api/v1/auth/tokens/{notebook['id']}", headers=ann).status_code == 404
+    assert client.delete(f"/api/v1/auth/tokens/{notebook['id']}", headers=headers).status_code == 204
+    assert client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {notebook['token']}"}).status_code == 401
+    assert [t["name"] for t in client.get("/api/v1/auth/tokens", headers=headers).json()] == ["api"]
+    assert client.delete(f"/api/v1/auth/tokens/{notebook['id']}", headers=headers).status_code == 404
+
+
+@pytest.mark.parametrize("days", [0, -1, 3651, "soon", 1.5])
+def test_a_bad_expiry_is_refused_and_makes_no_token(client, session_factory, days) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    response = client.post("/api/v1/auth/tokens", json={"username": "max", "password": PASSWORD, "expires_in_days": days})
+    assert response.status_code == 422 and "expires_in_days" in response.text
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(ApiToken)) == 0
+
+
+def test_an_expired_token_is_refused_and_listed_as_expired(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    made = client.post("/api/v1/auth/tokens", json={"username": "max", "password": PASSWORD, "expires_in_days": 1}).json()
+    old = {"Authorization": f"Bearer {made['token']}"}
+    assert client.get("/api/v1/users/me", headers=old).status_code == 200
+    with session_scope(session_factory) as session:
+        session.execute(update(ApiToken).where(ApiToken.id == made["id"]).values(expires_at=utcnow() - timedelta(seconds=1)))
+    assert client.get("/api/v1/users/me", headers=old).status_code == 401
+    # The labeling hot path reads its caller another way: refused there too.
+    assert client.post("/api/v1/projects/1/tasks/next", headers=old).status_code == 401
+    listed = client.get("/api/v1/auth/tokens", headers=api_headers(client, "max")).json()
+    assert [(t["id"], t["expired"]) for t in listed if t["id"] == made["id"]] == [(made["id"], True)]
+
+
+def test_a_tokens_last_use_is_kept_to_the_minute(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "ann", "labeler")
+    headers = api_headers(client, "max")
+    token_id = client.get("/api/v1/auth/tokens", headers=headers).json()[0]["id"]
+    first = _token_row(session_factory, token_id).last_used_at
+    assert first is not None and utcnow() - first < timedelta(minutes=1)
+    # Within the minute a request writes nothing; past it, the next one writes it again.
+    with session_scope(session_factory) as session:
+        session.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=utcnow() - timedelta(seconds=30)))
+    client.get("/api/v1/users/me", headers=headers)
+    assert utcnow() - _token_row(session_factory, token_id).last_used_at >= timedelta(seconds=29)
+    project = make_project(session_factory, "algebra")
+    labeler = api_headers(client, "ann")
+    ann_token = client.get("/api/v1/auth/tokens", headers=labeler).json()[0]["id"]
+    with session_scope(session_factory) as session:
+        session.execute(update(ApiToken).where(ApiToken.id.in_([token_id, ann_token]))
+                        .values(last_used_at=utcnow() - timedelta(minutes=5)))
+    assert client.get("/api/v1/users/me", headers=headers).status_code == 200
+    # The labeling hot path reads its caller as a plain row: it keeps the last use too.
+    assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=labeler).status_code == 200
+    for used in (token_id, ann_token):
+        assert utcnow() - _token_row(session_factory, used).last_used_at < timedelta(seconds=5)

@@ -53,6 +53,25 @@ def test_a_deactivated_user_gets_no_token(stepwise, database_url, session_factor
     assert stepwise(database_url, "tokens", "create", "--username", "ann").exit_code == 0
 
 
+def test_tokens_are_listed_and_revoked_by_id(stepwise, database_url, session_factory, client) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    made = stepwise(database_url, "tokens", "create", "--username", "ann", "--name", "notebook", "--expires-in-days", "30")
+    assert made.exit_code == 0
+    token = made.stdout.strip()
+    assert client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    listed = stepwise(database_url, "tokens", "list", "--username", "ann")
+    (line,) = listed.stdout.splitlines()
+    token_id, name, _, last_used, expires = line.split("\t")
+    assert (name, last_used.endswith("UTC"), expires.endswith("UTC")) == ("notebook", True, True)
+    zero = stepwise(database_url, "tokens", "create", "--username", "ann", "--expires-in-days", "0")
+    assert zero.exit_code == 2 and "--expires-in-days" in zero.output
+    revoked = stepwise(database_url, "tokens", "revoke", "--username", "ann", token_id)
+    assert revoked.exit_code == 0 and f"revoked token {token_id} (notebook) of ann" in revoked.stdout
+    assert client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert stepwise(database_url, "tokens", "list", "--username", "ann").stdout == ""
+    refused(stepwise(database_url, "tokens", "revoke", "--username", "ann", token_id), "no token")
+
+
 @pytest.mark.parametrize("port", ["-1", "70000"])
 def test_a_port_out_of_range_is_a_usage_error(stepwise, database_url, port) -> None:  # type: ignore[no-untyped-def]
     result = stepwise(database_url, "serve", "--port", port)

@@ -100,7 +100,7 @@ def test_demo_logins_keep_the_user_rules(session_factory, tmp_path: Path) -> Non
         manager = get_user_by_name(session, "demo-manager")
         update_user(session, manager, UserUpdate(role=Role.researcher), by=None)
         update_user(session, get_user_by_name(session, "demo-admin"), UserUpdate(is_active=False), by=None)
-        token = issue_api_token(session, get_user_by_name(session, "demo-researcher"), "notebook")
+        token = issue_api_token(session, get_user_by_name(session, "demo-researcher"), "notebook").token
     assert ("Demo-Labeler", "labeler") in [(name, role) for name, role, _ in first.logins]
     with session_scope(session_factory) as session:
         second = load_demo(session, problems)
