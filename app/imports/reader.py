@@ -97,9 +97,11 @@ def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> Invalid:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as bad:
         return Invalid(field_at(raw, bad.start), f"not valid UTF-8 (byte {bad.start + 1} of the line)")
-    # orjson counts characters; the walk goes by bytes.
-    offset = len(text[: exc.pos].encode())
-    return Invalid(field_at(raw, offset), f"invalid JSON: {exc.msg} (column {exc.colno})")
+    # orjson counts characters; the walk goes by bytes. A line that ends too soon ends at its line
+    # break, which orjson counts as the start of a next line ("column 1").
+    position = min(exc.pos, len(text.rstrip("\r\n")))
+    offset = len(text[:position].encode())
+    return Invalid(field_at(raw, offset), f"invalid JSON: {exc.msg} (column {position + 1})")
 
 
 def _nul_field(value: Any, path: str) -> str | None:

@@ -26,7 +26,7 @@ def _as_typed(value: object) -> object:
 class ProjectCreate(NumbersNotTruthValues):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="1-100 letters, digits, space, _ . -, the first a letter or digit, the last not a space")
+    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit, the last not a space")
     description: str = Field(default="", max_length=5000)
     guidelines: str = Field(
         default="", max_length=GUIDELINES_MAX_LENGTH,

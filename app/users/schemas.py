@@ -23,7 +23,7 @@ class UserCreate(BaseModel):
     # `"is_admin": true` was dropped with a 201: a field it does not know is refused by name.
     model_config = ConfigDict(extra="forbid")
 
-    username: str = Field(pattern=USERNAME_PATTERN, description="2-64 letters, digits, _ . -")
+    username: str = Field(pattern=USERNAME_PATTERN, description="2-64 letters (A-Z, without accents), digits, _ . -")
     role: Role
     password: Password
 

@@ -155,6 +155,11 @@ def test_a_line_that_is_no_object_or_no_json_is_refused() -> None:
 
     assert error(b"[1, 2]") == (None, "expected a JSON object, got an array")
     assert error(b'{"question": ')[1].startswith("invalid JSON")
+    # A line that ends too soon is said to end where it ends, with or without its line break
+    # (orjson put the end after the break: "column 1"); columns count characters.
+    for end in (b"", b"\n", b"\r\n"):
+        assert error(b'{"labeler": "\xc3\xa9", "generation": 3' + end) == (
+            "generation", "invalid JSON: unexpected end of data (column 33)")
     # Where a field holds what is wrong, it is named.
     assert error(b'{"question": {"problem": "a\\u0000b"}}') == ("question.problem", "text contains a NUL character (\\u0000)")
     assert error(b'{"question": {"problem": "caf\xe9"}}') == ("question.problem", "not valid UTF-8 (byte 30 of the line)")

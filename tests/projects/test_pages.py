@@ -82,7 +82,7 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
     ("form", "field_message"),
     [
         ({"name": ""}, "This field is required"),
-        ({"name": "no/slashes"}, "Use only 1-100 letters, digits, space, _ . -, the first a letter or digit"),
+        ({"name": "no/slashes"}, "Use only 1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit"),
         ({"name": "ok", "overlap": "0"}, "be at least 1"),
         ({"name": "ok", "overlap": "many"}, "Must be a whole number"),
         # Emptied, as the settings form refuses it, not made with the default.
@@ -92,7 +92,7 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
         ({"name": "ok", "overlap": "9" * 60}, "be at most 20"),
         ({"name": "ok", "lease_minutes": "100000"}, "be at most 1440"),
         ({"name": "ok", "labeling_mode": "whenever"}, "'first_error', 'full' or 'phase1'"),
-        ({"name": "x" * 101}, "Use only 1-100 letters, digits, space, _ . -, the first a letter or digit"),
+        ({"name": "x" * 101}, "Use only 1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit"),
     ],
 )
 def test_bad_new_project_fields_are_shown_and_nothing_is_created(client, session_factory, manager, form, field_message) -> None:  # type: ignore[no-untyped-def]

@@ -63,8 +63,8 @@ def test_an_admin_creates_a_user_who_can_then_log_in(client, app, session_factor
 @pytest.mark.parametrize(
     ("form", "field", "message"),
     [
-        ({"username": "x", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters, digits, _ . -"),
-        ({"username": "a b", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters, digits, _ . -"),
+        ({"username": "x", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters (A-Z, without accents), digits, _ . -"),
+        ({"username": "a b", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters (A-Z, without accents), digits, _ . -"),
         ({"username": "ann", "role": "owner", "password": PASSWORD}, "role", "'labeler', 'manager', 'researcher' or 'admin'"),
         ({"username": "ann", "role": "labeler", "password": "short"}, "password", "at least 8 characters"),
         ({"username": "ann", "role": "labeler"}, "password", "This field is required"),
