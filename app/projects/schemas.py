@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
@@ -77,6 +77,16 @@ class ProjectUpdate(NumbersNotTruthValues):
     qc_pause_below: float | None = Field(default=None, ge=0, le=1)
 
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> ProjectUpdate:
+        # `{}` and `{"description": null}` answered 200 with nothing done, as if saved.
+        nulls = sorted(field for field in self.model_fields_set if getattr(self, field) is None)
+        if nulls:
+            raise ValueError(f"{', '.join(nulls)} cannot be null: leave a setting out to keep it as it is")
+        if not self.model_fields_set:
+            raise ValueError("nothing to change: no setting was given")
+        return self
 
 
 class ProjectRead(BaseModel):

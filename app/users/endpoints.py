@@ -53,11 +53,17 @@ def create_user(body: UserCreate, _: AdminApiUser, session: SessionDep) -> UserR
     return UserRead.model_validate(service.create_user(session, body))
 
 
+@router.get("/{user_id}", response_model=UserRead, responses=error_responses(404))
+def get_user(user_id: RowId, _: AdminApiUser, session: SessionDep) -> UserRead:
+    return UserRead.model_validate(service.get_user(session, user_id))
+
+
 @router.patch(
     "/{user_id}",
     response_model=UserRead,
     responses=error_responses(
-        400, 404, 409, described={409: "an admin changing their own role or active flag"}
+        400, 404, 409, described={409: "an admin changing their own role, active flag or password (their own "
+                                       "password is changed with POST /users/me/password)"}
     ),
 )
 def update_user(

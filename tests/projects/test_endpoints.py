@@ -74,6 +74,15 @@ def test_invalid_settings_change_nothing(client, session_factory, headers, body)
     assert client.get(f"/api/v1/projects/{project.id}", headers=headers).json() == before
 
 
+@pytest.mark.parametrize("body", [{}, {"description": None}, {"overlap": None, "qc_rate": 0.1}])
+def test_a_patch_that_changes_nothing_is_refused_and_says_why(client, headers, body) -> None:  # type: ignore[no-untyped-def]
+    project = client.post("/api/v1/projects", headers=headers, json={"name": "patched"}).json()
+    response = client.patch(f"/api/v1/projects/{project['id']}", headers=headers, json=body)
+    assert response.status_code == 422
+    assert ("cannot be null" if body else "nothing to change") in response.json()["detail"]
+    assert client.get(f"/api/v1/projects/{project['id']}", headers=headers).json() == project
+
+
 @pytest.mark.parametrize(
     ("method", "path", "status"),
     [
@@ -88,7 +97,8 @@ def test_invalid_settings_change_nothing(client, session_factory, headers, body)
     ],
 )
 def test_unknown_or_malformed_project_ids_get_a_clear_4xx(client, headers, method, path, status) -> None:  # type: ignore[no-untyped-def]
-    response = client.request(method, path, headers=headers, json={} if method != "GET" else None)
+    body = {"PATCH": {"overlap": 2}, "POST": {}}.get(method)
+    response = client.request(method, path, headers=headers, json=body)
     assert response.status_code == status
     assert response.json()["detail"]
 

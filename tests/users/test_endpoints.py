@@ -21,6 +21,11 @@ def test_an_admin_creates_lists_and_updates_users(client, headers) -> None:  # t
     changed = client.patch(f"/api/v1/users/{body['id']}", headers=headers, json={"role": "manager"})
     assert changed.status_code == 200 and changed.json()["role"] == "manager"
     assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()] == ["ann", "boss"]
+    one = client.get(f"/api/v1/users/{body['id']}", headers=headers)
+    assert one.status_code == 200 and one.json() == changed.json()
+    assert client.get("/api/v1/users/9999", headers=headers).status_code == 404
+    ann = api_headers(client, "ann")
+    assert client.get(f"/api/v1/users/{body['id']}", headers=ann).status_code == 403
 
 
 @pytest.mark.parametrize(
