@@ -447,8 +447,8 @@ def members_add(ctx: _Context, project_name: str, username: str) -> None:
 
     with ctx.session() as session:
         project = get_project_by_name(session, project_name)
-        add_member(session, project, username)
-        click.echo(f"added {username} to {project.name}")
+        member = add_member(session, project, username)
+        click.echo(f"added {member.username} to {project.name}")
 
 
 @members.command("remove")
@@ -707,6 +707,10 @@ def _read_password() -> str:
     if sys.stdin.isatty():
         return click.prompt("Password", hide_input=True, confirmation_prompt=True)
     line = sys.stdin.readline()
+    if not line:
+        # Nothing piped in (or `< /dev/null`): said as such, not as a password too short.
+        raise BadInput("no password on standard input: pipe it in (echo \"$PASSWORD\" | stepwise …) or run "
+                       "the command in a terminal to be asked for it")
     return line.rstrip("\r\n")
 
 

@@ -59,10 +59,17 @@ def get_project(session: Session, project_id: int) -> Project:
 
 
 def get_project_by_name(session: Session, name: str) -> Project:
+    """The project of exactly that name, else the one of that name in another case: names may
+    not differ only in case (create_project), but a database may hold two from before."""
     project = session.scalar(select(Project).where(Project.name == name))
-    if project is None:
+    if project is not None:
+        return project
+    alike = session.scalars(select(Project).where(func.lower(Project.name) == name.lower()).limit(2)).all()
+    if not alike:
         raise NotFound(f"no project named {name!r}")
-    return project
+    if len(alike) > 1:
+        raise Conflict(f"several projects are named {name!r} in different cases: give the name exactly")
+    return alike[0]
 
 
 def refuse_during_live_work(session: Session, project: Project) -> None:

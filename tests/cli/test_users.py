@@ -72,6 +72,21 @@ def test_tokens_are_listed_and_revoked_by_id(stepwise, database_url, session_fac
     refused(stepwise(database_url, "tokens", "revoke", "--username", "ann", token_id), "no token")
 
 
+def test_names_typed_in_another_case_find_their_user_and_project(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_project(session_factory, "Algebra Set", open_to_all=False)
+    make_user(session_factory, "ann", "labeler")
+    added = stepwise(database_url, "members", "add", "--project", "algebra set", "--username", "ANN")
+    assert added.exit_code == 0 and added.stdout.strip() == "added ann to Algebra Set"
+    refused(stepwise(database_url, "members", "add", "--project", "geometry", "--username", "ann"), "no project named 'geometry'")
+
+
+def test_a_password_missing_from_standard_input_is_said_to_be_missing(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    refused(stepwise(database_url, "users", "create", "--username", "ann", "--role", "labeler"),
+            "no password on standard input")
+    with session_factory() as session:
+        assert session.query(User).count() == 0
+
+
 @pytest.mark.parametrize("port", ["-1", "70000"])
 def test_a_port_out_of_range_is_a_usage_error(stepwise, database_url, port) -> None:  # type: ignore[no-untyped-def]
     result = stepwise(database_url, "serve", "--port", port)
