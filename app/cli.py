@@ -264,6 +264,22 @@ def _update_user(ctx: _Context, username: str, **changes: object):  # type: igno
         return update_user(session, get_user_by_name(session, username), data, by=None)
 
 
+@cli.command("audit")
+@click.option("--category", type=click.Choice(["users", "projects", "members", "imports"]), default=None)
+@click.option("--actor", default=None, help='a username, or "command line"')
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@pass_ctx
+def audit_command(ctx: _Context, category: str | None, actor: str | None, limit: int) -> None:
+    """Who changed accounts, roles, projects and members, or removed imports: newest first, one
+    event a line (time, who, target, what; tab-separated)."""
+    from app.audit.service import describe, list_events
+
+    with ctx.session() as session:
+        for event in list_events(session, category=category, actor=actor, limit=limit).events:
+            click.echo("\t".join((event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), event.actor or "command line",
+                                  event.target, describe(event))))
+
+
 @cli.group(cls=_Group)
 def tokens() -> None:
     """Bearer tokens for the JSON API."""

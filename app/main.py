@@ -20,6 +20,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import api_docs
+from app.audit import endpoints as audit_api
+from app.audit import pages as audit_pages
 from app.auth import endpoints as auth_api
 from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
@@ -104,12 +106,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rounds_api.router,
         figures_api.router,
         reports_api.router,
+        audit_api.router,
         auth_pages.router,
         labeling_pages.router,
         projects_pages.router,
         imports_pages.router,
         exports_pages.router,
         users_pages.router,
+        audit_pages.router,
         account_pages.router,
         rounds_pages.router,
         reports_pages.router,

@@ -77,8 +77,8 @@ def list_imports(project_id: RowId, _: DataApiUser, session: SessionDep) -> list
     response_model=ImportRemoval,
     responses=error_responses(409, described={409: "work was done on what it added since; nothing changed"}),
 )
-def remove_import(project_id: RowId, batch_id: RowId, _: ManagerApiUser, session: SessionDep) -> ImportRemoval:
+def remove_import(project_id: RowId, batch_id: RowId, manager: ManagerApiUser, session: SessionDep) -> ImportRemoval:
     """Remove an imported file with the problems, solutions and labels it added. Refused while
     its solutions carry labels that did not come with it, are leased, or were picked by a round,
     and while a worker is at a round or comparison of the project."""
-    return removal.remove_import(session, get_project(session, project_id), batch_id)
+    return removal.remove_import(session, get_project(session, project_id), batch_id, by=manager)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Delete, Select, delete, exists, func, select
 from sqlalchemy.orm import Session
 
+from app.audit import service as audit
 from app.errors import Conflict, NotFound
 from app.imports.schemas import ImportRemoval
 from app.labeling.queue import add_slots
@@ -20,6 +21,7 @@ from app.models import (
     Round,
     RoundPick,
     Solution,
+    User,
     utcnow,
 )
 from app.projects.service import refuse_during_live_work
@@ -60,7 +62,7 @@ def labeled_earlier_solutions(session: Session, batch_id: int) -> list[int]:
     ))
 
 
-def remove_import(session: Session, project: Project, batch_id: int) -> ImportRemoval:
+def remove_import(session: Session, project: Project, batch_id: int, *, by: User | None = None) -> ImportRemoval:
     """Delete the batch with the labels, solutions and problems it added; problems that solutions
     of other files have come to share stay. Its labels on earlier files' solutions go whatever
     was made of them since (gold, a round's training data), and those solutions get back the
@@ -114,6 +116,9 @@ def remove_import(session: Session, project: Project, batch_id: int) -> ImportRe
         batch_id=batch.id, filename=batch.filename, problems=problems, solutions=solutions, labels=labels,
         requeued=requeued,
     )
+    audit.record(session, by, "import.removed", f"imported file {batch.filename} (import {batch.id})",
+                 project=project.name, summary=f"{problems:,} problems, {solutions:,} solutions and {labels:,} labels "
+                 "deleted")
     session.delete(batch)
     session.flush()
     return removal

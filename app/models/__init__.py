@@ -2,6 +2,7 @@
 
 from app.models.api_token import ApiToken
 from app.models.assignment import Assignment, AssignmentStatus
+from app.models.audit_event import AuditEvent
 from app.models.auth_session import AuthSession
 from app.models.base import INT32_MAX, Base, utcnow
 from app.models.guidelines_read import GuidelinesRead
@@ -34,6 +35,7 @@ __all__ = [
     "ApiToken",
     "Assignment",
     "AssignmentStatus",
+    "AuditEvent",
     "AuthSession",
     "ComparisonStatus",
     "AnswerGrade",

@@ -41,8 +41,8 @@ def list_projects(user: ApiUser, session: SessionDep) -> list[ProjectRead]:
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 409),
 )
-def create_project(body: ProjectCreate, _: ManagerApiUser, session: SessionDep) -> ProjectRead:
-    return ProjectRead.model_validate(service.create_project(session, body))
+def create_project(body: ProjectCreate, manager: ManagerApiUser, session: SessionDep) -> ProjectRead:
+    return ProjectRead.model_validate(service.create_project(session, body, by=manager))
 
 
 @router.get("/{project_id}", response_model=ProjectRead, responses=error_responses(404))
@@ -52,10 +52,10 @@ def get_project(project_id: RowId, user: ApiUser, session: SessionDep) -> Projec
 
 @router.patch("/{project_id}", response_model=ProjectRead, responses=error_responses(400, 404, 409))
 def update_project(
-    project_id: RowId, body: ProjectUpdate, _: ManagerApiUser, session: SessionDep
+    project_id: RowId, body: ProjectUpdate, manager: ManagerApiUser, session: SessionDep
 ) -> ProjectRead:
     project = service.get_project(session, project_id)
-    return ProjectRead.model_validate(service.update_project(session, project, body))
+    return ProjectRead.model_validate(service.update_project(session, project, body, by=manager))
 
 
 @router.delete(
@@ -63,11 +63,11 @@ def update_project(
     status_code=status.HTTP_204_NO_CONTENT,
     responses=error_responses(404, 409, described={409: "a worker runs a round or measures a comparison of it"}),
 )
-def delete_project(project_id: RowId, _: ManagerApiUser, session: SessionDep) -> None:
+def delete_project(project_id: RowId, manager: ManagerApiUser, session: SessionDep) -> None:
     """Delete the project with everything in it: problems, solutions, labels, reports, rounds and
     their picks, model versions' records. There is no undo; export what you need first. Model
     checkpoint directories stay on the workers' disk."""
-    service.delete_project(session, service.get_project(session, project_id))
+    service.delete_project(session, service.get_project(session, project_id), by=manager)
 
 
 @router.post(
@@ -125,9 +125,9 @@ def list_members(project_id: RowId, _: DataApiUser, session: SessionDep) -> list
         400, 404, 409, described={404: "no such project or user", 409: "already a member"}
     ),
 )
-def add_member(project_id: RowId, body: MemberCreate, _: ManagerApiUser, session: SessionDep) -> MemberRead:
+def add_member(project_id: RowId, body: MemberCreate, manager: ManagerApiUser, session: SessionDep) -> MemberRead:
     """Let a labeler into the project. Only labelers are members: 422 for other roles."""
-    return members.add_member(session, service.get_project(session, project_id), body.username)
+    return members.add_member(session, service.get_project(session, project_id), body.username, by=manager)
 
 
 @router.delete(
@@ -135,10 +135,10 @@ def add_member(project_id: RowId, body: MemberCreate, _: ManagerApiUser, session
     status_code=status.HTTP_204_NO_CONTENT,
     responses=error_responses(404, described={404: "no such project, or the user is not a member"}),
 )
-def remove_member(project_id: RowId, user_id: RowId, _: ManagerApiUser, session: SessionDep) -> None:
+def remove_member(project_id: RowId, user_id: RowId, manager: ManagerApiUser, session: SessionDep) -> None:
     """Take a labeler out: in a project not open to all, their leases go back to the queue and
     their submits are refused."""
-    members.remove_member(session, service.get_project(session, project_id), user_id)
+    members.remove_member(session, service.get_project(session, project_id), user_id, by=manager)
 
 
 @router.get(

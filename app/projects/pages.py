@@ -92,7 +92,7 @@ def create_project(
     emptied = {name for name in sent & SettingsForm.model_fields.keys() if name not in OPTIONAL_TEXTS}
     try:
         project = service.create_project(
-            session, validate_form(ProjectCreate, values, keep_blank=OPTIONAL_TEXTS, required=emptied))
+            session, validate_form(ProjectCreate, values, keep_blank=OPTIONAL_TEXTS, required=emptied), by=user)
     except FormInvalid as exc:
         return _projects_list(request, session, user, values, exc.errors, 422)
     except Conflict as exc:
@@ -150,7 +150,7 @@ def update_settings(
                                 required=SettingsForm.model_fields.keys() - set(OPTIONAL_TEXTS))
     except FormInvalid as exc:
         return _project_overview(request, session, user, project, values, exc.errors, 422)
-    service.update_project(session, project, changes)
+    service.update_project(session, project, changes, by=user)
     return RedirectResponse(f"/manage/projects/{project.id}?saved=1", status_code=303)
 
 
@@ -170,7 +170,7 @@ def add_member(
             member=username, member_error="type a labeler's username",
         )
     try:
-        added = members.add_member(session, project, username)
+        added = members.add_member(session, project, username, by=user)
     except ServiceError as exc:
         return _project_overview(
             request, session, user, project, {}, {}, exc.status_code,
@@ -185,7 +185,7 @@ def remove_member(
 ) -> Response:
     project = service.get_project(session, project_id)
     try:
-        members.remove_member(session, project, user_id)
+        members.remove_member(session, project, user_id, by=manager)
     except NotFound as exc:
         # Removed already, from another tab: the page says so next to the members list.
         return _project_overview(request, session, manager, project, {}, {}, exc.status_code,
@@ -211,7 +211,7 @@ def delete_project(
         return _project_overview(request, session, manager, project, {}, {}, 422,
                                  delete_error=f"type the project's name, “{project.name}”, to delete it")
     try:
-        service.delete_project(session, project)
+        service.delete_project(session, project, by=manager)
     except Conflict as exc:
         return _project_overview(request, session, manager, project, {}, {}, exc.status_code, delete_error=exc.message)
     return RedirectResponse("/manage/projects?deleted=1", status_code=303)
@@ -227,7 +227,7 @@ def remove_import(
 ) -> Response:
     project = service.get_project(session, project_id)
     try:
-        removal.remove_import(session, project, batch_id)
+        removal.remove_import(session, project, batch_id, by=manager)
     except NotFound:
         # Removed already, from another tab or by a second click.
         return _project_overview(request, session, manager, project, {}, {}, 404,
@@ -242,12 +242,12 @@ def remove_import(
 @router.post("/{project_id}/access")
 def set_access(
     project_id: PageId,
-    _: ManagerPageUser,
+    manager: ManagerPageUser,
     session: SessionDep,
     form: Annotated[AccessForm, Form()],
 ) -> Response:
     project = service.get_project(session, project_id)
-    service.update_project(session, project, ProjectUpdate(open_to_all=form.open_to_all))
+    service.update_project(session, project, ProjectUpdate(open_to_all=form.open_to_all), by=manager)
     access = "open" if form.open_to_all else "members"
     return RedirectResponse(f"/manage/projects/{project.id}?access={access}#members", status_code=303)
 

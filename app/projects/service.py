@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import case, delete, func, select
@@ -24,12 +25,14 @@ from app.models import (
     User,
     utcnow,
 )
+from app.audit import service as audit
 from app.projects.access import release_leases_of_outsiders, visible_projects
 from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, ProjectUpdate
 from app.rounds.lease import stale_claim
 
 
-def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False) -> Project:
+def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False, by: User | None = None) -> Project:
+    """A new project; `by` is the manager creating it, None at the command line (and the demo)."""
     # As usernames: two projects a letter's case apart are one name to the person typing it.
     taken = session.scalar(select(Project.name).where(func.lower(Project.name) == data.name.lower()))
     if taken == data.name:
@@ -40,7 +43,13 @@ def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = Fal
                       guidelines_updated_at=utcnow() if data.guidelines else None)
     session.add(project)
     session.flush()
+    audit.record(session, by, "project.created", audit.project_target(project),
+                 labeling_mode=project.labeling_mode.value, overlap=project.overlap)
     return project
+
+
+def _plain(value: object) -> object:
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def list_projects(session: Session, seen_by: User | None = None) -> list[Project]:
@@ -89,7 +98,7 @@ def refuse_during_live_work(session: Session, project: Project) -> None:
         raise Conflict(f"a worker is measuring a comparison of {project.name}'s models: wait for it to end")
 
 
-def delete_project(session: Session, project: Project) -> dict[str, int]:
+def delete_project(session: Session, project: Project, *, by: User | None = None) -> dict[str, int]:
     """Delete the project and everything in it (problems, solutions, labels, reports, rounds,
     model versions' records); what it held, counted before. Refused (Conflict) during live work
     (refuse_during_live_work). A round or comparison still queued goes with the project; a worker
@@ -101,6 +110,7 @@ def delete_project(session: Session, project: Project) -> dict[str, int]:
         for kind, model in (("problems", Problem), ("solutions", Solution), ("labels", Label))
     }
     project_id = project.id
+    audit.record(session, by, "project.deleted", audit.project_target(project), **held)
     session.expunge(project)
     # The database removes the rest: every table that names a project, problem or solution
     # does so with ON DELETE CASCADE (SQLite's foreign keys are on, app.db).
@@ -108,9 +118,15 @@ def delete_project(session: Session, project: Project) -> dict[str, int]:
     return held
 
 
-def update_project(session: Session, project: Project, data: ProjectUpdate) -> Project:
+def update_project(session: Session, project: Project, data: ProjectUpdate, *, by: User | None = None) -> Project:
+    """Change the project's settings; `by` is the manager, None at the command line."""
     changes = data.model_dump(exclude_none=True)
     old_overlap = project.overlap
+    # Each setting that changes, from what to what; the texts, too long for that, as changed.
+    changed = {field: "changed" if field in ("description", "guidelines") else [_plain(getattr(project, field)), _plain(value)]
+               for field, value in changes.items() if getattr(project, field) != value}
+    if changed:
+        audit.record(session, by, "project.settings_changed", audit.project_target(project), **changed)
     if "guidelines" in changes and changes["guidelines"] != project.guidelines:
         project.guidelines_updated_at = utcnow()
     for field, value in changes.items():

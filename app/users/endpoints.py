@@ -49,8 +49,8 @@ def list_users(_: AdminApiUser, session: SessionDep) -> list[UserRead]:
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 409),
 )
-def create_user(body: UserCreate, _: AdminApiUser, session: SessionDep) -> UserRead:
-    return UserRead.model_validate(service.create_user(session, body))
+def create_user(body: UserCreate, admin: AdminApiUser, session: SessionDep) -> UserRead:
+    return UserRead.model_validate(service.create_user(session, body, by=admin))
 
 
 @router.get("/{user_id}", response_model=UserRead, responses=error_responses(404))

@@ -56,9 +56,7 @@ def create_user(
 ) -> Response:
     values = {"username": username.strip(), "role": role}
     try:
-        user = service.create_user(
-            session, validate_form(UserCreate, {**values, "password": password})
-        )
+        user = service.create_user(session, validate_form(UserCreate, {**values, "password": password}), by=admin)
     except FormInvalid as exc:
         return _users_list(request, session, values, exc.errors, status_code=422)
     except Conflict as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.audit import service as audit
 from app.auth.security import hash_password
 from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in, users_named
@@ -14,7 +15,8 @@ from app.models import Role, User
 from app.users.schemas import PasswordChange, UserCreate, UserUpdate
 
 
-def create_user(session: Session, data: UserCreate) -> User:
+def create_user(session: Session, data: UserCreate, *, by: User | None = None) -> User:
+    """A new user; `by` is the admin creating them, None at the command line (and for the demo)."""
     # Names that differ only in case are one name to people reading a report (and to the login
     # throttle, which counts failures by the lowercased name). A unique index on lower(username)
     # would keep it without a lock, but could not be built on a database that already holds two
@@ -29,6 +31,7 @@ def create_user(session: Session, data: UserCreate) -> User:
     user = User(username=data.username, role=data.role, password_hash=password_hash)
     session.add(user)
     session.flush()
+    audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value)
     return user
 
 
@@ -80,18 +83,27 @@ def update_user(
     if user.role == Role.admin and user.is_active and not stays_admin and not _other_active_admin(session, user):
         # The rule above keeps one admin through the API; this keeps one through the command line.
         raise Conflict(f"{user.username} is the last active admin; make another admin first")
-    if data.role is not None:
+    target = audit.user_target(user)
+    if data.role is not None and data.role != user.role:
+        audit.record(session, by, "user.role_changed", target, **{"from": user.role.value, "to": data.role.value})
         user.role = data.role
-    if data.is_active is not None:
+    if data.is_active is not None and data.is_active != user.is_active:
+        audit.record(session, by, "user.reactivated" if data.is_active else "user.deactivated", target)
         user.is_active = data.is_active
     if password_hash is not None:
-        user.password_hash = password_hash
-        # A new password is what an admin gives a user locked out by failed logins: the lock
-        # on the name goes with the old password (the address's stays, as a good login's does).
-        throttle.forget_username(session, user.username)
-    if data.is_active is False or data.password is not None:
+        audit.record(session, by, "user.password_set", target)
+        _set_password(session, user, password_hash, keep)
+    if data.is_active is False:
         end_logins(session, user, keep=keep)
     return user
+
+
+def _set_password(session: Session, user: User, password_hash: str, keep: Principal | None) -> None:
+    user.password_hash = password_hash
+    # A new password is what an admin gives a user locked out by failed logins: the lock on the
+    # name goes with the old password (the address's stays, as a good login's does).
+    throttle.forget_username(session, user.username)
+    end_logins(session, user, keep=keep)
 
 
 def _other_active_admin(session: Session, user: User) -> bool:
@@ -109,5 +121,6 @@ def change_own_password(
     user = login.user
     if log_in(session, user.username, data.current_password, address, limits) is None:
         return False
-    update_user(session, user, UserUpdate(password=data.new_password), by=None, keep=login)
+    _set_password(session, user, hash_password(data.new_password), keep=login)
+    audit.record(session, user, "user.password_changed", audit.user_target(user))
     return True

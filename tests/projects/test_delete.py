@@ -78,6 +78,10 @@ def test_a_project_goes_with_everything_in_it_and_nothing_else(session_factory, 
     for table, before in with_both.items():
         if table in ("users", "instance_secrets", "alembic_version") or before == 0:
             continue
+        if table == "audit_events":
+            # The trail outlives what it tells of: one more event, the deletion.
+            assert left[table] == before + 1
+            continue
         assert left[table] * 2 == before, (table, before, left[table])
     with session_scope(session_factory) as session:
         assert session.get(Project, kept.id) is not None

@@ -1,0 +1,31 @@
+"""The audit trail for scripts: admins only."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.audit import service
+from app.audit.schemas import AuditEventPage, AuditEventRead, EventQuery
+from app.deps import AdminApiUser, SessionDep
+from app.errors import error_responses
+
+router = APIRouter(prefix="/api/v1/audit-events", tags=["audit"])
+
+
+@router.get("", response_model=AuditEventPage, responses=error_responses(422))
+def list_audit_events(
+    _: AdminApiUser,
+    session: SessionDep,
+    query: Annotated[EventQuery, Query()],
+) -> AuditEventPage:
+    """Who changed accounts, roles, projects, their settings and members, and who removed imported
+    files, newest first."""
+    page = service.list_events(session, category=query.category, actor=query.actor, limit=query.limit,
+                               offset=query.offset)
+    return AuditEventPage(total=page.total, events=[
+        AuditEventRead(id=e.id, at=e.at, actor=e.actor, action=e.action, target=e.target,
+                       summary=service.describe(e), details=e.details or {})
+        for e in page.events
+    ])

@@ -1,0 +1,59 @@
+"""Users → Activity: the audit trail, newest first, filtered by what it concerns and by who."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from app.audit import service
+from app.audit.schemas import EventFilters
+from app.deps import AdminPageUser, SessionDep
+from app.forms import FormInvalid, validate_form
+from app.templating import render
+
+router = APIRouter(prefix="/admin/activity", include_in_schema=False)
+
+
+class ActivityForm(BaseModel):
+    """The filters as typed in the address; EventFilters judges them."""
+
+    category: str = Field(default="", max_length=2000)
+    actor: str = Field(default="", max_length=2000)
+    page: str = Field(default="", max_length=2000)
+
+
+class PageNumber(BaseModel):
+    page: int = Field(default=1, ge=1, le=100_000)
+
+
+@router.get("")
+def activity_page(request: Request, _: AdminPageUser, session: SessionDep,
+                  form: Annotated[ActivityForm, Query()]) -> Response:
+    values = {"category": form.category, "actor": form.actor.strip()}
+    errors: dict[str, str] = {}
+    try:
+        filters = validate_form(EventFilters, values)
+    except FormInvalid as exc:
+        errors |= exc.errors
+    try:
+        page = validate_form(PageNumber, {"page": form.page}).page
+    except FormInvalid as exc:
+        errors |= exc.errors
+    listing = None if errors else service.list_events(
+        session, category=filters.category, actor=filters.actor,
+        limit=service.PAGE_SIZE, offset=(page - 1) * service.PAGE_SIZE)
+    chosen = {k: v for k, v in values.items() if v and k not in errors}
+    return render(request, "admin/activity.html", {
+        "values": values,
+        "errors": errors,
+        "listing": listing,
+        "page": 1 if errors else page,
+        "pages": max(1, -(-listing.total // service.PAGE_SIZE)) if listing else 1,
+        "query": urlencode(chosen),
+        "categories": service.CATEGORIES,
+        "describe": service.describe,
+    }, status_code=422 if errors else 200)

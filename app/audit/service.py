@@ -1,0 +1,106 @@
+"""The audit trail: who changed an account, a role, a project, its settings or members, or
+removed an imported file, and when. Each service that makes such a change records it in the
+same transaction, so that a change and its record stand or fall together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import AuditEvent, Project, User
+
+# Each action and the part of the platform it concerns, which the activity page filters by.
+ACTIONS: dict[str, str] = {
+    "user.created": "users",
+    "user.role_changed": "users",
+    "user.deactivated": "users",
+    "user.reactivated": "users",
+    "user.password_set": "users",
+    "user.password_changed": "users",
+    "project.created": "projects",
+    "project.settings_changed": "projects",
+    "project.deleted": "projects",
+    "member.added": "members",
+    "member.removed": "members",
+    "import.removed": "imports",
+}
+CATEGORIES = ("users", "projects", "members", "imports")
+PAGE_SIZE = 50
+
+
+def record(session: Session, by: User | None, action: str, target: str, **details: Any) -> None:
+    """Note `action` on `target` by `by` (None: the command line, run on the server)."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown audit action {action!r}")
+    session.add(AuditEvent(actor_id=by.id if by else None, actor=by.username if by else None,
+                           action=action, target=target[:200], details=details))
+
+
+def user_target(user: User) -> str:
+    return f"user {user.username}"
+
+
+def project_target(project: Project) -> str:
+    return f"project {project.name} (id {project.id})"
+
+
+@dataclass(frozen=True)
+class EventPage:
+    events: list[AuditEvent]
+    total: int
+
+
+def list_events(session: Session, *, category: str | None = None, actor: str | None = None,
+                limit: int = PAGE_SIZE, offset: int = 0) -> EventPage:
+    """Newest first; `actor` matches a username in any case, or "command line"."""
+    where = []
+    if category is not None:
+        where.append(AuditEvent.action.in_([a for a, c in ACTIONS.items() if c == category]))
+    if actor:
+        where.append(AuditEvent.actor.is_(None) if actor.strip().lower() == "command line"
+                     else func.lower(AuditEvent.actor) == actor.strip().lower())
+    total = session.scalar(select(func.count()).select_from(AuditEvent).where(*where)) or 0
+    events = session.scalars(select(AuditEvent).where(*where).order_by(AuditEvent.id.desc())
+                             .offset(offset).limit(limit))
+    return EventPage(events=list(events), total=total)
+
+
+def describe(event: AuditEvent) -> str:
+    """The event in a sentence, after its target: what the page, the API and the CLI say."""
+    d = event.details or {}
+    match event.action:
+        case "user.created":
+            return f"created as {d.get('role')}"
+        case "user.role_changed":
+            return f"role changed from {d.get('from')} to {d.get('to')}"
+        case "user.deactivated":
+            return "deactivated: their logins and tokens ended"
+        case "user.reactivated":
+            return "reactivated"
+        case "user.password_set":
+            return "given a new password: their other logins ended"
+        case "user.password_changed":
+            return "changed their own password"
+        case "project.created":
+            return f"created ({d.get('labeling_mode')}, overlap {d.get('overlap')})"
+        case "project.settings_changed":
+            return "settings changed: " + "; ".join(_change(field, value) for field, value in sorted(d.items()))
+        case "project.deleted":
+            return (f"deleted with its {d.get('problems', 0):,} problems, {d.get('solutions', 0):,} solutions "
+                    f"and {d.get('labels', 0):,} labels")
+        case "member.added":
+            return f"added to project {d.get('project')}"
+        case "member.removed":
+            return f"taken out of project {d.get('project')}"
+        case "import.removed":
+            return f"removed from project {d.get('project')}: {d.get('summary')}"
+    return event.action
+
+
+def _change(field: str, value: Any) -> str:
+    if isinstance(value, list) and len(value) == 2:
+        return f"{field} {value[0]} → {value[1]}"
+    return f"{field} {value}"
