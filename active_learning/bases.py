@@ -82,7 +82,8 @@ def check_base_name(base: str, *, directories_here: bool) -> None:
         return
     if names_a_path(base):
         if directories_here:
-            raise BaseUnusable(f"there is no directory {base}")
+            raise BaseUnusable(f"{base} is a file, not a model directory" if os.path.exists(base)
+                               else f"there is no directory {base}")
         # Looking here would tell a caller which of this machine's paths exist, and nothing of
         # what the workers will find.
         return

@@ -9,6 +9,7 @@ at.
 import codecs
 import hashlib
 import itertools
+import json
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -126,9 +127,14 @@ def _texts(value, what: str) -> list[str]:
     return value
 
 
+def _as_json(value) -> str:
+    """A value as the file wrote it (true, "0"), not as Python shows it (True, '0')."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _rating(value, what: str) -> int | None:
     if value is not None and (type(value) is not int or value not in (-1, 0, 1)):  # true is not a rating
-        raise ValueError(f"`{what}.rating` is -1, 0, 1 or null, not {value!r}")
+        raise ValueError(f"`{what}.rating` is -1, 0, 1 or null, not {_as_json(value)}")
     return value
 
 
@@ -482,7 +488,7 @@ def load_processbench(source: str | Path | Iterable[dict]) -> tuple[list[Solutio
                              "or -1 when every step is right")
         if type(label) is not int or not -1 <= label < len(steps):
             raise ValueError(f"{where}: `label` must be -1 or the index of one of its "
-                             f"{len(steps)} steps, not {label!r}")
+                             f"{len(steps)} steps, not {_as_json(label)}")
         solutions.append(Solution(str(record.get("id") or problem_id(problem)), problem, steps))
         first_errors.append(None if label == -1 else label)
     if not solutions:

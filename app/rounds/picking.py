@@ -146,7 +146,10 @@ def enqueue_stage(run: RoundRun) -> None:
         else:
             # Too few labels to train: there was no model to promote (Round.status_text).
             verdict = str(round_.metrics.get("rule"))
-        picked = f"{selection.get('picks', 0)} picks queued"
+        # A pick already waiting in the queue is moved up, not queued again: the message says how
+        # many slots are new, as the log does.
+        picks = selection.get("picks", 0)
+        picked = f"{picks} picks first in the queue" + (f" ({added} new queue slot{'' if added == 1 else 's'})" if picks else "")
         if selection.get("pool") == 0:
             picked += f" ({EMPTY_POOL})"
         lease.finish(session, run.round_id, run.owner, RoundStage.enqueue, f"{picked}; {verdict}")

@@ -133,7 +133,7 @@ def update_round_settings(
     changes = data.model_dump(exclude_unset=True)
     for field, value in changes.items():
         if value is None and field not in NULLABLE_SETTINGS:
-            raise BadInput(f"{field} cannot be null")
+            raise BadInput(f"{field} cannot be null", details=[{"field": field, "message": "cannot be null"}])
     merged = {**{k: getattr(settings, k) for k in ("control_share", "qc_share")}, **changes}
     if merged["control_share"] + merged["qc_share"] > 1:
         raise BadInput("control_share + qc_share must not exceed 1")

@@ -44,6 +44,11 @@ def test_a_missing_directory_is_refused_only_where_the_workers_directories_are(t
     check_base_name(missing, directories_here=False)
     with pytest.raises(BaseUnusable, match="there is no directory ./checkpoints"):
         check_base_name("./checkpoints", directories_here=True)
+    # A file named instead of its directory (a data file, say) is said to be one.
+    data = tmp_path / "synth.jsonl"
+    data.write_text("{}\n")
+    with pytest.raises(BaseUnusable, match=f"{data} is a file, not a model directory"):
+        check_base_name(str(data), directories_here=True)
     for here in (True, False):
         with pytest.raises(BaseUnusable, match="give the directory's full path"):
             check_base_name("~/models/qwen", directories_here=here)

@@ -110,7 +110,7 @@ def test_bad_input_names_the_line(tmp_path):
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [], "chosen_completion": 2}]}}',
      "`label.steps.0..chosen_completion` 2 is not the index of one of its 0 completions"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [], "human_completion": '
-                    '{"text": "a", "rating": true}}]}}', "human_completion.rating` is -1, 0, 1 or null, not True"),
+                    '{"text": "a", "rating": true}}]}}', "human_completion.rating` is -1, 0, 1 or null, not true"),
     (load_examples, '{"question": {"problem": "1+1"}, "label": {"steps": [{"completions": [{"text": " \\n", "rating": 1}], '
                     '"chosen_completion": 0}]}}',
      r"a PRM800K record, but `label.steps\[0\].completions\[0\].text` is blank: a step needs text"),

@@ -307,6 +307,9 @@ def test_processbench_without_an_erroneous_solution_prints_its_metrics_as_null(t
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"label": 3}, "`label` must be -1 or the index of one of its 2 steps, not 3"),
+    # As the file wrote it, not as Python shows it.
+    ({"label": True}, "of its 2 steps, not true"),
+    ({"label": "0"}, 'of its 2 steps, not "0"'),
     ({"label": "1"}, "`label` must be"),
     ({"steps": []}, "`steps` (a non-empty list of texts)"),
     ({"steps": ["2+3=5", " "], "label": -1}, "`steps[1]` is blank: a step needs text"),

@@ -17,7 +17,7 @@ from app.rounds.worker import run_here
 from tests.conftest import make_project
 
 
-@pytest.mark.parametrize(("outcome", "code"), [(("round 1: done: 12 picks queued", True), 0),
+@pytest.mark.parametrize(("outcome", "code"), [(("round 1: done: 12 picks first in the queue (12 new queue slots)", True), 0),
                                                (("round 1: failed: no base", False), 1)])
 def test_the_exit_status_says_whether_the_round_is_done(stepwise, database_url, session_factory, monkeypatch,
                                                         outcome, code) -> None:  # type: ignore[no-untyped-def]

@@ -91,6 +91,9 @@ def test_round_settings_are_validated_and_bad_ones_change_nothing(client, sessio
                 {"source_weights": {"human": True}}]:
         response = client.patch(url, headers=headers, json=bad)
         assert response.status_code == 422, (bad, response.text)
+        # Each names its field, as any field error does (the shares' sum is both fields').
+        if "qc_share" not in bad:
+            assert response.json()["errors"][0]["field"] == next(iter(bad)), (bad, response.text)
     assert client.get(url, headers=headers).json() == changed.json()
 
     off = client.patch(url, headers=headers, json={"every_new_labels": None, "selector_min_step_auroc": None})

@@ -34,7 +34,7 @@ def test_start_list_and_run_rounds_from_the_command_line(session_factory, databa
     worked = stepwise(env, "worker", "--once")
     assert worked.returncode == 0, worked.stderr[-3000:]
     listed = stepwise(env, "rounds", "list", "--project", "cli").stdout
-    assert listed.startswith("1\tdone\tdone\t100%") and "12 picks queued" in listed
+    assert listed.startswith("1\tdone\tdone\t100%") and "12 picks first in the queue" in listed
 
     waited = stepwise(env, "rounds", "start", "--project", "cli", "--wait")
     assert waited.returncode == 0, waited.stderr[-3000:]

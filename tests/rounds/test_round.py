@@ -261,7 +261,7 @@ def test_a_round_whose_pool_is_empty_says_why_it_picked_nothing(
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert round_.metrics["selection"]["pool"] == 0
-        assert round_.message.startswith("0 picks queued (its pool was empty: no solution is left without a human label")
+        assert round_.message.startswith("0 picks first in the queue (its pool was empty: no solution is left without a human label")
     make_user(session_factory, "rhea", Role.researcher)
     browser_login(client, "rhea")
     page = client.get(f"/research/rounds/{round_id}").text
