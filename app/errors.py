@@ -101,8 +101,10 @@ def plain_message(error: Mapping[str, Any], schema: type[BaseModel] | None = Non
     if kind == "too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
     if kind in PLAIN_MESSAGES:
+        # A bound of 1 is "1", not "1.0" (a float field's bounds are floats).
+        shown = {key: f"{value:g}" if isinstance(value, float) else value for key, value in ctx.items()}
         try:
-            return PLAIN_MESSAGES[kind].format(**ctx)
+            return PLAIN_MESSAGES[kind].format(**shown)
         except (KeyError, IndexError):
             pass
     return str(error.get("msg", "invalid"))

@@ -337,6 +337,11 @@ def test_unreadable_values_are_named_in_plain_words(client, session_factory):  #
                                headers={**labeler, "content-type": "application/json"})
         assert response.status_code == 422, response.text
         assert {"field": field, "message": message} in response.json()["errors"]
+    # A float setting's bounds read as written: "at most 1", not "at most 1.0".
+    admin = api_headers(client, "word-admin")
+    for value, message in ((1.5, "must be at most 1"), (-0.5, "must be at least 0")):
+        response = client.patch(f"/api/v1/projects/{project.id}", headers=admin, json={"qc_rate": value})
+        assert {"field": "qc_rate", "message": message} in response.json()["errors"], response.text
     # As a JSON number it is past what Python's parser reads at all.
     huge = client.post("/api/v1/assignments/1/submit", content='{"total_time_ms": ' + "9" * 5000 + "}",
                        headers={**labeler, "content-type": "application/json"})
