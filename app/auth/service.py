@@ -167,9 +167,13 @@ LAST_USE_EVERY = timedelta(minutes=1)
 
 def _note_use(session: Session, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
     """When a token was last used, to the minute, for its owner to see which tokens still serve
-    and revoke the others; written at most once a minute, so that scripts' requests stay reads."""
+    and revoke the others; written at most once a minute, so that scripts' requests stay reads.
+    Skipped while another request's transaction holds the row (a long import under the same
+    token, on PostgreSQL): that one writes it, and this request must not wait for it."""
     if last_used_at is None or now - last_used_at >= LAST_USE_EVERY:
-        session.connection().execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
+        free = select(ApiToken.id).where(ApiToken.id == token_id).with_for_update(skip_locked=True)
+        session.connection().execute(update(ApiToken).where(ApiToken.id.in_(free.scalar_subquery()))
+                                     .values(last_used_at=now))
 
 
 def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool = False) -> Caller | None:

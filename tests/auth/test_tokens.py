@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 
 import pytest
@@ -134,3 +135,25 @@ def test_a_tokens_last_use_is_kept_to_the_minute(client, session_factory) -> Non
     assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=labeler).status_code == 200
     for used in (token_id, ann_token):
         assert utcnow() - _token_row(session_factory, used).last_used_at < timedelta(seconds=5)
+
+
+def test_a_request_does_not_wait_on_another_holding_its_tokens_row(client, session_factory, backend) -> None:  # type: ignore[no-untyped-def]
+    if backend != "postgresql":
+        pytest.skip("SQLite's transactions take the one write lock in turn; there is no row to hold")
+    make_user(session_factory, "max", "manager")
+    headers = api_headers(client, "max")
+    token_id = client.get("/api/v1/auth/tokens", headers=headers).json()[0]["id"]
+    # A long import under the same token holds the row it wrote its last use to.
+    with session_factory() as holder:
+        holder.execute(update(ApiToken).where(ApiToken.id == token_id)
+                       .values(last_used_at=utcnow() - timedelta(minutes=5)))
+        holder.commit()
+        holder.execute(update(ApiToken).where(ApiToken.id == token_id).values(name="held"))
+        answered: list[int] = []
+        asking = threading.Thread(target=lambda: answered.append(client.get("/api/v1/users/me", headers=headers).status_code))
+        asking.start()
+        asking.join(timeout=15)
+        waited = asking.is_alive()
+        holder.rollback()
+    asking.join()
+    assert not waited and answered == [200]
