@@ -17,6 +17,7 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from active_learning.cli import prm, quiet_transformers
+from app.audit.service import Category as AuditCategory
 from app.auth.schemas import MAX_TOKEN_DAYS
 from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
@@ -265,7 +266,7 @@ def _update_user(ctx: _Context, username: str, **changes: object):  # type: igno
 
 
 @cli.command("audit")
-@click.option("--category", type=click.Choice(["users", "projects", "members", "imports"]), default=None)
+@click.option("--category", type=click.Choice([c.value for c in AuditCategory]), default=None)
 @click.option("--actor", default=None, help='a username, or "command line"')
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @pass_ctx
@@ -275,7 +276,8 @@ def audit_command(ctx: _Context, category: str | None, actor: str | None, limit:
     from app.audit.service import describe, list_events
 
     with ctx.session() as session:
-        for event in list_events(session, category=category, actor=actor, limit=limit).events:
+        chosen = None if category is None else AuditCategory(category)
+        for event in list_events(session, category=chosen, actor=actor, limit=limit).events:
             click.echo("\t".join((event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), event.actor or "command line",
                                   event.target, describe(event))))
 
@@ -328,8 +330,9 @@ def tokens_revoke(ctx: _Context, username: str, token_id: int) -> None:
     from app.users.service import get_user_by_name
 
     with ctx.session() as session:
-        record = revoke_own_token(session, get_user_by_name(session, username), token_id)
-        click.echo(f"revoked token {record.id} ({record.name}) of {username}")
+        user = get_user_by_name(session, username)
+        record = revoke_own_token(session, user, token_id)
+        click.echo(f"revoked token {record.id} ({record.name}) of {user.username}")
 
 
 @cli.group(cls=_Group)

@@ -7,6 +7,7 @@ request that has read all it needs and then works long without the database.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,8 @@ import anyio.to_thread
 # FastAPI's Request is Starlette's: imported from there, FastAPI (0.05 s) stays out of the
 # start-up of CLI commands, which import this module too.
 from starlette.requests import Request
-from sqlalchemy import Engine, create_engine, event, func, make_url, select
+from sqlalchemy import URL, Connection, Engine, create_engine, event, func, make_url, select
+from sqlalchemy.pool import NullPool
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -43,6 +45,19 @@ def connect_timeout_args(url: str) -> dict[str, int]:
     if parsed.get_backend_name() != "postgresql" or "connect_timeout" in parsed.query:
         return {}
     return {"connect_timeout": CONNECT_TIMEOUT_S}
+
+
+@functools.lru_cache(maxsize=8)
+def _unpooled(url: URL) -> Engine:
+    return create_engine(url, poolclass=NullPool, connect_args=connect_timeout_args(url.render_as_string(False)))
+
+
+def side_connection(engine: Engine) -> Connection:
+    """A PostgreSQL connection of its own, outside `engine`'s pool, for a small write that must
+    commit apart from the request's transaction (a token's last use, app.auth.service). Not
+    from the pool: a request holding one of its connections while it waited for a second, with
+    every other request doing the same, would wait out the pool's timeout."""
+    return _unpooled(engine.url).connect()
 
 
 def create_db_engine(settings: Settings) -> Engine:

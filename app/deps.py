@@ -40,7 +40,7 @@ SESSION_COOKIE = "stepwise_session"
 CSRF_HEADER = "X-CSRF-Token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 NOT_LOGGED_IN = "log in or send 'Authorization: Bearer <token>'"
-UNKNOWN_TOKEN = "unknown or revoked API token"
+UNKNOWN_TOKEN = "unknown, revoked or expired API token"
 
 # scope="function": the session commits when the endpoint returns, before the response is
 # sent, so an acknowledged submit is a committed one.

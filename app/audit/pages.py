@@ -54,6 +54,6 @@ def activity_page(request: Request, _: AdminPageUser, session: SessionDep,
         "page": 1 if errors else page,
         "pages": max(1, -(-listing.total // service.PAGE_SIZE)) if listing else 1,
         "query": urlencode(chosen),
-        "categories": service.CATEGORIES,
+        "categories": list(service.Category),
         "describe": service.describe,
     }, status_code=422 if errors else 200)

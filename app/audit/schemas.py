@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.audit.service import PAGE_SIZE
-
-Category = Literal["users", "projects", "members", "imports"]
+from app.audit.service import PAGE_SIZE, Category
 
 
 class EventFilters(BaseModel):

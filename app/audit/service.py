@@ -4,6 +4,7 @@ same transaction, so that a change and its record stand or fall together."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,22 +13,32 @@ from sqlalchemy.orm import Session
 
 from app.models import AuditEvent, Project, User
 
-# Each action and the part of the platform it concerns, which the activity page filters by.
-ACTIONS: dict[str, str] = {
-    "user.created": "users",
-    "user.role_changed": "users",
-    "user.deactivated": "users",
-    "user.reactivated": "users",
-    "user.password_set": "users",
-    "user.password_changed": "users",
-    "project.created": "projects",
-    "project.settings_changed": "projects",
-    "project.deleted": "projects",
-    "member.added": "members",
-    "member.removed": "members",
-    "import.removed": "imports",
+class Category(enum.StrEnum):
+    """The part of the platform an action concerns, which the activity page filters by."""
+
+    users = "users"
+    tokens = "tokens"
+    projects = "projects"
+    members = "members"
+    imports = "imports"
+
+
+ACTIONS: dict[str, Category] = {
+    "user.created": Category.users,
+    "user.role_changed": Category.users,
+    "user.deactivated": Category.users,
+    "user.reactivated": Category.users,
+    "user.password_set": Category.users,
+    "user.password_changed": Category.users,
+    "token.created": Category.tokens,
+    "token.revoked": Category.tokens,
+    "project.created": Category.projects,
+    "project.settings_changed": Category.projects,
+    "project.deleted": Category.projects,
+    "member.added": Category.members,
+    "member.removed": Category.members,
+    "import.removed": Category.imports,
 }
-CATEGORIES = ("users", "projects", "members", "imports")
 PAGE_SIZE = 50
 
 
@@ -53,7 +64,7 @@ class EventPage:
     total: int
 
 
-def list_events(session: Session, *, category: str | None = None, actor: str | None = None,
+def list_events(session: Session, *, category: Category | None = None, actor: str | None = None,
                 limit: int = PAGE_SIZE, offset: int = 0) -> EventPage:
     """Newest first; `actor` matches a username in any case, or "command line"."""
     where = []
@@ -81,9 +92,14 @@ def describe(event: AuditEvent) -> str:
         case "user.reactivated":
             return "reactivated"
         case "user.password_set":
-            return "given a new password: their other logins ended"
+            return "given a new password: their logins ended"
         case "user.password_changed":
             return "changed their own password"
+        case "token.created":
+            until = f", until {d['expires_at'][:10]}" if d.get("expires_at") else ""
+            return f"given API token {d.get('token')} “{d.get('name')}”{until}"
+        case "token.revoked":
+            return f"API token {d.get('token')} “{d.get('name')}” revoked"
         case "project.created":
             return f"created ({d.get('labeling_mode')}, overlap {d.get('overlap')})"
         case "project.settings_changed":

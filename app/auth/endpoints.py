@@ -33,7 +33,7 @@ def create_token(body: TokenRequest, request: Request, session: SessionDep) -> T
             status_code=status.HTTP_401_UNAUTHORIZED,
             headers={"WWW-Authenticate": "Bearer"},
         )
-    issued = service.issue_api_token(session, user, body.name, body.expires_in_days)
+    issued = service.issue_api_token(session, user, body.name, body.expires_in_days, by=user)
     return TokenRead(token=issued.token, id=issued.record.id, expires_at=issued.record.expires_at)
 
 
@@ -59,5 +59,5 @@ def revoke_current_token(request: Request, _: ApiUser, session: SessionDep) -> N
                responses=error_responses(401, 403, 404, 422))
 def revoke_token(token_id: RowId, login: ApiPrincipal, session: SessionDep) -> None:
     """Revoke one of your tokens by its id (from `GET /tokens`); it is refused from then on."""
-    service.revoke_own_token(session, login.user, token_id)
+    service.revoke_own_token(session, login.user, token_id, by=login.user)
 

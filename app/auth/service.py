@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
+from app.audit import service as audit
+from app.db import side_connection
 from app.errors import Conflict, Forbidden, NotFound
 from app.models import ApiToken, AuthSession, User, utcnow
+
+
+log = logging.getLogger(__name__)
 
 
 class AccountDeactivated(Forbidden):
@@ -168,12 +175,27 @@ LAST_USE_EVERY = timedelta(minutes=1)
 def _note_use(session: Session, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
     """When a token was last used, to the minute, for its owner to see which tokens still serve
     and revoke the others; written at most once a minute, so that scripts' requests stay reads.
-    Skipped while another request's transaction holds the row (a long import under the same
-    token, on PostgreSQL): that one writes it, and this request must not wait for it."""
-    if last_used_at is None or now - last_used_at >= LAST_USE_EVERY:
-        free = select(ApiToken.id).where(ApiToken.id == token_id).with_for_update(skip_locked=True)
-        session.connection().execute(update(ApiToken).where(ApiToken.id.in_(free.scalar_subquery()))
-                                     .values(last_used_at=now))
+
+    On PostgreSQL in a short transaction of its own: written in the request's, the row stayed
+    locked while the request ran (a long import), and revoking the token, or deactivating its
+    user, waited for it. Skipped while another holds the row, which writes it. SQLite runs one
+    writer at a time, which the request already is: there it goes in the request's transaction.
+    """
+    if last_used_at is not None and now - last_used_at < LAST_USE_EVERY:
+        return
+    free = select(ApiToken.id).where(ApiToken.id == token_id).with_for_update(skip_locked=True)
+    write = update(ApiToken).where(ApiToken.id.in_(free.scalar_subquery())).values(last_used_at=now)
+    engine = session.get_bind()
+    if engine.dialect.name != "postgresql":
+        session.connection().execute(write)
+        return
+    try:
+        with side_connection(engine) as own:
+            own.execute(write)
+            own.commit()
+    except OperationalError as exc:
+        # A note, not the request's work: the database refusing one more connection, say.
+        log.warning("token %s: its last use was not written: %s", token_id, exc)
 
 
 def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool = False) -> Caller | None:
@@ -218,7 +240,10 @@ class IssuedToken:
     record: ApiToken
 
 
-def issue_api_token(session: Session, user: User, name: str, expires_in_days: int | None = None) -> IssuedToken:
+def issue_api_token(session: Session, user: User, name: str, expires_in_days: int | None = None, *,
+                    by: User | None = None) -> IssuedToken:
+    """A new token for `user`; `by` made it (the user, logged in or with their password), None
+    at the command line."""
     if not user.is_active:
         # Refused at every request until a reactivation would quietly bring it to life.
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
@@ -227,6 +252,8 @@ def issue_api_token(session: Session, user: User, name: str, expires_in_days: in
     record = ApiToken(user_id=user.id, name=name, token_hash=token_digest(token), expires_at=expires_at)
     session.add(record)
     session.flush()
+    audit.record(session, by, "token.created", audit.user_target(user), token=record.id, name=name,
+                 expires_at=None if expires_at is None else expires_at.isoformat())
     return IssuedToken(token=token, record=record)
 
 
@@ -237,20 +264,24 @@ def list_api_tokens(session: Session, user: User) -> list[ApiToken]:
                                 .order_by(ApiToken.id.desc())))
 
 
-def revoke_own_token(session: Session, user: User, token_id: int) -> ApiToken:
-    """Revoke one of `user`'s tokens; NotFound for another's (which this does not tell apart
-    from none) or one revoked already."""
+def revoke_own_token(session: Session, user: User, token_id: int, *, by: User | None = None) -> ApiToken:
+    """Revoke one of `user`'s tokens (`by`: the user, None at the command line); NotFound for
+    another's (which this does not tell apart from none) or one revoked already."""
     record = session.scalar(select(ApiToken).where(
         ApiToken.id == token_id, ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None)))
     if record is None:
-        raise NotFound(f"you have no token {token_id} that is not revoked")
+        raise NotFound(f"{user.username} has no token {token_id} left to revoke")
     record.revoked_at = utcnow()
+    audit.record(session, by, "token.revoked", audit.user_target(user), token=record.id, name=record.name)
     return record
 
 
 def revoke_api_token(session: Session, token: str) -> bool:
+    """Revoke the token a request came with, as its user."""
     api_token = session.scalar(select(ApiToken).where(ApiToken.token_hash == token_digest(token)))
     if api_token is None or api_token.revoked_at is not None:
         return False
     api_token.revoked_at = utcnow()
+    owner = session.get(User, api_token.user_id)
+    audit.record(session, owner, "token.revoked", audit.user_target(owner), token=api_token.id, name=api_token.name)
     return True

@@ -27,7 +27,8 @@ SOLUTIONS_PER_PAGE = 20
 LABELER_SUGGESTIONS = 500
 
 # The orders a manager lists labels in: by when labeled, by time on task (the quickest first finds
-# rushed labels; a label without a time, as many imported ones, comes last either way), or by solution.
+# rushed labels; a label without a time, as many imported ones, comes last either way), or by
+# problem and solution ("solution": a solution's labels together).
 Sort = Literal["newest", "oldest", "quickest", "slowest", "solution"]
 
 
@@ -224,7 +225,7 @@ def _label_order(order: Sort) -> tuple[ColumnElement[Any], ...]:
         "oldest": (Label.created_at.asc(), Label.id.asc()),
         "quickest": (Label.total_time_ms.asc().nulls_last(), *newest),
         "slowest": (Label.total_time_ms.desc().nulls_last(), *newest),
-        "solution": (Label.solution_id.asc(), Label.created_at.asc(), Label.id.asc()),
+        "solution": (Solution.problem_id.asc(), Label.solution_id.asc(), Label.created_at.asc(), Label.id.asc()),
     }[order]
 
 
@@ -235,7 +236,7 @@ def _solution_order(order: Sort) -> tuple[ColumnElement[Any], ...]:
         "oldest": (func.min(Label.created_at).asc(),),
         "quickest": (func.min(Label.total_time_ms).asc().nulls_last(),),
         "slowest": (func.max(Label.total_time_ms).desc().nulls_last(),),
-        "solution": (),
+        "solution": (func.min(Solution.problem_id).asc(),),
     }
     return (*key[order], Label.solution_id.asc())
 

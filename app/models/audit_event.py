@@ -16,7 +16,7 @@ class AuditEvent(Base):
     __tablename__ = "audit_events"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # Kept when the user is gone, by name: the row says who it was then.
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     # A username, or None for the command line (whoever ran it on the server).

@@ -145,7 +145,7 @@ def update_round_settings(
         why = None
         if version is None or version.project_id != project_id:
             why = f"version {version_id} is not a model version of this project"
-        elif never_judged(session, version):
+        elif version_id != settings.selector_version_id and never_judged(session, version):
             why = (f"version {version_id} was trained by a round that then failed or was cancelled, before it "
                    "was evaluated; choose a version a round judged")
         if why:

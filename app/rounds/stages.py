@@ -374,8 +374,10 @@ def _metrics_of(run: RoundRun, path: str, heldout: list[Example], bon_rows: list
                "max_length": within_positions(model, run.settings.max_length)}
     metrics = (evaluate_examples(model, tokenizer, heldout, bootstrap=BOOTSTRAP_SAMPLES, **options)
                if heldout else {})
-    # How they were measured, kept with them: `prm eval` reproduces them only with both.
-    metrics |= options
+    if metrics:
+        # How they were measured, kept with them: `prm eval` reproduces them only with both. Not
+        # alone: a round with no held-out labels measured nothing (see _latest_measurement).
+        metrics |= options
     solutions = [PrmSolution(str(pid), text, steps, answer, truth) for pid, text, steps, answer, truth in bon_rows]
     if solutions:
         scores = list(iter_scores(model, tokenizer, solutions, **options))

@@ -9,9 +9,10 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.auth.schemas import TokenSettings
-from app.auth.service import IssuedToken, issue_api_token, list_api_tokens, revoke_own_token
+from app.auth.service import IssuedToken, issue_api_token, list_api_tokens, log_in, revoke_own_token
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import PagePrincipal, SessionDep, client_address
+from app.errors import NotFound
 from app.forms import FormInvalid, PageId, validate_form
 from app.templating import render
 from app.users import service
@@ -29,6 +30,7 @@ class PasswordForm(BaseModel):
 class TokenForm(BaseModel):
     name: str = Field(default="", max_length=1024)
     expires_in_days: str = Field(default="", max_length=1024)
+    password: str = Field(default="", max_length=1024)
 
 
 @router.get("")
@@ -37,7 +39,8 @@ def account_page(request: Request, login: PagePrincipal, session: SessionDep) ->
     messages = [{"kind": "success", "text": PASSWORD_CHANGED}] if changed else []
     # Said in the tokens card, where the page opens: a banner at the top would be scrolled past.
     revoked = request.query_params.get("revoked", "")
-    return _page(request, session, login, {}, messages, revoked=int(revoked) if revoked.isdigit() else None)
+    shown = revoked.isascii() and revoked.isdigit() and len(revoked) < 12
+    return _page(request, session, login, {}, messages, revoked=int(revoked) if shown else None)
 
 
 PASSWORD_CHANGED = "Password changed. Your other browser sessions and API tokens have ended; this one stays."
@@ -71,20 +74,40 @@ def change_password(
 def create_token(
     request: Request, login: PagePrincipal, session: SessionDep, form: Annotated[TokenForm, Form()]
 ) -> Response:
-    """A new token, shown on the page this once: only its digest is kept."""
+    """A new token, shown on the page this once: only its digest is kept. It asks for the
+    password, as the API does, checked and throttled as a login is: a session left open, which
+    ends in hours, must not make itself access that lasts until revoked."""
+    values = form.model_dump(exclude={"password"})
     try:
-        # The logged-in session makes it, as a login with the password makes one by the API.
         data = validate_form(TokenSettings, {"name": form.name.strip(), "expires_in_days": form.expires_in_days.strip()})
     except FormInvalid as exc:
         errors = {f"token_{field}": message for field, message in exc.errors.items()}
-        return _page(request, session, login, errors, status_code=422, token_values=form.model_dump())
-    issued = issue_api_token(session, login.user, data.name, data.expires_in_days)
+        return _page(request, session, login, errors, status_code=422, token_values=values)
+    if not form.password:
+        return _page(request, session, login, {"token_password": "needs a value"}, status_code=422, token_values=values)
+    limits = Limits.from_settings(request.app.state.settings)
+    try:
+        confirmed = log_in(session, login.user.username, form.password, client_address(request), limits)
+    except TooManyFailures as exc:
+        response = _page(request, session, login, {"token_password": exc.message}, status_code=429, token_values=values)
+        response.headers.update(exc.headers)
+        return response
+    if confirmed is None:
+        # Answered, not raised: raising would roll back the failed attempt just counted.
+        return _page(request, session, login, {"token_password": "is not your password"}, status_code=403,
+                     token_values=values)
+    issued = issue_api_token(session, login.user, data.name, data.expires_in_days, by=login.user)
     return _page(request, session, login, {}, issued=issued, status_code=201)
 
 
 @router.post("/tokens/{token_id}/revoke")
-def revoke_token(token_id: PageId, login: PagePrincipal, session: SessionDep) -> Response:
-    revoke_own_token(session, login.user, token_id)
+def revoke_token(request: Request, token_id: PageId, login: PagePrincipal, session: SessionDep) -> Response:
+    try:
+        revoke_own_token(session, login.user, token_id, by=login.user)
+    except NotFound:
+        # Revoked already (a second click), or none of yours: said here, not on an error page.
+        return _page(request, session, login, {}, [{"kind": "warning", "text": f"No token {token_id} of yours is "
+                                                    "left to revoke: the list below is what is."}], status_code=404)
     return RedirectResponse(f"/account?revoked={token_id}#tokens", status_code=303)
 
 

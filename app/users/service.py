@@ -74,8 +74,9 @@ def update_user(
         # An admin who demotes or deactivates themselves may leave nobody able to undo it.
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
     if by is not None and user.id == by.id and data.password is not None:
-        # Your own password takes the current one (change_own_password), so that a stolen
-        # session of an admin's cannot take the account over either.
+        # Your own password takes the current one (change_own_password), as everyone's does: one
+        # way to change it, whatever the role. (What a stolen admin session can do to others'
+        # accounts, the audit trail records.)
         raise Conflict("change your own password under Your account (/account) or with POST "
                        "/api/v1/users/me/password, giving the current one")
     stays_admin = (data.role or user.role) == Role.admin and (

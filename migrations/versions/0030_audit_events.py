@@ -36,7 +36,6 @@ def upgrade() -> None:
         sqlite_autoincrement=True,
     )
     with op.batch_alter_table('audit_events', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_audit_events_at'), ['at'], unique=False)
         batch_op.create_index(batch_op.f('ix_audit_events_actor_id'), ['actor_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_audit_events_action'), ['action'], unique=False)
 

@@ -26,7 +26,7 @@ def test_an_unreadable_body_is_answered_after_the_login_and_role_checks(client, 
         assert nobody.status_code == 401, (body, nobody.text)
         assert nobody.headers["www-authenticate"] == "Bearer"
         unknown = client.patch(url, content=body, headers={**JSON, "authorization": "Bearer nope"})
-        assert unknown.status_code == 401 and unknown.json()["detail"] == "unknown or revoked API token"
+        assert unknown.status_code == 401 and unknown.json()["detail"] == "unknown, revoked or expired API token"
         labeler = client.patch(url, content=body, headers={**JSON, **api_headers(client, "lena")})
         assert labeler.status_code == 403, (body, labeler.text)
         assert labeler.json()["detail"] == "this needs the role manager or admin; you are labeler"

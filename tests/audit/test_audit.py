@@ -17,9 +17,11 @@ from tests.conftest import PASSWORD, api_headers, browser_login, make_project, m
 from tests.imports.conftest import SAMPLE, import_bytes
 
 
-def _events(factory) -> list[tuple[str | None, str, str]]:  # type: ignore[no-untyped-def]
+def _events(factory, *, tokens: bool = False) -> list[tuple[str | None, str, str]]:  # type: ignore[no-untyped-def]
+    """Who did what to what, in order; the tokens the test logs in with left out unless asked."""
     with session_scope(factory) as session:
-        return [(e.actor, e.action, e.target) for e in session.scalars(select(AuditEvent).order_by(AuditEvent.id))]
+        return [(e.actor, e.action, e.target) for e in session.scalars(select(AuditEvent).order_by(AuditEvent.id))
+                if tokens or not e.action.startswith("token.")]
 
 
 def test_changes_are_recorded_with_who_made_them_and_read_back_by_admins(app, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -81,7 +83,10 @@ def test_changes_are_recorded_with_who_made_them_and_read_back_by_admins(app, se
     deleted = listed["events"][0]
     assert deleted["summary"] == "deleted with its 0 problems, 0 solutions and 0 labels"
     by_max = api.get("/api/v1/audit-events", headers=boss, params={"actor": "MAX", "limit": 2}).json()
-    assert by_max["total"] == 7 and len(by_max["events"]) == 2
+    assert by_max["total"] == 8 and len(by_max["events"]) == 2  # with the token max logged in with
+    tokens = api.get("/api/v1/audit-events", headers=boss, params={"category": "tokens"}).json()["events"]
+    assert [(e["actor"], e["summary"].split(" “")[0]) for e in tokens][-2:] == [
+        ("max", f"given API token {tokens[-2]['details']['token']}"), ("boss", f"given API token {tokens[-1]['details']['token']}")]
     assert api.get("/api/v1/audit-events", headers=boss, params={"actor": "command line"}).json()["total"] == 2
     assert api.get("/api/v1/audit-events", headers=max_).status_code == 403
     assert api.get("/api/v1/audit-events", headers=boss, params={"category": "weather"}).status_code == 422

@@ -6,11 +6,11 @@ import threading
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 
 from app.auth.security import token_digest
 from app.db import session_scope
-from app.models import ApiToken, utcnow
+from app.models import ApiToken, AuditEvent, utcnow
 from tests.conftest import PASSWORD, api_headers, make_project, make_user
 
 
@@ -87,6 +87,10 @@ def test_a_user_lists_their_tokens_and_revokes_one_by_its_id(client, session_fac
     assert client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {notebook['token']}"}).status_code == 401
     assert [t["name"] for t in client.get("/api/v1/auth/tokens", headers=headers).json()] == ["api"]
     assert client.delete(f"/api/v1/auth/tokens/{notebook['id']}", headers=headers).status_code == 404
+    with session_scope(session_factory) as session:
+        trail = [(e.actor, e.action, e.details["token"]) for e in session.scalars(
+            select(AuditEvent).where(AuditEvent.action.startswith("token.")).order_by(AuditEvent.id))]
+    assert trail[0] == ("max", "token.created", notebook["id"]) and trail[-1] == ("max", "token.revoked", notebook["id"])
 
 
 @pytest.mark.parametrize("days", [0, -1, 3651, "soon", 1.5])
@@ -157,3 +161,23 @@ def test_a_request_does_not_wait_on_another_holding_its_tokens_row(client, sessi
         holder.rollback()
     asking.join()
     assert not waited and answered == [200]
+
+
+def test_a_long_request_under_a_token_does_not_hold_up_its_revocation(client, session_factory, backend) -> None:  # type: ignore[no-untyped-def]
+    if backend != "postgresql":
+        pytest.skip("SQLite's transactions take the one write lock in turn; there is no row to hold")
+    from app.auth.service import principal_from_bearer, revoke_own_token
+
+    make_user(session_factory, "max", "manager")
+    made = client.post("/api/v1/auth/tokens", json={"username": "max", "password": PASSWORD}).json()
+    # A request (a long import, say) reads its caller and goes on in its transaction.
+    with session_factory() as request:
+        caller = principal_from_bearer(request, made["token"])
+        assert caller is not None
+        with session_factory() as admin:
+            admin.execute(text("SET LOCAL lock_timeout = '3s'"))
+            revoke_own_token(admin, admin.get(type(caller.user), caller.user.id), made["id"])
+            admin.commit()
+        request.rollback()
+    # Its last use was written in a transaction of its own, kept though the request's was not.
+    assert utcnow() - _token_row(session_factory, made["id"]).last_used_at < timedelta(seconds=10)

@@ -13,7 +13,7 @@ from app.browse.service import PAGE_SIZE, LabelFilters
 from app.db import session_scope
 from app.labeling.schemas import StepRating
 from app.labeling.service import prm800k_step
-from app.models import FinishReason, Label, LabelSource, Problem, Project, utcnow
+from app.models import FinishReason, Label, LabelSource, Problem, Project, Solution, utcnow
 from app.quality.agreement import project_agreement
 from app.quality.gold import set_gold
 from tests.conftest import browser_login, make_project, make_user
@@ -204,7 +204,7 @@ def test_labelers_who_disagree_on_the_first_error_are_listed_side_by_side_and_ma
     # The second solution's first row draws the line between the two solutions' labels.
     assert [bool(line) for _, line in rows] == [False, False, True, False]
     assert page.text.count(">disagrees</span>") == 4
-    assert "4 current labels match these filters, by solution, each solution's labels together." in html.unescape(page.text)
+    assert "4 current labels match these filters, by problem and solution, each solution's labels together." in html.unescape(page.text)
 
 
 def test_labelers_who_agree_are_listed_under_agreed_and_a_step_one_left_unrated_is_no_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
@@ -385,7 +385,8 @@ def test_every_order_lists_the_labels_it_names_and_a_time_less_label_last(sessio
         # Three labels without a time (as many imported ones) and two alike, so that ties show.
         for label, ms in zip(labels, (None, 9_000, 2_000, 2_000, None, 40_000, 500, None, 12_000), strict=True):
             label.total_time_ms = ms
-        known = [(label.id, label.total_time_ms, label.created_at, label.solution_id) for label in labels]
+        known = [(label.id, label.total_time_ms, label.created_at, label.solution_id,
+                  session.get(Solution, label.solution_id).problem_id) for label in labels]
     newest = _ids(session_factory, sample.id)
     assert _listed(session_factory, sample.id, sort="newest") == newest
     assert _listed(session_factory, sample.id, sort="oldest") == newest[::-1]
@@ -395,7 +396,7 @@ def test_every_order_lists_the_labels_it_names_and_a_time_less_label_last(sessio
     assert _listed(session_factory, sample.id, sort="quickest") == [k[0] for k in timed] + untimed
     slowest = sorted((k for k in known if k[1] is not None), key=lambda k: (-k[1], place[k[0]]))
     assert _listed(session_factory, sample.id, sort="slowest") == [k[0] for k in slowest] + untimed
-    by_solution = sorted(known, key=lambda k: (k[3], k[2], k[0]))
+    by_solution = sorted(known, key=lambda k: (k[4], k[3], k[2], k[0]))
     assert _listed(session_factory, sample.id, sort="solution") == [k[0] for k in by_solution]
 
 
@@ -424,7 +425,7 @@ def test_an_order_in_the_agreement_views_orders_the_solutions_and_keeps_their_la
     make_user(session_factory, "max", "manager")
     browser_login(client, "max")
     page = html.unescape(client.get(f"/manage/projects/{project.id}/labels", params={"agreement": "disagreed", "sort": "quickest"}).text)
-    assert ("6 current labels match these filters, by solution, each solution's labels together, the solution with"
+    assert ("6 current labels match these filters, by problem and solution, each solution's labels together, the solution with"
             " the quickest label first by time on task (labels without a time last)") in page
     assert [int(i) for i in re.findall(r'<tr id="label-(\d+)"', page)] == made[second] + made[third] + made[first]
     plain = client.get(f"/manage/projects/{project.id}/labels", params={"agreement": "disagreed"}).text

@@ -444,6 +444,13 @@ def test_a_version_whose_round_failed_before_judging_it_is_marked_and_cannot_be_
     with session_scope(session_factory) as session:
         assert session.get(RoundSettings, project.id) is None or session.get(RoundSettings, project.id).selector_version_id is None
     assert client.patch(url, headers=api_headers(client, "rita"), json={"selector_version_id": judged_id}).status_code == 200
+    # Pinned before its round failed, it stays, and the form that sends it again with every save
+    # saves the other settings.
+    with session_scope(session_factory) as session:
+        session.get(RoundSettings, project.id).selector_version_id = unjudged_id
+    again = client.patch(url, headers=api_headers(client, "rita"), json={"selector_version_id": unjudged_id,
+                                                                           "picks_per_round": 31})
+    assert again.status_code == 200 and again.json()["picks_per_round"] == 31
     browser_login(client, "rita")
     page = html.unescape(client.get(f"/research/projects/{project.id}").text)
     assert page.count(">not judged</span>") == 1

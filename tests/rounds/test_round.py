@@ -347,3 +347,15 @@ def test_a_fixed_selector_keeps_ranking_while_new_models_are_served(
         # The fixed selector scored only what was new to it; nothing is scored twice.
         scored = session.scalars(select(SolutionScore.solution_id).where(SolutionScore.model_version_id == ranked_by)).all()
         assert len(scored) == len(set(scored))
+
+
+def test_a_round_with_nothing_held_out_measures_nothing(tmp_path: Path) -> None:
+    # Recording how metrics were measured must not make an empty measurement look like one: the
+    # selector's readiness falls back to its own round's metrics only on an empty one.
+    from types import SimpleNamespace
+
+    from tests.rounds.conftest import untrained_checkpoint
+
+    checkpoint = untrained_checkpoint(tmp_path / "model")
+    run = SimpleNamespace(settings=SimpleNamespace(neutral_as_correct=True, max_length=256))
+    assert stages._metrics_of(run, str(checkpoint), [], []) == {}  # type: ignore[arg-type]
