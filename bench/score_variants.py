@@ -73,6 +73,8 @@ class WithoutMaskCheck(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
         self.model = model
+        # The scorer reads the positions the model was built for from its config.
+        self.config = model.config
 
     def forward(self, input_ids, attention_mask=None):
         return self.model(input_ids=input_ids, attention_mask={"full_attention": None})
