@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from enum import IntEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -21,9 +21,10 @@ import anyio.to_thread
 from starlette.requests import Request
 from sqlalchemy import URL, Connection, Engine, create_engine, event, func, make_url, select
 from sqlalchemy.pool import NullPool
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from app.config import Settings
+from app.errors import Conflict, NotFound
 
 T = TypeVar("T")
 
@@ -148,6 +149,27 @@ def hold_rule(session: Session, rule: RuleLock) -> None:
     every writing transaction there."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(select(func.pg_advisory_xact_lock(_ADVISORY_NAMESPACE, int(rule))))
+
+
+def named_alike(session: Session, column: InstrumentedAttribute[str], name: str) -> list[Any]:
+    """The row whose `column` is exactly `name`, else those of that name in another case (two at
+    most): names of users and projects are one name whatever their case (create_user,
+    create_project), but a database may hold two from before that rule."""
+    table = column.class_
+    exact = session.scalar(select(table).where(column == name))
+    if exact is not None:
+        return [exact]
+    return list(session.scalars(select(table).where(func.lower(column) == name.lower()).limit(2)))
+
+
+def one_named(session: Session, column: InstrumentedAttribute[str], name: str, kind: str) -> Any:
+    """named_alike's one row; NotFound for none, Conflict for two names alike but for case."""
+    alike = named_alike(session, column, name)
+    if not alike:
+        raise NotFound(f"no {kind} named {name!r}")
+    if len(alike) > 1:
+        raise Conflict(f"several {kind}s are named {name!r} in different cases: give the name exactly")
+    return alike[0]
 
 
 def create_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -26,7 +26,7 @@ class ActivityForm(BaseModel):
     page: str = Field(default="", max_length=2000)
 
 
-class PageNumber(BaseModel):
+class ActivityFilters(EventFilters):
     page: int = Field(default=1, ge=1, le=100_000)
 
 
@@ -36,22 +36,18 @@ def activity_page(request: Request, _: AdminPageUser, session: SessionDep,
     values = {"category": form.category, "actor": form.actor.strip()}
     errors: dict[str, str] = {}
     try:
-        filters = validate_form(EventFilters, values)
+        filters = validate_form(ActivityFilters, {**values, "page": form.page})
     except FormInvalid as exc:
-        errors |= exc.errors
-    try:
-        page = validate_form(PageNumber, {"page": form.page}).page
-    except FormInvalid as exc:
-        errors |= exc.errors
+        errors = exc.errors
     listing = None if errors else service.list_events(
         session, category=filters.category, actor=filters.actor,
-        limit=service.PAGE_SIZE, offset=(page - 1) * service.PAGE_SIZE)
+        limit=service.PAGE_SIZE, offset=(filters.page - 1) * service.PAGE_SIZE)
     chosen = {k: v for k, v in values.items() if v and k not in errors}
     return render(request, "admin/activity.html", {
         "values": values,
         "errors": errors,
         "listing": listing,
-        "page": 1 if errors else page,
+        "page": 1 if errors else filters.page,
         "pages": max(1, -(-listing.total // service.PAGE_SIZE)) if listing else 1,
         "query": urlencode(chosen),
         "categories": list(service.Category),

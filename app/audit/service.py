@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.models import AuditEvent, Project, User
 
+
 class Category(enum.StrEnum):
     """The part of the platform an action concerns, which the activity page filters by."""
 

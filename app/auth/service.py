@@ -6,14 +6,14 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, or_, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
 from app.audit import service as audit
-from app.db import side_connection
+from app.db import named_alike, side_connection
 from app.errors import Conflict, Forbidden, NotFound
 from app.models import ApiToken, AuthSession, User, utcnow
 
@@ -59,7 +59,7 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
     password: a wrong one says nothing about whether the account exists or is active."""
     # In any case: a phone's keyboard writes the first letter as a capital. Of two names alike
     # but for case, only the exact one logs in.
-    named = users_named(session, username.strip())
+    named = named_alike(session, User.username, username.strip())
     user = named[0] if len(named) == 1 else None
     ok = verify_password(user.password_hash if user else None, password)
     if user is None or not ok:
@@ -67,16 +67,6 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
     if not user.is_active:
         raise AccountDeactivated
     return user
-
-
-def users_named(session: Session, username: str) -> list[User]:
-    """The user of exactly that name, else those of that name in another case (two at most):
-    names are one name whatever their case (app.users.service.create_user), but a database may
-    hold two from before that rule."""
-    exact = session.scalar(select(User).where(User.username == username))
-    if exact is not None:
-        return [exact]
-    return list(session.scalars(select(User).where(func.lower(User.username) == username.lower()).limit(2)))
 
 
 def log_in(

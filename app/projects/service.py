@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import case, delete, func, select
 from sqlalchemy.orm import Session
 
+from app.db import one_named
 from app.errors import Conflict, NotFound
 from app.labeling.queue import add_slots
 from app.machine_labels.service import is_human
@@ -48,10 +48,6 @@ def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = Fal
     return project
 
 
-def _plain(value: object) -> object:
-    return value.value if isinstance(value, enum.Enum) else value
-
-
 def list_projects(session: Session, seen_by: User | None = None) -> list[Project]:
     """Every project, or those `seen_by` may see (see app.projects.access)."""
     statement = select(Project).order_by(Project.name)
@@ -68,17 +64,8 @@ def get_project(session: Session, project_id: int) -> Project:
 
 
 def get_project_by_name(session: Session, name: str) -> Project:
-    """The project of exactly that name, else the one of that name in another case: names may
-    not differ only in case (create_project), but a database may hold two from before."""
-    project = session.scalar(select(Project).where(Project.name == name))
-    if project is not None:
-        return project
-    alike = session.scalars(select(Project).where(func.lower(Project.name) == name.lower()).limit(2)).all()
-    if not alike:
-        raise NotFound(f"no project named {name!r}")
-    if len(alike) > 1:
-        raise Conflict(f"several projects are named {name!r} in different cases: give the name exactly")
-    return alike[0]
+    """The project of that name, in any case (see app.db.named_alike)."""
+    return one_named(session, Project.name, name, "project")
 
 
 def refuse_during_live_work(session: Session, project: Project) -> None:
@@ -123,7 +110,7 @@ def update_project(session: Session, project: Project, data: ProjectUpdate, *, b
     changes = data.model_dump(exclude_none=True)
     old_overlap = project.overlap
     # Each setting that changes, from what to what; the texts, too long for that, as changed.
-    changed = {field: "changed" if field in ("description", "guidelines") else [_plain(getattr(project, field)), _plain(value)]
+    changed = {field: "changed" if field in ("description", "guidelines") else [getattr(project, field), value]
                for field, value in changes.items() if getattr(project, field) != value}
     if changed:
         audit.record(session, by, "project.settings_changed", audit.project_target(project), **changed)

@@ -8,8 +8,8 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.security import hash_password
 from app.auth import throttle
-from app.auth.service import Principal, end_logins, log_in, users_named
-from app.db import RuleLock, hold_rule
+from app.auth.service import Principal, end_logins, log_in
+from app.db import RuleLock, hold_rule, one_named
 from app.errors import Conflict, NotFound
 from app.models import Role, User
 from app.users.schemas import PasswordChange, UserCreate, UserUpdate
@@ -47,14 +47,8 @@ def get_user(session: Session, user_id: int) -> User:
 
 
 def get_user_by_name(session: Session, username: str) -> User:
-    """The user of exactly that name, else the one user of that name in another case: new names
-    may not differ only in case (create_user), but a database may hold two from before."""
-    alike = users_named(session, username)
-    if not alike:
-        raise NotFound(f"no user named {username!r}")
-    if len(alike) > 1:
-        raise Conflict(f"several users are named {username!r} in different cases: give the name exactly")
-    return alike[0]
+    """The user of that name, in any case (see app.db.named_alike)."""
+    return one_named(session, User.username, username, "user")
 
 
 def update_user(

@@ -385,6 +385,10 @@ def test_every_order_lists_the_labels_it_names_and_a_time_less_label_last(sessio
         # Three labels without a time (as many imported ones) and two alike, so that ties show.
         for label, ms in zip(labels, (None, 9_000, 2_000, 2_000, None, 40_000, 500, None, 12_000), strict=True):
             label.total_time_ms = ms
+        # The first solution moved to the last problem: by problem is then not by solution id.
+        first = session.get(Solution, min(label.solution_id for label in labels))
+        first.problem_id = max(session.get(Solution, label.solution_id).problem_id for label in labels)
+        session.flush()
         known = [(label.id, label.total_time_ms, label.created_at, label.solution_id,
                   session.get(Solution, label.solution_id).problem_id) for label in labels]
     newest = _ids(session_factory, sample.id)
@@ -397,6 +401,7 @@ def test_every_order_lists_the_labels_it_names_and_a_time_less_label_last(sessio
     slowest = sorted((k for k in known if k[1] is not None), key=lambda k: (-k[1], place[k[0]]))
     assert _listed(session_factory, sample.id, sort="slowest") == [k[0] for k in slowest] + untimed
     by_solution = sorted(known, key=lambda k: (k[4], k[3], k[2], k[0]))
+    assert by_solution != sorted(known, key=lambda k: (k[3], k[2], k[0]))
     assert _listed(session_factory, sample.id, sort="solution") == [k[0] for k in by_solution]
 
 
