@@ -796,7 +796,7 @@ def rounds_start(ctx: _Context, project_name: str, wait: bool) -> None:
         outcome, done = run_here(ctx.settings, round_id, waiting=lambda line: click.echo(line, err=True))
         click.echo(outcome)
         if not done:
-            # Failed, cancelled, or left queued for a retry: a script waiting on it must know.
+            # Failed or cancelled: a script waiting on it must know.
             raise SystemExit(1)
 
 

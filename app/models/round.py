@@ -91,6 +91,9 @@ class Round(Base):
     metrics: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # A round queued again after an error is not claimed before this: a Hub that cannot be
+    # reached, say, is given time to come back instead of three attempts in a second.
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -35,6 +35,12 @@ class WorkerSettings(BaseSettings):
     round_max_attempts: int = Field(
         default=3, ge=1, description="A round that fails this many times stays failed."
     )
+    round_retry_after_s: float = Field(
+        default=60.0,
+        ge=0.0,
+        description="A round that failed is tried again after this many seconds, doubled for each "
+        "earlier failed attempt (60 s, then 120 s, ...).",
+    )
     round_max_claims: int = Field(
         default=20,
         ge=1,

@@ -14,10 +14,10 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
@@ -40,41 +40,31 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-def runnable_rounds(session: Session) -> list[int]:
-    """Queued rounds, and running ones whose worker has stopped renewing its lease."""
-    now = utcnow()
-    return list(
-        session.scalars(
-            select(Round.id)
-            .where(
-                or_(
-                    Round.status == RoundStatus.queued,
-                    (Round.status == RoundStatus.running)
-                    & or_(Round.lease_expires_at.is_(None), Round.lease_expires_at < now),
-                )
-            )
-            .order_by(Round.id)
-        )
+def _claimable(now: datetime) -> ColumnElement[bool]:
+    """Queued rounds whose retry (if any) is due, and running ones whose worker has stopped
+    renewing its lease."""
+    return or_(
+        (Round.status == RoundStatus.queued) & or_(Round.retry_at.is_(None), Round.retry_at <= now),
+        (Round.status == RoundStatus.running)
+        & or_(Round.lease_expires_at.is_(None), Round.lease_expires_at < now),
     )
+
+
+def runnable_rounds(session: Session) -> list[int]:
+    return list(session.scalars(select(Round.id).where(_claimable(utcnow())).order_by(Round.id)))
 
 
 def claim(session: Session, round_id: int, owner: str, lease_s: float) -> bool:
     now = utcnow()
     result = session.execute(
         update(Round)
-        .where(
-            Round.id == round_id,
-            or_(
-                Round.status == RoundStatus.queued,
-                (Round.status == RoundStatus.running)
-                & or_(Round.lease_expires_at.is_(None), Round.lease_expires_at < now),
-            ),
-        )
+        .where(Round.id == round_id, _claimable(now))
         .values(
             status=RoundStatus.running,
             lease_owner=owner,
             lease_expires_at=now + timedelta(seconds=lease_s),
             attempts=Round.attempts + 1,
+            retry_at=None,
             updated_at=now,
         )
         .execution_options(synchronize_session=False)
@@ -143,13 +133,20 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def retry_delay(attempts: int, retry_after_s: float) -> timedelta:
+    """How long a round waits after its `attempts`-th failed attempt: `retry_after_s`, doubled
+    for each attempt before it, so that what made it fail (a Hub or a disk) has time to mend."""
+    return timedelta(seconds=retry_after_s * 2 ** max(0, attempts - 1))
+
+
 def give_up_or_retry(
     factory: sessionmaker[Session], round_id: int, owner: str, error: str, max_attempts: int,
+    retry_after_s: float,
 ) -> RoundStatus | None:
-    """After an error: back to the queue while attempts remain, else failed for good. `error`,
-    the exception in one line, is kept and goes into the message: what a researcher needs, and
-    all that the pages and the API show. The traceback, with the server's paths, stays in the
-    worker's log."""
+    """After an error: back to the queue, claimed again after `retry_delay`, while attempts
+    remain, else failed for good. `error`, the exception in one line, is kept and goes into the
+    message: what a researcher needs, and all that the pages and the API show. The traceback,
+    with the server's paths, stays in the worker's log."""
     with session_scope(factory) as session:
         round_ = session.scalar(
             select(Round).where(Round.id == round_id, Round.lease_owner == owner).with_for_update()
@@ -168,7 +165,8 @@ def give_up_or_retry(
             message = f"failed at {round_.stage.value} after {round_.attempts} attempts"
         else:
             round_.status = RoundStatus.queued
-            message = f"error at {round_.stage.value}; will retry"
+            round_.retry_at = now + retry_delay(round_.attempts, retry_after_s)
+            message = f"error at {round_.stage.value}; will retry at {round_.retry_at:%H:%M:%S} UTC"
         round_.message = _clip(f"{message}: {error}", MESSAGE_CHARS)
         return round_.status
 

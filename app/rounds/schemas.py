@@ -36,6 +36,9 @@ class RoundRead(BaseModel):
     metrics: dict[str, Any]
     error: str | None = Field(description="the last error, in one line; the worker's log has its traceback")
     attempts: int
+    retry_at: datetime | None = Field(
+        description="a round queued again after an error is not claimed before this; null otherwise"
+    )
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

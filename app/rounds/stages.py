@@ -101,7 +101,8 @@ def run_round(
     except Exception as exc:
         log.exception("round %s failed", round_id)
         cause = " ".join("".join(traceback.format_exception_only(exc)).split())
-        return lease.give_up_or_retry(factory, round_id, owner, cause, worker.round_max_attempts)
+        return lease.give_up_or_retry(factory, round_id, owner, cause, worker.round_max_attempts,
+                                       worker.round_retry_after_s)
 
 
 def _run_stage(run: RoundRun, stage: RoundStage) -> None:

@@ -222,9 +222,11 @@ def run_worker(settings: Settings, once: bool = False) -> None:
 
 
 def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] = log.info) -> tuple[str, bool]:
-    """Run one round in this process (`stepwise rounds start --wait`): its outcome in a line,
-    and whether it is done. A worker that claimed it first (a server's own, polling SQLite) is
-    waited for, said once through `waiting`; should it die, this process takes the round over."""
+    """Run one round in this process (`stepwise rounds start --wait`) to its end: its outcome
+    in a line, and whether it is done. A worker that claimed it first (a server's own, polling
+    SQLite) is waited for, said through `waiting`; should it die, this process takes the round
+    over. An error to be retried is said, and the round tried again here once the retry is due
+    (or by whichever worker claims it first)."""
     from app.models import Round, RoundStatus
     from app.rounds.stages import run_round
 
@@ -232,11 +234,16 @@ def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] =
     worker = get_worker_settings()
     owner = worker_name()
 
-    _run_or_wait(
-        lambda: run_round(factory, round_id, owner, worker),
-        _while_open(factory, Round, round_id,
-                    lambda r: f"round {r.number}: {r.lease_owner or 'another worker'} runs it; waiting for it to end"),
-        waiting)
+    def run() -> RoundStatus | None:
+        status = run_round(factory, round_id, owner, worker)
+        return None if status == RoundStatus.queued else status
+
+    def describe(round_: Round) -> str:
+        if round_.status == RoundStatus.queued and round_.retry_at is not None:
+            return f"round {round_.number}: {round_.message}"
+        return f"round {round_.number}: {round_.lease_owner or 'another worker'} runs it; waiting for it to end"
+
+    _run_or_wait(run, _while_open(factory, Round, round_id, describe), waiting)
     with session_scope(factory) as session:
         round_ = session.get(Round, round_id)
         assert round_ is not None
@@ -271,17 +278,18 @@ def _while_open(factory: sessionmaker[Session], model: type[Any], row_id: int,
 
 def _run_or_wait(run: Callable[[], object | None], holder: Callable[[], str | None],
                  waiting: Callable[[str], None]) -> None:
-    """Call `run` until it claims the work (it answers None while another worker holds it, or
-    once the work is over); meanwhile wait, said once. `holder` says who holds it, None once
-    it is over. A holder that dies leaves a stale claim, which `run` then takes over."""
-    said = False
+    """Call `run` until it claims the work and ends it (it answers None while another worker
+    holds it, or the work waits for a retry); meanwhile wait, saying each new reason once.
+    `holder` says why it waits, None once the work is over. A holder that dies leaves a stale
+    claim, which `run` then takes over."""
+    said = None
     while run() is None:
         held = holder()
         if held is None:
             return
-        if not said:
+        if held != said:
             waiting(held)
-            said = True
+            said = held
         time.sleep(get_worker_settings().worker_poll_s)
 
 

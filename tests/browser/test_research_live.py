@@ -82,3 +82,30 @@ def test_a_page_with_changes_in_a_form_is_not_reloaded_under_the_researcher(page
     expect(page.locator("[data-reload-hint]:visible")).to_have_count(1, timeout=20_000)
     expect(page.get_by_label("Picks per round")).to_have_value("77")
     expect(page.locator(f'[data-live-round="{round_id}"]')).to_have_count(1)
+
+
+def test_a_round_queued_for_a_retry_says_when_the_next_try_is(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from app.rounds import lease
+
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    round_id = _running_round(session_factory, project.id)
+    with session_scope(session_factory) as session:
+        session.execute(update(Round).where(Round.id == round_id).values(lease_owner="w", attempts=1))
+    login(page, "rita", f"/research/projects/{project.id}")
+    progress = page.locator(f'[data-live-round="{round_id}"]')
+    expect(progress.locator('[data-field="stage"]')).to_have_text("train")
+
+    lease.give_up_or_retry(session_factory, round_id, "w", "OSError: the Hub cannot be reached", max_attempts=3,
+                           retry_after_s=600)
+    with session_scope(session_factory) as session:
+        retry_at = session.get(Round, round_id).retry_at
+    line = f"· next try at {retry_at:%H:%M:%S} UTC"
+    # Followed live, and as the server writes it.
+    expect(progress.locator('[data-field="eta"]')).to_have_text(line, timeout=20_000)
+    expect(progress.locator('[data-field="stage"]')).to_have_text("train")
+    expect(progress.locator('[data-field="message"]')).to_contain_text("will retry at")
+    page.reload()
+    expect(progress.locator('[data-field="eta"]')).to_have_text(line)
+    expect(progress.locator('[data-field="stage"]')).to_have_text("train")
+    screenshot(page, "research_round_retry.png")

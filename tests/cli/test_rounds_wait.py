@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -58,3 +59,34 @@ def test_a_round_another_worker_claimed_first_is_waited_for(database_url, sessio
         get_worker_settings.cache_clear()
     assert said == ["round 1: server-worker runs it; waiting for it to end"]
     assert outcome == ("round 1: failed: failed: no base", False)
+
+
+def test_an_error_is_said_and_the_round_tried_again_here_once_due(database_url, session_factory,  # type: ignore[no-untyped-def]
+                                                                  monkeypatch) -> None:
+    from app.models import RoundStage, utcnow
+    from app.rounds import stages
+
+    monkeypatch.setenv("STEPWISE_WORKER_POLL_S", "1")
+    monkeypatch.setenv("STEPWISE_ROUND_RETRY_AFTER_S", "2")
+    monkeypatch.setenv("STEPWISE_ROUND_MAX_ATTEMPTS", "2")
+    get_worker_settings.cache_clear()
+    tries = []
+
+    def unreachable(run) -> None:  # type: ignore[no-untyped-def]
+        tries.append(utcnow())
+        raise OSError("the Hub cannot be reached")
+
+    monkeypatch.setitem(stages.STAGES, RoundStage.autolabel, unreachable)
+    project = make_project(session_factory, "flaky")
+    with session_scope(session_factory) as session:
+        round_id = start_round(session, session.get(Project, project.id)).id
+    said: list[str] = []
+    try:
+        outcome = run_here(Settings(database_url=database_url), round_id, waiting=said.append)
+    finally:
+        get_worker_settings.cache_clear()
+    assert len(said) == 1 and said[0].startswith("round 1: error at autolabel; will retry at ")
+    assert said[0].endswith("UTC: OSError: the Hub cannot be reached")
+    # Tried again only once the retry was due, not at once.
+    assert len(tries) == 2 and tries[1] - tries[0] >= timedelta(seconds=2)
+    assert outcome == ("round 1: failed: failed at autolabel after 2 attempts: OSError: the Hub cannot be reached", False)

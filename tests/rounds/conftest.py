@@ -148,7 +148,8 @@ def run_one_round(factory: sessionmaker[Session], project_id: int, worker_settin
 
 @pytest.fixture
 def worker_settings(tmp_path: Path) -> WorkerSettings:
-    return WorkerSettings(models_dir=tmp_path / "models", round_lease_s=30, worker_poll_s=1)
+    # Retried at once: a test that runs a round again after an error is the worker that retries.
+    return WorkerSettings(models_dir=tmp_path / "models", round_lease_s=30, worker_poll_s=1, round_retry_after_s=0)
 
 
 def kill_marked_processes(run_id: str) -> None:

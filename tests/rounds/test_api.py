@@ -455,3 +455,6 @@ def test_a_version_whose_round_failed_before_judging_it_is_marked_and_cannot_be_
     page = html.unescape(client.get(f"/research/projects/{project.id}").text)
     assert page.count(">not judged</span>") == 1
     assert "round 1 failed before evaluating it: its metrics are the training run's own" in page
+    # The compare form's choices say it too (twice: A and B).
+    assert page.count(f">{unjudged_id} · round 1 · not judged") == 2
+    assert page.count(f">{judged_id} · round 2<") == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -67,11 +68,26 @@ def test_a_cancelled_round_stops_its_worker(session_factory, round_id) -> None: 
     assert not claim(session_factory, round_id, "b")
 
 
-def test_errors_are_retried_then_fail_for_good(session_factory, round_id) -> None:  # type: ignore[no-untyped-def]
+def test_errors_are_retried_later_then_fail_for_good(session_factory, round_id) -> None:  # type: ignore[no-untyped-def]
     for attempt in (1, 2, 3):
         assert claim(session_factory, round_id, f"w{attempt}")
-        status = lease.give_up_or_retry(session_factory, round_id, f"w{attempt}", "boom", max_attempts=3)
+        before = utcnow()
+        status = lease.give_up_or_retry(session_factory, round_id, f"w{attempt}", "boom", max_attempts=3,
+                                        retry_after_s=60)
         assert status == (RoundStatus.failed if attempt == 3 else RoundStatus.queued)
+        if status == RoundStatus.failed:
+            break
+        with session_scope(session_factory) as session:
+            round_ = session.get(Round, round_id)
+            # A minute after the first failure, two after the second: not claimed before.
+            wait = round_.retry_at - before
+            assert timedelta(seconds=60 * attempt) <= wait < timedelta(seconds=60 * attempt + 30)
+            assert round_.message == f"error at autolabel; will retry at {round_.retry_at:%H:%M:%S} UTC: boom"
+            assert lease.runnable_rounds(session) == []
+        assert not claim(session_factory, round_id, "eager")
+        with session_scope(session_factory) as session:
+            session.execute(update(Round).values(retry_at=utcnow() - timedelta(seconds=1)))
+            assert lease.runnable_rounds(session) == [round_id]
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert round_.error == "boom" and "after 3 attempts" in round_.message
@@ -96,7 +112,7 @@ def test_a_failed_round_says_why_in_its_message(session_factory, worker_settings
             messages.append(session.get(Round, round_id).message)
     assert status == RoundStatus.failed
     cause = "ValueError: cannot load the tokenizer of no-such-org/no-such-model: OSError: offline xxx"
-    assert messages[0].startswith(f"error at train; will retry: {cause}")
+    assert re.match(rf"error at train; will retry at \d\d:\d\d:\d\d UTC: {re.escape(cause)}", messages[0])
     assert messages[1].startswith(f"failed at train after 2 attempts: {cause}")
     # Clipped to fit the column, whole in the round's error, which holds no traceback: no
     # server path reaches the pages or the API.

@@ -15,6 +15,12 @@ function setText(root, field, text) {
 }
 
 function etaText(round) {
+  if (round.status === "queued" && round.retry_at) {
+    // A worker claims it once due; until one looks (every few seconds) it is due already.
+    const retry = new Date(round.retry_at);
+    const words = retry < Date.now() ? "next try due since" : "next try at";
+    return `· ${words} ${retry.toISOString().slice(11, 19)} UTC`;
+  }
   if (round.status !== "running" || !round.eta_at) return "";
   const eta = new Date(round.eta_at);
   // The estimate extrapolates the pace so far; a slower stage can overrun it.
@@ -25,7 +31,7 @@ function etaText(round) {
 function show(container, round) {
   container.querySelector("progress").value = round.percent;
   setText(container, "percent", `${Math.round(round.percent)}%`);
-  setText(container, "stage", round.status === "queued" ? "not started" : round.stage);
+  setText(container, "stage", round.status === "queued" && !round.attempts ? "not started" : round.stage);
   setText(container, "eta", etaText(round));
   setText(container, "message", round.message);
   const row = container.closest("[data-round]") ?? document;
