@@ -27,14 +27,25 @@ router = APIRouter(prefix="/api/v1", tags=["labeling"], responses=error_response
 @router.post(
     "/projects/{project_id}/tasks/next",
     response_model=NextTask,
-    responses=error_responses(404),
+    responses=error_responses(404, 409, described={
+        409: "`guidelines` was given and the project's guidelines are now another version: nothing was leased",
+    }),
 )
-async def next_task(project_id: RowId, request: Request, caller: ApiCredentials) -> NextTask:
+async def next_task(
+    project_id: RowId, request: Request, caller: ApiCredentials,
+    guidelines: Annotated[str | None, Query(
+        max_length=64,
+        description="the version of the guidelines the labeler has read (the labeling page sends it; "
+        "empty for a project without guidelines): when they have changed since, nothing is leased (409)",
+    )] = None,
+) -> NextTask:
     """Lease the best solution this labeler may label next (or return the one already held)."""
 
     def lease(session: Session) -> NextTask:
         user_id = api_caller(session, caller, lock_user=True).user_id
         request.state.user_id = user_id
+        if guidelines is not None:
+            service.check_guidelines_read(session, project_id, user_id, guidelines)
         return service.next_task(session, project_id, user_id, user_locked=True)
 
     return await in_transaction(request, lease)

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import BadInput, Conflict, NotFound
 from app.labeling import phase1, queue, task_handles
-from app.projects.access import may_label, user_may_label
+from app.projects.access import get_visible_project, may_label, user_may_label
+from app.projects.guidelines import guidelines_version
 from app.quality import gate
 from app.reports.service import record_reports
 from app.labeling.schemas import (
@@ -124,6 +125,19 @@ _CLOSE_ASSIGNMENT = (
 # On PostgreSQL the close rides along with the insert as a data-modifying CTE: one round trip
 # instead of two. SQLite has no such CTEs, so there the two run one after the other.
 _NEW_LABEL_CLOSING_ASSIGNMENT = _NEW_LABEL.add_cte(_CLOSE_ASSIGNMENT.cte("closed"))
+
+
+def check_guidelines_read(session: Session, project_id: int, user_id: int, version: str) -> None:
+    """Refuse a task to a labeler whose page shows guidelines a manager has since edited: the
+    page then shows the new ones before it asks again. Only the page asks for this check, so the
+    queue's hot path pays for it only there."""
+    user = session.get(User, user_id)
+    assert user is not None
+    project = get_visible_project(session, user, project_id)
+    current = guidelines_version(project.guidelines) if project.guidelines else ""
+    if version != current:
+        raise Conflict("the project's guidelines have changed since this page showed them: "
+                       "reload the page to read them before the next task")
 
 
 def next_task(session: Session, project_id: int, user_id: int, *, user_locked: bool = False) -> NextTask:

@@ -94,6 +94,33 @@ def test_guidelines_open_before_the_first_task_and_again_when_changed(page: Page
     wait_for(lambda: _read_versions(session_factory) == [edited])
 
 
+def test_guidelines_changed_while_the_tab_stays_open_open_before_the_next_task(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, guidelines=GUIDELINES)
+    make_user(session_factory, "lena", "labeler")
+    for n in (1, 2):
+        add_solution(session_factory, project, [f"${n}+1={n + 1}$.", f"# Answer\n\n{n + 1}"])
+    dialog = page.locator("#guidelines-dialog")
+    login(page, "lena", f"/label/{project.id}")
+    page.get_by_role("button", name="Got it").click()
+    expect(page.locator("#task-view")).to_be_visible()
+    wait_for(lambda: _read_versions(session_factory) == [guidelines_version(GUIDELINES)])
+
+    edited = GUIDELINES + "\nAlso: flag what you doubt.\n"
+    with session_scope(session_factory) as session:
+        session.execute(update(Project).values(guidelines=edited))
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    # The label is saved; the next solution waits until the new guidelines are closed.
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("flag what you doubt")
+    assert _leases(session_factory) == 0
+    page.get_by_role("button", name="Got it").click()
+    expect(page.locator("#task-view")).to_be_visible()
+    assert _leases(session_factory) == 1
+    wait_for(lambda: _read_versions(session_factory) == [guidelines_version(edited)])
+
+
 def test_a_project_without_guidelines_starts_at_once(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     make_user(session_factory, "lena", "labeler")

@@ -298,3 +298,37 @@ def test_the_guidelines_page_marks_them_read(client, session_factory) -> None:  
     nothing = client.post(f"/label/{bare.id}/guidelines/read", data={"csrf_token": csrf, "version": "x"})
     assert nothing.status_code == 409 and "no guidelines to read" in nothing.text
     assert client.post(f"{url}/read", data={"version": guidelines_version(GUIDELINES)}).status_code == 403
+
+
+def test_a_task_asked_for_under_guidelines_since_edited_is_refused_and_nothing_leased(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from app.models import Assignment, AssignmentStatus
+
+    project = make_project(session_factory, "algebra", guidelines=GUIDELINES)
+    bare = make_project(session_factory, "bare")
+    closed = make_project(session_factory, "secret", guidelines="Private.", open_to_all=False)
+    for each in (project, bare, closed):
+        add_problem(session_factory, each, "1+1?", n_solutions=1)
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+
+    def next_task(project_id: int, shown: str):  # type: ignore[no-untyped-def]
+        return client.post(f"/api/v1/projects/{project_id}/tasks/next", params={"guidelines": shown}, headers=headers)
+
+    def leased() -> int:
+        with session_scope(session_factory) as session:
+            return len(session.scalars(select(Assignment).where(Assignment.status == AssignmentStatus.leased)).all())
+
+    for shown in ("", "0123456789abcdef"):
+        stale = next_task(project.id, shown)
+        assert stale.status_code == 409 and "guidelines have changed" in stale.json()["detail"]
+    assert leased() == 0
+    assert next_task(project.id, guidelines_version(GUIDELINES)).json()["task"] is not None
+    assert next_task(bare.id, "").json()["task"] is not None
+    assert next_task(bare.id, guidelines_version(GUIDELINES)).status_code == 409
+    # A project the labeler may not see is not found, whatever its guidelines.
+    assert next_task(closed.id, "").status_code == 404
+    assert leased() == 2
+    # Without the parameter (API clients), no check: the held task comes back.
+    with session_scope(session_factory) as session:
+        session.get(Project, project.id).guidelines = "Edited again."
+    assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"] is not None

@@ -123,7 +123,9 @@ async function loadNext() {
   clearTimeout(recheck);
   setBusy(true);
   try {
-    const url = `/api/v1/projects/${config.project.id}/tasks/next`;
+    // The guidelines this page shows: a manager's edit since makes the server lease nothing.
+    const shown = encodeURIComponent(config.guidelines?.version ?? "");
+    const url = `/api/v1/projects/${config.project.id}/tasks/next?guidelines=${shown}`;
     let retried = false;
     const { data, serverDate } = await postWithRetry(url, undefined, (error, delayMs) => {
       retried = true;
@@ -134,6 +136,11 @@ async function loadNext() {
     if (data.task) showTask(data.task);
     else showEmpty(data.waiting, data.reason);
   } catch (error) {
+    if (error instanceof ApiError && error.status === 409) {
+      // The guidelines changed: the page comes back with the new ones, which open by themselves.
+      window.location.reload();
+      return;
+    }
     failed(error);
   } finally {
     setBusy(false);
