@@ -142,7 +142,9 @@ def _held_back(session: Session, batch: ImportBatch, own_solutions: Select[tuple
         )
     )
     if held:
-        return f"labelers hold {held:,} of its solutions right now: try again once they submit or their leases end"
+        # A submitted label keeps the file for good (above): only a lease given back frees it.
+        return (f"labelers hold {held:,} of its solutions right now: try again once their leases end or are given "
+                "back; once they submit, their labels keep the file")
     picked = session.scalar(
         select(func.min(Round.number)).join(RoundPick, RoundPick.round_id == Round.id).where(
             RoundPick.solution_id.in_(own_solutions)

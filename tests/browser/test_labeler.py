@@ -429,6 +429,24 @@ def test_submit_is_retried_with_the_same_key_after_a_network_failure(page: Page,
     assert label.idempotency_key == attempts[0]["idempotency_key"]
 
 
+def test_a_submit_made_offline_says_so_plainly_and_goes_as_the_connection_returns(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$"])
+    _start(page, project)
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.context.set_offline(True)
+    page.keyboard.press("Enter")
+    notice = page.locator("#notice")
+    expect(notice).to_contain_text("Your label is kept and not yet saved. Trying again in 1 s (no connection to the server).")
+    # Offline through waits of 1, 2 and 4 s: the next would be 8.
+    expect(notice).to_contain_text("Trying again in 8 s", timeout=15_000)
+    page.context.set_offline(False)
+    # Sent when the connection comes back, not at the end of the wait.
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible(timeout=5_000)
+    assert len(_labels(session_factory)) == 1
+
+
 def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     add_solution(session_factory, project, ["$a$", "$b$", "$c$"])

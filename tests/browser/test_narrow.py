@@ -183,3 +183,24 @@ def test_long_names_formulas_and_row_actions_stay_on_a_phone(browser: Browser, l
 def _user_id(session_factory, username: str) -> int:  # type: ignore[no-untyped-def]
     with session_scope(session_factory) as session:
         return session.scalar(select(User.id).where(User.username == username))  # type: ignore[return-value]
+
+
+def test_a_solution_ended_early_by_its_first_error_has_submit_on_a_phones_screen(browser: Browser, live_server: str, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, [f"Step {n}: $x_{{{n}}} = {n}$." for n in range(1, 31)] + ["# Answer\n\n30"])
+    page = _phone(browser, live_server)
+    login(page, "lena", f"/label/{project.id}")
+    steps = page.locator("#steps > .step")
+    steps.nth(0).locator(".rate.good").tap()
+    steps.nth(1).locator(".rate.bad").tap()
+    expect(page.locator("#finish")).to_be_visible()
+    # Thirty locked steps below, and Submit still at the foot of the screen.
+    box = page.locator("#finish-submit").bounding_box()
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= PHONE["height"], box
+    screenshot(page, "narrow_labeler_first_error_submit.png")
+    page.locator("#finish-submit").tap()
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Label)) == 1
+    page.context.close()

@@ -98,6 +98,31 @@ def test_escaped_dollars_in_text_are_dollar_signs_not_delimiters(page: Page, ses
     screenshot(page, "labeler_escaped_dollars.png")
 
 
+def test_prices_stay_text_and_an_unclosed_brace_spoils_only_its_formula(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    steps = ["I paid $5 and then $7, total $12.",
+             "Unclosed: $\\frac{1}{$ then fine $y^2$.",
+             "Spaced: $ (1+2+3)(-4) $ and $x$, for $3$ apples at $2 each.",
+             "Costs $5; so $\\boxed{x}$ stays math."]
+    _open(page, session_factory, steps, "What is $\\frac{1}{2}$ of $10?")
+
+    texts = page.locator("#steps .step-text")
+    expect(texts.nth(0)).to_have_text("I paid $5 and then $7, total $12.")
+    expect(texts.nth(0).locator(".katex, .math-source")).to_have_count(0)
+    # Only the broken formula is source, the reason on hover; the next one is drawn.
+    source = texts.nth(1).locator(".math-source")
+    expect(source).to_have_text("\\frac{1}{")
+    expect(source).to_have_attribute("title", re.compile(r"^Shown as source: a brace is opened and not closed"))
+    expect(texts.nth(1).locator(".katex")).to_have_count(1)
+    expect(texts.nth(1).locator(".katex annotation")).to_have_text("y^2")
+    expect(texts.nth(2).locator(".katex")).to_have_count(3)
+    expect(texts.nth(2)).to_contain_text("apples at $2 each.")
+    expect(texts.nth(3).locator(".katex")).to_have_count(1)
+    expect(texts.nth(3)).to_contain_text("Costs $5; so")
+    expect(page.locator("#problem-text .katex")).to_have_count(1)
+    expect(page.locator("#problem-text")).to_contain_text("of $10?")
+    screenshot(page, "labeler_prices_and_unclosed_braces.png")
+
+
 def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     table = _math500(lambda p: "\\multicolumn" in p)["problem"]
     steps = [

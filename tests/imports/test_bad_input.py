@@ -71,6 +71,10 @@ CASES = [
     ("question missing", "prm800k", b'{"labeler": "x"}', "question", "missing"),
     ("math level as a word", "math", b'{"problem": "1+1?", "answer": "2", "level": "hard"}', "level", "Level N"),
     ("math answer as a list", "math", b'{"problem": "1+1?", "answer": [2]}', "answer", "must be a string"),
+    # A file of another format chosen as MATH would be problems without answers, their steps lost.
+    ("a solution chosen as MATH", "math", b'{"problem": "What is 2+2?", "text": "2+2=4.\\n\\n# Answer\\n\\n4"}', None, "holds a solution's `text` and no `answer`: the file is of candidate solutions"),
+    ("a solution by id chosen as MATH", "math", b'{"problem_id": 1, "steps": ["a"]}', None, "holds `problem_id`, a solution's problem"),
+    ("a PRM800K record chosen as MATH", "math", _record(lambda r: r.update(problem=r["question"]["problem"])), None, "holds `question`, a PRM800K record's question: the file is PRM800K"),
     ("candidate with steps and text", "solutions", b'{"problem_id": 1, "steps": ["a"], "text": "a"}', "steps", "exactly one"),
     ("candidate without a problem", "solutions", b'{"steps": ["a"]}', "problem", "exactly one"),
     ("candidate with empty steps", "solutions", b'{"problem_id": 1, "steps": []}', "steps", "is empty"),

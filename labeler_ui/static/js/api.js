@@ -64,7 +64,19 @@ function retryable(error) {
   return !(error instanceof ApiError) || RETRY_STATUSES.has(error.status);
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// A wait cut short when the browser has its connection back: after a while offline the
+// backoff has grown to many seconds, and the labeler waits for nothing.
+function sleepUnlessOnline(ms) {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      window.removeEventListener("online", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    window.addEventListener("online", done);
+  });
+}
 
 // Posts until the server answers with something other than a network failure or a gateway
 // error; `onRetry(error, delayMs)` is told about each wait.
@@ -76,7 +88,7 @@ export async function postWithRetry(url, body, onRetry) {
     } catch (error) {
       if (!retryable(error)) throw error;
       onRetry?.(error, delay);
-      await sleep(delay);
+      await sleepUnlessOnline(delay);
       delay = Math.min(delay * 2, MAX_BACKOFF_MS);
     }
   }

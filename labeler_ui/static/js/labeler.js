@@ -114,8 +114,10 @@ function failed(error) {
   notify("error", error.message);
 }
 
+// A request that got no answer fails with the browser's own words ("Failed to fetch").
 const retryNotice = (what) => (error, delayMs) =>
-  notify("warning", `${what} Trying again in ${Math.round(delayMs / 1000)} s (${error.message}).`);
+  notify("warning", `${what} Trying again in ${Math.round(delayMs / 1000)} s (${
+    error instanceof ApiError ? error.message : "no connection to the server"}).`);
 
 // ---- loading a task -------------------------------------------------------------------------
 

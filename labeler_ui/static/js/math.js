@@ -66,18 +66,91 @@ export function mathAvailable() {
 const INLINE_DELIMITERS = DELIMITERS.map((d) => (d.left.startsWith("\\begin") ? d : { ...d, display: false }));
 
 export function renderMathText(element, text, { inline = false } = {}) {
-  element.textContent = mathAvailable() ? tabularsToArrays(forKatex(text)).replace(ESCAPED_DOLLAR, DOLLAR) : text;
+  element.textContent = mathAvailable() ? pairDollars(tabularsToArrays(forKatex(text)).replace(ESCAPED_DOLLAR, DOLLAR)) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
     ...KATEX_OPTIONS,
     delimiters: inline ? INLINE_DELIMITERS : DELIMITERS,
     errorCallback: () => {},
   });
+  showUnbalanced(element);
   // A bare \boxed{…} is drawn with its escaped dollars still in the placeholder, which KaTeX reads.
   renderBareBoxes(element);
   restoreDollars(element);
   quietErrors(element);
   for (const display of element.querySelectorAll(".katex-display")) hintScrolling(display);
+}
+
+// Which single dollars open and close a formula is decided here, not by KaTeX's auto-render,
+// which pairs the first two it meets and skips over braces: "I paid $5 and then $7" became math
+// from 5 to 7, and one unclosed brace ($\frac{1}{$) left every later formula of the step as text.
+// A dollar before a digit may be a price: it opens a formula only if the next dollar closes it
+// as pandoc would, not before a digit nor after a space (MATH's own formulas pair as KaTeX
+// pairs them, all 5,152 of MATH-500's, "$\$$1500" and "$x = $ the side" included). Only the
+// next dollar may close one: "Costs $5; so $x$" is a price, then a formula. A dollar that opens
+// nothing is a dollar sign; a formula whose braces do not balance is marked, to be shown as
+// source (showUnbalanced). Dollars inside $$…$$ are left to KaTeX.
+const UNBALANCED_START = "\uE001";
+const UNBALANCED_END = "\uE002";
+
+function pairDollars(text) {
+  if (!text.includes("$")) return text;
+  const singles = [];
+  let display = false;
+  for (let i = 0; i < text.length; i += 1) {
+    if (text[i] === "\\") i += 1;
+    else if (text[i] === "$" && text[i + 1] === "$") {
+      display = !display;
+      i += 1;
+    } else if (text[i] === "$" && !display) singles.push(i);
+  }
+  const digit = (c) => /\d/.test(c ?? "");
+  const closes = (open, close) =>
+    !digit(text[open + 1]) || (!digit(text[close + 1]) && !/\s/.test(text[close - 1]));
+  let out = "";
+  let at = 0;
+  for (let k = 0; k < singles.length; k += 1) {
+    const open = singles[k];
+    const m = k + 1 < singles.length && closes(open, singles[k + 1]) ? k + 1 : -1;
+    if (m < 0) {
+      out += `${text.slice(at, open)}${DOLLAR}`;
+      at = open + 1;
+      continue;
+    }
+    const close = singles[m];
+    const body = text.slice(open + 1, close);
+    out += text.slice(at, open) + (balanced(body) ? `$${body}$` : `${UNBALANCED_START}${body}${UNBALANCED_END}`);
+    at = close + 1;
+    k = m;
+  }
+  return out + text.slice(at);
+}
+
+function balanced(latex) {
+  let depth = 0;
+  for (let i = 0; i < latex.length; i += 1) {
+    if (latex[i] === "\\") i += 1;
+    else if (latex[i] === "{") depth += 1;
+    else if (latex[i] === "}" && (depth -= 1) < 0) return false;
+  }
+  return depth === 0;
+}
+
+function showUnbalanced(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const marked = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.data.includes(UNBALANCED_START)) marked.push(node);
+  }
+  for (const node of marked) {
+    const parts = node.data.split(new RegExp(`${UNBALANCED_START}([^${UNBALANCED_END}]*)${UNBALANCED_END}`));
+    node.replaceWith(...parts.map((part, i) => {
+      if (i % 2 === 0) return document.createTextNode(part);
+      const holder = document.createElement("span");
+      showSource(holder, part, "a brace is opened and not closed (or closed and not opened)");
+      return holder.firstChild;
+    }));
+  }
 }
 
 // Text the auto-render left alone reads "$"; LaTeX source kept beside a formula (its annotation, or
@@ -372,7 +445,7 @@ export function renderInlineAnswer(element, answer, { displayStyle = false } = {
 function renderBareBoxes(root) {
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
     acceptNode: (node) =>
-      node.parentElement.closest(".katex") || !node.data.includes("\\boxed{")
+      node.parentElement.closest(".katex, .math-source") || !node.data.includes("\\boxed{")
         ? NodeFilter.FILTER_REJECT
         : NodeFilter.FILTER_ACCEPT,
   });

@@ -54,7 +54,10 @@ export class ReasonDialog {
     this.help = help;
     document.getElementById("reason-title").textContent = words.title;
     document.getElementById("reason-help").textContent = help ?? words.help;
-    this.confirm.textContent = words.confirm;
+    // Enter writes a new line in the reason: the key that sends it is shown on the button.
+    const key = document.createElement("kbd");
+    key.textContent = /Mac|iPhone|iPad/.test(navigator.platform) ? "⌘ Enter" : "Ctrl Enter";
+    this.confirm.replaceChildren(`${words.confirm} `, key);
     this.confirm.classList.toggle("danger", words.danger);
     this.text.value = "";
     this.showError(false);
