@@ -176,9 +176,13 @@ def check_generations(session: Session, project_id: int, filters: ExportFilters)
     if unknown:
         some = sorted(g for g in found if g is not None)
         has = ", ".join(map(str, some[:20])) + (", …" if len(some) > 20 else "") if some else "none"
+        # The PRM800K export writes 1 for a pre-generated solution no round picked: a manager who
+        # read it there asks for 1 and must learn why it selects nothing.
+        unpicked = " (labels of solutions no round picked have none: PRM800K exports write them as 1; " \
+                   "leave the filter empty to keep them)" if None in found and 1 in unknown else ""
         raise BadInput(
             f"no label in this project has generation {', '.join(map(str, unknown))}: its labels' generations "
-            f"are {has}",
+            f"are {has}{unpicked}",
             [{"field": "generation", "message": f"no labels of generation {g} here"} for g in unknown],
         )
 

@@ -100,3 +100,24 @@ def test_bad_requests_are_refused_before_streaming(client, session_factory) -> N
     assert client.get(f"/api/v1/projects/{project.id + 100}/export", params={"format": "trl"}, headers=headers).status_code == 404
     assert client.get(url, params={"format": "trl"}, headers=api_headers(client, "leo")).status_code == 403
     assert client.get(url, params={"format": "trl"}).status_code == 401
+
+
+def test_generation_1_on_labels_no_round_picked_is_refused_with_why(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from app.models import FinishReason
+    from tests.reports.builders import add_problem, label_next
+
+    project = make_project(session_factory)
+    add_problem(session_factory, project, "1+1?", n_solutions=1)
+    labeler = make_user(session_factory, "lena", "labeler")
+    label_next(session_factory, project.id, labeler.id, FinishReason.solution)
+    make_user(session_factory, "mona", "manager")
+    url = f"/api/v1/projects/{project.id}/export"
+    headers = api_headers(client, "mona")
+    # The PRM800K export writes 1 for them.
+    (record,) = [orjson.loads(line) for line in client.get(url, params={"format": "prm800k"}, headers=headers).content.splitlines()]
+    assert record["generation"] == 1
+    refused = client.get(url, params={"format": "prm800k", "generation": "1"}, headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == (
+        "no label in this project has generation 1: its labels' generations are none (labels of solutions no round "
+        "picked have none: PRM800K exports write them as 1; leave the filter empty to keep them)")
