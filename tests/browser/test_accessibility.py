@@ -134,3 +134,24 @@ def test_single_key_shortcuts_can_be_turned_off(page: Page, session_factory) -> 
     expect(progress).to_have_text("1 of 3 steps rated")
     expect(page.locator(".step").nth(1).get_by_role("button", name="+1: correct, advances (key 1)")).to_be_attached()
     expect(page.locator(".step .rate").first).to_have_attribute("tabindex", "-1")
+
+
+def test_without_single_key_shortcuts_tab_passes_over_steps_that_cannot_be_rated(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)  # first error: steps wait for the ones above
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, [f"Step {n}: $x = {n}$." for n in range(1, 8)])
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    page.get_by_role("checkbox", name="Single-key shortcuts").click()
+    numbers = page.locator("#steps button.step-num")
+
+    def stops() -> list[str]:
+        return numbers.evaluate_all("nodes => nodes.map(n => n.tabIndex)")
+
+    assert stops() == [0, -1, -1, -1, -1, -1, -1]
+    page.locator(".step").nth(0).get_by_role("button", name="+1: correct, advances", exact=True).click()
+    page.locator(".step").nth(1).get_by_role("button", name="−1: wrong or misleading", exact=True).click()
+    # Two steps rated, the second the first error: the five after it are no stops.
+    assert stops() == [0, 0, -1, -1, -1, -1, -1]
+    page.get_by_role("checkbox", name="Single-key shortcuts").click()
+    assert stops() == [-1] * 7

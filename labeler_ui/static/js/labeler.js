@@ -295,6 +295,10 @@ function renderStep(node, i) {
     button.setAttribute("aria-pressed", String(rating === Number(button.dataset.rating)));
     button.disabled = kind !== "open" || busy;
   }
+  // Without single-key shortcuts each step's number is a Tab stop (shortcut_setting.js), but not
+  // a step that cannot be rated yet, or at all: thirty of them after an early first error were
+  // thirty stops for nothing.
+  node.querySelector(".step-num").tabIndex = !shortcuts.on && kind === "open" ? 0 : -1;
   const flag = node.querySelector(".flag-toggle");
   flag.setAttribute("aria-pressed", String(state.flags[i]));
   flag.disabled = kind !== "open" || busy;
