@@ -1,7 +1,7 @@
 """The labeling queue: slots, leases and their expiry.
 
 Each solution gets one `Assignment` row per label it still needs. Leasing picks the
-highest-priority waiting slot (the newest among equals) of a solution the labeler has not
+highest-priority waiting slot (the oldest among equals) of a solution the labeler has not
 touched; on PostgreSQL the pick is `FOR UPDATE SKIP LOCKED`, so concurrent labelers each lock
 a different row instead of queueing behind one another; on SQLite every transaction begins
 IMMEDIATE (see app.db), which serialises the same pick.
@@ -439,13 +439,14 @@ def _take_best_slot_statement() -> Update:
             ~labeled_by_user,
             servable_problem,
         )
-        # Among equal priorities, every solution's first slot before any later one, newest
-        # first: that is ix_assignments_queue read backwards, with nothing to sort (an order
-        # the index does not give made PostgreSQL sort every tied slot on each call, and right
-        # after an import all of them tie at 0: 0.6 s for 200,000 slots). First slots first,
-        # because a labeler passes over the slots of solutions they labeled: when a solution's
-        # slots came together, a labeler working alone passed over one more on every pick.
-        .order_by(slot.priority.desc(), slot.slot.asc(), slot.id.desc())
+        # Among equal priorities, every solution's first slot before any later one, oldest
+        # first (a file's solutions in its order, imports in theirs): that is
+        # ix_assignments_queue read backwards, with nothing to sort (an order the index does not
+        # give made PostgreSQL sort every tied slot on each call, and right after an import all
+        # of them tie at 0: 0.6 s for 200,000 slots). First slots first, because a labeler
+        # passes over the slots of solutions they labeled: when a solution's slots came
+        # together, a labeler working alone passed over one more on every pick.
+        .order_by(slot.priority.desc(), slot.slot.asc(), slot.id.asc())
         .limit(ONE)
         .with_for_update(skip_locked=True)
         .scalar_subquery()

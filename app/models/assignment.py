@@ -27,13 +27,14 @@ class Assignment(Base):
     __table_args__ = (
         UniqueConstraint("solution_id", "slot"),
         # The queue's scan, read backwards: waiting slots of a project by priority, then each
-        # solution's first slot before its later ones (hence slot DESC), newest first.
+        # solution's first slot before its later ones (hence slot DESC), oldest first (hence id
+        # DESC): a file's solutions in the file's order.
         Index(
             "ix_assignments_queue",
             "project_id",
             "priority",
             desc("slot"),
-            "id",
+            desc("id"),
             postgresql_where=text("status = 'waiting'"),
             sqlite_where=text("status = 'waiting'"),
         ),

@@ -362,7 +362,7 @@ def test_every_submit_outcome_and_the_row_a_label_leaves(client, session_factory
 
 def test_among_equal_priorities_every_first_slot_goes_before_any_second(client, session_factory, db):  # type: ignore[no-untyped-def]
     """So that a labeler working alone never has to be passed the other slot of a solution they
-    just labeled: newest first, first slots first."""
+    just labeled: oldest first, first slots first."""
     project = make_project(session_factory, overlap=2)
     ids = add_solutions(session_factory, project, 3, steps=1, priority=0.0)
     make_user(session_factory, "solo", "labeler")
@@ -373,10 +373,10 @@ def test_among_equal_priorities_every_first_slot_goes_before_any_second(client, 
         task = _next_task(client, project, solo)
         order.append(task["solution"]["id"])
         assert _submit(client, solo, task["assignment_id"], f"solo-key-{n:04d}", ratings=(1,), reason="solution").status_code == 200
-    assert order == list(reversed(ids))
+    assert order == ids
     taken = _next_task(client, project, late)
     slots = {a.id: a.slot for a in db.scalars(select(Assignment))}
-    assert slots[assignment_of(db, taken["assignment_id"])] == 1 and taken["solution"]["id"] == ids[-1]
+    assert slots[assignment_of(db, taken["assignment_id"])] == 1 and taken["solution"]["id"] == ids[0]
 
 
 # On SQLite each transaction begins IMMEDIATE, so labeling requests run one at a time anyway.

@@ -58,7 +58,7 @@ def test_models_and_migrations_agree(fresh_url: str) -> None:
                 diff = [d for d in diff if getattr(d[1], "name", None) != "ix_assignments_queue"]
                 columns = connection.exec_driver_sql("PRAGMA index_xinfo('ix_assignments_queue')")
                 order = {row[2]: row[3] for row in columns if row[5]}
-                assert order == {"project_id": 0, "priority": 0, "slot": 1, "id": 0}
+                assert order == {"project_id": 0, "priority": 0, "slot": 1, "id": 1}
     finally:
         engine.dispose()
     assert diff == [], f"models differ from the migrations: {diff}"
