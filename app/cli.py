@@ -577,11 +577,13 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
             from app.exports.hf import write_dataset
 
             count = write_dataset(session, project, filters, target)
-            click.echo(f"exported {count} {what} to {output}")
-            return
-        with written_aside(target) as partial, partial.open("wb") as sink:
-            count = write_export(session, project, fmt, filters, sink)
+        else:
+            with written_aside(target) as partial, partial.open("wb") as sink:
+                count = write_export(session, project, fmt, filters, sink)
         click.echo(f"exported {count} {what} to {output}")
+        if not count:
+            # Written all the same: an export since the last one may rightly find nothing new.
+            click.echo("warning: no label matches these filters; the export is empty", err=True)
 
 
 @cli.command("autolabel")

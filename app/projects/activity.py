@@ -27,6 +27,8 @@ MIN_TIMED_LABELS = 3
 class LabelerActivity:
     user_id: int
     username: str
+    # What the exports call the labeler (PRM800K's `labeler`): the page says whose it is.
+    labeler_uuid: str
     labels: int
     median_seconds_per_step: float | None
     negative_share: float | None
@@ -52,6 +54,7 @@ class ProjectActivity:
 @dataclass
 class _Tally:
     username: str
+    labeler_uuid: str
     labels: int = 0
     rated: int = 0
     negative: int = 0
@@ -65,13 +68,13 @@ def project_activity(
     """Every labeler of the platform with a current label in the project, most labels first;
     `accuracy` is labeler_accuracy's answer, when the caller has it already."""
     rows = session.execute(
-        select(Label.user_id, User.username, Label.steps, Label.total_time_ms, Label.finish_reason)
+        select(Label.user_id, User.username, User.labeler_uuid, Label.steps, Label.total_time_ms, Label.finish_reason)
         .join(User, User.id == Label.user_id)
         .where(Label.project_id == project_id, Label.superseded_at.is_(None))
     )
     tallies: dict[int, _Tally] = {}
-    for user_id, username, steps, time_ms, reason in rows:
-        tally = tallies.setdefault(user_id, _Tally(username, paces=[]))
+    for user_id, username, labeler_uuid, steps, time_ms, reason in rows:
+        tally = tallies.setdefault(user_id, _Tally(username, labeler_uuid, paces=[]))
         ratings = [rating for rating, _ in step_ratings(steps)]
         tally.labels += 1
         tally.rated += len(ratings)
@@ -102,6 +105,7 @@ def project_activity(
             LabelerActivity(
                 user_id=user_id,
                 username=tally.username,
+                labeler_uuid=tally.labeler_uuid,
                 labels=tally.labels,
                 median_seconds_per_step=median,
                 negative_share=tally.negative / tally.rated if tally.rated else None,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 
 from app.db import session_scope
-from app.models import FinishReason, Label, utcnow
+from app.models import FinishReason, Label, User, utcnow
 from app.projects.activity import project_activity
 from tests.conftest import add_solutions, browser_login, make_project, make_user
 
@@ -87,5 +88,9 @@ def test_the_project_page_shows_the_table_and_the_flag(client, session_factory, 
     assert page.status_code == 200
     table = page.text.split('id="activity"', 1)[1]
     assert table.count("too fast: review") == 1
-    dan_row = table.split('<td data-label="Labeler">dan</td>', 1)[1].split("</tr>", 1)[0]
+    with session_scope(session_factory) as session:
+        dan_id = session.scalars(select(User.labeler_uuid).where(User.username == "dan")).one()
+    # The id dan's labels carry in exports is beside his name.
+    dan_row = table.split('<td data-label="Labeler">dan <span', 1)[1].split("</tr>", 1)[0]
+    assert f">{dan_id}</span></td>" in dan_row
     assert "too fast: review" in dan_row and "under a quarter of the project's 8.0 s" in dan_row
