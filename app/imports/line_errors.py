@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from app.errors import BadLines
@@ -16,9 +17,13 @@ class LineErrors:
         self.filename = filename
         self.count = 0
         self.listed: list[dict[str, Any]] = []
+        # Every bad line's field, past the limit too: a file of another format fails on one field
+        # at every line, and the count by field says so where the list stops.
+        self.by_field: Counter[str] = Counter()
 
     def add(self, line: int | None, field: str | None, message: str) -> None:
         self.count += 1
+        self.by_field[field or "the line as a whole"] += 1
         if len(self.listed) < MAX_LISTED_ERRORS:
             self.listed.append({"file": self.filename, "line": line, "field": field, "message": message})
 
@@ -30,6 +35,8 @@ class LineErrors:
         details = sorted(self.listed, key=lambda error: (error["line"] is None, error["line"] or 0))
         if self.count > len(details):
             more = self.count - len(details)
-            details.append({"file": self.filename, "line": None, "field": None, "message": f"and {more} more bad lines"})
+            fields = ", ".join(f"{field} {n:,}" for field, n in self.by_field.most_common(5))
+            details.append({"file": self.filename, "line": None, "field": None,
+                            "message": f"and {more:,} more bad lines (all {self.count:,} by field: {fields})"})
         noun = "bad line" if self.count == 1 else "bad lines"
         raise BadLines(f"{self.count} {noun} in {self.filename}: nothing was imported", details)

@@ -52,6 +52,32 @@ def hashed_and_rewound(stream: BinaryIO) -> tuple[str, BinaryIO]:
     return digest.hexdigest(), spool  # type: ignore[return-value]
 
 
+# Files that are no JSONL text at all, known by their first bytes: read line by line they gave a
+# "not valid UTF-8" for every line, when one sentence says what the file is.
+_NOT_JSONL = (
+    (b"PK\x03\x04", "a zip archive: upload the .jsonl file inside it"),
+    (b"\x1f\x8b", "gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
+    (b"PAR1", "a Parquet file: imports read JSONL, one JSON object a line"),
+    (b"\xff\xfe", "UTF-16 text: save it as UTF-8"),
+    (b"\xfe\xff", "UTF-16 text: save it as UTF-8"),
+)
+
+
+def not_jsonl(stream: BinaryIO) -> str | None:
+    """What the file is instead of JSONL text, from its first bytes, or None; the stream is left
+    where it was."""
+    start = stream.tell()
+    head = stream.read(4)
+    stream.seek(start)
+    for magic, what in _NOT_JSONL:
+        if head.startswith(magic):
+            return what
+    # UTF-16 without a byte order mark: every other byte of "{" and the like is a NUL.
+    if len(head) == 4 and head[0] and not head[1] and head[2] and not head[3]:
+        return "UTF-16 text: save it as UTF-8"
+    return None
+
+
 def read_lines(stream: BinaryIO) -> Iterator[Line]:
     number = 0
     while True:

@@ -24,7 +24,7 @@ from app.imports.fields import Invalid
 from app.imports.line_errors import LineErrors
 from app.imports.prm800k import parse_prm800k
 from app.imports.problems import parse_problem
-from app.imports.reader import Line, hashed_and_rewound, json_object, read_lines
+from app.imports.reader import Line, hashed_and_rewound, json_object, not_jsonl, read_lines
 from app.imports.removal import labeled_earlier_solutions
 from app.imports.schemas import ImportBatchRead, ImportResult
 from app.imports.writer import BatchWriter
@@ -69,6 +69,9 @@ def import_file(
     # Only a solutions file's text is cut at it.
     kept_separator = step_separator if format_ == ImportFormat.solutions else None
     digest, stream = hashed_and_rewound(stream)
+    if (instead := not_jsonl(stream)) is not None:
+        # Bad data, as a bad line is (the CLI exits 2).
+        raise BadLines(f"nothing was imported: {filename} is {instead}")
     # Imports into one project take turns, so that two uploads of one file cannot both pass the
     # check below. NO KEY UPDATE: labelers' inserts, which share-lock the project row through
     # their foreign keys, are not held up.

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import gzip
+import io
+import zipfile
 
 import orjson
 import pytest
@@ -123,12 +126,15 @@ def test_bad_line_is_reported_and_nothing_changes(session_factory, fmt, line, fi
 def test_every_bad_line_is_listed_up_to_a_limit(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     lines = [b'{"problem": "ok %d", "answer": "1"}' % i if i % 2 else b'{"problem": 5}' for i in range(501)]
+    lines[499] = b"not json"
     with pytest.raises(BadInput) as caught:
         import_bytes(session_factory, project, b"\n".join(lines), "math")
     details = caught.value.details
-    assert caught.value.message.startswith("251 bad lines")
+    assert caught.value.message.startswith("252 bad lines")
     assert [d["line"] for d in details[:3]] == [1, 3, 5] and details[0]["field"] == "problem"
-    assert len(details) == 201 and details[-1]["message"] == "and 51 more bad lines"
+    # Past the list, every bad line is counted by its field.
+    assert len(details) == 201
+    assert details[-1]["message"] == "and 52 more bad lines (all 252 by field: problem 251, the line as a whole 1)"
     assert row_counts(session_factory)["problems"] == 0
 
 
@@ -168,6 +174,32 @@ def test_empty_file_is_refused(session_factory, data) -> None:  # type: ignore[n
         import_bytes(session_factory, project, data, "math", filename="empty.jsonl")
     assert caught.value.message == ("nothing was imported: empty.jsonl holds no records (it is empty or only blank "
                                     "lines; expected one JSON object a line)")
+    assert caught.value.details is None
+    assert row_counts(session_factory)["import_batches"] == 0
+
+
+def _zipped(data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("problems.jsonl", data)
+    return buffer.getvalue()
+
+
+MATH_LINE = '{"problem": "What is 2+2?", "answer": "4"}\n'
+
+
+@pytest.mark.parametrize(("data", "what"), [
+    (_zipped(MATH_LINE.encode()), "a zip archive: upload the .jsonl file inside it"),
+    (gzip.compress(MATH_LINE.encode()), "gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
+    (MATH_LINE.encode("utf-16"), "UTF-16 text: save it as UTF-8"),
+    (MATH_LINE.encode("utf-16-le"), "UTF-16 text: save it as UTF-8"),
+    (b"PAR1\x15\x04", "a Parquet file: imports read JSONL, one JSON object a line"),
+], ids=["zip", "gzip", "utf-16 with bom", "utf-16 without bom", "parquet"])
+def test_a_file_that_is_no_jsonl_text_is_refused_in_one_sentence(session_factory, data, what) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    with pytest.raises(BadLines) as caught:
+        import_bytes(session_factory, project, data, "math", filename="upload.jsonl")
+    assert caught.value.message == f"nothing was imported: upload.jsonl is {what}"
     assert caught.value.details is None
     assert row_counts(session_factory)["import_batches"] == 0
 
