@@ -59,9 +59,13 @@ def _cut(whole: str, separator: str) -> list[str]:
 
 def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any]) -> Candidate:
     statement = text(obj, "problem")
-    problem_id = integer(obj, "problem_id", low=1)
-    if (statement is None) == (problem_id is None):
-        raise Invalid("problem", "give exactly one of `problem` (its text) and `problem_id`")
+    # A string names the problem by the id its own file gave it (MATH's `unique_id`), which the
+    # manager knows; a number is Stepwise's id.
+    source_id = text(obj, "problem_id", max_length=255) if isinstance(obj.get("problem_id"), str) else None
+    problem_id = None if source_id is not None else integer(obj, "problem_id", low=1)
+    if (statement is None) == (problem_id is None and source_id is None):
+        raise Invalid("problem", "give exactly one of `problem` (its text) and `problem_id` (its unique_id, or "
+                                 "Stepwise's number)")
     if statement is not None and not statement.strip():
         raise Invalid("problem", "is empty")
     steps = string_list(obj, "steps", max_items=MAX_STEPS)
@@ -85,4 +89,4 @@ def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any])
     if meta:
         origin = {**origin, "meta": meta}
     answer = text(obj, "answer", max_length=MAX_ANSWER, numbers=True)
-    return Candidate(statement, problem_id, SolutionIn(steps, answer, origin=origin), uncut)
+    return Candidate(statement, problem_id, SolutionIn(steps, answer, origin=origin), uncut, source_id)

@@ -66,12 +66,17 @@ def _label_hash(record: PrmRecord, solution_hash: str, solution_id: int, extra: 
 def write_candidates(writer: BatchWriter, parsed: list[tuple[int, Candidate]], errors: LineErrors) -> int:
     columns = (Problem.id, Problem.content_hash, Problem.answer, Problem.reference_solution)
     ids = {c.problem_id for _, c in parsed if c.problem_id is not None}
+    source_ids = {c.problem_source_id for _, c in parsed if c.problem_source_id is not None}
     statements = {c.problem_statement for _, c in parsed if c.problem_statement is not None}
     by_id: dict[int, StoredProblem] = {}
+    by_source_id: dict[str, list[StoredProblem]] = {}
     by_statement: dict[str, list[StoredProblem]] = {}
-    of_project = select(Problem.statement, *columns).where(Problem.project_id == writer.project_id)
+    of_project = select(Problem.statement, Problem.source_id, *columns).where(Problem.project_id == writer.project_id)
     for row in writer.rows.lookup(of_project, Problem.id, ids):
         by_id[row.id] = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
+    for row in writer.rows.lookup(of_project, Problem.source_id, source_ids):
+        stored = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
+        by_source_id.setdefault(row.source_id, []).append(stored)
     for row in writer.rows.lookup(of_project, Problem.statement, statements):
         stored = StoredProblem(row.id, row.content_hash, row.answer, row.reference_solution)
         by_statement.setdefault(row.statement, []).append(stored)
@@ -82,6 +87,12 @@ def write_candidates(writer: BatchWriter, parsed: list[tuple[int, Candidate]], e
             if problem is None:
                 errors.add(number, "problem_id", f"no problem {candidate.problem_id} in this project")
                 continue
+        elif candidate.problem_source_id is not None:
+            matches = by_source_id.get(candidate.problem_source_id, [])
+            if len(matches) != 1:
+                errors.add(number, "problem_id", _unmatched_source_id(candidate.problem_source_id, len(matches)))
+                continue
+            problem = matches[0]
         else:
             matches = by_statement.get(candidate.problem_statement or "", [])
             if len(matches) != 1:
@@ -98,4 +109,11 @@ def write_candidates(writer: BatchWriter, parsed: list[tuple[int, Candidate]], e
 def _unmatched(matches: int) -> str:
     if matches == 0:
         return "no problem with this text in the project: import the problems first, or give problem_id"
-    return f"{matches} problems have this text (with different answers): give problem_id"
+    return f"{matches} problems have this text (with different answers): give problem_id (the problem's unique_id)"
+
+
+def _unmatched_source_id(source_id: str, matches: int) -> str:
+    shown = source_id if len(source_id) <= 80 else source_id[:79] + "…"
+    if matches == 0:
+        return f"no problem with unique_id {shown!r} in this project: import the problems first"
+    return f"{matches} problems have unique_id {shown!r}: give the problem's text or Stepwise's number instead"

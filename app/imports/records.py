@@ -168,13 +168,15 @@ class PrmRecord:
 
 @dataclass(slots=True)
 class Candidate:
-    """A candidate solution naming its problem by statement or by id."""
+    """A candidate solution naming its problem by statement, by id, or by the id its file gave
+    it (MATH's `unique_id`, a string `problem_id`)."""
 
     problem_statement: str | None
     problem_id: int | None
     solution: SolutionIn
     # Its `text` held no separator and became one step of several lines.
     uncut: bool = False
+    problem_source_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -201,3 +201,32 @@ def test_problem_ids_of_another_project_are_not_found(session_factory) -> None: 
     with pytest.raises(BadInput) as caught:
         import_bytes(session_factory, mine, jsonl([{"problem_id": foreign_id, "steps": ["x"]}]), "solutions")
     assert caught.value.details[0]["field"] == "problem_id"
+
+
+def test_a_solution_names_its_problem_by_the_unique_id_of_the_problems_file(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    problems = [{"problem": "What is $2 + 2$?", "answer": "4", "unique_id": "test/algebra/1.json"},
+                {"problem": "What is $3 + 3$?", "answer": "6", "unique_id": "test/algebra/2.json"},
+                {"problem": "What is $4 + 4$?", "answer": "8", "unique_id": "twice"},
+                {"problem": "What is $5 + 5$?", "answer": "10", "unique_id": "twice"}]
+    import_bytes(session_factory, project, jsonl(problems), "math")
+    before = row_counts(session_factory)
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, jsonl([
+            {"problem_id": "test/algebra/1.json", "steps": ["2 + 2 = 4.", "# Answer\n\n4"]},
+            {"problem_id": "test/algebra/9.json", "steps": ["no."]},
+            {"problem_id": "twice", "steps": ["which?"]},
+        ]), "solutions", filename="sols.jsonl")
+    assert [(d["line"], d["field"], d["message"]) for d in caught.value.details] == [
+        (2, "problem_id", "no problem with unique_id 'test/algebra/9.json' in this project: import the problems first"),
+        (3, "problem_id", "2 problems have unique_id 'twice': give the problem's text or Stepwise's number instead"),
+    ]
+    assert row_counts(session_factory) == before
+    added = import_bytes(session_factory, project, jsonl([
+        {"problem_id": "test/algebra/1.json", "steps": ["2 + 2 = 4.", "# Answer\n\n4"]},
+        {"problem_id": "test/algebra/2.json", "text": "3 + 3 = 5.\n\n# Answer\n\n5"},
+    ]), "solutions")
+    assert added.added["solutions"] == 2
+    with session_scope(session_factory) as session:
+        graded = dict(session.execute(select(Problem.source_id, Solution.answer_grade).join(Solution)).all())
+    assert graded == {"test/algebra/1.json": AnswerGrade.right, "test/algebra/2.json": AnswerGrade.wrong}
