@@ -37,7 +37,8 @@ def _safe_next(next_path: str | None) -> str | None:
 
 
 def _login_form(
-    request: Request, next_path: str | None, error: str | None, status_code: int, username: str = ""
+    request: Request, next_path: str | None, error: str | None, status_code: int, username: str = "",
+    *, ended: bool = False,
 ) -> Response:
     # Before login there is no session to hold a CSRF token: a cookie and a form field that
     # must match (double submit) stop other sites from logging a browser into our site.
@@ -46,7 +47,7 @@ def _login_form(
     response = render(
         request,
         "auth/login.html",
-        {"login_csrf": token, "next": next_path, "error": error, "username": username},
+        {"login_csrf": token, "next": next_path, "error": error, "username": username, "ended": ended},
         status_code=status_code,
         address="/login" + (f"?{urlencode({'next': next_path})}" if next_path else ""),
     )
@@ -62,8 +63,9 @@ def _login_form(
 
 
 @router.get("/login")
-def login_page(request: Request, next: str | None = None) -> Response:
-    return _login_form(request, next, None, 200)
+def login_page(request: Request, next: str | None = None, ended: str | None = None) -> Response:
+    # `ended`: the labeling page lost its session mid-task, and says so here (any value).
+    return _login_form(request, next, None, 200, ended=ended is not None)
 
 
 @router.post("/login")

@@ -447,6 +447,25 @@ def test_a_submit_made_offline_says_so_plainly_and_goes_as_the_connection_return
     assert len(_labels(session_factory)) == 1
 
 
+def test_a_session_that_ends_mid_task_says_so_at_login_and_the_label_goes_after(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, ["$a$", "$b$"])
+    _start(page, project)
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.context.clear_cookies()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/login?next=*")
+    expect(page.get_by_role("status")).to_contain_text("Your session ended. Log in again to go on: ratings not yet saved are kept")
+    screenshot(page, "login_session_ended.png")
+    page.get_by_label("Username").fill("lena")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"**/label/{project.id}")
+    expect(page.locator("#notice")).to_contain_text("A label from your last visit has been saved.")
+    assert len(_labels(session_factory)) == 1
+
+
 def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     add_solution(session_factory, project, ["$a$", "$b$", "$c$"])

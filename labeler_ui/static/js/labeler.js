@@ -108,7 +108,7 @@ function clearNotice() {
 
 function failed(error) {
   if (error instanceof ApiError && error.status === 401) {
-    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
+    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}&ended=1`);
     return;
   }
   notify("error", error.message);
