@@ -163,6 +163,20 @@ def _in_view(page: Page, selector: str) -> bool:
     return box is not None and box["y"] >= 52 and box["y"] + box["height"] <= page.viewport_size["height"]
 
 
+def test_rating_down_a_long_solution_by_key_keeps_the_steps_after_the_current_one_in_sight(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    add_solution(session_factory, project, [f"Step {n}: $x_{{{n}}} = {n}$." for n in range(1, 32)])
+    page.emulate_media(reduced_motion="reduce")
+    _start(page, project)
+    height = page.viewport_size["height"]
+    for n in range(20):
+        page.keyboard.press("1")
+        current = page.locator("#steps > .step[aria-current=step]").bounding_box()
+        assert current is not None and 52 <= current["y"] and current["y"] + current["height"] <= height * 2 / 3 + 1, (n, current)
+    # The next steps show below it.
+    assert _in_view(page, "#steps > .step:nth-child(23)")
+
+
 def test_a_long_solution_keeps_its_notices_and_steps_in_view(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = _project_and_labeler(session_factory)
     tall = [f"Step {i}: we have\n$$x_{{{i}}} = \\frac{{1}}{{1 - x_{{{i - 1}}}}}$$\nand so on." for i in range(1, 13)]

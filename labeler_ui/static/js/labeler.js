@@ -372,7 +372,16 @@ const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
 function focusCurrent() {
   const behavior = reducedMotion.matches ? "auto" : "smooth";
   const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
-  node?.scrollIntoView({ block: "nearest", behavior });
+  if (!node) return;
+  // Rating down a long solution by key, "nearest" kept the current step at the screen's very foot,
+  // the steps after it out of sight: once it passes two thirds of the screen it comes up to a
+  // third. Going back up, it stops below the sticky top bar (its scroll-margin).
+  const box = node.getBoundingClientRect();
+  if (box.bottom > (window.innerHeight * 2) / 3 && box.top > window.innerHeight / 3) {
+    window.scrollBy({ top: box.top - window.innerHeight / 3, behavior });
+  } else {
+    node.scrollIntoView({ block: "nearest", behavior });
+  }
 }
 
 // ---- actions --------------------------------------------------------------------------------
