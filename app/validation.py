@@ -1,17 +1,19 @@
-"""A rule the writable schemas share."""
+"""Rules the writable schemas share."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
-from typing import Any, get_args
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 class NumbersNotTruthValues(BaseModel):
     """Refuses JSON `true` and `false` for numbers: pydantic reads them as 1 and 0, so
     `"selector_version_id": true` pinned version 1 and `"correction_window_hours": false`
-    closed corrections. Browser forms send text, which this leaves to the fields' own checks.
+    closed corrections. Browser forms send text, which this leaves to the fields' own checks,
+    but for a truth value only "true" and "false" (not "yes", which pydantic takes for true).
     Refuses "nan" and infinities too, which failed a 0-1 range as "must be at most 1.0"."""
 
     model_config = ConfigDict(allow_inf_nan=False)
@@ -20,7 +22,12 @@ class NumbersNotTruthValues(BaseModel):
     @classmethod
     def _numbers_not_truth_values(cls, value: Any, info: ValidationInfo) -> Any:
         kinds = _kinds(cls.model_fields[info.field_name].annotation)
-        if bool in kinds or not kinds & {int, float}:
+        if bool in kinds:
+            # pydantic reads "yes", "on", "1" and "t" as true; the forms send "true" or "false".
+            if isinstance(value, str) and value not in ("true", "false"):
+                raise ValueError("must be true or false")
+            return value
+        if not kinds & {int, float}:
             return value
         values = value.values() if isinstance(value, dict) else [value]
         if any(isinstance(item, bool) for item in values):
@@ -36,3 +43,22 @@ def _kinds(annotation: Any) -> frozenset[Any]:
     for arg in get_args(annotation):
         kinds |= _kinds(arg)
     return frozenset(kinds)
+
+
+def named_by_rule(pattern: str, rule: str, max_length: int) -> Any:
+    """A name checked against `pattern` and refused in words: a pattern's own error shows the
+    regular expression, and the API, which has no model at hand to find the field's description
+    (app.errors.plain_message), answered a blank project name with one. The pattern stays in the
+    schema for clients that validate by it."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError("needs a value")
+        if len(value) > max_length:
+            raise ValueError(f"must be at most {max_length} characters long")
+        if not compiled.fullmatch(value):
+            raise ValueError(f"use only {rule}")
+        return value
+
+    return Annotated[str, AfterValidator(check), Field(description=rule, json_schema_extra={"pattern": pattern})]

@@ -40,6 +40,7 @@ class SettingsForm(BaseModel):
 
     # Far above ProjectUpdate's limit, which says what is too long next to the field; past this
     # the page could only answer with a bare error and lose the other fields as typed.
+    name: str = Field(default="", max_length=200)
     description: str = Field(default="", max_length=100_000)
     guidelines: str = Field(default="", max_length=2 * GUIDELINES_MAX_LENGTH)
     labeling_mode: str = Field(default="", max_length=50)
@@ -55,10 +56,6 @@ class SettingsForm(BaseModel):
 
 # The settings a manager may leave blank; every other field of the form needs a value.
 OPTIONAL_TEXTS = ("description", "guidelines")
-
-
-class NewProjectForm(SettingsForm):
-    name: str = Field(default="", max_length=200)
 
 
 class MemberForm(BaseModel):
@@ -83,7 +80,7 @@ def create_project(
     request: Request,
     user: ManagerPageUser,
     session: SessionDep,
-    form: Annotated[NewProjectForm, Form()],
+    form: Annotated[SettingsForm, Form()],
     sent: SentFields,
 ) -> Response:
     values = {**form.model_dump(), "name": form.name.strip()}
@@ -145,12 +142,18 @@ def update_settings(
 ) -> Response:
     project = service.get_project(session, project_id)
     values = sent_values(form, sent)
+    if "name" in values:
+        values["name"] = values["name"].strip()
     try:
         changes = validate_form(ProjectUpdate, values, keep_blank=OPTIONAL_TEXTS,
                                 required=SettingsForm.model_fields.keys() - set(OPTIONAL_TEXTS))
     except FormInvalid as exc:
         return _project_overview(request, session, user, project, values, exc.errors, 422)
-    service.update_project(session, project, changes, by=user)
+    try:
+        service.update_project(session, project, changes, by=user)
+    except Conflict as exc:
+        # The one setting another project can make wrong: its name.
+        return _project_overview(request, session, user, project, values, {"name": exc.message}, 409)
     return RedirectResponse(f"/manage/projects/{project.id}?saved=1", status_code=303)
 
 
@@ -359,6 +362,7 @@ def _screening_done(request: Request, standings: list[gate.Standing]) -> str | N
 
 def _settings_of(project: Project) -> dict[str, Any]:
     return {
+        "name": project.name,
         "description": project.description,
         "guidelines": project.guidelines,
         "labeling_mode": project.labeling_mode.value,

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 
 from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
-from app.validation import NumbersNotTruthValues
+from app.validation import NumbersNotTruthValues, named_by_rule
 
 # Not ending in a space: "racer " beside "racer" is two projects that look like one.
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.\-]{0,98}[A-Za-z0-9_.\-])?$"
@@ -23,10 +23,15 @@ def _as_typed(value: object) -> object:
     return value if value.strip() else ""
 
 
+NAME_RULE = ("1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit, "
+             "the last not a space")
+ProjectName = named_by_rule(PROJECT_NAME_PATTERN, NAME_RULE, 100)
+
+
 class ProjectCreate(NumbersNotTruthValues):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=PROJECT_NAME_PATTERN, description="1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit, the last not a space")
+    name: ProjectName
     description: str = Field(default="", max_length=5000)
     guidelines: str = Field(
         default="", max_length=GUIDELINES_MAX_LENGTH,
@@ -60,9 +65,10 @@ class ProjectCreate(NumbersNotTruthValues):
 
 
 class ProjectUpdate(NumbersNotTruthValues):
-    # A field this cannot change (name, say) is refused by name, not dropped with a 200.
+    # A field this cannot change (is_demo, say) is refused by name, not dropped with a 200.
     model_config = ConfigDict(extra="forbid")
 
+    name: ProjectName | None = None
     description: str | None = Field(default=None, max_length=5000)
     guidelines: str | None = Field(default=None, max_length=GUIDELINES_MAX_LENGTH)
     labeling_mode: LabelingMode | None = None

@@ -31,14 +31,19 @@ from app.projects.schemas import DailyCount, ProjectCreate, ProjectProgress, Pro
 from app.rounds.lease import stale_claim
 
 
-def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False, by: User | None = None) -> Project:
-    """A new project; `by` is the manager creating it, None at the command line (and the demo)."""
+def _check_name_free(session: Session, name: str, project_id: int | None = None) -> None:
     # As usernames: two projects a letter's case apart are one name to the person typing it.
-    taken = session.scalar(select(Project.name).where(func.lower(Project.name) == data.name.lower()))
-    if taken == data.name:
-        raise Conflict(f"a project named {data.name!r} already exists")
+    taken = session.scalar(select(Project.name).where(func.lower(Project.name) == name.lower(),
+                                                      Project.id != (project_id or 0)))
+    if taken == name:
+        raise Conflict(f"a project named {name!r} already exists")
     if taken is not None:
         raise Conflict(f"a project named {taken!r} already exists: names may not differ only in case")
+
+
+def create_project(session: Session, data: ProjectCreate, *, is_demo: bool = False, by: User | None = None) -> Project:
+    """A new project; `by` is the manager creating it, None at the command line (and the demo)."""
+    _check_name_free(session, data.name)
     project = Project(**data.model_dump(), is_demo=is_demo,
                       guidelines_updated_at=utcnow() if data.guidelines else None)
     session.add(project)
@@ -108,6 +113,11 @@ def delete_project(session: Session, project: Project, *, by: User | None = None
 def update_project(session: Session, project: Project, data: ProjectUpdate, *, by: User | None = None) -> Project:
     """Change the project's settings; `by` is the manager, None at the command line."""
     changes = data.model_dump(exclude_none=True)
+    if changes.get("name", project.name) != project.name:
+        if project.is_demo:
+            # `stepwise demo` finds its project by name: renamed, a second demo would be made.
+            raise Conflict("the demo project keeps its name (stepwise demo finds it by its name)")
+        _check_name_free(session, changes["name"], project.id)
     old_overlap = project.overlap
     # Each setting that changes, from what to what; the texts, too long for that, as changed.
     changed = {field: "changed" if field in ("description", "guidelines") else [getattr(project, field), value]

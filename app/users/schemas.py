@@ -6,6 +6,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from app.models import Role
+from app.validation import named_by_rule
 
 USERNAME_PATTERN = r"^[A-Za-z0-9_.\-]{2,64}$"
 
@@ -16,6 +17,7 @@ def _not_blank(password: str) -> str:
     return password
 
 
+Username = named_by_rule(USERNAME_PATTERN, "2-64 letters (A-Z, without accents), digits, _ . -", 64)
 Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_not_blank)]
 
 
@@ -23,7 +25,7 @@ class UserCreate(BaseModel):
     # `"is_admin": true` was dropped with a 201: a field it does not know is refused by name.
     model_config = ConfigDict(extra="forbid")
 
-    username: str = Field(pattern=USERNAME_PATTERN, description="2-64 letters (A-Z, without accents), digits, _ . -")
+    username: Username
     role: Role
     password: Password
 

@@ -53,7 +53,8 @@ def test_the_same_options_are_taken_where_they_apply(stepwise, database_url, ses
     (["export", "--project", "P1", "--format", "trl", "--generation", "-4"],
      ["--generation: no labels of generation -4 here"]),
     (["projects", "create", "x" * 101, "--overlap", "0"],
-     ["NAME: use only 1-100 letters (A-Z, without accents), digits, space, _ . -", "--overlap: must be at least 1"]),
+     ["NAME: must be at most 100 characters long", "--overlap: must be at least 1"]),
+    (["projects", "create", "caf\u00e9"], ["NAME: use only 1-100 letters (A-Z, without accents), digits, space, _ . -"]),
 ])
 def test_a_bad_value_is_named_by_the_option_that_gave_it(
     stepwise, database_url, session_factory, tmp_path: Path, args: list[str], lines: list[str]  # type: ignore[no-untyped-def]

@@ -49,7 +49,45 @@ def test_a_duplicate_name_gets_409(client, session_factory, headers) -> None:  #
     assert other_case.json() == {"detail": "a project named 'algebra' already exists: names may not differ only in case"}
 
 
-@pytest.mark.parametrize("body", [{"name": "renamed"}, {"unknown": 1}, {"overlap": 3, "is_demo": True}])
+@pytest.mark.parametrize(("body", "message"), [
+    ({"name": "   "}, "needs a value"),
+    ({"name": "x" * 300}, "must be at most 100 characters long"),
+    ({"name": "café"}, "use only 1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit, "
+                       "the last not a space"),
+    ({"name": "ok", "open_to_all": "yes"}, "must be true or false"),
+])
+def test_a_bad_name_or_truth_value_is_refused_in_words(client, headers, body, message) -> None:  # type: ignore[no-untyped-def]
+    response = client.post("/api/v1/projects", headers=headers, json=body)
+    assert response.status_code == 422
+    assert [e["message"] for e in response.json()["errors"]] == [message]
+    assert client.get("/api/v1/projects", headers=headers).json() == []
+
+
+def test_a_project_is_renamed_to_a_free_name_and_the_change_audited(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    from app.db import session_scope
+    from app.demo.service import DEMO_PROJECT
+    from app.projects.schemas import ProjectCreate
+    from app.projects.service import create_project
+
+    project = make_project(session_factory, "algebra")
+    make_project(session_factory, "geometry")
+    url = f"/api/v1/projects/{project.id}"
+    taken = client.patch(url, headers=headers, json={"name": "Geometry"})
+    assert taken.status_code == 409 and "names may not differ only in case" in taken.json()["detail"]
+    renamed = client.patch(url, headers=headers, json={"name": "Algebra 2"})
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Algebra 2"
+    # Its own name in another case is no clash.
+    assert client.patch(url, headers=headers, json={"name": "algebra 2"}).json()["name"] == "algebra 2"
+    admin = api_headers(client, make_user(session_factory, "ada", "admin").username)
+    events = client.get("/api/v1/audit-events", params={"category": "projects"}, headers=admin).json()
+    assert events["events"][0]["details"]["name"] == ["Algebra 2", "algebra 2"]
+    with session_scope(session_factory) as session:
+        demo = create_project(session, ProjectCreate(name=DEMO_PROJECT), is_demo=True)
+    kept = client.patch(f"/api/v1/projects/{demo.id}", headers=headers, json={"name": "mine"})
+    assert kept.status_code == 409 and "the demo project keeps its name" in kept.json()["detail"]
+
+
+@pytest.mark.parametrize("body", [{"unknown": 1}, {"overlap": 3, "is_demo": True}])
 def test_a_field_the_update_cannot_change_is_refused_by_name(client, session_factory, headers, body) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, "algebra", overlap=2)
     before = client.get(f"/api/v1/projects/{project.id}", headers=headers).json()

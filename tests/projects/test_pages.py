@@ -81,7 +81,7 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
 @pytest.mark.parametrize(
     ("form", "field_message"),
     [
-        ({"name": ""}, "This field is required"),
+        ({"name": ""}, "Needs a value"),
         ({"name": "no/slashes"}, "Use only 1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit"),
         ({"name": "ok", "overlap": "0"}, "be at least 1"),
         ({"name": "ok", "overlap": "many"}, "Must be a whole number"),
@@ -92,7 +92,7 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
         ({"name": "ok", "overlap": "9" * 60}, "be at most 20"),
         ({"name": "ok", "lease_minutes": "100000"}, "be at most 1440"),
         ({"name": "ok", "labeling_mode": "whenever"}, "'first_error', 'full' or 'phase1'"),
-        ({"name": "x" * 101}, "Use only 1-100 letters (A-Z, without accents), digits, space, _ . -, the first a letter or digit"),
+        ({"name": "x" * 101}, "Must be at most 100 characters long"),
     ],
 )
 def test_bad_new_project_fields_are_shown_and_nothing_is_created(client, session_factory, manager, form, field_message) -> None:  # type: ignore[no-untyped-def]
@@ -190,6 +190,25 @@ def test_a_field_left_out_keeps_its_setting_and_one_emptied_clears_it(client, se
     emptied = client.post(url, data={**shipped, "description": ""}, follow_redirects=False)
     assert emptied.status_code == 303
     assert _settings(session_factory) == {**STORED, "overlap": 3, "description": ""}
+
+
+def test_the_settings_form_renames_the_project_or_says_why_not(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", **STORED)
+    make_project(session_factory, "geometry")
+    url = f"/manage/projects/{project.id}/settings"
+    shipped = form_fields(client.get(f"/manage/projects/{project.id}").text, url)
+    assert shipped["name"] == "algebra"
+    taken = client.post(url, data={**shipped, "name": "Geometry", "overlap": "3"})
+    assert taken.status_code == 409
+    shown = html.unescape(taken.text).split('id="name-error">', 1)[1].split("<", 1)[0]
+    assert "A project named 'geometry' already exists: names may not differ only in case" in shown
+    assert form_fields(taken.text, url)["name"] == "Geometry"
+    assert _project(session_factory).name == "algebra" and _settings(session_factory) == STORED
+    # Typed with a space at an end, as a form field is easily left.
+    renamed = client.post(url, data={**shipped, "name": " Algebra II "}, follow_redirects=False)
+    assert renamed.status_code == 303
+    renamed_project = _project(session_factory, "Algebra II")
+    assert {name: getattr(renamed_project, name) for name in STORED} == STORED
 
 
 def test_a_refused_partial_post_shows_the_stored_settings_it_left_out(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
