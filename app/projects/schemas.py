@@ -134,6 +134,7 @@ class ProjectProgress(BaseModel):
     solutions_in_progress: int = Field(description="some slot labeled or leased, not all done")
     solutions_waiting: int = Field(description="nothing labeled or leased yet")
     labels: int
+    labels_to_go: int = Field(description="labels the queue still asks for: slots not yet labeled, waiting or in hand")
     labels_per_day: list[DailyCount]
 
 

@@ -200,9 +200,10 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
                 ),
                 0,
             ),
+            func.coalesce(func.sum(per_solution.c.slots - per_solution.c.done), 0),
         ).select_from(per_solution)
     ).one()
-    queued, done_count, in_progress = int(row[0]), int(row[1]), int(row[2])
+    queued, done_count, in_progress, to_go = int(row[0]), int(row[1]), int(row[2]), int(row[3])
     solutions = session.scalar(
         select(func.count()).select_from(Solution).where(Solution.project_id == project.id)
     ) or 0
@@ -231,6 +232,7 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
         solutions_done=done_count,
         solutions_in_progress=in_progress,
         solutions_waiting=solutions - done_count - in_progress,
+        labels_to_go=to_go,
         labels=session.scalar(
             select(func.count())
             .select_from(Label)
