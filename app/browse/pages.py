@@ -32,6 +32,7 @@ class FilterForm(BaseModel):
     kind: str = Field(default="", max_length=TYPED)
     grade: str = Field(default="", max_length=TYPED)
     problem: str = Field(default="", max_length=TYPED)
+    text: str = Field(default="", max_length=TYPED)
     agreement: str = Field(default="", max_length=TYPED)
     sort: str = Field(default="", max_length=TYPED)
     page: str = Field(default="", max_length=TYPED)
@@ -46,7 +47,7 @@ def labels_page(
     form: Annotated[FilterForm, Query()],
 ) -> Response:
     project = get_project(session, project_id)
-    values = {**form.model_dump(), "labeler": form.labeler.strip()}
+    values = {**form.model_dump(), "labeler": form.labeler.strip(), "text": form.text.strip()}
     errors: dict[str, str] = {}
     try:
         filters = validate_form(LabelFilters, values)

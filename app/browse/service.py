@@ -41,6 +41,8 @@ class LabelFilters(BaseModel):
     kind: Literal["all", "ordinary", "qc", "screening"] = "all"
     grade: AnswerGrade | None = Field(default=None, description="the graded final answer of the solution")
     problem: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    text: str | None = Field(default=None, max_length=200,
+                             description="words the problem's statement holds, as typed, in any case")
     agreement: Literal["all", "disagreed", "agreed"] = Field(
         default="all",
         description="the labels compared on solutions whose labelers disagree, or agree (see `overlap`)",
@@ -150,6 +152,11 @@ def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[
         where.append(Solution.answer_grade == filters.grade)
     if filters.problem is not None:
         where.append(Solution.problem_id == filters.problem)
+    if filters.text:
+        # % and _ typed are themselves, not LIKE's wildcards.
+        typed = filters.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where.append(Solution.problem_id.in_(select(Problem.id).where(
+            Problem.project_id == project_id, Problem.statement.ilike(f"%{typed}%", escape="\\"))))
     if filters.agreement != "all":
         # The labels compared, not every label of those solutions (a give-up, a labeler's earlier one).
         where.append(of_labels(found.disagreed_labels if filters.agreement == "disagreed" else found.agreed_labels))

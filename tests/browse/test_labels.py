@@ -57,6 +57,12 @@ def test_every_filter_keeps_what_it_names(session_factory, sample) -> None:  # t
     with session_scope(session_factory) as session:
         problem_id = session.scalar(select(Problem.id).where(Problem.statement == "What is $7 \\times 8$?"))
     assert len(_listed(session_factory, sample.id, problem=problem_id)) == 1
+    # Words of the statement, in any case; LIKE's wildcards typed are themselves.
+    assert _listed(session_factory, sample.id, text="7 \\TIMES 8") == _listed(session_factory, sample.id, problem=problem_id)
+    with session_scope(session_factory) as session:
+        assert not any("%" in statement for statement in session.scalars(select(Problem.statement)))
+    assert _listed(session_factory, sample.id, text="%") == []
+    assert _listed(session_factory, sample.id, text="no such words_") == []
     assert len(_listed(session_factory, sample.id, grade="wrong")) == 3
     assert _listed(session_factory, sample.id, outcome="solution", grade="wrong") == []
 
