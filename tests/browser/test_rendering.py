@@ -123,6 +123,20 @@ def test_prices_stay_text_and_an_unclosed_brace_spoils_only_its_formula(page: Pa
     screenshot(page, "labeler_prices_and_unclosed_braces.png")
 
 
+def test_a_fenced_code_block_keeps_its_indentation_and_no_math(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    steps = ["Check it in Python:\n```python\nfor i in range(3):\n    print(f\"${i}$\")\n```\nSo $x = 2$."]
+    _open(page, session_factory, steps, "Find $x$.")
+    text = page.locator("#steps .step-text").first
+    code = text.locator("pre.step-code code")
+    expect(code).to_have_text('for i in range(3):\n    print(f"${i}$")')
+    assert code.evaluate("e => getComputedStyle(e.parentElement).whiteSpace") == "pre"
+    # The formula after it is drawn; the dollars in the code are not.
+    expect(text.locator(".katex")).to_have_count(1)
+    expect(code.locator(".katex")).to_have_count(0)
+    assert "```" not in text.inner_text()
+    screenshot(page, "labeler_code_block.png")
+
+
 def test_arrays_and_tables_render(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     table = _math500(lambda p: "\\multicolumn" in p)["problem"]
     steps = [

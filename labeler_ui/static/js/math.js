@@ -65,7 +65,30 @@ export function mathAvailable() {
 // those in the line.
 const INLINE_DELIMITERS = DELIMITERS.map((d) => (d.left.startsWith("\\begin") ? d : { ...d, display: false }));
 
+// A fenced code block in a step (models write Python to check their arithmetic): shown as code,
+// its indentation kept and nothing in it read as math.
+const CODE_FENCE = /```[^\n`]*\n([\s\S]*?)```/g;
+
 export function renderMathText(element, text, { inline = false } = {}) {
+  if (!inline && text.includes("```")) {
+    const parts = text.split(CODE_FENCE);
+    if (parts.length > 1) {
+      element.replaceChildren(...parts.map((part, i) => {
+        if (i % 2) {
+          const block = document.createElement("pre");
+          block.className = "step-code";
+          const code = document.createElement("code");
+          code.textContent = part.replace(/\n$/, "");
+          block.append(code);
+          return block;
+        }
+        const span = document.createElement("span");
+        renderMathText(span, part.replace(/^[ \t]*\n/, "").replace(/\n[ \t]*$/, ""));
+        return span;
+      }));
+      return;
+    }
+  }
   element.textContent = mathAvailable() ? pairDollars(tabularsToArrays(forKatex(text)).replace(ESCAPED_DOLLAR, DOLLAR)) : text;
   if (!mathAvailable()) return;
   window.renderMathInElement(element, {
