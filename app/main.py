@@ -118,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rounds_pages.router,
         reports_pages.router,
         browse_pages.router,
+        browse_pages.problems_router,
         ops_endpoints.router,
     ):
         app.include_router(router)

@@ -153,10 +153,8 @@ def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[
     if filters.problem is not None:
         where.append(Solution.problem_id == filters.problem)
     if filters.text:
-        # % and _ typed are themselves, not LIKE's wildcards.
-        typed = filters.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         where.append(Solution.problem_id.in_(select(Problem.id).where(
-            Problem.project_id == project_id, Problem.statement.ilike(f"%{typed}%", escape="\\"))))
+            Problem.project_id == project_id, holds_typed(Problem.statement, filters.text))))
     if filters.agreement != "all":
         # The labels compared, not every label of those solutions (a give-up, a labeler's earlier one).
         where.append(of_labels(found.disagreed_labels if filters.agreement == "disagreed" else found.agreed_labels))
@@ -222,6 +220,12 @@ def list_labels(session: Session, project_id: int, filters: LabelFilters) -> Lab
         overlap=found,
         order=filters.order,
     )
+
+
+def holds_typed(column: ColumnElement[str], typed: str) -> ColumnElement[bool]:
+    """`column` holds `typed`, in any case; % and _ typed are themselves, not LIKE's wildcards."""
+    escaped = typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return column.ilike(f"%{escaped}%", escape="\\")
 
 
 def _label_order(order: Sort) -> tuple[ColumnElement[Any], ...]:

@@ -37,6 +37,6 @@ class LineErrors:
             more = self.count - len(details)
             fields = ", ".join(f"{field} {n:,}" for field, n in self.by_field.most_common(5))
             details.append({"file": self.filename, "line": None, "field": None,
-                            "message": f"and {more:,} more bad lines (all {self.count:,} by field: {fields})"})
+                            "message": f"and {more:,} more bad lines (all {self.count:,}, the most by field: {fields})"})
         noun = "bad line" if self.count == 1 else "bad lines"
         raise BadLines(f"{self.count} {noun} in {self.filename}: nothing was imported", details)

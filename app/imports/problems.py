@@ -17,25 +17,24 @@ _LEVEL_TEXT = re.compile(r"^Level (\d+|\?)$")
 
 
 # Keys of the other formats: a line with one, chosen as MATH by mistake, would become a copy of
-# a problem already there, without an answer, its steps dropped. A file of problems with their
-# answers and a solution each (`text`) is one, imported as MATH and then as solutions.
+# a problem already there (without an answer, or with a candidate's answer as the reference),
+# its steps dropped. A file of problems with their answers and a solution each as `text` is one,
+# imported as MATH and then as solutions.
 _OTHER_FORMATS = (
+    ("steps", "a solution's steps: the file is of candidate solutions"),
     ("problem_id", "a solution's problem: the file is of candidate solutions"),
     ("question", "a PRM800K record's question: the file is PRM800K"),
     ("label", "a PRM800K record's label: the file is PRM800K"),
 )
-_SOLUTION_KEYS = ("steps", "text")
 
 
 def parse_problem(obj: dict[str, Any]) -> ProblemIn:
     for key, what in _OTHER_FORMATS:
         if key in obj:
             raise Invalid(None, f"holds `{key}`, {what}, not of MATH problems: import it in that format")
-    if "answer" not in obj and "solution" not in obj:
-        for key in _SOLUTION_KEYS:
-            if key in obj:
-                raise Invalid(None, f"holds a solution's `{key}` and no `answer`: the file is of candidate "
-                                    "solutions, not of MATH problems: import it in that format")
+    if "text" in obj and "answer" not in obj and "solution" not in obj:
+        raise Invalid(None, "holds a solution's `text` and no `answer`: the file is of candidate solutions, not of "
+                            "MATH problems: import it in that format")
     statement = text(obj, "problem", required=True)
     solution = text(obj, "solution")
     answer = text(obj, "answer", numbers=True)

@@ -72,8 +72,9 @@ def not_jsonl(stream: BinaryIO) -> str | None:
     for magic, what in _NOT_JSONL:
         if head.startswith(magic):
             return what
-    # UTF-16 without a byte order mark: every other byte of "{" and the like is a NUL.
-    if len(head) == 4 and head[0] and not head[1] and head[2] and not head[3]:
+    # UTF-16 without a byte order mark: every other byte of "{" and the like is a NUL, the
+    # second of each pair (little-endian) or the first (big-endian).
+    if len(head) == 4 and (bool(head[0]) != bool(head[1])) and (bool(head[2]) != bool(head[3])):
         return "UTF-16 text: save it as UTF-8"
     return None
 

@@ -214,6 +214,9 @@ def add_batch_slots(session: Session, project: Project, batch_id: int, first_id:
         solutions.c.generation,
         literal(AssignmentStatus.waiting.value),
     ).join_from(solutions, slot_numbers, slot_numbers.c.slot < project.overlap - solutions.c.labels)
+    # Row ids in the file's order, which the queue serves equal priorities in (a grouping
+    # promises no order of its own).
+    slots = slots.order_by(solutions.c.id, slot_numbers.c.slot)
     columns = ["project_id", "solution_id", "slot", "priority", "generation", "status"]
     # psycopg closes the cursor, and its row count with it, before SQLAlchemy would read it.
     statement = insert(Assignment).from_select(columns, slots).execution_options(preserve_rowcount=True)

@@ -37,8 +37,12 @@ class FilterForm(BaseModel):
 class ProblemForm(FilterForm):
     # Set when the button was on a label's page, which is where the manager goes back to.
     label_id: int | None = Field(default=None, ge=1, le=INT32_MAX)
-    # "reports" when that page was opened from the Reports tab, which it then links back to.
-    via: Literal["", "reports"] = ""
+    # "reports" when that page was opened from the Reports tab, which it then links back to;
+    # "problems" when the button was on the Problems tab, whose search and page it goes back to.
+    via: Literal["", "reports", "problems"] = ""
+    text: str = Field(default="", max_length=200)
+    state: str = Field(default="", max_length=50)
+    page: int | None = Field(default=None, ge=1, le=100_000)
 
 
 def _filters(form: FilterForm) -> ReportFilters:
@@ -197,11 +201,15 @@ def _change_problem(
         # Looked up first: a label that is not there changes nothing.
         label = service.label_view(session, project_id, form.label_id)
         change(session, project_id, problem_id)
-        query = urlencode({notice: problem_id, **({"via": "reports"} if form.via else {})})
+        query = urlencode({notice: problem_id, **({"via": "reports"} if form.via == "reports" else {})})
         return RedirectResponse(
             f"/manage/projects/{project_id}/labels/{label.label_id}?{query}", status_code=303
         )
     change(session, project_id, problem_id)
+    if form.via == "problems":
+        kept = {"text": form.text, "state": form.state, "page": form.page}
+        query = urlencode({**{k: v for k, v in kept.items() if v}, notice: problem_id})
+        return RedirectResponse(f"/manage/projects/{project_id}/problems?{query}#problem-{problem_id}", status_code=303)
     return _back_to_reports(project_id, form, **{notice: problem_id})
 
 

@@ -39,7 +39,7 @@ class WorkerSettings(BaseSettings):
         default=60.0,
         ge=0.0,
         description="A round that failed is tried again after this many seconds, doubled for each "
-        "earlier failed attempt (60 s, then 120 s, ...).",
+        "earlier attempt (60 s, then 120 s, ...; an hour at most).",
     )
     round_max_claims: int = Field(
         default=20,

@@ -133,10 +133,15 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# The longest wait between attempts, however many a deployment allows.
+MAX_RETRY_DELAY = timedelta(hours=1)
+
+
 def retry_delay(attempts: int, retry_after_s: float) -> timedelta:
-    """How long a round waits after its `attempts`-th failed attempt: `retry_after_s`, doubled
-    for each attempt before it, so that what made it fail (a Hub or a disk) has time to mend."""
-    return timedelta(seconds=retry_after_s * 2 ** max(0, attempts - 1))
+    """How long a round waits after its `attempts`-th attempt failed: `retry_after_s`, doubled
+    for each attempt before it (a claim by a worker that was killed counts too), so that what made
+    it fail (a Hub or a disk) has time to mend; an hour at most."""
+    return min(timedelta(seconds=retry_after_s * 2 ** min(max(0, attempts - 1), 20)), MAX_RETRY_DELAY)
 
 
 def give_up_or_retry(

@@ -108,6 +108,7 @@ def cancel_round(round_: Round) -> Round:
     round_.updated_at = now
     round_.lease_owner = None
     round_.lease_expires_at = None
+    round_.retry_at = None
     return round_
 
 

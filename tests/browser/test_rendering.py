@@ -102,7 +102,9 @@ def test_prices_stay_text_and_an_unclosed_brace_spoils_only_its_formula(page: Pa
     steps = ["I paid $5 and then $7, total $12.",
              "Unclosed: $\\frac{1}{$ then fine $y^2$.",
              "Spaced: $ (1+2+3)(-4) $ and $x$, for $3$ apples at $2 each.",
-             "Costs $5; so $\\boxed{x}$ stays math."]
+             "Costs $5; so $\\boxed{x}$ stays math.",
+             # Read as KaTeX reads them: two formulas side by side, and dollars inside braces.
+             "Since $x,$$y,$ and $z$ are positive, $\\text{if $x>0$}$ holds."]
     _open(page, session_factory, steps, "What is $\\frac{1}{2}$ of $10?")
 
     texts = page.locator("#steps .step-text")
@@ -118,6 +120,9 @@ def test_prices_stay_text_and_an_unclosed_brace_spoils_only_its_formula(page: Pa
     expect(texts.nth(2)).to_contain_text("apples at $2 each.")
     expect(texts.nth(3).locator(".katex")).to_have_count(1)
     expect(texts.nth(3)).to_contain_text("Costs $5; so")
+    expect(texts.nth(4).locator(".math-source")).to_have_count(0)
+    assert texts.nth(4).evaluate("e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('')") == (
+        "Since  and  are positive,  holds.")
     expect(page.locator("#problem-text .katex")).to_have_count(1)
     expect(page.locator("#problem-text")).to_contain_text("of $10?")
     screenshot(page, "labeler_prices_and_unclosed_braces.png")

@@ -14,7 +14,6 @@ from sqlalchemy import select
 
 from app.exports.pages import ExportForm
 from app.models import Problem
-from app.projects.pages import NewProjectForm
 from app.projects.pages import SettingsForm as ProjectSettingsForm
 from app.rounds.pages import SettingsForm as RoundSettingsForm
 from tests.conftest import browser_login, make_project, make_user
@@ -47,7 +46,7 @@ values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40))
 # (path, fields); {project} and {user} are filled in. Fields come from each form's own model
 # where it has one, so that a field added there is fuzzed too.
 FORMS = [
-    ("/manage/projects", list(NewProjectForm.model_fields)),
+    ("/manage/projects", list(ProjectSettingsForm.model_fields)),
     ("/manage/projects/{project}/settings", list(ProjectSettingsForm.model_fields)),
     ("/research/projects/{project}/settings", list(RoundSettingsForm.model_fields)),
     ("/admin/users", ["username", "role", "password"]),

@@ -76,7 +76,9 @@ CASES = [
     ("math answer as a list", "math", b'{"problem": "1+1?", "answer": [2]}', "answer", "must be a string"),
     # A file of another format chosen as MATH would be problems without answers, their steps lost.
     ("a solution chosen as MATH", "math", b'{"problem": "What is 2+2?", "text": "2+2=4.\\n\\n# Answer\\n\\n4"}', None, "holds a solution's `text` and no `answer`: the file is of candidate solutions"),
-    ("a solution by id chosen as MATH", "math", b'{"problem_id": 1, "steps": ["a"]}', None, "holds `problem_id`, a solution's problem"),
+    ("a solution by id chosen as MATH", "math", b'{"problem_id": 1, "steps": ["a"]}', None, "holds `steps`, a solution's steps"),
+    ("a solution with an answer chosen as MATH", "math", b'{"problem": "What is 2+2?", "steps": ["2+2=5."], "answer": "5"}', None, "holds `steps`"),
+    ("a solution by problem id chosen as MATH", "math", b'{"problem_id": 1, "text": "a"}', None, "holds `problem_id`, a solution's problem"),
     ("a PRM800K record chosen as MATH", "math", _record(lambda r: r.update(problem=r["question"]["problem"])), None, "holds `question`, a PRM800K record's question: the file is PRM800K"),
     ("candidate with steps and text", "solutions", b'{"problem_id": 1, "steps": ["a"], "text": "a"}', "steps", "exactly one"),
     ("candidate without a problem", "solutions", b'{"steps": ["a"]}', "problem", "exactly one"),
@@ -134,7 +136,7 @@ def test_every_bad_line_is_listed_up_to_a_limit(session_factory) -> None:  # typ
     assert [d["line"] for d in details[:3]] == [1, 3, 5] and details[0]["field"] == "problem"
     # Past the list, every bad line is counted by its field.
     assert len(details) == 201
-    assert details[-1]["message"] == "and 52 more bad lines (all 252 by field: problem 251, the line as a whole 1)"
+    assert details[-1]["message"] == "and 52 more bad lines (all 252, the most by field: problem 251, the line as a whole 1)"
     assert row_counts(session_factory)["problems"] == 0
 
 
@@ -193,8 +195,9 @@ MATH_LINE = '{"problem": "What is 2+2?", "answer": "4"}\n'
     (gzip.compress(MATH_LINE.encode()), "gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
     (MATH_LINE.encode("utf-16"), "UTF-16 text: save it as UTF-8"),
     (MATH_LINE.encode("utf-16-le"), "UTF-16 text: save it as UTF-8"),
+    (MATH_LINE.encode("utf-16-be"), "UTF-16 text: save it as UTF-8"),
     (b"PAR1\x15\x04", "a Parquet file: imports read JSONL, one JSON object a line"),
-], ids=["zip", "gzip", "utf-16 with bom", "utf-16 without bom", "parquet"])
+], ids=["zip", "gzip", "utf-16 with bom", "utf-16 without bom", "utf-16 big-endian", "parquet"])
 def test_a_file_that_is_no_jsonl_text_is_refused_in_one_sentence(session_factory, data, what) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     with pytest.raises(BadLines) as caught:

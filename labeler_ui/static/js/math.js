@@ -105,46 +105,58 @@ export function renderMathText(element, text, { inline = false } = {}) {
 }
 
 // Which single dollars open and close a formula is decided here, not by KaTeX's auto-render,
-// which pairs the first two it meets and skips over braces: "I paid $5 and then $7" became math
-// from 5 to 7, and one unclosed brace ($\frac{1}{$) left every later formula of the step as text.
-// A dollar before a digit may be a price: it opens a formula only if the next dollar closes it
-// as pandoc would, not before a digit nor after a space (MATH's own formulas pair as KaTeX
-// pairs them, all 5,152 of MATH-500's, "$\$$1500" and "$x = $ the side" included). Only the
-// next dollar may close one: "Costs $5; so $x$" is a price, then a formula. A dollar that opens
-// nothing is a dollar sign; a formula whose braces do not balance is marked, to be shown as
-// source (showUnbalanced). Dollars inside $$…$$ are left to KaTeX.
+// which pairs the first two it meets: "I paid $5 and then $7" became math from 5 to 7, and one
+// unclosed brace ($\frac{1}{$), over which KaTeX looks for the closing dollar, left every later
+// formula of the step as text. Read left to right as KaTeX reads ("$x,$$y,$" is two formulas, a
+// dollar inside braces closes nothing, $$…$$ is left to it), with two changes: a dollar before a
+// digit may be a price, and opens a formula only if the dollar that would close it is neither
+// before a digit nor after a space (pandoc's rule); a formula that closes only past its braces
+// closes at the next dollar and is marked, to be shown as source (showUnbalanced). A dollar that
+// opens nothing is a dollar sign. MATH-500's 1,000 texts pair exactly as KaTeX pairs them.
 const UNBALANCED_START = "\uE001";
 const UNBALANCED_END = "\uE002";
 
 function pairDollars(text) {
   if (!text.includes("$")) return text;
-  const singles = [];
-  let display = false;
-  for (let i = 0; i < text.length; i += 1) {
-    if (text[i] === "\\") i += 1;
-    else if (text[i] === "$" && text[i + 1] === "$") {
-      display = !display;
-      i += 1;
-    } else if (text[i] === "$" && !display) singles.push(i);
-  }
   const digit = (c) => /\d/.test(c ?? "");
-  const closes = (open, close) =>
-    !digit(text[open + 1]) || (!digit(text[close + 1]) && !/\s/.test(text[close - 1]));
+  // The next dollar from `from` that would close a formula: outside braces, or any.
+  const closing = (from, braces) => {
+    let depth = 0;
+    for (let i = from; i < text.length; i += 1) {
+      const c = text[i];
+      if (c === "\\") i += 1;
+      else if (braces && c === "{") depth += 1;
+      else if (braces && c === "}") depth = Math.max(0, depth - 1);
+      else if (c === "$" && depth === 0) return i;
+    }
+    return -1;
+  };
   let out = "";
   let at = 0;
-  for (let k = 0; k < singles.length; k += 1) {
-    const open = singles[k];
-    const m = k + 1 < singles.length && closes(open, singles[k + 1]) ? k + 1 : -1;
-    if (m < 0) {
-      out += `${text.slice(at, open)}${DOLLAR}`;
-      at = open + 1;
+  for (let i = 0; i < text.length; i += 1) {
+    if (text[i] === "\\") {
+      i += 1;
       continue;
     }
-    const close = singles[m];
-    const body = text.slice(open + 1, close);
-    out += text.slice(at, open) + (balanced(body) ? `$${body}$` : `${UNBALANCED_START}${body}${UNBALANCED_END}`);
+    if (text[i] !== "$") continue;
+    if (text[i + 1] === "$") {
+      const end = text.indexOf("$$", i + 2);
+      if (end < 0) break;
+      i = end + 1;
+      continue;
+    }
+    let close = closing(i + 1, true);
+    if (close < 0) close = closing(i + 1, false);
+    const price = digit(text[i + 1]) && (digit(text[close + 1]) || /\s/.test(text[close - 1]));
+    if (close < 0 || price) {
+      out += `${text.slice(at, i)}${DOLLAR}`;
+      at = i + 1;
+      continue;
+    }
+    const body = text.slice(i + 1, close);
+    out += text.slice(at, i) + (balanced(body) ? `$${body}$` : `${UNBALANCED_START}${body}${UNBALANCED_END}`);
     at = close + 1;
-    k = m;
+    i = close;
   }
   return out + text.slice(at);
 }

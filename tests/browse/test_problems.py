@@ -1,0 +1,92 @@
+"""The Problems tab: a project's problems with their ids and unique_ids, found by their words,
+retired and served again from there by a manager."""
+
+from __future__ import annotations
+
+import html
+
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import FinishReason, Problem
+from tests.conftest import browser_login, make_project, make_user
+from tests.imports.conftest import import_bytes, jsonl
+from tests.reports.builders import label_next
+
+PROBLEMS = [
+    {"problem": "What is $2 + 2$?", "answer": "4", "unique_id": "test/algebra/1.json"},
+    {"problem": "Find 100% of <b>7</b>.", "answer": "7", "unique_id": "test/prealgebra/2.json"},
+    {"problem": "What is $3 \\cdot 3$?", "answer": "9"},
+]
+
+
+def _ids(factory) -> list[int]:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return list(session.scalars(select(Problem.id).order_by(Problem.id)))
+
+
+def _rows(page: str) -> list[str]:
+    return [row.split('"', 1)[0] for row in page.split('<tr id="problem-')[1:]]
+
+
+def test_the_tab_lists_problems_with_their_ids_counts_and_state(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, jsonl(PROBLEMS), "math")
+    import_bytes(session_factory, project, jsonl([
+        {"problem_id": "test/algebra/1.json", "steps": ["2 + 2 = 4.", "# Answer\n\n4"]},
+        {"problem_id": "test/algebra/1.json", "steps": ["2 + 2 = 5.", "# Answer\n\n5"]},
+        {"problem_id": "test/prealgebra/2.json", "steps": ["7."]},
+    ]), "solutions")
+    first, second, third = _ids(session_factory)
+    lena = make_user(session_factory, "lena", "labeler")
+    label_next(session_factory, project.id, lena.id, FinishReason.solution)
+    make_user(session_factory, "mona", "manager")
+    csrf = browser_login(client, "mona")
+    url = f"/manage/projects/{project.id}/problems"
+
+    page = html.unescape(client.get(url).text)
+    assert _rows(page) == [str(first), str(second), str(third)]
+    row = page.split(f'<tr id="problem-{first}">', 1)[1].split("</tr>", 1)[0]
+    assert "test/algebra/1.json" in row
+    # Two solutions, one labeled, one slot still waiting.
+    assert [int(n) for n in row.split('class="num"')[1:] for n in [n.split(">", 1)[1].split("<", 1)[0]]] == [2, 1, 1]
+    # Text shows as text.
+    assert "Find 100% of &lt;b&gt;7&lt;/b&gt;." in client.get(url).text
+
+    assert _rows(client.get(url, params={"text": "PREALGEBRA"}).text) == [str(second)]
+    assert _rows(client.get(url, params={"text": "100%"}).text) == [str(second)]
+    assert _rows(client.get(url, params={"text": "%%"}).text) == []
+    bad = client.get(url, params={"state": "gone", "page": "0"})
+    assert bad.status_code == 422 and 'id="state-error"' in bad.text and 'id="page-error"' not in bad.text
+
+    # Retired from the tab, back to the same search, the problem marked and its slot gone.
+    retired = client.post(f"/manage/projects/{project.id}/problems/{first}/retire",
+                          data={"csrf_token": csrf, "via": "problems", "text": "algebra"}, follow_redirects=False)
+    assert retired.status_code == 303
+    assert retired.headers["location"] == f"{url}?text=algebra&retired={first}#problem-{first}"
+    shown = html.unescape(client.get(retired.headers["location"]).text)
+    assert f"Problem {first} is retired" in shown
+    row = shown.split(f'<tr id="problem-{first}">', 1)[1].split("</tr>", 1)[0]
+    assert ">retired</span>" in row and "Serve again" in row
+    assert _rows(client.get(url, params={"state": "retired"}).text) == [str(first)]
+    assert _rows(client.get(url, params={"state": "served"}).text) == [str(second), str(third)]
+    restored = client.post(f"/manage/projects/{project.id}/problems/{first}/restore",
+                           data={"csrf_token": csrf, "via": "problems"}, follow_redirects=False)
+    assert restored.headers["location"] == f"{url}?restored={first}#problem-{first}"
+    assert _rows(client.get(url, params={"state": "retired"}).text) == []
+
+
+def test_researchers_read_the_tab_and_labelers_do_not(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, jsonl(PROBLEMS), "math")
+    make_user(session_factory, "rita", "researcher")
+    csrf = browser_login(client, "rita")
+    url = f"/manage/projects/{project.id}/problems"
+    page = client.get(url)
+    assert page.status_code == 200 and len(_rows(page.text)) == 3 and "/retire\"" not in page.text
+    first = _ids(session_factory)[0]
+    refused = client.post(f"/manage/projects/{project.id}/problems/{first}/retire", data={"csrf_token": csrf, "via": "problems"})
+    assert refused.status_code == 403
+    make_user(session_factory, "lena", "labeler")
+    browser_login(client, "lena")
+    assert client.get(url, follow_redirects=False).status_code == 403
