@@ -17,6 +17,7 @@ from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
 from app.projects import guidelines_reads, members, service
 from app.projects.activity import project_activity
+from app.projects.checks import unmet_settings
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH
 from app.projects.schemas import DailyCount, MemberRead, ProjectCreate, ProjectUpdate
 from app.quality import gate
@@ -298,6 +299,7 @@ def _project_overview(
             "can_manage": has_role(user, MANAGE),
             # A field the post left out shows what is stored, as it stays.
             "values": {**_settings_of(project), **values},
+            "unmet": unmet_settings(session, project),
             "errors": errors,
             "messages": [{"kind": "success", "text": "Settings saved."}]
             if request.query_params.get("saved") == "1" and not errors

@@ -1,0 +1,41 @@
+"""Settings the project's data cannot meet are said on the overview: quality control with no
+gold, a screening longer than its items, an overlap past the labelers who may label."""
+
+from __future__ import annotations
+
+from app.db import session_scope
+from app.models import FinishReason, Project
+from app.projects.checks import unmet_settings
+from app.quality.gold import set_gold
+from tests.conftest import browser_login, make_project, make_user
+from tests.reports.builders import add_problem, label_next
+
+
+def _unmet(factory, project_id: int) -> list[str]:  # type: ignore[no-untyped-def]
+    with session_scope(factory) as session:
+        return unmet_settings(session, session.get(Project, project_id))
+
+
+def test_each_unmet_setting_is_said_until_the_data_meets_it(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=2, qc_rate=0.2, screening_items=2, open_to_all=False)
+    add_problem(session_factory, project, "1+1?", n_solutions=2)
+    said = _unmet(session_factory, project.id)
+    assert [line.split(",")[0] for line in said] == [
+        "Quality control is on", "Screening asks for 2 items", "Overlap is 2"]
+    assert "only 0 active members who are labelers may label here" in said[2]
+    assert "the project has 0: new labelers are screened on those alone (none: screening is passed over)" in said[1]
+
+    lena = make_user(session_factory, "lena", "labeler")
+    make_user(session_factory, "leo", "labeler")
+    with session_scope(session_factory) as session:
+        session.get(Project, project.id).open_to_all = True
+    _, label_id = label_next(session_factory, project.id, lena.id, FinishReason.solution)
+    make_user(session_factory, "mona", "manager")
+    with session_scope(session_factory) as session:
+        set_gold(session, project.id, label_id, gold=True, screening=True)
+    said = _unmet(session_factory, project.id)
+    assert len(said) == 1 and said[0].startswith("Screening asks for 2 items, but the project has 1: new labelers are screened on that one alone.")
+
+    browser_login(client, "mona")
+    page = client.get(f"/manage/projects/{project.id}").text
+    assert page.count('class="flash warning" role="status"') == 1 and "Screening asks for 2 items" in page
