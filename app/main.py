@@ -23,6 +23,7 @@ from app import api_docs
 from app.audit import endpoints as audit_api
 from app.audit import pages as audit_pages
 from app.auth import endpoints as auth_api
+from app.browse import endpoints as browse_api
 from app.auth import pages as auth_pages
 from app.config import Settings, get_settings
 from app.browse import pages as browse_pages
@@ -106,6 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rounds_api.router,
         figures_api.router,
         reports_api.router,
+        browse_api.router,
         audit_api.router,
         auth_pages.router,
         labeling_pages.router,

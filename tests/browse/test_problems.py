@@ -90,3 +90,34 @@ def test_researchers_read_the_tab_and_labelers_do_not(client, session_factory) -
     make_user(session_factory, "lena", "labeler")
     browser_login(client, "lena")
     assert client.get(url, follow_redirects=False).status_code == 403
+
+
+def test_the_api_lists_problems_and_labels_with_the_tabs_filters(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import api_headers
+
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, jsonl(PROBLEMS), "math")
+    import_bytes(session_factory, project, jsonl([
+        {"problem_id": "test/algebra/1.json", "steps": ["2 + 2 = 4.", "# Answer\n\n4"]},
+        {"problem_id": "test/prealgebra/2.json", "steps": ["7."]},
+    ]), "solutions")
+    first, second, _ = _ids(session_factory)
+    lena = make_user(session_factory, "lena", "labeler")
+    label_next(session_factory, project.id, lena.id, FinishReason.found_error, ratings=[(1, False), (-1, True)])
+    make_user(session_factory, "rita", "researcher")
+    headers = api_headers(client, "rita")
+
+    found = client.get(f"/api/v1/projects/{project.id}/problems", params={"text": "prealgebra"}, headers=headers).json()
+    assert found["total"] == 1 and found["items"][0] == {
+        "problem_id": second, "unique_id": "test/prealgebra/2.json", "statement": "Find 100% of <b>7</b>.",
+        "answer": "7", "retired_at": None, "solutions": 1, "labels": 0, "waiting": 1}
+    listed = client.get(f"/api/v1/projects/{project.id}/labels", params={"labeler": "LENA"}, headers=headers).json()
+    assert (listed["total"], listed["page"], listed["pages"]) == (1, 1, 1)
+    (item,) = listed["items"]
+    assert (item["problem_id"], item["labeler"], item["ratings"], item["flagged"]) == (first, "lena", [1, -1], [False, True])
+    assert item["finish_reason"] == "found_error" and item["answer_grade"] == "right"
+    for path, params in (("labels", {"kind": "some"}), ("labels", {"unknown": "1"}), ("problems", {"state": "x"}),
+                         ("problems", {"page": "0"})):
+        refused = client.get(f"/api/v1/projects/{project.id}/{path}", params=params, headers=headers)
+        assert refused.status_code == 422, (path, params)
+    assert client.get(f"/api/v1/projects/{project.id}/labels", headers=api_headers(client, "lena")).status_code == 403
