@@ -42,7 +42,11 @@ def unmet_settings(session: Session, project: Project) -> list[str]:
     if project.overlap > 1:
         labelers = _labelers(session, project)
         if labelers < project.overlap:
-            who = "labelers" if project.open_to_all else "members who are labelers"
+            one = labelers == 1
+            if project.open_to_all:
+                who = "labeler" if one else "labelers"
+            else:
+                who = "member who is a labeler" if one else "members who are labelers"
             said.append(f"Overlap is {project.overlap}, but only {labelers} active {who} may label here: no solution "
                         f"can get all its labels until more can.")
     return said

@@ -105,7 +105,9 @@ def test_manager_creates_imports_watches_and_exports(page: Page, client, session
 
     page.get_by_label("Overlap").fill("2")
     page.get_by_role("button", name="Save settings").click()
-    expect(page.get_by_role("status")).to_have_text("Settings saved.")
+    expect(page.get_by_role("status").filter(has_text="Settings saved.")).to_have_count(1)
+    # One labeler cannot give each solution its two labels: the overview says so.
+    expect(page.get_by_role("status").filter(has_text="Overlap is 2, but only 1 active labeler may label here")).to_have_count(1)
     expect(_stat(page, "Done")).to_have_text("0")
 
     page.goto("/manage/projects")
