@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import BadInput, Conflict, NotFound
 from app.labeling import phase1, queue, task_handles
-from app.projects.access import get_visible_project, may_label, user_may_label
+from app.projects.access import may_label, user_may_label
 from app.projects.guidelines import guidelines_version
 from app.quality import gate
 from app.reports.service import record_reports
@@ -129,12 +129,14 @@ _NEW_LABEL_CLOSING_ASSIGNMENT = _NEW_LABEL.add_cte(_CLOSE_ASSIGNMENT.cte("closed
 
 def check_guidelines_read(session: Session, project_id: int, user_id: int, version: str) -> None:
     """Refuse a task to a labeler whose page shows guidelines a manager has since edited: the
-    page then shows the new ones before it asks again. Only the page asks for this check, so the
-    queue's hot path pays for it only there."""
-    user = session.get(User, user_id)
-    assert user is not None
-    project = get_visible_project(session, user, project_id)
-    current = guidelines_version(project.guidelines) if project.guidelines else ""
+    page then shows the new ones before it asks again. One look-up, asked for by the page only;
+    a project the labeler may not label in is not found, as the lease would find it."""
+    found = session.execute(
+        select(Project.guidelines).where(Project.id == project_id, may_label(Project.id)), {"user": user_id}
+    ).first()
+    if found is None:
+        raise NotFound(f"no project with id {project_id}")
+    current = guidelines_version(found.guidelines) if found.guidelines else ""
     if version != current:
         raise Conflict("the project's guidelines have changed since this page showed them: "
                        "reload the page to read them before the next task")

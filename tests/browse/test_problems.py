@@ -121,3 +121,17 @@ def test_the_api_lists_problems_and_labels_with_the_tabs_filters(client, session
         refused = client.get(f"/api/v1/projects/{project.id}/{path}", params=params, headers=headers)
         assert refused.status_code == 422, (path, params)
     assert client.get(f"/api/v1/projects/{project.id}/labels", headers=api_headers(client, "lena")).status_code == 403
+
+
+def test_the_tab_pages_by_fifty_and_a_page_past_the_last_leads_back(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, jsonl([{"problem": f"What is {n} + 1?", "answer": str(n + 1)} for n in range(51)]), "math")
+    make_user(session_factory, "mona", "manager")
+    browser_login(client, "mona")
+    url = f"/manage/projects/{project.id}/problems"
+    first = client.get(url, params={"text": "+ 1"}).text
+    assert len(_rows(first)) == 50 and 'href="?text=%2B+1&amp;page=2">Next →</a>' in first
+    second = client.get(url, params={"text": "+ 1", "page": "2"}).text
+    assert len(_rows(second)) == 1 and 'href="?text=%2B+1&amp;page=1">← Previous</a>' in second
+    past = client.get(url, params={"page": "3"}).text
+    assert "No problems on page 3" in past and "There are 2 pages." in past
