@@ -4,23 +4,30 @@ Pace is seconds of active time per rated step, a label's total time over its rat
 that long and short solutions compare. A labeler whose median pace is under a quarter of the
 project's (the median of its labelers' medians, which one prolific labeler cannot drag along)
 is flagged for review: that fast, the steps were hardly read.
+
+Labels per day over the last days and the time of the last label say who is labeling now and
+who stopped: the totals alone cannot.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
-from app.models import FinishReason, Label, User
+from app.models import FinishReason, Label, User, utcnow
+from app.projects.schemas import DailyCount
 from app.quality.service import LabelerAccuracy, labeler_accuracy
 
 FAST_FRACTION = 0.25
 # Fewer timed labels than this say too little about a pace to flag anyone.
 MIN_TIMED_LABELS = 3
+# As many days as the overview's labels-per-day chart, so that a labeler's bars add up to it.
+RECENT_DAYS = 14
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,13 @@ class LabelerActivity:
     qc_compared: int
     qc_accuracy: float | None
     fast: bool
+    last_label_at: datetime | None
+    # Each of the last RECENT_DAYS days (UTC), oldest first, today last, zeros included.
+    labels_per_day: list[DailyCount]
+
+    @property
+    def recent_labels(self) -> int:
+        return sum(d.labels for d in self.labels_per_day)
 
 
 @dataclass(frozen=True)
@@ -59,30 +73,40 @@ class _Tally:
     rated: int = 0
     negative: int = 0
     give_ups: int = 0
-    paces: list[float] | None = None
+    paces: list[float] = field(default_factory=list)
+    last_label_at: datetime | None = None
+    recent: list[int] = field(default_factory=lambda: [0] * RECENT_DAYS)
 
 
 def project_activity(
-    session: Session, project_id: int, accuracy: list[LabelerAccuracy] | None = None
+    session: Session, project_id: int, accuracy: list[LabelerAccuracy] | None = None,
+    *, today: date | None = None,
 ) -> ProjectActivity:
     """Every labeler of the platform with a current label in the project, most labels first;
     `accuracy` is labeler_accuracy's answer, when the caller has it already."""
+    today = today or utcnow().date()
+    since = today - timedelta(days=RECENT_DAYS - 1)
     rows = session.execute(
-        select(Label.user_id, User.username, User.labeler_uuid, Label.steps, Label.total_time_ms, Label.finish_reason)
+        select(Label.user_id, User.username, User.labeler_uuid, Label.steps, Label.total_time_ms,
+               Label.finish_reason, Label.created_at)
         .join(User, User.id == Label.user_id)
         .where(Label.project_id == project_id, Label.superseded_at.is_(None))
     )
     tallies: dict[int, _Tally] = {}
-    for user_id, username, labeler_uuid, steps, time_ms, reason in rows:
-        tally = tallies.setdefault(user_id, _Tally(username, labeler_uuid, paces=[]))
+    for user_id, username, labeler_uuid, steps, time_ms, reason, created_at in rows:
+        tally = tallies.setdefault(user_id, _Tally(username, labeler_uuid))
         ratings = [rating for rating, _ in step_ratings(steps)]
         tally.labels += 1
         tally.rated += len(ratings)
         tally.negative += ratings.count(-1)
         tally.give_ups += reason == FinishReason.give_up
         if time_ms is not None and ratings:
-            assert tally.paces is not None
             tally.paces.append(time_ms / 1000 / len(ratings))
+        if tally.last_label_at is None or created_at > tally.last_label_at:
+            tally.last_label_at = created_at
+        day = (created_at.date() - since).days
+        if 0 <= day < RECENT_DAYS:
+            tally.recent[day] += 1
     medians = {
         user_id: statistics.median(t.paces) if t.paces else None for user_id, t in tallies.items()
     }
@@ -98,7 +122,7 @@ def project_activity(
         fast = (
             project_median is not None
             and median is not None
-            and len(tally.paces or ()) >= MIN_TIMED_LABELS
+            and len(tally.paces) >= MIN_TIMED_LABELS
             and median < project_median * FAST_FRACTION
         )
         labelers.append(
@@ -113,6 +137,9 @@ def project_activity(
                 qc_compared=qc.compared if qc else 0,
                 qc_accuracy=qc.accuracy if qc else None,
                 fast=fast,
+                last_label_at=tally.last_label_at,
+                labels_per_day=[DailyCount(day=since + timedelta(days=i), labels=n)
+                                for i, n in enumerate(tally.recent)],
             )
         )
     labelers.sort(key=lambda a: (-a.labels, a.username))

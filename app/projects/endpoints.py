@@ -7,6 +7,7 @@ from app.errors import error_responses
 from app.models import StandingDecision
 from app.projects import guidelines_reads, members, service
 from app.projects.access import get_visible_project
+from app.projects.activity import project_activity
 from app.projects.schemas import (
     GuidelinesReadersRead,
     GuidelinesReadIn,
@@ -14,6 +15,7 @@ from app.projects.schemas import (
     LabelerStandingRead,
     MemberCreate,
     MemberRead,
+    ProjectActivityRead,
     ProjectCreate,
     ProjectProgress,
     ProjectRead,
@@ -108,6 +110,16 @@ def agreement(project_id: RowId, _: DataApiUser, session: SessionDep) -> Project
     """Inter-annotator agreement among the current labels of solutions with several labelers."""
     project = service.get_project(session, project_id)
     return ProjectAgreementRead.model_validate(project_agreement(session, project))
+
+
+@router.get(
+    "/{project_id}/activity", response_model=ProjectActivityRead, responses=error_responses(404)
+)
+def activity(project_id: RowId, _: DataApiUser, session: SessionDep) -> ProjectActivityRead:
+    """Per labeler: labels, pace, share of -1 ratings, give-ups, QC accuracy, the last label and
+    labels per day over the last 14 days (the overview's Labeler activity card)."""
+    project = service.get_project(session, project_id)
+    return ProjectActivityRead.model_validate(project_activity(session, project.id))
 
 
 @router.get("/{project_id}/members", response_model=list[MemberRead], responses=error_responses(404))

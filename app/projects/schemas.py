@@ -138,6 +138,31 @@ class ProjectProgress(BaseModel):
     labels_per_day: list[DailyCount]
 
 
+class LabelerActivityRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    user_id: int
+    username: str
+    labeler_uuid: str = Field(description="the id this labeler's labels carry in exports (PRM800K's `labeler`)")
+    labels: int = Field(description="current labels made in the project (a correction replaces what it corrects)")
+    median_seconds_per_step: float | None = Field(description="median of active time over rated steps, per label")
+    negative_share: float | None = Field(description="share of rated steps rated -1")
+    give_ups: int
+    qc_compared: int = Field(description="quality-control items compared with their gold")
+    qc_accuracy: float | None
+    fast: bool = Field(description="flagged for review: median pace under a quarter of the project's")
+    last_label_at: datetime | None
+    labels_per_day: list[DailyCount] = Field(description="each of the last 14 days (UTC), oldest first, zeros included")
+
+
+class ProjectActivityRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    median_seconds_per_step: float | None = Field(description="the median of the labelers' medians")
+    fast_below: float | None = Field(description="the pace under which a labeler is flagged")
+    labelers: list[LabelerActivityRead] = Field(description="most labels first")
+
+
 class MemberCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

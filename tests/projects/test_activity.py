@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -10,7 +10,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.models import FinishReason, Label, User, utcnow
 from app.projects.activity import project_activity
-from tests.conftest import add_solutions, browser_login, make_project, make_user
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 
 
 def _steps(*ratings: int) -> list[dict]:  # type: ignore[type-arg]
@@ -94,3 +94,58 @@ def test_the_project_page_shows_the_table_and_the_flag(client, session_factory, 
     dan_row = table.split('<td data-label="Labeler">dan <span', 1)[1].split("</tr>", 1)[0]
     assert f">{dan_id}</span></td>" in dan_row
     assert "too fast: review" in dan_row and "under a quarter of the project's 8.0 s" in dan_row
+    # All of dan's labels were made today: the last of his 14 bars holds them.
+    today = utcnow().date()
+    assert f"<title>{today.isoformat()}: 3 labels</title>" in dan_row
+    assert f"<title>{(today - timedelta(days=13)).isoformat()}: 0 labels</title>" in dan_row
+    assert f'<time datetime="{today.isoformat()}' in dan_row
+
+
+def _made(session_factory, project, username: str, when: list[datetime]) -> None:  # type: ignore[no-untyped-def]
+    """Move the user's labels (oldest id first) to the given times."""
+    with session_scope(session_factory) as session:
+        labels = session.scalars(
+            select(Label).join(User, User.id == Label.user_id)
+            .where(Label.project_id == project.id, User.username == username).order_by(Label.id)
+        ).all()
+        for label, at in zip(labels, when, strict=True):
+            label.created_at = at
+
+
+def test_labels_per_day_and_the_last_label(session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    today = date(2026, 11, 20)
+    noon = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    # bob: one label today, one three days ago, one before the 14 days the card counts.
+    _made(session_factory, project, "bob", [noon - timedelta(days=20), noon - timedelta(days=3), noon])
+    # eve: both labels 13 days ago, the first of the 14 days; none since.
+    _made(session_factory, project, "eve", [noon - timedelta(days=13), noon - timedelta(days=13, hours=1)])
+    with session_scope(session_factory) as session:
+        rows = {a.username: a for a in project_activity(session, project.id, today=today).labelers}
+    bob, eve = rows["bob"], rows["eve"]
+    assert [d.day for d in bob.labels_per_day] == [today - timedelta(days=13 - i) for i in range(14)]
+    assert [d.labels for d in bob.labels_per_day] == [0] * 10 + [1, 0, 0, 1]
+    assert (bob.recent_labels, bob.labels, bob.last_label_at) == (2, 3, noon)
+    assert [d.labels for d in eve.labels_per_day] == [2] + [0] * 13
+    assert eve.last_label_at == noon - timedelta(days=13)
+
+
+def test_activity_as_json_for_managers_and_researchers(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ria", "researcher")
+    now = utcnow().replace(microsecond=0)
+    _made(session_factory, project, "dan", [now - timedelta(days=1), now - timedelta(days=1), now])
+    for name in ("max", "ria"):
+        response = client.get(f"/api/v1/projects/{project.id}/activity", headers=api_headers(client, name))
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert (body["median_seconds_per_step"], body["fast_below"]) == (8, 2)
+        assert [a["username"] for a in body["labelers"]] == ["ann", "bob", "cat", "dan", "eve"]
+        dan = body["labelers"][3]
+        assert dan["fast"] and dan["labels"] == 3 and dan["median_seconds_per_step"] == 1
+        assert len(dan["labels_per_day"]) == 14
+        assert dan["labels_per_day"][-2:] == [{"day": (now - timedelta(days=1)).date().isoformat(), "labels": 2},
+                                              {"day": now.date().isoformat(), "labels": 1}]
+        assert datetime.fromisoformat(dan["last_label_at"]) == now
+    refused = client.get(f"/api/v1/projects/{project.id}/activity", headers=api_headers(client, "ann"))
+    assert refused.status_code == 403
+    missing = client.get("/api/v1/projects/9999/activity", headers=api_headers(client, "max"))
+    assert missing.status_code == 404 and "9999" in missing.json()["detail"]
