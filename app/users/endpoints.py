@@ -6,6 +6,7 @@ from fastapi.responses import JSONResponse
 from app.auth.throttle import Limits
 from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep, client_address
 from app.errors import error_responses
+from app.models import User
 from app.users import service
 from app.users.schemas import PasswordChange, UserCreate, UserRead, UserUpdate
 
@@ -43,14 +44,38 @@ def list_users(_: AdminApiUser, session: SessionDep) -> list[UserRead]:
     return [UserRead.model_validate(u) for u in service.list_users(session)]
 
 
+YOUR_PASSWORD = {403: "`your_password` missing or wrong: creating or making an admin, or changing another admin, "
+                      "asks for your own password"}
+
+
+def _refuse_without_your_password(
+    request: Request, session: SessionDep, admin: User, given: str | None, change: str | None
+) -> JSONResponse | None:
+    """The refusal when `change` (see service.admin_powers_change) needs the admin's own password
+    and `given` is not it; None when it may go ahead. Answered, not raised: raising would roll
+    back the failed attempt just counted."""
+    if change is None:
+        return None
+    if not given:
+        return JSONResponse({"detail": f"{change} asks for your own password: send it as your_password"},
+                            status_code=status.HTTP_403_FORBIDDEN)
+    limits = Limits.from_settings(request.app.state.settings)
+    if not service.is_own_password(session, admin, given, client_address(request), limits):
+        return JSONResponse({"detail": "your_password is not your password"}, status_code=status.HTTP_403_FORBIDDEN)
+    return None
+
+
 @router.post(
     "",
     response_model=UserRead,
     status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 409),
+    responses=error_responses(400, 409, 429, described=YOUR_PASSWORD),
 )
-def create_user(body: UserCreate, admin: AdminApiUser, session: SessionDep) -> UserRead:
-    return UserRead.model_validate(service.create_user(session, body, by=admin))
+def create_user(body: UserCreate, request: Request, admin: AdminApiUser, session: SessionDep) -> UserRead | JSONResponse:
+    """Create a user. An admin is created only with `your_password`, the caller's own."""
+    refused = _refuse_without_your_password(request, session, admin, body.your_password,
+                                            service.admin_powers_change(None, body.role, by=admin))
+    return refused or UserRead.model_validate(service.create_user(session, body, by=admin))
 
 
 @router.get("/{user_id}", response_model=UserRead, responses=error_responses(404))
@@ -62,14 +87,18 @@ def get_user(user_id: RowId, _: AdminApiUser, session: SessionDep) -> UserRead:
     "/{user_id}",
     response_model=UserRead,
     responses=error_responses(
-        400, 404, 409, described={409: "an admin changing their own role, active flag or password (their own "
-                                       "password is changed with POST /users/me/password)"}
+        400, 404, 409, 429, described={**YOUR_PASSWORD,
+                                       409: "an admin changing their own role, active flag or password (their own "
+                                            "password is changed with POST /users/me/password)"}
     ),
 )
 def update_user(
-    user_id: RowId, body: UserUpdate, admin: AdminApiUser, login: ApiPrincipal, session: SessionDep
-) -> UserRead:
+    user_id: RowId, body: UserUpdate, request: Request, admin: AdminApiUser, login: ApiPrincipal, session: SessionDep
+) -> UserRead | JSONResponse:
     """Change a user's role, active flag or password. Deactivation ends all their logins for
-    good; a new password ends all but the one making the change."""
+    good; a new password ends all but the one making the change. Making an admin, or changing
+    another admin, takes `your_password`, the caller's own."""
     user = service.get_user(session, user_id)
-    return UserRead.model_validate(service.update_user(session, user, body, by=admin, keep=login))
+    refused = _refuse_without_your_password(request, session, admin, body.your_password,
+                                            service.admin_powers_change(user, body.role, by=admin))
+    return refused or UserRead.model_validate(service.update_user(session, user, body, by=admin, keep=login))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 
 from app.auth.service import Principal
-from app.deps import AdminPageUser, PagePrincipal, SessionDep
+from app.auth.throttle import Limits, TooManyFailures
+from app.deps import AdminPageUser, PagePrincipal, SessionDep, client_address
 from app.errors import Conflict
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Role, User
@@ -53,12 +55,20 @@ def create_user(
     username: ShortText = "",
     role: ShortText = "",
     password: ShortText = "",
+    your_password: ShortText = "",
 ) -> Response:
     values = {"username": username.strip(), "role": role}
     try:
-        user = service.create_user(session, validate_form(UserCreate, {**values, "password": password}), by=admin)
+        data = validate_form(UserCreate, {**values, "password": password})
     except FormInvalid as exc:
         return _users_list(request, session, values, exc.errors, status_code=422)
+    change = service.admin_powers_change(None, data.role, by=admin)
+    refused = _ask_your_password(request, session, admin, your_password, change, Confirmation(
+        change=change or "", action="/admin/users", fields=values, retype="Password for the new user"))
+    if refused is not None:
+        return refused
+    try:
+        user = service.create_user(session, data, by=admin)
     except Conflict as exc:
         return _users_list(request, session, values, {"username": exc.message}, status_code=409)
     return RedirectResponse(f"/admin/users?created={user.id}", status_code=303)
@@ -66,9 +76,10 @@ def create_user(
 
 @router.post("/{user_id}/role")
 def change_role(
-    request: Request, user_id: PageId, admin: AdminPageUser, session: SessionDep, role: ShortText = ""
+    request: Request, user_id: PageId, admin: AdminPageUser, session: SessionDep, role: ShortText = "",
+    your_password: ShortText = "",
 ) -> Response:
-    return _update(request, session, admin, user_id, {"role": role})
+    return _update(request, session, admin, user_id, {"role": role}, your_password)
 
 
 @router.post("/{user_id}/active")
@@ -78,8 +89,9 @@ def change_active(
     admin: AdminPageUser,
     session: SessionDep,
     is_active: ShortText = "",
+    your_password: ShortText = "",
 ) -> Response:
-    return _update(request, session, admin, user_id, {"is_active": is_active})
+    return _update(request, session, admin, user_id, {"is_active": is_active}, your_password)
 
 
 @router.post("/{user_id}/password")
@@ -90,15 +102,53 @@ def set_password(
     login: PagePrincipal,
     session: SessionDep,
     password: ShortText = "",
+    your_password: ShortText = "",
 ) -> Response:
     """A new password an admin hands to a user who lost theirs; it ends every login of theirs
     (the admin's own, when it is their row, stays)."""
-    return _update(request, session, admin, user_id, {"password": password}, keep=login)
+    return _update(request, session, admin, user_id, {"password": password}, your_password, keep=login)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A change that waits for the admin's own password: the form that sends it again with it.
+    `fields` go back as they came; a password in the change is typed again (`retype`, its
+    field's label), not written into the page."""
+
+    change: str
+    action: str
+    fields: dict[str, str]
+    retype: str | None = None
+    error: str | None = None
+
+
+def _ask_your_password(
+    request: Request, session: SessionDep, admin: User, given: str, change: str | None, confirmation: Confirmation
+) -> Response | None:
+    """The users page asking for the admin's own password, when `change` needs it and `given`
+    is not it; None when the change may go ahead. With JavaScript the page's dialog asks for it
+    before the form posts; this is the page without it, and the answer to a wrong one."""
+    if change is None:
+        return None
+    if not given:
+        return _users_list(request, session, confirmation=confirmation, status_code=403)
+    limits = Limits.from_settings(request.app.state.settings)
+    try:
+        confirmed = service.is_own_password(session, admin, given, client_address(request), limits)
+    except TooManyFailures as exc:
+        response = _users_list(request, session, confirmation=replace(confirmation, error=exc.message), status_code=429)
+        response.headers.update(exc.headers)
+        return response
+    if not confirmed:
+        # Answered, not raised: raising would roll back the failed attempt just counted.
+        return _users_list(request, session, confirmation=replace(confirmation, error="is not your password"),
+                           status_code=403)
+    return None
 
 
 def _update(
     request: Request, session: SessionDep, admin: User, user_id: int, values: dict[str, str],
-    keep: Principal | None = None,
+    your_password: str, keep: Principal | None = None,
 ) -> Response:
     user = service.get_user(session, user_id)
     try:
@@ -109,6 +159,14 @@ def _update(
         problem = "; ".join(message if field in message or field == "form" else f"{field} {message}"
                             for field, message in exc.errors.items())
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
+    change = service.admin_powers_change(user, changes.role, by=admin)
+    action = request.url.path
+    secret = "password" in values
+    refused = _ask_your_password(request, session, admin, your_password, change, Confirmation(
+        change=change or "", action=action, fields={} if secret else values,
+        retype=f"New password for {user.username}" if secret else None))
+    if refused is not None:
+        return refused
     try:
         service.update_user(session, user, changes, by=admin, keep=keep)
     except Conflict as exc:
@@ -132,9 +190,11 @@ def _users_list(
     *,
     problem: str | None = None,
     messages: list[dict[str, str]] | None = None,
+    confirmation: Confirmation | None = None,
     status_code: int = status.HTTP_200_OK,
 ) -> Response:
-    """The list and the new-user form; `errors` are that form's, `problem` is a row's."""
+    """The list and the new-user form; `errors` are that form's, `problem` is a row's,
+    `confirmation` a change waiting for the admin's own password."""
     return render(
         request,
         "admin/users.html",
@@ -145,6 +205,7 @@ def _users_list(
             "errors": errors or {},
             "problem": problem,
             "messages": messages or [],
+            "confirmation": confirmation,
         },
         status_code=status_code,
     )

@@ -19,6 +19,11 @@ def _not_blank(password: str) -> str:
 
 Username = named_by_rule(USERNAME_PATTERN, "2-64 letters (A-Z, without accents), digits, _ . -", 64)
 Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_not_blank)]
+YourPassword = Annotated[str | None, Field(
+    default=None, max_length=1024,
+    description="your own password, the admin making the change: asked for when it creates or makes an admin, "
+                "or changes another admin's role, active flag or password",
+)]
 
 
 class UserCreate(BaseModel):
@@ -28,6 +33,7 @@ class UserCreate(BaseModel):
     username: Username
     role: Role
     password: Password
+    your_password: YourPassword
 
 
 class UserUpdate(BaseModel):
@@ -37,6 +43,7 @@ class UserUpdate(BaseModel):
     role: Role | None = None
     is_active: bool | None = None
     password: Password | None = None
+    your_password: YourPassword
 
     @model_validator(mode="after")
     def _changes_something(self) -> UserUpdate:

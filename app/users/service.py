@@ -51,6 +51,29 @@ def get_user_by_name(session: Session, username: str) -> User:
     return one_named(session, User.username, username, "user")
 
 
+def admin_powers_change(target: User | None, role: Role | None, *, by: User) -> str | None:
+    """What a change by the admin `by` to `target` (None: a new user) giving it `role` (None:
+    unchanged) does to an admin, in words, or None. Such a change asks for the acting admin's own
+    password (is_own_password): a session left open or a leaked token must not make an admin, or
+    set an admin's password and so end their logins, on its own; nor can it make itself a token.
+    Changes to one's own account are update_user's to refuse."""
+    if target is not None and target.id == by.id:
+        return None
+    if target is None:
+        return "creating an admin" if role == Role.admin else None
+    if target.role == Role.admin:
+        return f"changing {target.username}, an admin,"
+    if role == Role.admin:
+        return f"making {target.username} an admin"
+    return None
+
+
+def is_own_password(session: Session, actor: User, password: str, address: str | None, limits: throttle.Limits) -> bool:
+    """Whether `password` is the actor's, checked as a login is: TooManyFailures while locked, and
+    a wrong one counted, in the caller's transaction, which must be committed (answer, not raise)."""
+    return log_in(session, actor.username, password, address, limits) is not None
+
+
 def update_user(
     session: Session, user: User, data: UserUpdate, *, by: User | None, keep: Principal | None = None
 ) -> User:
@@ -69,8 +92,7 @@ def update_user(
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
     if by is not None and user.id == by.id and data.password is not None:
         # Your own password takes the current one (change_own_password), as everyone's does: one
-        # way to change it, whatever the role. (What a stolen admin session can do to others'
-        # accounts, the audit trail records.)
+        # way to change it, whatever the role.
         raise Conflict("change your own password under Your account (/account) or with POST "
                        "/api/v1/users/me/password, giving the current one")
     stays_admin = (data.role or user.role) == Role.admin and (

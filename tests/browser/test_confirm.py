@@ -11,7 +11,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.models import Project, ProjectMember, Round, RoundStatus, RoundTrigger, User, utcnow
 from tests.browser.conftest import add_member, login, screenshot
-from tests.conftest import make_project, make_user
+from tests.conftest import PASSWORD, make_project, make_user
 
 
 def _is_member(session_factory, project_id: int, username: str) -> bool:  # type: ignore[no-untyped-def]
@@ -65,6 +65,58 @@ def test_deactivating_a_user_asks_first(page: Page, session_factory) -> None:  #
     # Reactivating takes nothing away, and does not ask.
     row.get_by_role("button", name="Reactivate").click()
     expect(row.locator(".badge")).to_have_text("active")
+
+
+def _role(session_factory, username: str) -> str:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        return session.scalars(select(User.role).where(User.username == username)).one().value
+
+
+def test_making_an_admin_asks_for_your_own_password_in_the_dialog(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "tina", "labeler")
+    login(page, "boss", "/admin/users")
+    row = page.locator("tr", has=page.locator("td.username", has_text="tina"))
+    row.get_by_label("Role of tina").select_option("admin")
+    row.get_by_role("button", name="Change role").click()
+    dialog = page.get_by_role("dialog", name="Make tina an admin?")
+    password = dialog.get_by_label("Your password")
+    # The password is what is asked: it has the focus, and Enter in it confirms.
+    expect(password).to_be_focused()
+    # Confirming with an empty field asks for it, and posts nothing.
+    dialog.get_by_role("button", name="Make tina an admin").click()
+    expect(dialog).to_be_visible()
+    password.fill("not my password")
+    screenshot(page, "confirm_make_admin.png")
+    with page.expect_navigation():
+        password.press("Enter")
+    # A wrong one: the page says so and asks again, in its own form.
+    card = page.locator("#confirm-change")
+    expect(card).to_contain_text("making tina an admin asks for your own password")
+    expect(card).to_contain_text("Is not your password")
+    assert _role(session_factory, "tina") == "labeler"
+    screenshot(page, "confirm_make_admin_wrong.png")
+    card.get_by_label("Your password").fill(PASSWORD)
+    with page.expect_navigation():
+        card.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_text("tina's role is now admin.")).to_be_visible()
+    assert _role(session_factory, "tina") == "admin"
+
+    # Cancel forgets what was typed, and the password never stays in the page.
+    row.locator("summary", has_text="Set password").click()
+    row.get_by_label("New password for tina").fill("a new password for tina")
+    row.get_by_role("button", name="Set the password of tina").click()
+    dialog = page.get_by_role("dialog", name="Set the password of tina, an admin?")
+    dialog.get_by_label("Your password").fill(PASSWORD)
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    assert page.locator("input[name=your_password]").count() == 0
+    row.get_by_role("button", name="Set the password of tina").click()
+    expect(dialog.get_by_label("Your password")).to_have_value("")
+    dialog.get_by_label("Your password").fill(PASSWORD)
+    with page.expect_navigation():
+        dialog.get_by_role("button", name="Set the password").click()
+    expect(page.get_by_text("New password set for tina")).to_be_visible()
 
 
 def test_cancelling_a_round_asks_first(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

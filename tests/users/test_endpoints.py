@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import select
 
+from app.db import session_scope
+from app.models import LoginFailure, LoginKeyKind
 from tests.conftest import PASSWORD, api_headers, make_user
 
 
@@ -46,7 +49,8 @@ def test_invalid_new_users_get_422(client, headers, body, field) -> None:  # typ
 
 def test_duplicate_and_unknown_users_get_409_and_404(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
     make_user(session_factory, "ann", "labeler")
-    duplicate = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "admin", "password": PASSWORD})
+    duplicate = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "admin", "password": PASSWORD,
+                                                                        "your_password": PASSWORD})
     assert duplicate.status_code == 409
     same_but_case = client.post("/api/v1/users", headers=headers, json={"username": "Ann", "role": "labeler", "password": PASSWORD})
     assert same_but_case.status_code == 409
@@ -86,3 +90,51 @@ def test_an_admin_may_send_their_own_unchanged_role_but_not_a_new_one(client, he
     demoted = client.patch(f"/api/v1/users/{me['id']}", headers=headers, json={"role": "labeler"})
     assert demoted.status_code == 409 and "ask another admin" in demoted.json()["detail"]
     assert client.get("/api/v1/users/me", headers=headers).json()["role"] == "admin"
+
+
+def _failures(session_factory, name: str) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        return session.scalar(select(LoginFailure.failures).where(
+            LoginFailure.kind == LoginKeyKind.username, LoginFailure.key == name)) or 0
+
+
+def test_making_or_changing_an_admin_asks_for_your_own_password(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    """A session left open or a leaked token cannot make an admin, or take one over, alone."""
+    new_admin = {"username": "ada", "role": "admin", "password": PASSWORD}
+    asked = client.post("/api/v1/users", headers=headers, json=new_admin)
+    assert asked.status_code == 403
+    assert asked.json()["detail"] == "creating an admin asks for your own password: send it as your_password"
+    wrong = client.post("/api/v1/users", headers=headers, json={**new_admin, "your_password": "not the password"})
+    assert (wrong.status_code, wrong.json()["detail"]) == (403, "your_password is not your password")
+    assert _failures(session_factory, "boss") == 1, "a wrong password counts as a failed login"
+    assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()] == ["boss"]
+    created = client.post("/api/v1/users", headers=headers, json={**new_admin, "your_password": PASSWORD})
+    assert created.status_code == 201 and created.json()["role"] == "admin"
+    ada = created.json()["id"]
+
+    ann = make_user(session_factory, "ann", "labeler").id
+    # Any other change of a labeler asks nothing; making them an admin does.
+    assert client.patch(f"/api/v1/users/{ann}", headers=headers, json={"role": "manager"}).status_code == 200
+    promote = client.patch(f"/api/v1/users/{ann}", headers=headers, json={"role": "admin"})
+    assert (promote.status_code, promote.json()["detail"]) == (
+        403, "making ann an admin asks for your own password: send it as your_password")
+    # Every change of another admin asks: their password, their role, their active flag.
+    for change in ({"password": "a new password for ada"}, {"role": "labeler"}, {"is_active": False}):
+        refused = client.patch(f"/api/v1/users/{ada}", headers=headers, json=change)
+        assert (refused.status_code, refused.json()["detail"]) == (
+            403, "changing ada, an admin, asks for your own password: send it as your_password")
+    assert client.get(f"/api/v1/users/{ada}", headers=headers).json()["role"] == "admin"
+    assert client.get(f"/api/v1/users/{ann}", headers=headers).json()["role"] == "manager"
+    assert api_headers(client, "ada"), "ada's password and standing are as they were"
+    done = client.patch(f"/api/v1/users/{ada}", headers=headers, json={"is_active": False, "your_password": PASSWORD})
+    assert done.status_code == 200 and not done.json()["is_active"]
+    assert _failures(session_factory, "boss") == 0, "the right password clears the count, as a login does"
+
+
+def test_wrong_passwords_for_admin_changes_lock_as_logins_do(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    body = {"username": "ada", "role": "admin", "password": PASSWORD, "your_password": "guess"}
+    answers = [client.post("/api/v1/users", headers=headers, json=body).status_code for _ in range(11)]
+    assert answers == [403] * 10 + [429]
+    locked = client.post("/api/v1/users", headers=headers, json={**body, "your_password": PASSWORD})
+    assert locked.status_code == 429 and "Retry-After" in locked.headers
+    assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()] == ["boss"]

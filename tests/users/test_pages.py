@@ -83,7 +83,7 @@ def test_a_duplicate_username_is_refused_with_409(client, session_factory, admin
     make_user(session_factory, "ann", "labeler")
     response = client.post(
         "/admin/users",
-        data={"csrf_token": admin, "username": "ann", "role": "admin", "password": PASSWORD},
+        data={"csrf_token": admin, "username": "ann", "role": "admin", "password": PASSWORD, "your_password": PASSWORD},
     )
     assert response.status_code == 409
     assert "A user named 'ann' already exists" in html.unescape(response.text)
@@ -153,3 +153,54 @@ def test_bad_changes_get_a_clear_4xx_and_change_nothing(client, session_factory,
     assert message in html.unescape(response.text)
     ann = _user(session_factory, "ann")
     assert ann.role == Role.labeler and ann.is_active  # type: ignore[union-attr]
+
+
+def _confirm_card(page: str) -> str:
+    return page.split('id="confirm-change"', 1)[1].split("</section>", 1)[0]
+
+
+def test_making_an_admin_on_the_page_asks_for_your_own_password(client, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    """Without JavaScript (whose dialog asks before posting) the page asks, and posts again."""
+    ann = make_user(session_factory, "ann", "labeler").id
+    asked = client.post(f"/admin/users/{ann}/role", data={"csrf_token": admin, "role": "admin"})
+    assert asked.status_code == 403
+    card = html.unescape(_confirm_card(asked.text))
+    assert "making ann an admin asks for your own password" in card
+    assert f'action="/admin/users/{ann}/role"' in card and '<input type="hidden" name="role" value="admin">' in card
+    assert 'name="your_password"' in card and 'name="password"' not in card
+    assert _user(session_factory, "ann").role == Role.labeler  # type: ignore[union-attr]
+
+    wrong = client.post(f"/admin/users/{ann}/role", data={"csrf_token": admin, "role": "admin", "your_password": "nope"})
+    assert wrong.status_code == 403 and "Is not your password" in _confirm_card(wrong.text)
+    assert _user(session_factory, "ann").role == Role.labeler  # type: ignore[union-attr]
+    done = client.post(f"/admin/users/{ann}/role", data={"csrf_token": admin, "role": "admin", "your_password": PASSWORD},
+                       follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == f"/admin/users?role_set={ann}"
+    assert _user(session_factory, "ann").role == Role.admin  # type: ignore[union-attr]
+
+
+def test_a_password_waiting_for_yours_is_typed_again_not_written_into_the_page(client, app, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    ada = make_user(session_factory, "ada", "admin").id
+    new = "ada's brand new password"
+    asked = client.post(f"/admin/users/{ada}/password", data={"csrf_token": admin, "password": new})
+    assert asked.status_code == 403
+    card = html.unescape(_confirm_card(asked.text))
+    assert "changing ada, an admin, asks for your own password" in card
+    assert "New password for ada" in card and new not in asked.text
+    created = client.post("/admin/users", data={"csrf_token": admin, "username": "eve", "role": "admin", "password": new})
+    assert created.status_code == 403 and new not in created.text
+    card = html.unescape(_confirm_card(created.text))
+    assert "creating an admin asks for your own password" in card and "Password for the new user" in card
+    assert '<input type="hidden" name="username" value="eve">' in card and _user(session_factory, "eve") is None
+
+    done = client.post(f"/admin/users/{ada}/password", data={"csrf_token": admin, "password": new, "your_password": PASSWORD},
+                       follow_redirects=False)
+    assert done.status_code == 303
+    with TestClient(app) as ada_client:
+        assert ada_client.post("/api/v1/auth/tokens", json={"username": "ada", "password": new}).status_code == 201
+    # Deactivating another admin asks too; a labeler's row asks nothing.
+    assert client.post(f"/admin/users/{ada}/active", data={"csrf_token": admin, "is_active": "false"}).status_code == 403
+    assert _user(session_factory, "ada").is_active  # type: ignore[union-attr]
+    ann = make_user(session_factory, "ann", "labeler").id
+    assert client.post(f"/admin/users/{ann}/active", data={"csrf_token": admin, "is_active": "false"},
+                       follow_redirects=False).status_code == 303
