@@ -541,7 +541,8 @@ def import_(ctx: _Context, project_name: str, fmt: str, separator: str | None, f
 def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str | None, until: str | None, generation: tuple[int, ...], labeler: tuple[str, ...], sources: tuple[str, ...], qc: str, min_labeler_accuracy: float | None, min_agreement: float | None, neutral: str, completions: str) -> None:
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.query import check_generations, check_labelers
-    from app.exports.schemas import ExportFilters
+    from app.audit import service as audit
+    from app.exports.schemas import ExportFilters, filters_query
     from app.exports.service import write_export
     from app.ops.files import output_directory, output_file, written_aside
     from app.projects.service import get_project_by_name
@@ -580,6 +581,8 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         else:
             with written_aside(target) as partial, partial.open("wb") as sink:
                 count = write_export(session, project, fmt, filters, sink)
+        audit.record(session, None, "export.downloaded", audit.project_target(project), format=fmt,
+                     filters=filters_query(filters), count=count)
         click.echo(f"exported {count} {what} to {output}")
         if not count:
             # Written all the same: an export since the last one may rightly find nothing new.

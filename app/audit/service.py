@@ -1,6 +1,7 @@
 """The audit trail: who changed an account, a role, a project, its settings or members, or
-removed an imported file, and when. Each service that makes such a change records it in the
-same transaction, so that a change and its record stand or fall together."""
+removed an imported file, who logged in or gave a wrong password and from where, and who
+downloaded a project's labels, and when. Each service that makes such a change records it in
+the same transaction, so that a change and its record stand or fall together."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class Category(enum.StrEnum):
     projects = "projects"
     members = "members"
     imports = "imports"
+    logins = "logins"
+    exports = "exports"
 
 
 ACTIONS: dict[str, Category] = {
@@ -39,6 +42,9 @@ ACTIONS: dict[str, Category] = {
     "member.added": Category.members,
     "member.removed": Category.members,
     "import.removed": Category.imports,
+    "login.succeeded": Category.logins,
+    "login.failed": Category.logins,
+    "export.downloaded": Category.exports,
 }
 PAGE_SIZE = 50
 
@@ -49,6 +55,16 @@ def record(session: Session, by: User | None, action: str, target: str, **detail
         raise ValueError(f"unknown audit action {action!r}")
     session.add(AuditEvent(actor_id=by.id if by else None, actor=by.username if by else None,
                            action=action, target=target[:200], details=details))
+
+
+def record_wrong_password(session: Session, username: str, purpose: str, address: str | None) -> None:
+    """A password that did not match, for a login or a check of a logged-in user's password
+    (`purpose`). Who is the name typed, whether or not such a user exists: what an admin asks
+    of these is whose account was tried, and from where. The login throttle bounds how many an
+    address can add."""
+    name = username.strip()[:64]
+    session.add(AuditEvent(actor_id=None, actor=name, action="login.failed", target=f"user {name}",
+                           details={"purpose": purpose, "address": address}))
 
 
 def user_target(user: User) -> str:
@@ -114,7 +130,19 @@ def describe(event: AuditEvent) -> str:
             return f"taken out of project {d.get('project')}"
         case "import.removed":
             return f"removed from project {d.get('project')}: {d.get('summary')}"
+        case "login.succeeded":
+            return f"logged in{_from(d)}"
+        case "login.failed":
+            return f"wrong password ({d.get('purpose')}){_from(d)}"
+        case "export.downloaded":
+            filters = ", ".join(f"{name}={value}" for name, value in d.get("filters", []))
+            count = f": {d['count']:,} written" if d.get("count") is not None else ""
+            return f"labels exported as {d.get('format')}" + (f" ({filters})" if filters else "") + count
     return event.action
+
+
+def _from(details: dict[str, Any]) -> str:
+    return f" from {details['address']}" if details.get("address") else ""
 
 
 def _change(field: str, value: Any) -> str:

@@ -25,7 +25,7 @@ def create_token(body: TokenRequest, request: Request, session: SessionDep) -> T
     """Trade a username and password for a bearer token (shown once, stored hashed). Repeated
     failures for one username or from one address are refused for a while (429)."""
     limits = Limits.from_settings(request.app.state.settings)
-    user = service.log_in(session, body.username, body.password, client_address(request), limits)
+    user = service.log_in(session, body.username, body.password, client_address(request), limits, purpose="API token")
     if user is None:
         # Answered, not raised: raising would roll back the failure just counted.
         return JSONResponse(

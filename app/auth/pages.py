@@ -82,7 +82,8 @@ def login(
         return _login_form(request, next, "The form expired. Please try again.", 403, username)
     settings = request.app.state.settings
     try:
-        user = service.log_in(session, username, password, client_address(request), Limits.from_settings(settings))
+        user = service.log_in(session, username, password, client_address(request), Limits.from_settings(settings),
+                              purpose="browser login")
     except TooManyFailures as exc:
         refused = _login_form(request, next, f"{exc.message[:1].upper()}{exc.message[1:]}.", 429, username)
         refused.headers.update(exc.headers)
@@ -93,7 +94,7 @@ def login(
     if user is None:
         # The failure just counted is committed with this answer, which is returned, not raised.
         return _login_form(request, next, "Wrong username or password.", 401, username)
-    login_ = service.start_browser_session(session, user, settings.session_hours)
+    login_ = service.start_browser_session(session, user, settings.session_hours, client_address(request))
     response = RedirectResponse(_safe_next(next) or HOME_BY_ROLE[user.role], status_code=303)
     response.set_cookie(
         SESSION_COOKIE,

@@ -75,25 +75,30 @@ def log_in(
     password: str,
     address: str | None,
     limits: throttle.Limits,
+    *,
+    purpose: str,
     now: datetime | None = None,
 ) -> User | None:
     """authenticate, throttled (see app.auth.throttle): TooManyFailures while the username or
-    the address is locked, whether or not the password is right. A failure is counted in the
-    caller's transaction, which must be committed although the login failed."""
+    the address is locked, whether or not the password is right. A failure is counted, and
+    entered in the audit trail with `purpose` (what the password was for), in the caller's
+    transaction, which must be committed although the login failed."""
     now = now or utcnow()
     keys = throttle.keys_for(username, address, limits)
     throttle.refuse_if_locked(session, keys, now)
     user = authenticate(session, username, password)
     if user is None:
         throttle.record_failure(session, keys, limits, now)
+        audit.record_wrong_password(session, username, purpose, address)
         return None
     throttle.forget_username(session, username)
     return user
 
 
-def start_browser_session(session: Session, user: User, hours: int) -> BrowserLogin:
+def start_browser_session(session: Session, user: User, hours: int, address: str | None) -> BrowserLogin:
     cookie_token, csrf_token = new_token(), new_token()
     now = utcnow()
+    audit.record(session, user, "login.succeeded", audit.user_target(user), address=address)
     session.add(
         AuthSession(
             user_id=user.id,

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
+from app.audit import service as audit
 from app.deps import DataApiUser, RowId, SessionDep
 from app.errors import BadInput, error_responses, field_error
 from app.exports.query import check_generations, check_labelers
@@ -17,6 +18,7 @@ from app.exports.schemas import (
     ExportFormat,
     Generation,
     LabelerRef,
+    filters_query,
 )
 from app.exports.service import MEDIA_TYPES, export_filename, stream_export
 from app.models import utcnow
@@ -106,7 +108,7 @@ def _query_parameter(field: str) -> str:
 def export(
     project_id: RowId,
     request: Request,
-    _: DataApiUser,
+    user: DataApiUser,
     session: SessionDep,
     fmt: Annotated[ExportFormat, Query(alias="format")],
     filters: Annotated[ExportFilters, Depends(export_filters)],
@@ -115,6 +117,8 @@ def export(
     project = get_project(session, project_id)
     check_labelers(session, project.id, filters)
     check_generations(session, project.id, filters)
+    audit.record(session, user, "export.downloaded", audit.project_target(project), format=fmt.value,
+                 filters=filters_query(filters))
     filename = export_filename(project, fmt.value, utcnow().date())
     return StreamingResponse(
         stream_export(request.app.state.session_factory, project.id, fmt.value, filters),

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.deps import DataPageUser, SessionDep
 from app.errors import BadInput
 from app.exports.query import check_generations, check_labelers
-from app.exports.schemas import ExportFilters, ExportFormat
+from app.exports.schemas import ExportFilters, ExportFormat, filters_query
 from app.exports.service import Export, ExportCount
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Label, LabelSource, Project
@@ -150,29 +150,6 @@ def _sources(ticked: list[str]) -> list[str] | None:
 
 def _listed(text: str) -> list[str] | None:
     return [item for item in re.split(r"[\s,]+", text) if item] or None
-
-
-def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
-    """The export API's query parameters for these filters; defaults are left out."""
-    query: list[tuple[str, str]] = []
-    if filters.since:
-        query.append(("since", filters.since.isoformat()))
-    if filters.until:
-        query.append(("until", filters.until.isoformat()))
-    query += [("generation", str(g)) for g in filters.generations or []]
-    query += [("labeler", name) for name in filters.labelers or []]
-    query += [("source", source.value) for source in filters.sources or []]
-    if filters.qc != "include":
-        query.append(("qc", filters.qc))
-    if filters.min_labeler_accuracy is not None:
-        query.append(("min_labeler_accuracy", repr(filters.min_labeler_accuracy)))
-    if filters.min_agreement is not None:
-        query.append(("min_agreement", repr(filters.min_agreement)))
-    if filters.neutral != "positive":
-        query.append(("neutral", filters.neutral))
-    if filters.completions != "chosen":
-        query.append(("completions", filters.completions))
-    return query
 
 
 def _export_form(

@@ -78,3 +78,27 @@ class ExportFilters(BaseModel):
         if self.since and self.until and self.since >= self.until:
             raise ValueError("since (labeled on or after) must be before until (labeled before)")
         return self
+
+
+def filters_query(filters: ExportFilters) -> list[tuple[str, str]]:
+    """The export API's query parameters for these filters, defaults left out: the page's
+    download link, and what the audit trail writes down about an export."""
+    query: list[tuple[str, str]] = []
+    if filters.since:
+        query.append(("since", filters.since.isoformat()))
+    if filters.until:
+        query.append(("until", filters.until.isoformat()))
+    query += [("generation", str(g)) for g in filters.generations or []]
+    query += [("labeler", name) for name in filters.labelers or []]
+    query += [("source", source.value) for source in filters.sources or []]
+    if filters.qc != "include":
+        query.append(("qc", filters.qc))
+    if filters.min_labeler_accuracy is not None:
+        query.append(("min_labeler_accuracy", repr(filters.min_labeler_accuracy)))
+    if filters.min_agreement is not None:
+        query.append(("min_agreement", repr(filters.min_agreement)))
+    if filters.neutral != "positive":
+        query.append(("neutral", filters.neutral))
+    if filters.completions != "chosen":
+        query.append(("completions", filters.completions))
+    return query

@@ -87,7 +87,8 @@ def create_token(
         return _page(request, session, login, {"token_password": "needs a value"}, status_code=422, token_values=values)
     limits = Limits.from_settings(request.app.state.settings)
     try:
-        confirmed = log_in(session, login.user.username, form.password, client_address(request), limits)
+        confirmed = log_in(session, login.user.username, form.password, client_address(request), limits,
+                           purpose="new API token")
     except TooManyFailures as exc:
         response = _page(request, session, login, {"token_password": exc.message}, status_code=429, token_values=values)
         response.headers.update(exc.headers)

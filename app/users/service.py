@@ -71,7 +71,7 @@ def admin_powers_change(target: User | None, role: Role | None, *, by: User) -> 
 def is_own_password(session: Session, actor: User, password: str, address: str | None, limits: throttle.Limits) -> bool:
     """Whether `password` is the actor's, checked as a login is: TooManyFailures while locked, and
     a wrong one counted, in the caller's transaction, which must be committed (answer, not raise)."""
-    return log_in(session, actor.username, password, address, limits) is not None
+    return log_in(session, actor.username, password, address, limits, purpose="admin change") is not None
 
 
 def update_user(
@@ -136,7 +136,7 @@ def change_own_password(
     that a stolen session cannot guess it; the caller must commit the count and answer, not
     raise (which would roll it back)."""
     user = login.user
-    if log_in(session, user.username, data.current_password, address, limits) is None:
+    if log_in(session, user.username, data.current_password, address, limits, purpose="password change") is None:
         return False
     _set_password(session, user, hash_password(data.new_password), keep=login)
     audit.record(session, user, "user.password_changed", audit.user_target(user))

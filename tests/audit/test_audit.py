@@ -1,6 +1,7 @@
-"""The audit trail: each change to accounts, roles, projects, settings and members, and each
-removed import, is recorded with who made it, whichever way it was made; admins read it on
-Users → Activity, by API and from the CLI; a refused change records nothing."""
+"""The audit trail: each change to accounts, roles, projects, settings and members, each
+removed import and each export, is recorded with who made it, whichever way it was made, and
+each browser login and wrong password with its address; admins read it on Users → Activity, by
+API and from the CLI; a refused change records nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from app.audit.service import describe
 from app.db import session_scope
 from app.models import AuditEvent, Project
 from tests.cli.conftest import stepwise  # noqa: F401  (a fixture: runs the CLI)
@@ -18,10 +20,11 @@ from tests.imports.conftest import SAMPLE, import_bytes
 
 
 def _events(factory, *, tokens: bool = False) -> list[tuple[str | None, str, str]]:  # type: ignore[no-untyped-def]
-    """Who did what to what, in order; the tokens the test logs in with left out unless asked."""
+    """Who did what to what, in order; the tokens and browser logins the test logs in with left
+    out unless asked."""
     with session_scope(factory) as session:
         return [(e.actor, e.action, e.target) for e in session.scalars(select(AuditEvent).order_by(AuditEvent.id))
-                if tokens or not e.action.startswith("token.")]
+                if tokens or not e.action.startswith(("token.", "login."))]
 
 
 def test_changes_are_recorded_with_who_made_them_and_read_back_by_admins(app, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -116,3 +119,67 @@ def test_the_command_line_records_as_the_command_line_and_prints_the_trail(stepw
     assert len(stepwise(database_url, "audit").stdout.splitlines()) == 3
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(AuditEvent)) == 3
+
+
+def _logins(factory) -> list[tuple[str | None, str, dict]]:  # type: ignore[no-untyped-def, type-arg]
+    with session_scope(factory) as session:
+        return [(e.actor, e.action, e.details) for e in session.scalars(
+            select(AuditEvent).where(AuditEvent.action.startswith("login.")).order_by(AuditEvent.id))]
+
+
+def test_logins_and_wrong_passwords_are_recorded_with_their_address(app, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "ann", "labeler")
+    ann = TestClient(app)
+    form = ann.get("/login").text.split('name="login_csrf" value="', 1)[1].split('"', 1)[0]
+    wrong = ann.post("/login", data={"username": "Ann", "password": "guess", "login_csrf": form})
+    assert wrong.status_code == 401
+    assert api_failure(app, "nobody") == 401
+    browser_login(ann, "ann")
+    # A logged-in user's wrong password, checked before a change, is one too.
+    assert ann.post("/api/v1/users/me/password", headers={"X-CSRF-Token": _csrf(ann)},
+                    json={"current_password": "not it", "new_password": "d" * 10}).status_code == 403
+    assert _logins(session_factory) == [
+        ("Ann", "login.failed", {"purpose": "browser login", "address": "testclient"}),
+        ("nobody", "login.failed", {"purpose": "API token", "address": "testclient"}),
+        ("ann", "login.succeeded", {"address": "testclient"}),
+        ("ann", "login.failed", {"purpose": "password change", "address": "testclient"}),
+    ]
+    boss = TestClient(app)
+    browser_login(boss, "boss")
+    page = boss.get("/admin/activity", params={"category": "logins", "actor": "ann"}).text
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "user ann logged in from testclient" in shown
+    assert "user ann wrong password (password change) from testclient" in shown
+    assert "user Ann wrong password (browser login) from testclient" in shown, "the name as typed, in any case"
+
+
+def api_failure(app, username: str) -> int:  # type: ignore[no-untyped-def]
+    return TestClient(app).post("/api/v1/auth/tokens", json={"username": username, "password": "x" * 10}).status_code
+
+
+def _csrf(client: TestClient) -> str:
+    return client.get("/account").text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+
+
+def test_exports_are_recorded_with_their_format_and_filters(app, stepwise, database_url, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "rae", "researcher")
+    project = make_project(session_factory, "Algebra")
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    api = TestClient(app)
+    rae = api_headers(api, "rae")
+    response = api.get(f"/api/v1/projects/{project.id}/export", headers=rae,
+                       params={"format": "trl", "qc": "exclude", "since": "2020-01-01"})
+    assert response.status_code == 200
+    refused = api.get(f"/api/v1/projects/{project.id}/export", headers=rae, params={"format": "trl", "labeler": "nobody"})
+    assert refused.status_code == 422, "refused, so not recorded"
+    assert stepwise(database_url, "export", "--project", "Algebra", "--format", "prm800k",
+                    "--output", str(tmp_path / "algebra.jsonl")).exit_code == 0
+    with session_scope(session_factory) as session:
+        events = list(session.scalars(select(AuditEvent).where(AuditEvent.action == "export.downloaded").order_by(AuditEvent.id)))
+    target = f"project Algebra (id {project.id})"
+    assert [(e.actor, e.target) for e in events] == [("rae", target), (None, target)]
+    assert events[0].details == {"format": "trl", "filters": [["since", "2020-01-01"], ["qc", "exclude"]]}
+    assert describe(events[0]) == "labels exported as trl (since=2020-01-01, qc=exclude)"
+    assert describe(events[1]) == f"labels exported as prm800k: {events[1].details['count']:,} written"
+    assert events[1].details["count"] > 0

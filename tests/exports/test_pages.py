@@ -12,7 +12,8 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from app.exports.pages import _fraction, filters_query
+from app.exports.pages import _fraction
+from app.exports.schemas import filters_query
 from app.exports.schemas import ExportFilters
 from tests.conftest import browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes, sample_records
