@@ -177,14 +177,15 @@ def db_backup(ctx: _Context, file: Path) -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @pass_ctx
 def db_restore(ctx: _Context, file: Path) -> None:
-    """Replace the database's contents with a backup made by `db backup` (stop the server first).
-    A backup made by an older version is restored as it was: run `stepwise db upgrade` after it."""
+    """Replace the database's contents with a backup made by `db backup` (stop the server and
+    workers first). A backup made by an older version is restored as it was: run `stepwise db
+    upgrade` after it; one made by a newer version is refused."""
     from app.migrate import heads
     from app.ops.backup import restore
 
     revision = restore(ctx.settings.database_url, file)
     click.echo(f"restored from {file}")
-    if revision is not None and revision not in heads():
+    if revision not in heads():
         click.echo(f"the backup's schema is at revision {revision}, older than this version's: "
                    "run `stepwise db upgrade` before using it", err=True)
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 from contextlib import closing
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from sqlalchemy.engine import URL, make_url
 from app.errors import BadInput
 from app.migrate import known_revision
 from app.ops.files import output_file, written_aside
+from app.rounds.jobs import JOB_QUEUE_SCHEMA
 
 
 def backup(database_url: str, target: Path) -> None:
@@ -33,37 +35,87 @@ def backup(database_url: str, target: Path) -> None:
             _run("pg_dump", url, ["--format=custom", "--no-owner", f"--file={partial}"])
 
 
-def restore(database_url: str, source: Path) -> str | None:
+def restore(database_url: str, source: Path) -> str:
     """Replace the database's contents with the backup's; returns the backup's migration
-    revision where it is read first (SQLite), which may be older than this version's."""
+    revision, read and checked before the database is touched, which may be older than this
+    version's."""
     if not source.is_file():
         raise BadInput(f"no backup at {source}")
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
         target = _sqlite_path(url)
-        revision = _stepwise_revision(source)
+        revision = _known_revision(source, _sqlite_revisions(source))
         _sqlite_copy(source, target)
         return revision
-    # One transaction: a backup that fails halfway leaves the database as it was.
-    _run("pg_restore", url, ["--clean", "--if-exists", "--no-owner", "--single-transaction", "--exit-on-error", str(source)])
-    return None
+    revision = _known_revision(source, _dump_revisions(source))
+    _postgres_restore(url, source)
+    return revision
 
 
-def _stepwise_revision(source: Path) -> str:
-    """The backup's migration revision, checked before the live database is touched: SQLite
-    opens any file, an empty or foreign one included, and copying that over the live database
-    would empty it."""
-    refusal = f"{source} is not a Stepwise backup"
+def _known_revision(source: Path, found: list[str]) -> str:
+    """The backup's one migration revision, if this version knows it: restoring a backup made
+    by a newer Stepwise would leave a schema no migration of this one can read or upgrade."""
+    if len(found) != 1 or not known_revision(found[0]):
+        raise BadInput(f"{source} is not a Stepwise backup this version can restore: its schema revision "
+                       f"({', '.join(found) or 'none'}) is none of this version's (a backup made by a newer "
+                       "Stepwise needs that version)")
+    return found[0]
+
+
+def _sqlite_revisions(source: Path) -> list[str]:
+    """SQLite opens any file, an empty or foreign one included, and copying that over the live
+    database would empty it: the revision is read first."""
     try:
         with closing(sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            rows = db.execute("SELECT version_num FROM alembic_version").fetchall()
+            return [str(row[0]) for row in db.execute("SELECT version_num FROM alembic_version")]
     except sqlite3.Error as exc:
-        raise BadInput(f"{refusal}: {exc}") from None
-    if len(rows) != 1 or not known_revision(rows[0][0]):
-        found = ", ".join(str(r[0]) for r in rows) or "none"
-        raise BadInput(f"{refusal} this version can restore: its schema revision ({found}) is none of this "
-                       "version's (a backup made by a newer Stepwise needs that version)")
-    return rows[0][0]
+        raise BadInput(f"{source} is not a Stepwise backup: {exc}") from None
+
+
+def _dump_revisions(source: Path) -> list[str]:
+    """The revision in a pg_dump archive, read from the archive alone (pg_restore writing the
+    one table's data as SQL, no database involved)."""
+    executable = _tool("pg_restore")
+    result = subprocess.run([executable, "--data-only", "--table=alembic_version", "--file=-", str(source)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BadInput(f"{source} is not a Stepwise backup: {_last_line(result.stderr)}")
+    rows: list[str] = []
+    copying = False
+    for line in result.stdout.splitlines():
+        if line.startswith("COPY ") and "alembic_version" in line:
+            copying = True
+        elif copying and line == "\\.":
+            break
+        elif copying:
+            rows.append(line)
+    return rows
+
+
+def _postgres_restore(url: URL, source: Path) -> None:
+    """Stepwise's schemas are dropped and the archive's replayed in one transaction: a restore
+    that fails halfway leaves the database as it was. pg_restore --clean would drop only what
+    the archive holds, leaving the tables of later migrations in the way of `db upgrade` after
+    an older backup."""
+    env = _environment(url)
+    clear = (f"DROP SCHEMA IF EXISTS public CASCADE; DROP SCHEMA IF EXISTS {JOB_QUEUE_SCHEMA} CASCADE; "
+             "CREATE SCHEMA public;")
+    with tempfile.TemporaryFile() as dump_errors:
+        dump = subprocess.Popen([_tool("pg_restore"), "--no-owner", "--file=-", str(source)],
+                                stdout=subprocess.PIPE, stderr=dump_errors, env=env)
+        assert dump.stdout is not None
+        load = subprocess.run(
+            [_tool("psql"), "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--single-transaction",
+             f"--command={clear}", "--file=-", "--dbname", _libpq(url)],
+            stdin=dump.stdout, capture_output=True, text=True, env=env,
+        )
+        dump.stdout.close()
+        dumped = dump.wait()
+        dump_errors.seek(0)
+        if dumped != 0:
+            raise BadInput(f"pg_restore failed: {dump_errors.read().decode(errors='replace').strip()[-2000:]}")
+    if load.returncode != 0:
+        raise BadInput(f"psql failed, nothing was restored: {load.stderr.strip()[-2000:]}")
 
 
 def _sqlite_path(url: URL) -> Path:
@@ -82,13 +134,27 @@ def _sqlite_copy(source: Path, target: Path) -> None:
 
 
 def _run(tool: str, url: URL, arguments: list[str]) -> None:
-    executable = shutil.which(tool)
-    if executable is None:
-        raise BadInput(f"{tool} is not installed: install PostgreSQL's client tools (apt install postgresql-client)")
-    # The password through the environment: on the command line, `ps` would show it.
-    env = {**os.environ, **({"PGPASSWORD": url.password} if url.password else {})}
-    libpq = url.set(drivername="postgresql", password=None).render_as_string(hide_password=False)
-    dbname = ["--dbname", libpq] if tool == "pg_restore" else [libpq]
-    result = subprocess.run([executable, *arguments, *dbname], env=env, capture_output=True, text=True)
+    result = subprocess.run([_tool(tool), *arguments, _libpq(url)], env=_environment(url), capture_output=True, text=True)
     if result.returncode != 0:
         raise BadInput(f"{tool} failed: {result.stderr.strip()[-2000:]}")
+
+
+def _tool(name: str) -> str:
+    executable = shutil.which(name)
+    if executable is None:
+        raise BadInput(f"{name} is not installed: install PostgreSQL's client tools (apt install postgresql-client)")
+    return executable
+
+
+def _environment(url: URL) -> dict[str, str]:
+    # The password through the environment: on the command line, `ps` would show it.
+    return {**os.environ, **({"PGPASSWORD": url.password} if url.password else {})}
+
+
+def _libpq(url: URL) -> str:
+    return url.set(drivername="postgresql", password=None).render_as_string(hide_password=False)
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "unreadable"

@@ -125,3 +125,52 @@ def test_a_backup_at_an_older_revision_is_restored_with_a_note(monkeypatch, data
         # The schema is head's already: only the revision it was given goes back.
         live.execute("UPDATE alembic_version SET version_num = ?", (next(iter(heads())),))
         live.commit()
+
+
+def _postgres_only() -> None:
+    if shutil.which("pg_dump") is None:
+        pytest.skip("pg_dump is not installed here: PostgreSQL backups cannot be tested")
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_postgres_restore_replaces_the_schema_whole(monkeypatch, database_url, engine, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """pg_restore --clean drops only what the archive holds: a table a later migration made
+    would stay, in the way of `db upgrade` after an older backup. The restore drops it too."""
+    _postgres_only()
+    make_project(session_factory, "kept")
+    backup = tmp_path / "stepwise.dump"
+    assert _stepwise(database_url, "db", "backup", str(backup)).returncode == 0
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE from_a_later_migration (x int)")
+        connection.exec_driver_sql("DELETE FROM projects")
+    engine.dispose()
+    result = _restore(monkeypatch, database_url, backup)
+    assert result.exit_code == 0, result.output
+    assert "older than this version's" not in result.stderr
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT to_regclass('public.from_a_later_migration')").scalar() is None
+        assert connection.exec_driver_sql("SELECT name FROM projects").scalars().all() == ["kept"]
+        assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() in heads()
+        # The job queue's schema came back with it.
+        assert connection.exec_driver_sql("SELECT to_regclass('procrastinate.procrastinate_jobs')").scalar() is not None
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_postgres_backup_of_a_newer_version_or_none_is_refused_untouched(monkeypatch, database_url, engine, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _postgres_only()
+    head = next(iter(heads()))
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    newer = tmp_path / "newer.dump"
+    assert _stepwise(database_url, "db", "backup", str(newer)).returncode == 0
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"UPDATE alembic_version SET version_num = '{head}'")
+    make_project(session_factory, "kept")
+    text = tmp_path / "notes.txt"
+    text.write_text("not an archive\n")
+    for file, says in ((newer, "its schema revision (9999_from_the_future) is none of this version's"),
+                       (text, "is not a Stepwise backup: ")):
+        result = _restore(monkeypatch, database_url, file)
+        assert result.exit_code == 1 and says in result.stderr, result.output
+    with session_factory() as session:
+        assert [p.name for p in session.scalars(select(Project))] == ["kept"]
