@@ -668,6 +668,8 @@ def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -
     """Run the web server (several worker processes with --workers)."""
     from app.server import CannotListen, serve as run_server
 
+    for warning in ctx.settings.production_warnings():
+        click.echo(f"warning: {warning}", err=True)
     try:
         status = run_server(
             host,

@@ -144,6 +144,20 @@ class Settings(BaseSettings):
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
+    def production_warnings(self) -> list[str]:
+        """What a production server should not run with, said when it starts; warned, not
+        refused: a closed network without TLS may be a deliberate choice."""
+        if self.environment != "production":
+            return []
+        warnings = []
+        if not self.cookie_secure:
+            warnings.append("STEPWISE_COOKIE_SECURE is off: session cookies also travel over plain HTTP, where "
+                            "anyone on the way can take a session; set it to true behind a TLS proxy")
+        if self.is_sqlite:
+            warnings.append("the database is a SQLite file: writes take turns across server processes and no "
+                            "second server can share it; set DATABASE_URL to a PostgreSQL database")
+        return warnings
+
 
 @lru_cache
 def get_settings() -> Settings:

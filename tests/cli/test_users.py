@@ -91,3 +91,4 @@ def test_a_password_missing_from_standard_input_is_said_to_be_missing(stepwise, 
 def test_a_port_out_of_range_is_a_usage_error(stepwise, database_url, port) -> None:  # type: ignore[no-untyped-def]
     result = stepwise(database_url, "serve", "--port", port)
     assert result.exit_code == 2 and "--port" in result.output and "0<=x<=65535" in result.output
+

@@ -129,7 +129,12 @@ def test_api_reports_its_liveness_through_healthz(services):  # type: ignore[no-
 @pytest.mark.parametrize("name", ["worker", "worker-gpu"])
 def test_workers_run_rounds_after_migrations_and_come_back(services, name):  # type: ignore[no-untyped-def]
     worker = services[name]
-    assert _command(worker) == ["stepwise", "worker"]
+    command = _command(worker)
+    assert command[:2] == ["stepwise", "worker"]
+    # Its round metrics, for Prometheus in the compose network, and what its healthcheck reads.
+    port = _option(command, "--metrics-port")
+    assert _option(command, "--metrics-host") == "0.0.0.0"
+    assert f"127.0.0.1:{port}/metrics" in " ".join(worker["healthcheck"]["test"])
     assert worker["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert worker["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert worker["restart"] in ("on-failure", "unless-stopped")
