@@ -22,6 +22,9 @@ from sqlalchemy.orm import Session
 log = logging.getLogger("stepwise.rounds")
 
 JOB_QUEUE_SCHEMA = "procrastinate"
+# procrastinate's newest schema migration that our migrations' job queue schema includes: see
+# pyproject.toml's note on procrastinate.
+JOB_QUEUE_SCHEMA_MIGRATION = "03.04.00_50_post_add_retry_failed_job_procedure"
 QUEUE = "rounds"
 RUN_ROUND = "stepwise.run_round"
 RUN_COMPARISON = "stepwise.run_comparison"
