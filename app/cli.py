@@ -242,6 +242,32 @@ def users_set_password(ctx: _Context, username: str) -> None:
     click.echo(f"new password set for {user.username}; their logins and tokens have ended")
 
 
+@users.command("unlock")
+@click.option("--username", default=None, help="the user whose name failed logins locked")
+@click.option("--address", default=None, help="a client address failed logins locked (an office behind one proxy)")
+@pass_ctx
+def users_unlock(ctx: _Context, username: str | None, address: str | None) -> None:
+    """Forget the failed logins against a username or from an address, and the lock they made."""
+    from app.audit.service import record
+    from app.auth.throttle import unlock
+    from app.models import LoginKeyKind
+    from app.users.service import get_user_by_name, unlock as unlock_user
+
+    if (username is None) == (address is None):
+        raise click.UsageError("name one of --username and --address")
+    with ctx.session() as session:
+        if username is not None:
+            user = get_user_by_name(session, username)
+            cleared, what = unlock_user(session, user, by=None), user.username
+        else:
+            assert address is not None
+            cleared, what = unlock(session, LoginKeyKind.address, address), address
+            if cleared:
+                record(session, None, "address.unlocked", f"address {address.strip()}")
+    click.echo(f"{what}: failed logins forgotten; logins are let in at once" if cleared
+               else f"{what}: no failed logins to forget")
+
+
 def _activation_command(name: str, active: bool, doc: str) -> click.Command:
     @users.command(name, help=doc)
     @click.option("--username", required=True)

@@ -34,6 +34,7 @@ ACTIONS: dict[str, Category] = {
     "user.reactivated": Category.users,
     "user.password_set": Category.users,
     "user.password_changed": Category.users,
+    "user.unlocked": Category.users,
     "token.created": Category.tokens,
     "token.revoked": Category.tokens,
     "project.created": Category.projects,
@@ -44,6 +45,7 @@ ACTIONS: dict[str, Category] = {
     "import.removed": Category.imports,
     "login.succeeded": Category.logins,
     "login.failed": Category.logins,
+    "address.unlocked": Category.logins,
     "export.downloaded": Category.exports,
 }
 PAGE_SIZE = 50
@@ -112,6 +114,8 @@ def describe(event: AuditEvent) -> str:
             return "given a new password: their logins ended"
         case "user.password_changed":
             return "changed their own password"
+        case "user.unlocked":
+            return "unlocked: the failed logins against their name were forgotten"
         case "token.created":
             until = f", until {d['expires_at'][:10]}" if d.get("expires_at") else ""
             return f"given API token {d.get('token')} “{d.get('name')}”{until}"
@@ -134,6 +138,8 @@ def describe(event: AuditEvent) -> str:
             return f"logged in{_from(d)}"
         case "login.failed":
             return f"wrong password ({d.get('purpose')}){_from(d)}"
+        case "address.unlocked":
+            return "unlocked: the failed logins from it were forgotten"
         case "export.downloaded":
             filters = ", ".join(f"{name}={value}" for name, value in d.get("filters", []))
             count = f": {d['count']:,} written" if d.get("count") is not None else ""

@@ -126,6 +126,24 @@ def record_failure(session: Session, keys: list[Key], limits: Limits, now: datet
         session.execute(statement)
 
 
+def locks(session: Session, kind: LoginKeyKind, now: datetime) -> dict[str, datetime]:
+    """The keys of `kind` locked at `now`, with when each lock ends."""
+    rows = session.execute(select(LoginFailure.key, LoginFailure.locked_until).where(
+        LoginFailure.kind == kind, LoginFailure.locked_until > now))
+    return {key: until for key, until in rows}
+
+
+def unlock(session: Session, kind: LoginKeyKind, key: str) -> bool:
+    """Forget the key's failures and lock (an admin letting a locked-out user, or an office
+    behind one address, try again at once); whether it was locked or counting."""
+    key = key.strip().lower()[:255] if kind == LoginKeyKind.username else key.strip()[:255]
+    removed = session.execute(
+        delete(LoginFailure).where(LoginFailure.kind == kind, LoginFailure.key == key),
+        execution_options={"synchronize_session": False},
+    )
+    return bool(removed.rowcount)
+
+
 def forget_username(session: Session, username: str) -> None:
     """After a good login: the username's count starts again from nothing."""
     session.execute(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from fastapi import APIRouter, Request, status
 from fastapi.responses import JSONResponse
 
@@ -8,7 +10,7 @@ from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep, cli
 from app.errors import error_responses
 from app.models import User
 from app.users import service
-from app.users.schemas import PasswordChange, UserCreate, UserRead, UserUpdate
+from app.users.schemas import PasswordChange, UnlockRead, UserCreate, UserRead, UserUpdate
 
 router = APIRouter(
     prefix="/api/v1/users", tags=["users"], responses=error_responses(401, 403, 422)
@@ -39,9 +41,14 @@ def change_password(
     return None
 
 
+def _read(user: User, locks: dict[str, datetime]) -> UserRead:
+    return UserRead.model_validate(user).model_copy(update={"locked_until": locks.get(user.username.lower())})
+
+
 @router.get("", response_model=list[UserRead])
 def list_users(_: AdminApiUser, session: SessionDep) -> list[UserRead]:
-    return [UserRead.model_validate(u) for u in service.list_users(session)]
+    locks = service.locked_until(session)
+    return [_read(u, locks) for u in service.list_users(session)]
 
 
 YOUR_PASSWORD = {403: "`your_password` missing or wrong: creating or making an admin, or changing another admin, "
@@ -80,7 +87,14 @@ def create_user(body: UserCreate, request: Request, admin: AdminApiUser, session
 
 @router.get("/{user_id}", response_model=UserRead, responses=error_responses(404))
 def get_user(user_id: RowId, _: AdminApiUser, session: SessionDep) -> UserRead:
-    return UserRead.model_validate(service.get_user(session, user_id))
+    return _read(service.get_user(session, user_id), service.locked_until(session))
+
+
+@router.post("/{user_id}/unlock", response_model=UnlockRead, responses=error_responses(404))
+def unlock(user_id: RowId, admin: AdminApiUser, session: SessionDep) -> UnlockRead:
+    """Forget the failed logins against the user's name, and the lock they made, so that the
+    user can log in at once; idempotent."""
+    return UnlockRead(cleared=service.unlock(session, service.get_user(session, user_id), by=admin))
 
 
 @router.patch(
@@ -101,4 +115,6 @@ def update_user(
     user = service.get_user(session, user_id)
     refused = _refuse_without_your_password(request, session, admin, body.your_password,
                                             service.admin_powers_change(user, body.role, by=admin))
-    return refused or UserRead.model_validate(service.update_user(session, user, body, by=admin, keep=login))
+    if refused is not None:
+        return refused
+    return _read(service.update_user(session, user, body, by=admin, keep=login), service.locked_until(session))

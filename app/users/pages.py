@@ -33,6 +33,7 @@ USER_NOTICES: dict[str, tuple[Callable[[User], bool], str]] = {
     "deactivated": (lambda u: not u.is_active, "{username} is deactivated: their logins and API tokens have ended."),
     "reactivated": (lambda u: u.is_active, "{username} can log in again."),
     "password_set": (lambda u: True, "New password set for {username}: hand it to them; their other logins have ended."),
+    "unlocked": (lambda u: True, "{username} may log in again at once: the failed logins against their name are forgotten."),
 }
 
 
@@ -107,6 +108,14 @@ def set_password(
     """A new password an admin hands to a user who lost theirs; it ends every login of theirs
     (the admin's own, when it is their row, stays)."""
     return _update(request, session, admin, user_id, {"password": password}, your_password, keep=login)
+
+
+@router.post("/{user_id}/unlock")
+def unlock(request: Request, user_id: PageId, admin: AdminPageUser, session: SessionDep) -> Response:
+    """Lift a lock that failed logins put on a user's name (theirs, or a guesser's)."""
+    user = service.get_user(session, user_id)
+    service.unlock(session, user, by=admin)
+    return RedirectResponse(f"/admin/users?unlocked={user.id}", status_code=303)
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,7 @@ def _users_list(
         "admin/users.html",
         {
             "users": service.list_users(session),
+            "locked_until": service.locked_until(session),
             "roles": list(Role),
             "values": values or {},
             "errors": errors or {},

@@ -78,3 +78,9 @@ class UserRead(BaseModel):
     labeler_uuid: str
     is_active: bool
     created_at: datetime
+    locked_until: datetime | None = Field(
+        default=None, description="while failed logins against this name lock it: when the lock ends")
+
+
+class UnlockRead(BaseModel):
+    cleared: bool = Field(description="whether there were failed logins or a lock to forget")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -11,7 +13,7 @@ from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, hold_rule, one_named
 from app.errors import Conflict, NotFound
-from app.models import Role, User
+from app.models import LoginKeyKind, Role, User, utcnow
 from app.users.schemas import PasswordChange, UserCreate, UserUpdate
 
 
@@ -113,6 +115,21 @@ def update_user(
     if data.is_active is False:
         end_logins(session, user, keep=keep)
     return user
+
+
+def unlock(session: Session, user: User, *, by: User | None) -> bool:
+    """Let a user locked out by failed logins try again now, without a new password (the lock is
+    on their name: a guesser's failures, not necessarily theirs); whether there was anything to
+    clear. `by`: the admin, None at the command line."""
+    cleared = throttle.unlock(session, LoginKeyKind.username, user.username)
+    if cleared:
+        audit.record(session, by, "user.unlocked", audit.user_target(user))
+    return cleared
+
+
+def locked_until(session: Session) -> dict[str, datetime]:
+    """Usernames (lowercased) locked by failed logins now, with when each lock ends."""
+    return throttle.locks(session, LoginKeyKind.username, utcnow())
 
 
 def _set_password(session: Session, user: User, password_hash: str, keep: Principal | None) -> None:

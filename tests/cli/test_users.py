@@ -1,10 +1,13 @@
-"""`stepwise users set-role|deactivate|reactivate` and `members remove`, through the API's services."""
+"""`stepwise users set-role|deactivate|reactivate|unlock` and `members remove`, through the API's services."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from app.models import Role, User
+from app.auth import throttle
+from app.models import LoginKeyKind, Role, User, utcnow
 from app.users.service import get_user_by_name
 from tests.cli.conftest import refused
 from tests.conftest import make_project, make_user
@@ -92,3 +95,21 @@ def test_a_port_out_of_range_is_a_usage_error(stepwise, database_url, port) -> N
     result = stepwise(database_url, "serve", "--port", port)
     assert result.exit_code == 2 and "--port" in result.output and "0<=x<=65535" in result.output
 
+
+
+def test_unlock_forgets_failed_logins_of_a_name_or_an_address(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "ann", "labeler")
+    limits = throttle.Limits(per_username=1, per_address=1, window=timedelta(minutes=15), lockout=timedelta(minutes=15))
+    with session_factory.begin() as session:
+        throttle.record_failure(session, throttle.keys_for("ann", "10.0.0.7", limits), limits, utcnow())
+    with session_factory() as session:
+        assert set(throttle.locks(session, LoginKeyKind.username, utcnow())) == {"ann"}
+    assert stepwise(database_url, "users", "unlock", "--username", "ANN").stdout == \
+        "ann: failed logins forgotten; logins are let in at once\n"
+    assert stepwise(database_url, "users", "unlock", "--username", "ann").stdout == "ann: no failed logins to forget\n"
+    assert stepwise(database_url, "users", "unlock", "--address", "10.0.0.7").stdout.startswith("10.0.0.7: failed logins forgotten")
+    with session_factory() as session:
+        assert not throttle.locks(session, LoginKeyKind.address, utcnow())
+    neither = stepwise(database_url, "users", "unlock")
+    assert neither.exit_code == 2 and "name one of --username and --address" in neither.stderr
+    refused(stepwise(database_url, "users", "unlock", "--username", "nobody"), "no user named 'nobody'")
