@@ -36,6 +36,11 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def new_password() -> str:
+    """A password for an account made for someone: 12 characters, 72 bits, easy to type."""
+    return secrets.token_urlsafe(9)
+
+
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import orjson
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.auth.security import new_password
 from app.demo.solutions import demo_solutions
 from app.errors import NotFound
 from app.imports.service import import_file
@@ -148,7 +148,7 @@ def _demo_logins(session: Session) -> list[tuple[str, str, str]]:
     role printed. One an admin deactivated stays so, and gets no password."""
     logins = []
     for username, role in DEMO_USERS:
-        password = secrets.token_urlsafe(9)
+        password = new_password()
         user = session.scalar(select(User).where(func.lower(User.username) == username))
         if user is None:
             user = create_user(session, UserCreate(username=username, role=role, password=password))

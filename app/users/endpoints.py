@@ -10,7 +10,7 @@ from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep, cli
 from app.errors import error_responses
 from app.models import User
 from app.users import service
-from app.users.schemas import PasswordChange, UnlockRead, UserCreate, UserRead, UserUpdate
+from app.users.schemas import NewUserRead, PasswordChange, UnlockRead, UserCreate, UserRead, UsersCreate, UserUpdate
 
 router = APIRouter(
     prefix="/api/v1/users", tags=["users"], responses=error_responses(401, 403, 422)
@@ -83,6 +83,15 @@ def create_user(body: UserCreate, request: Request, admin: AdminApiUser, session
     refused = _refuse_without_your_password(request, session, admin, body.your_password,
                                             service.admin_powers_change(None, body.role, by=admin))
     return refused or UserRead.model_validate(service.create_user(session, body, by=admin))
+
+
+@router.post("/batch", response_model=list[NewUserRead], status_code=status.HTTP_201_CREATED,
+             responses=error_responses(400))
+def create_users(body: UsersCreate, admin: AdminApiUser, session: SessionDep) -> list[NewUserRead]:
+    """Accounts of one role (not admin) for up to 100 names, each with a generated password that
+    this answer alone holds; all or none (422 naming each name listed twice or taken)."""
+    return [NewUserRead.model_validate({**UserRead.model_validate(made.user).model_dump(), "password": made.password})
+            for made in service.create_users(session, body, by=admin)]
 
 
 @router.get("/{user_id}", response_model=UserRead, responses=error_responses(404))

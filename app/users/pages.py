@@ -8,16 +8,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
+from pydantic import ValidationError
 
 from app.auth.service import Principal
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import AdminPageUser, PagePrincipal, SessionDep, client_address
-from app.errors import Conflict
+from app.errors import BadInput, Conflict, plain_message
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Role, User
 from app.templating import render
 from app.users import service
-from app.users.schemas import UserCreate, UserUpdate
+from app.users.schemas import MAX_NEW_USERS, UserCreate, UsersCreate, UserUpdate
 
 router = APIRouter(prefix="/admin/users", include_in_schema=False)
 
@@ -73,6 +74,44 @@ def create_user(
     except Conflict as exc:
         return _users_list(request, session, values, {"username": exc.message}, status_code=409)
     return RedirectResponse(f"/admin/users?created={user.id}", status_code=303)
+
+
+@router.post("/batch")
+def create_users(
+    request: Request, admin: AdminPageUser, session: SessionDep,
+    usernames: Annotated[str, Form(max_length=MAX_NEW_USERS * 70)] = "", role: ShortText = "",
+) -> Response:
+    """Several accounts at once; their generated passwords are on the answer alone (a redirect
+    would have to keep them somewhere)."""
+    names = [line.strip() for line in usernames.splitlines() if line.strip()]
+    values = {"usernames": usernames, "role": role}
+    try:
+        # Not validate_form, which says a list's first bad item: every bad name is said here.
+        data = UsersCreate.model_validate({"usernames": names, "role": role})
+        made = service.create_users(session, data, by=admin)
+    except ValidationError as exc:
+        problems = {".".join(map(str, e["loc"])): plain_message(e, UsersCreate) for e in exc.errors(include_url=False)}
+        return _users_list(request, session, batch_values=values, batch_errors=_by_name(problems, names),
+                           status_code=422)
+    except BadInput as exc:
+        problems = {d["field"]: d["message"] for d in exc.details or []}
+        return _users_list(request, session, batch_values=values, batch_errors=_by_name(problems, names),
+                           status_code=422)
+    return _users_list(request, session, created=made, status_code=201)
+
+
+def _by_name(errors: dict[str, str], names: list[str]) -> list[str]:
+    """The form's errors as sentences, a name's with its place and the name as typed."""
+    said = []
+    for field, message in errors.items():
+        place, _, index = field.partition(".")
+        if place == "usernames" and index.isdigit() and int(index) < len(names):
+            said.append(f"name {int(index) + 1} ({names[int(index)]}): {message}")
+        elif field == "usernames":
+            said.append(f"usernames: {message}")
+        else:
+            said.append(f"{field}: {message}")
+    return said
 
 
 @router.post("/{user_id}/role")
@@ -200,6 +239,9 @@ def _users_list(
     problem: str | None = None,
     messages: list[dict[str, str]] | None = None,
     confirmation: Confirmation | None = None,
+    batch_values: dict[str, str] | None = None,
+    batch_errors: list[str] | None = None,
+    created: list[service.NewAccount] | None = None,
     status_code: int = status.HTTP_200_OK,
 ) -> Response:
     """The list and the new-user form; `errors` are that form's, `problem` is a row's,
@@ -216,6 +258,10 @@ def _users_list(
             "problem": problem,
             "messages": messages or [],
             "confirmation": confirmation,
+            "batch_values": batch_values or {},
+            "batch_errors": batch_errors or [],
+            "created": created or [],
+            "max_new_users": MAX_NEW_USERS,
         },
         status_code=status_code,
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.models import Role
 from app.validation import named_by_rule
@@ -34,6 +34,28 @@ class UserCreate(BaseModel):
     role: Role
     password: Password
     your_password: YourPassword
+
+
+# Each new account's password is hashed on purpose slowly (about a fifth of a second): a hundred
+# take some twenty seconds, which one request may.
+MAX_NEW_USERS = 100
+
+
+class UsersCreate(BaseModel):
+    """Several accounts of one role at once, each given a generated password."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usernames: list[Username] = Field(min_length=1, max_length=MAX_NEW_USERS)
+    role: Role
+
+    @field_validator("role")
+    @classmethod
+    def _not_admin(cls, role: Role) -> Role:
+        # Making an admin asks for the acting admin's own password, one at a time.
+        if role == Role.admin:
+            raise ValueError("admins are created one at a time (New user), with your own password")
+        return role
 
 
 class UserUpdate(BaseModel):
@@ -84,3 +106,7 @@ class UserRead(BaseModel):
 
 class UnlockRead(BaseModel):
     cleared: bool = Field(description="whether there were failed logins or a lock to forget")
+
+
+class NewUserRead(UserRead):
+    password: str = Field(description="generated; shown in this answer only, stored as its hash")

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
-from app.auth.security import hash_password
+from app.auth.security import hash_password, new_password
 from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, hold_rule, one_named
-from app.errors import Conflict, NotFound
+from app.errors import BadInput, Conflict, NotFound
 from app.models import LoginKeyKind, Role, User, utcnow
-from app.users.schemas import PasswordChange, UserCreate, UserUpdate
+from app.users.schemas import PasswordChange, UserCreate, UsersCreate, UserUpdate
 
 
 def create_user(session: Session, data: UserCreate, *, by: User | None = None) -> User:
@@ -35,6 +36,50 @@ def create_user(session: Session, data: UserCreate, *, by: User | None = None) -
     session.flush()
     audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value)
     return user
+
+
+@dataclass(frozen=True)
+class NewAccount:
+    user: User
+    # Generated, told once to the admin, who hands it over; only its hash is kept.
+    password: str
+
+
+def create_users(session: Session, data: UsersCreate, *, by: User | None) -> list[NewAccount]:
+    """Accounts for a list of names, each with a generated password: all of them, or none when
+    a name is listed twice or taken (BadInput naming each, by its place in the list)."""
+    _refuse_names(data.usernames, _taken(session, data.usernames))
+    passwords = [new_password() for _ in data.usernames]
+    hashes = [hash_password(password) for password in passwords]
+    hold_rule(session, RuleLock.user_names)
+    # Again under the lock: a name may have been taken while the passwords were hashed.
+    _refuse_names(data.usernames, _taken(session, data.usernames))
+    users = [User(username=name, role=data.role, password_hash=digest) for name, digest in zip(data.usernames, hashes)]
+    session.add_all(users)
+    session.flush()
+    for user in users:
+        audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value)
+    return [NewAccount(user, password) for user, password in zip(users, passwords)]
+
+
+def _taken(session: Session, names: list[str]) -> dict[str, str]:
+    """Of `names`, those taken in any case: lowercased → as stored."""
+    lowered = {name.lower() for name in names}
+    return {taken.lower(): taken for taken in session.scalars(select(User.username).where(func.lower(User.username).in_(lowered)))}
+
+
+def _refuse_names(names: list[str], taken: dict[str, str]) -> None:
+    problems: list[dict[str, str]] = []
+    first: dict[str, int] = {}
+    for index, name in enumerate(names):
+        key = name.lower()
+        if key in first:
+            problems.append({"field": f"usernames.{index}", "message": f"{name!r} is listed already, as name {first[key] + 1}"})
+        elif key in taken:
+            problems.append({"field": f"usernames.{index}", "message": f"a user named {taken[key]!r} already exists"})
+        first.setdefault(key, index)
+    if problems:
+        raise BadInput(f"no user was created: {len(problems)} of the names cannot be used", problems)
 
 
 def list_users(session: Session) -> list[User]:

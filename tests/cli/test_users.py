@@ -113,3 +113,18 @@ def test_unlock_forgets_failed_logins_of_a_name_or_an_address(stepwise, database
     neither = stepwise(database_url, "users", "unlock")
     assert neither.exit_code == 2 and "name one of --username and --address" in neither.stderr
     refused(stepwise(database_url, "users", "unlock", "--username", "nobody"), "no user named 'nobody'")
+
+
+def test_create_many_reads_names_and_prints_each_password_once(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "taken", "labeler")
+    result = stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="ann\n\n bob \n")
+    assert result.exit_code == 0, result.output
+    lines = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [name for name, _ in lines] == ["ann", "bob"] and all(len(password) >= 12 for _, password in lines)
+    assert "created 2 labelers" in result.stderr
+    assert _user(session_factory, "bob").role == Role.labeler
+    refused(stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="cy\ntaken\n"),
+            "no user was created", "name 2: a user named 'taken' already exists")
+    refused(stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="cy\nno way\n"), "name (value 2)")
+    admins = stepwise(database_url, "users", "create-many", "--role", "admin", "-", input="cy\n")
+    assert admins.exit_code == 2 and "'admin' is not one of" in admins.stderr
