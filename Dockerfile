@@ -35,8 +35,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 # pg_dump and pg_restore for `stepwise db backup|restore` (the README's nightly cron runs the
 # backup in this container); Debian's client is version 15, as the compose file's server.
+# ASYMPTOTE=yes also installs Asymptote, which draws MATH's [asy] figures (with TeX, some
+# hundreds of MB); without it they show as their source.
+ARG ASYMPTOTE=no
 RUN apt-get update \
     && apt-get install -y --no-install-recommends postgresql-client \
+    && if [ "${ASYMPTOTE}" = yes ]; then apt-get install -y --no-install-recommends asymptote; fi \
     && rm -rf /var/lib/apt/lists/*
 RUN pip install "${TORCH_SPEC}" --index-url "${TORCH_INDEX_URL}"
 COPY --from=build /wheels /wheels

@@ -263,3 +263,13 @@ def test_the_api_reads_the_checkpoints_the_workers_write(compose, services, dock
 def test_the_image_can_back_the_database_up(dockerfile):  # type: ignore[no-untyped-def]
     # `stepwise db backup` runs pg_dump inside the api container (the README's nightly cron).
     assert any("postgresql-client" in line for line in dockerfile)
+
+
+def test_every_build_arg_is_one_the_dockerfile_declares(services, dockerfile):  # type: ignore[no-untyped-def]
+    declared = {line.split()[1].split("=")[0] for line in dockerfile if line.startswith("ARG ")}
+    for name, service in services.items():
+        build = service.get("build")
+        if isinstance(build, dict):
+            assert set(build.get("args", {})) <= declared, f"{name} passes a build arg the Dockerfile ignores"
+    assert services["api"]["build"]["args"]["ASYMPTOTE"] == "no", "figures are drawn only when asked"
+    assert any('"${ASYMPTOTE}" = yes' in line and "asymptote" in line for line in dockerfile)
