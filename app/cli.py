@@ -342,7 +342,7 @@ def tokens() -> None:
 @click.option("--username", required=True)
 @click.option("--name", default="cli", show_default=True)
 @click.option("--expires-in-days", type=click.IntRange(1, MAX_TOKEN_DAYS), default=None,
-              help="refused from then on (default: until revoked)")
+              help="refused from then on (default: until revoked, or STEPWISE_TOKEN_MAX_DAYS where set)")
 @pass_ctx
 def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int | None) -> None:
     """Print a new API token for a user (shown once)."""
@@ -350,7 +350,8 @@ def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int 
     from app.users.service import get_user_by_name
 
     with ctx.session() as session:
-        click.echo(issue_api_token(session, get_user_by_name(session, username), name, expires_in_days).token)
+        click.echo(issue_api_token(session, get_user_by_name(session, username), name, expires_in_days,
+                                   max_days=ctx.settings.token_max_days).token)
 
 
 @tokens.command("list")

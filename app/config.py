@@ -69,6 +69,9 @@ class Settings(BaseSettings):
         default=15, ge=1, le=24 * 60, alias="STEPWISE_LOGIN_FAILURE_WINDOW_MINUTES"
     )
     login_lockout_minutes: int = Field(default=15, ge=1, le=24 * 60, alias="STEPWISE_LOGIN_LOCKOUT_MINUTES")
+    # A lost or leaked token works until it expires or is revoked: a site may cap how long any
+    # lasts (one asked for without an expiry then gets the cap).
+    token_max_days: int | None = Field(default=None, ge=1, le=3650, alias="STEPWISE_TOKEN_MAX_DAYS")
 
     asymptote: str = Field(
         default="asy",

@@ -33,7 +33,8 @@ def create_token(body: TokenRequest, request: Request, session: SessionDep) -> T
             status_code=status.HTTP_401_UNAUTHORIZED,
             headers={"WWW-Authenticate": "Bearer"},
         )
-    issued = service.issue_api_token(session, user, body.name, body.expires_in_days, by=user)
+    issued = service.issue_api_token(session, user, body.name, body.expires_in_days, by=user,
+                                     max_days=request.app.state.settings.token_max_days)
     return TokenRead(token=issued.token, id=issued.record.id, expires_at=issued.record.expires_at)
 
 

@@ -14,7 +14,7 @@ from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
 from app.audit import service as audit
 from app.db import named_alike, side_connection
-from app.errors import Conflict, Forbidden, NotFound
+from app.errors import BadInput, Conflict, Forbidden, NotFound
 from app.models import ApiToken, AuthSession, User, utcnow
 
 
@@ -236,12 +236,18 @@ class IssuedToken:
 
 
 def issue_api_token(session: Session, user: User, name: str, expires_in_days: int | None = None, *,
-                    by: User | None = None) -> IssuedToken:
+                    by: User | None = None, max_days: int | None = None) -> IssuedToken:
     """A new token for `user`; `by` made it (the user, logged in or with their password), None
-    at the command line."""
+    at the command line. `max_days` (STEPWISE_TOKEN_MAX_DAYS) caps its life: no expiry asked
+    for means the cap, a longer one is refused."""
     if not user.is_active:
         # Refused at every request until a reactivation would quietly bring it to life.
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
+    if max_days is not None:
+        if expires_in_days is not None and expires_in_days > max_days:
+            raise BadInput(f"tokens last at most {max_days} days here (STEPWISE_TOKEN_MAX_DAYS): "
+                           f"ask for {max_days} or fewer", [{"field": "expires_in_days", "message": f"must be at most {max_days}"}])
+        expires_in_days = expires_in_days or max_days
     token = new_token()
     expires_at = None if expires_in_days is None else utcnow() + timedelta(days=expires_in_days)
     record = ApiToken(user_id=user.id, name=name, token_hash=token_digest(token), expires_at=expires_at)

@@ -12,7 +12,7 @@ from app.auth.schemas import TokenSettings
 from app.auth.service import IssuedToken, issue_api_token, list_api_tokens, log_in, revoke_own_token
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import PagePrincipal, SessionDep, client_address
-from app.errors import NotFound
+from app.errors import BadInput, NotFound
 from app.forms import FormInvalid, PageId, validate_form
 from app.templating import render
 from app.users import service
@@ -97,7 +97,11 @@ def create_token(
         # Answered, not raised: raising would roll back the failed attempt just counted.
         return _page(request, session, login, {"token_password": "is not your password"}, status_code=403,
                      token_values=values)
-    issued = issue_api_token(session, login.user, data.name, data.expires_in_days, by=login.user)
+    max_days = request.app.state.settings.token_max_days
+    try:
+        issued = issue_api_token(session, login.user, data.name, data.expires_in_days, by=login.user, max_days=max_days)
+    except BadInput as exc:
+        return _page(request, session, login, {"token_expires_in_days": exc.message}, status_code=422, token_values=values)
     return _page(request, session, login, {}, issued=issued, status_code=201)
 
 
@@ -116,13 +120,15 @@ def _page(request: Request, session: SessionDep, login: PagePrincipal, errors: d
           messages: list[dict[str, str]] | None = None, status_code: int = 200, *,
           issued: IssuedToken | None = None, token_values: dict[str, str] | None = None,
           revoked: int | None = None) -> Response:
+    max_days = request.app.state.settings.token_max_days
     return render(request, "auth/account.html", {
         "errors": errors, "messages": messages or [],
         "tokens": list_api_tokens(session, login.user),
         "issued": issued,
         "revoked": revoked,
         "token_values": token_values or {},
-        "token_days": TOKEN_DAYS,
+        "token_days": [(days, words) for days, words in TOKEN_DAYS if max_days is None or days <= max_days],
+        "token_max_days": max_days,
     }, status_code=status_code)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text, update
 from app.auth.security import token_digest
 from app.db import session_scope
 from app.models import ApiToken, AuditEvent, utcnow
-from tests.conftest import PASSWORD, api_headers, make_project, make_user
+from tests.conftest import PASSWORD, api_headers, browser_login, make_project, make_user
 
 
 def test_a_bearer_token_works_and_only_its_hash_is_stored(client, session_factory, db) -> None:  # type: ignore[no-untyped-def]
@@ -181,3 +181,27 @@ def test_a_long_request_under_a_token_does_not_hold_up_its_revocation(client, se
         request.rollback()
     # Its last use was written in a transaction of its own, kept though the request's was not.
     assert utcnow() - _token_row(session_factory, made["id"]).last_used_at < timedelta(seconds=10)
+
+
+def test_a_site_caps_how_long_a_token_lasts(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "max", "manager")
+    client.app.state.settings = client.app.state.settings.model_copy(update={"token_max_days": 30})
+    ask = {"username": "max", "password": PASSWORD}
+    unasked = client.post("/api/v1/auth/tokens", json=ask)
+    assert unasked.status_code == 201
+    lasts = datetime.fromisoformat(unasked.json()["expires_at"]) - utcnow()
+    assert timedelta(days=29, hours=23) < lasts <= timedelta(days=30), "no expiry asked for: the cap"
+    shorter = client.post("/api/v1/auth/tokens", json={**ask, "expires_in_days": 7})
+    assert datetime.fromisoformat(shorter.json()["expires_at"]) - utcnow() <= timedelta(days=7)
+    longer = client.post("/api/v1/auth/tokens", json={**ask, "expires_in_days": 31})
+    assert longer.status_code == 422
+    assert longer.json()["detail"] == "tokens last at most 30 days here (STEPWISE_TOKEN_MAX_DAYS): ask for 30 or fewer"
+    assert longer.json()["errors"] == [{"field": "expires_in_days", "message": "must be at most 30"}]
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(ApiToken)) == 2
+
+    # The account page offers no expiry past the cap, and "never" is the cap.
+    browser_login(client, "max")
+    page = client.get("/account").text
+    assert "In 30 days (the longest allowed here)" in page and "Never" not in page
+    assert '<option value="90"' not in page and '<option value="30"' in page
