@@ -369,6 +369,24 @@ async function renewLease(left) {
 
 const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
 
+// Where a smooth scroll under way will stop. Keys pressed fast land while it runs: a step is
+// judged by where it will be then, not where it is passing (judged in passing, a step that looked
+// in view was left under the top bar when the scroll before it stopped).
+// Without the scrollend event (Safari) a goal could not be forgotten when a wheel takes over, and
+// each step is judged where it is, as before.
+let scrollGoal = null;
+const seesScrollEnd = "onscrollend" in window;
+window.addEventListener("scrollend", () => {
+  scrollGoal = null;
+});
+
+function scrollToY(top, behavior) {
+  const goal = Math.max(0, Math.min(top, document.documentElement.scrollHeight - window.innerHeight));
+  if (goal === window.scrollY) return;
+  if (seesScrollEnd && behavior === "smooth") scrollGoal = goal;
+  window.scrollTo({ top: goal, behavior });
+}
+
 function focusCurrent() {
   const behavior = reducedMotion.matches ? "auto" : "smooth";
   const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
@@ -376,11 +394,19 @@ function focusCurrent() {
   // Rating down a long solution by key, "nearest" kept the current step at the screen's very foot,
   // the steps after it out of sight: once it passes two thirds of the screen it comes up to a
   // third. Going back up, it stops below the sticky top bar (its scroll-margin).
+  const ahead = scrollGoal === null ? 0 : scrollGoal - window.scrollY;
   const box = node.getBoundingClientRect();
-  if (box.bottom > (window.innerHeight * 2) / 3 && box.top > window.innerHeight / 3) {
-    window.scrollBy({ top: box.top - window.innerHeight / 3, behavior });
-  } else {
-    node.scrollIntoView({ block: "nearest", behavior });
+  const top = box.top - ahead;
+  const bottom = box.bottom - ahead;
+  const margin = parseFloat(getComputedStyle(node).scrollMarginTop) || 0;
+  const from = window.scrollY + ahead;
+  const height = window.innerHeight;
+  if (bottom > (height * 2) / 3 && top > height / 3) {
+    scrollToY(from + top - height / 3, behavior);
+  } else if (top < margin || bottom - top > height - margin) {
+    scrollToY(from + top - margin, behavior);
+  } else if (bottom > height) {
+    scrollToY(from + bottom - height, behavior);
   }
 }
 
