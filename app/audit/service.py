@@ -64,7 +64,7 @@ def record_wrong_password(session: Session, username: str, purpose: str, address
     (`purpose`). Who is the name typed, whether or not such a user exists: what an admin asks
     of these is whose account was tried, and from where. The login throttle bounds how many an
     address can add."""
-    name = username.strip()[:64]
+    name = username.strip()[:64] or "(blank)"
     session.add(AuditEvent(actor_id=None, actor=name, action="login.failed", target=f"user {name}",
                            details={"purpose": purpose, "address": address}))
 

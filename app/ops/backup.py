@@ -92,28 +92,54 @@ def _dump_revisions(source: Path) -> list[str]:
     return rows
 
 
+# Everything of Stepwise's in `public` (not the schema itself, which only its owner, often a
+# superuser, may drop; nor an extension's objects), and the job queue's schema, which our
+# migration made.
+_CLEAR = f"""
+DROP SCHEMA IF EXISTS {JOB_QUEUE_SCHEMA} CASCADE;
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+               AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e') LOOP
+        EXECUTE format('DROP %s IF EXISTS public.%I CASCADE',
+                       CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                      WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END,
+                       r.relname);
+    END LOOP;
+    FOR r IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+             WHERE n.nspname = 'public' AND t.typtype IN ('e', 'd')
+               AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = t.oid AND d.deptype = 'e') LOOP
+        EXECUTE format('DROP TYPE IF EXISTS public.%I CASCADE', r.typname);
+    END LOOP;
+    FOR r IN SELECT p.oid::regprocedure AS signature FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = 'public'
+               AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e') LOOP
+        EXECUTE format('DROP ROUTINE IF EXISTS %s CASCADE', r.signature);
+    END LOOP;
+END $$;
+"""
+
+
 def _postgres_restore(url: URL, source: Path) -> None:
-    """Stepwise's schemas are dropped and the archive's replayed in one transaction: a restore
+    """Stepwise's objects are dropped and the archive's replayed in one transaction: a restore
     that fails halfway leaves the database as it was. pg_restore --clean would drop only what
     the archive holds, leaving the tables of later migrations in the way of `db upgrade` after
-    an older backup."""
+    an older backup. The archive is written out as SQL whole first: piped, a pg_restore that died
+    partway would end psql's input early, and psql would commit what it had."""
     env = _environment(url)
-    clear = (f"DROP SCHEMA IF EXISTS public CASCADE; DROP SCHEMA IF EXISTS {JOB_QUEUE_SCHEMA} CASCADE; "
-             "CREATE SCHEMA public;")
-    with tempfile.TemporaryFile() as dump_errors:
-        dump = subprocess.Popen([_tool("pg_restore"), "--no-owner", "--file=-", str(source)],
-                                stdout=subprocess.PIPE, stderr=dump_errors, env=env)
-        assert dump.stdout is not None
+    with tempfile.TemporaryDirectory(prefix="stepwise-restore-") as folder:
+        script = Path(folder) / "restore.sql"
+        written = subprocess.run([_tool("pg_restore"), "--no-owner", f"--file={script}", str(source)],
+                                 capture_output=True, text=True, env=env)
+        if written.returncode != 0:
+            raise BadInput(f"pg_restore cannot read {source}, nothing was restored: {written.stderr.strip()[-2000:]}")
         load = subprocess.run(
             [_tool("psql"), "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--single-transaction",
-             f"--command={clear}", "--file=-", "--dbname", _libpq(url)],
-            stdin=dump.stdout, capture_output=True, text=True, env=env,
+             f"--command={_CLEAR}", f"--file={script}", "--dbname", _libpq(url)],
+            capture_output=True, text=True, env=env,
         )
-        dump.stdout.close()
-        dumped = dump.wait()
-        dump_errors.seek(0)
-        if dumped != 0:
-            raise BadInput(f"pg_restore failed: {dump_errors.read().decode(errors='replace').strip()[-2000:]}")
     if load.returncode != 0:
         raise BadInput(f"psql failed, nothing was restored: {load.stderr.strip()[-2000:]}")
 

@@ -26,7 +26,7 @@ from app.quality.service import LabelerAccuracy, labeler_accuracy
 FAST_FRACTION = 0.25
 # Fewer timed labels than this say too little about a pace to flag anyone.
 MIN_TIMED_LABELS = 3
-# As many days as the overview's labels-per-day chart, so that a labeler's bars add up to it.
+# As many calendar days (UTC) as the overview's labels-per-day chart shows.
 RECENT_DAYS = 14
 
 

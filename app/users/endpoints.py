@@ -10,7 +10,16 @@ from app.deps import AdminApiUser, ApiPrincipal, ApiUser, RowId, SessionDep, cli
 from app.errors import error_responses
 from app.models import User
 from app.users import service
-from app.users.schemas import NewUserRead, PasswordChange, UnlockRead, UserCreate, UserRead, UsersCreate, UserUpdate
+from app.users.schemas import (
+    NewUserRead,
+    PasswordChange,
+    UnlockRead,
+    UnlockRequest,
+    UserCreate,
+    UserRead,
+    UsersCreate,
+    UserUpdate,
+)
 
 router = APIRouter(
     prefix="/api/v1/users", tags=["users"], responses=error_responses(401, 403, 422)
@@ -99,11 +108,19 @@ def get_user(user_id: RowId, _: AdminApiUser, session: SessionDep) -> UserRead:
     return _read(service.get_user(session, user_id), service.locked_until(session))
 
 
-@router.post("/{user_id}/unlock", response_model=UnlockRead, responses=error_responses(404))
-def unlock(user_id: RowId, admin: AdminApiUser, session: SessionDep) -> UnlockRead:
+@router.post("/{user_id}/unlock", response_model=UnlockRead,
+             responses=error_responses(404, 409, 429, described=YOUR_PASSWORD))
+def unlock(user_id: RowId, request: Request, admin: AdminApiUser, session: SessionDep,
+           body: UnlockRequest | None = None) -> UnlockRead | JSONResponse:
     """Forget the failed logins against the user's name, and the lock they made, so that the
-    user can log in at once; idempotent."""
-    return UnlockRead(cleared=service.unlock(session, service.get_user(session, user_id), by=admin))
+    user can log in at once; idempotent. Another admin's name takes `your_password`; your own
+    is 409 (another admin unlocks it)."""
+    user = service.get_user(session, user_id)
+    refused = _refuse_without_your_password(request, session, admin, body.your_password if body else None,
+                                            service.admin_powers_change(user, None, by=admin))
+    if refused is not None:
+        return refused
+    return UnlockRead(cleared=service.unlock(session, user, by=admin))
 
 
 @router.patch(
@@ -122,8 +139,9 @@ def update_user(
     good; a new password ends all but the one making the change. Making an admin, or changing
     another admin, takes `your_password`, the caller's own."""
     user = service.get_user(session, user_id)
-    refused = _refuse_without_your_password(request, session, admin, body.your_password,
-                                            service.admin_powers_change(user, body.role, by=admin))
+    change = service.admin_powers_change(user, body.role, by=admin)
+    refused = _refuse_without_your_password(request, session, admin, body.your_password, change)
     if refused is not None:
         return refused
-    return _read(service.update_user(session, user, body, by=admin, keep=login), service.locked_until(session))
+    updated = service.update_user(session, user, body, by=admin, keep=login, confirmed=change is not None)
+    return _read(updated, service.locked_until(session))

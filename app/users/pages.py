@@ -150,10 +150,19 @@ def set_password(
 
 
 @router.post("/{user_id}/unlock")
-def unlock(request: Request, user_id: PageId, admin: AdminPageUser, session: SessionDep) -> Response:
+def unlock(request: Request, user_id: PageId, admin: AdminPageUser, session: SessionDep,
+           your_password: ShortText = "") -> Response:
     """Lift a lock that failed logins put on a user's name (theirs, or a guesser's)."""
     user = service.get_user(session, user_id)
-    service.unlock(session, user, by=admin)
+    change = service.admin_powers_change(user, None, by=admin)
+    refused = _ask_your_password(request, session, admin, your_password, change, Confirmation(
+        change=change or "", action=request.url.path, fields={}))
+    if refused is not None:
+        return refused
+    try:
+        service.unlock(session, user, by=admin)
+    except Conflict as exc:
+        return _users_list(request, session, problem=f"{user.username}: {exc.message}", status_code=409)
     return RedirectResponse(f"/admin/users?unlocked={user.id}", status_code=303)
 
 
@@ -216,7 +225,7 @@ def _update(
     if refused is not None:
         return refused
     try:
-        service.update_user(session, user, changes, by=admin, keep=keep)
+        service.update_user(session, user, changes, by=admin, keep=keep, confirmed=change is not None)
     except Conflict as exc:
         # Refused before anything changed: said on the list, as a bad value is, not on an error page.
         return _users_list(request, session, problem=f"{user.username}: {exc.message}", status_code=409)

@@ -104,6 +104,12 @@ class UserRead(BaseModel):
         default=None, description="while failed logins against this name lock it: when the lock ends")
 
 
+class UnlockRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    your_password: YourPassword
+
+
 class UnlockRead(BaseModel):
     cleared: bool = Field(description="whether there were failed logins or a lock to forget")
 

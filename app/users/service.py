@@ -12,7 +12,7 @@ from app.audit import service as audit
 from app.auth.security import hash_password, new_password
 from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
-from app.db import RuleLock, hold_rule, one_named
+from app.db import RuleLock, end_reads, hold_rule, one_named
 from app.errors import BadInput, Conflict, NotFound
 from app.models import LoginKeyKind, Role, User, utcnow
 from app.users.schemas import PasswordChange, UserCreate, UsersCreate, UserUpdate
@@ -49,6 +49,9 @@ def create_users(session: Session, data: UsersCreate, *, by: User | None) -> lis
     """Accounts for a list of names, each with a generated password: all of them, or none when
     a name is listed twice or taken (BadInput naming each, by its place in the list)."""
     _refuse_names(data.usernames, _taken(session, data.usernames))
+    # The hashing, seconds of it, in no transaction: on SQLite an open one holds the database's
+    # one write lock, and every labeler's submit would wait behind it.
+    end_reads(session)
     passwords = [new_password() for _ in data.usernames]
     hashes = [hash_password(password) for password in passwords]
     hold_rule(session, RuleLock.user_names)
@@ -122,16 +125,20 @@ def is_own_password(session: Session, actor: User, password: str, address: str |
 
 
 def update_user(
-    session: Session, user: User, data: UserUpdate, *, by: User | None, keep: Principal | None = None
+    session: Session, user: User, data: UserUpdate, *, by: User | None, keep: Principal | None = None,
+    confirmed: bool = False,
 ) -> User:
     """Change a user; deactivation or a new password ends their logins (see end_logins), all
-    but `keep`, the caller's own. `by` is the admin making the change, None at the command line."""
+    but `keep`, the caller's own. `by` is the admin making the change, None at the command line;
+    `confirmed`, whether they gave their own password (see admin_powers_change)."""
     password_hash = None if data.password is None else hash_password(data.password)
-    if data.role is not None or data.is_active is not None:
-        # Two admins demoting each other at once would each still see the other as an admin; and
-        # the user is decided on as committed now, not as loaded before another admin's change.
-        hold_rule(session, RuleLock.active_admins)
-        session.refresh(user)
+    # Two admins demoting each other at once would each still see the other as an admin; and
+    # the user is decided on as committed now, not as loaded before another admin's change.
+    hold_rule(session, RuleLock.active_admins)
+    session.refresh(user)
+    if by is not None and not confirmed and admin_powers_change(user, data.role, by=by) is not None:
+        # Made an admin by someone else since the caller looked: their password is asked now.
+        raise Conflict(f"{user.username} became an admin meanwhile: changing them asks for your own password")
     changes_standing = (data.role is not None and data.role != user.role) or \
         (data.is_active is not None and data.is_active != user.is_active)
     if by is not None and user.id == by.id and changes_standing:
@@ -165,7 +172,11 @@ def update_user(
 def unlock(session: Session, user: User, *, by: User | None) -> bool:
     """Let a user locked out by failed logins try again now, without a new password (the lock is
     on their name: a guesser's failures, not necessarily theirs); whether there was anything to
-    clear. `by`: the admin, None at the command line."""
+    clear. `by`: the admin, None at the command line. An admin's name is unlocked by another
+    admin only (with their password, see admin_powers_change): the count is what stops a stolen
+    session guessing its owner's password where a change asks for it."""
+    if by is not None and user.id == by.id:
+        raise Conflict("you cannot unlock your own name: ask another admin, or wait for the lock to end")
     cleared = throttle.unlock(session, LoginKeyKind.username, user.username)
     if cleared:
         audit.record(session, by, "user.unlocked", audit.user_target(user))

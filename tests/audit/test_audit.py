@@ -135,6 +135,7 @@ def test_logins_and_wrong_passwords_are_recorded_with_their_address(app, session
     wrong = ann.post("/login", data={"username": "Ann", "password": "guess", "login_csrf": form})
     assert wrong.status_code == 401
     assert api_failure(app, "nobody") == 401
+    assert api_failure(app, "  ") == 401
     browser_login(ann, "ann")
     # A logged-in user's wrong password, checked before a change, is one too.
     assert ann.post("/api/v1/users/me/password", headers={"X-CSRF-Token": _csrf(ann)},
@@ -142,6 +143,7 @@ def test_logins_and_wrong_passwords_are_recorded_with_their_address(app, session
     assert _logins(session_factory) == [
         ("Ann", "login.failed", {"purpose": "browser login", "address": "testclient"}),
         ("nobody", "login.failed", {"purpose": "API token", "address": "testclient"}),
+        ("(blank)", "login.failed", {"purpose": "API token", "address": "testclient"}),
         ("ann", "login.succeeded", {"address": "testclient"}),
         ("ann", "login.failed", {"purpose": "password change", "address": "testclient"}),
     ]

@@ -174,3 +174,23 @@ def test_a_postgres_backup_of_a_newer_version_or_none_is_refused_untouched(monke
         assert result.exit_code == 1 and says in result.stderr, result.output
     with session_factory() as session:
         assert [p.name for p in session.scalars(select(Project))] == ["kept"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_truncated_postgres_backup_changes_nothing(monkeypatch, database_url, engine, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Piped into psql, a pg_restore that died partway ended psql's input, and psql committed the
+    dropped schema with half the tables: the archive is read whole before anything is dropped."""
+    _postgres_only()
+    project = make_project(session_factory, "kept")
+    add_solutions(session_factory, project, 40, steps=3)
+    backup = tmp_path / "stepwise.dump"
+    assert _stepwise(database_url, "db", "backup", str(backup)).returncode == 0
+    data = backup.read_bytes()
+    cut = tmp_path / "cut.dump"
+    cut.write_bytes(data[: len(data) * 3 // 4])
+    engine.dispose()
+    result = _restore(monkeypatch, database_url, cut)
+    assert result.exit_code == 1, result.output
+    assert "nothing was restored" in result.stderr or "is not a Stepwise backup" in result.stderr, result.stderr
+    with session_factory() as session:
+        assert [p.name for p in session.scalars(select(Project))] == ["kept"]

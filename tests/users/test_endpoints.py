@@ -6,7 +6,10 @@ import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
-from app.models import LoginFailure, LoginKeyKind
+from app.errors import Conflict
+from app.models import LoginFailure, LoginKeyKind, Role, User
+from app.users import service
+from app.users.schemas import UserUpdate
 from tests.conftest import PASSWORD, api_headers, make_user
 
 
@@ -138,3 +141,18 @@ def test_wrong_passwords_for_admin_changes_lock_as_logins_do(client, session_fac
     locked = client.post("/api/v1/users", headers=headers, json={**body, "your_password": PASSWORD})
     assert locked.status_code == 429 and "Retry-After" in locked.headers
     assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()] == ["boss"]
+
+
+def test_a_user_made_an_admin_meanwhile_is_not_changed_without_your_password(session_factory) -> None:  # type: ignore[no-untyped-def]
+    """The check before the change read the user as a labeler; another admin promoted them since:
+    under the lock, the change is decided on the user as they are now."""
+    boss = make_user(session_factory, "boss", "admin")
+    ann = make_user(session_factory, "ann", "labeler")
+    with session_scope(session_factory) as session:
+        seen = session.get(User, ann.id)
+        assert service.admin_powers_change(seen, None, by=boss) is None
+        session.commit()  # as a request ends its reads (SQLite's transaction would hold the write lock)
+        with session_scope(session_factory) as other:
+            other.get(User, ann.id).role = Role.admin  # type: ignore[union-attr]
+        with pytest.raises(Conflict, match="ann became an admin meanwhile"):
+            service.update_user(session, seen, UserUpdate(password="a new password"), by=boss)

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import AuditEvent
+from app.users.service import get_user, unlock
 from tests.conftest import PASSWORD, api_headers, browser_login, make_user
 
 
@@ -63,3 +64,28 @@ def test_the_users_page_shows_the_lock_with_an_unlock_button(app, client, sessio
     shown = html.unescape(client.get(done.headers["location"]).text)
     assert "ann may log in again at once" in shown and "locked until" not in shown
     assert _logs_in(app, "ann") == 201
+
+
+def test_an_admins_name_is_unlocked_by_another_admin_with_their_password(app, client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    """The count is what stops a stolen admin session guessing its owner's password where a
+    change asks for it: it cannot clear it for its own name, nor another admin's without one."""
+    boss = make_user(session_factory, "boss", "admin").id
+    ada = make_user(session_factory, "ada", "admin").id
+    headers = api_headers(client, "boss")
+    _guess(app, "ada", 10)
+    _guess(app, "boss", 10)
+    asked = client.post(f"/api/v1/users/{ada}/unlock", headers=headers)
+    assert (asked.status_code, asked.json()["detail"]) == (
+        403, "changing ada, an admin, asks for your own password: send it as your_password")
+    own = client.post(f"/api/v1/users/{boss}/unlock", headers=headers)
+    assert own.status_code == 409 and "you cannot unlock your own name" in own.json()["detail"]
+    assert _logs_in(app, "ada") == 429 and _logs_in(app, "boss") == 429
+    # boss's own name is locked, so his password cannot be checked: another admin unlocks him.
+    locked = client.post(f"/api/v1/users/{ada}/unlock", headers=headers, json={"your_password": PASSWORD})
+    assert locked.status_code == 429
+    assert TestClient(app).post("/api/v1/auth/tokens", json={"username": "ada", "password": PASSWORD}).status_code == 429
+    with session_scope(session_factory) as session:
+        assert unlock(session, get_user(session, boss), by=None)
+    done = client.post(f"/api/v1/users/{ada}/unlock", headers=headers, json={"your_password": PASSWORD})
+    assert (done.status_code, done.json()) == (200, {"cleared": True})
+    assert _logs_in(app, "ada") == 201
