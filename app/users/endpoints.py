@@ -109,7 +109,7 @@ def get_user(user_id: RowId, _: AdminApiUser, session: SessionDep) -> UserRead:
 
 
 @router.post("/{user_id}/unlock", response_model=UnlockRead,
-             responses=error_responses(404, 409, 429, described=YOUR_PASSWORD))
+             responses=error_responses(400, 404, 409, 429, described=YOUR_PASSWORD))
 def unlock(user_id: RowId, request: Request, admin: AdminApiUser, session: SessionDep,
            body: UnlockRequest | None = None) -> UnlockRead | JSONResponse:
     """Forget the failed logins against the user's name, and the lock they made, so that the
