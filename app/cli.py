@@ -272,22 +272,17 @@ def users_set_password(ctx: _Context, username: str) -> None:
 @pass_ctx
 def users_unlock(ctx: _Context, username: str | None, address: str | None) -> None:
     """Forget the failed logins against a username or from an address, and the lock they made."""
-    from app.audit.service import record
-    from app.auth.throttle import unlock
-    from app.models import LoginKeyKind
-    from app.users.service import get_user_by_name, unlock as unlock_user
+    from app.users.service import get_user_by_name, unlock, unlock_address
 
     if (username is None) == (address is None):
         raise click.UsageError("name one of --username and --address")
     with ctx.session() as session:
         if username is not None:
             user = get_user_by_name(session, username)
-            cleared, what = unlock_user(session, user, by=None), user.username
+            cleared, what = unlock(session, user, by=None), user.username
         else:
             assert address is not None
-            cleared, what = unlock(session, LoginKeyKind.address, address), address
-            if cleared:
-                record(session, None, "address.unlocked", f"address {address.strip()}")
+            cleared, what = unlock_address(session, address, by=None), address
     click.echo(f"{what}: failed logins forgotten; logins are let in at once" if cleared
                else f"{what}: no failed logins to forget")
 

@@ -20,14 +20,12 @@ from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
 from app.models import FinishReason, Label, User, utcnow
-from app.projects.schemas import DailyCount
+from app.projects.schemas import CHART_DAYS, DailyCount
 from app.quality.service import LabelerAccuracy, labeler_accuracy
 
 FAST_FRACTION = 0.25
 # Fewer timed labels than this say too little about a pace to flag anyone.
 MIN_TIMED_LABELS = 3
-# As many calendar days (UTC) as the overview's labels-per-day chart shows.
-RECENT_DAYS = 14
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ class LabelerActivity:
     qc_accuracy: float | None
     fast: bool
     last_label_at: datetime | None
-    # Each of the last RECENT_DAYS days (UTC), oldest first, today last, zeros included.
+    # Each of the last CHART_DAYS days (UTC), oldest first, today last, zeros included.
     labels_per_day: list[DailyCount]
 
     @property
@@ -75,7 +73,7 @@ class _Tally:
     give_ups: int = 0
     paces: list[float] = field(default_factory=list)
     last_label_at: datetime | None = None
-    recent: list[int] = field(default_factory=lambda: [0] * RECENT_DAYS)
+    recent: list[int] = field(default_factory=lambda: [0] * CHART_DAYS)
 
 
 def project_activity(
@@ -85,7 +83,7 @@ def project_activity(
     """Every labeler of the platform with a current label in the project, most labels first;
     `accuracy` is labeler_accuracy's answer, when the caller has it already."""
     today = today or utcnow().date()
-    since = today - timedelta(days=RECENT_DAYS - 1)
+    since = today - timedelta(days=CHART_DAYS - 1)
     rows = session.execute(
         select(Label.user_id, User.username, User.labeler_uuid, Label.steps, Label.total_time_ms,
                Label.finish_reason, Label.created_at)
@@ -105,7 +103,7 @@ def project_activity(
         if tally.last_label_at is None or created_at > tally.last_label_at:
             tally.last_label_at = created_at
         day = (created_at.date() - since).days
-        if 0 <= day < RECENT_DAYS:
+        if 0 <= day < CHART_DAYS:
             tally.recent[day] += 1
     medians = {
         user_id: statistics.median(t.paces) if t.paces else None for user_id, t in tallies.items()

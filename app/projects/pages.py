@@ -19,7 +19,7 @@ from app.projects import guidelines_reads, members, service
 from app.projects.activity import project_activity
 from app.projects.checks import unmet_settings
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH
-from app.projects.schemas import DailyCount, MemberRead, ProjectCreate, ProjectUpdate
+from app.projects.schemas import CHART_DAYS, DailyCount, MemberRead, ProjectCreate, ProjectUpdate
 from app.quality import gate
 from app.quality.agreement import project_agreement
 from app.quality.service import labeler_accuracy
@@ -27,8 +27,9 @@ from app.templating import render
 
 router = APIRouter(prefix="/manage/projects", include_in_schema=False)
 
-CHART_DAYS = 14
 CHART_HEIGHT = 120
+# A labeler's bars on the activity card: a day with one label among hundreds still shows.
+SPARKLINE_HEIGHT, SPARKLINE_LEAST = 19, 2
 
 
 # A number typed into a form: long enough that a mistyped one is answered next to its field
@@ -286,6 +287,8 @@ def _project_overview(
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
+    today = utcnow().date()
+    activity = project_activity(session, project.id, accuracy, today=today)
     member_list = members.list_members(session, project)
     standings = gate.standings(session, project)
     return render(
@@ -294,7 +297,7 @@ def _project_overview(
         {
             "project": project,
             "progress": progress,
-            "chart": daily_bars(progress.labels_per_day, utcnow().date()),
+            "chart": daily_bars(progress.labels_per_day, today),
             "chart_height": CHART_HEIGHT,
             "can_manage": has_role(user, MANAGE),
             # A field the post left out shows what is stored, as it stays.
@@ -311,7 +314,10 @@ def _project_overview(
             "imports_done": "The file was removed, with the problems, solutions and labels it added."
             if request.query_params.get("import_removed") == "1" and not imports_error else None,
             "accuracy": accuracy,
-            "activity": project_activity(session, project.id, accuracy),
+            "activity": activity,
+            "sparklines": {a.user_id: daily_bars(a.labels_per_day, today, height=SPARKLINE_HEIGHT, least=SPARKLINE_LEAST)
+                           for a in activity.labelers},
+            "sparkline_height": SPARKLINE_HEIGHT,
             "agreement": project_agreement(session, project),
             "members": member_list,
             "standings": standings,
@@ -380,9 +386,11 @@ def _settings_of(project: Project) -> dict[str, Any]:
 
 
 def daily_bars(
-    per_day: list[DailyCount], today: date, days: int = CHART_DAYS
+    per_day: list[DailyCount], today: date, days: int = CHART_DAYS, *, height: float = CHART_HEIGHT,
+    least: float = 0,
 ) -> list[dict[str, Any]]:
-    """One bar a day for the last `days` days up to today, days without labels included."""
+    """One bar a day for the last `days` days up to today, days without labels included, the
+    busiest `height` tall and none with labels under `least`."""
     counts = {d.day: d.labels for d in per_day}
     first = today - timedelta(days=days - 1)
     bars = [(first + timedelta(days=i)) for i in range(days)]
@@ -391,7 +399,7 @@ def daily_bars(
         {
             "day": day,
             "labels": counts.get(day, 0),
-            "height": round(CHART_HEIGHT * counts.get(day, 0) / peak, 1),
+            "height": max(round(height * counts.get(day, 0) / peak, 1), least if counts.get(day, 0) else 0),
         }
         for day in bars
     ]

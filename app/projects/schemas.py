@@ -122,6 +122,10 @@ class ProjectRead(BaseModel):
         return guidelines_version(self.guidelines) if self.guidelines else None
 
 
+# The days the overview counts labels over: its chart, and each labeler's on the activity card.
+CHART_DAYS = 14
+
+
 class DailyCount(BaseModel):
     day: date
     labels: int

@@ -99,7 +99,7 @@ def create_user(body: UserCreate, request: Request, admin: AdminApiUser, session
 def create_users(body: UsersCreate, admin: AdminApiUser, session: SessionDep) -> list[NewUserRead]:
     """Accounts of one role (not admin) for up to 100 names, each with a generated password that
     this answer alone holds; all or none (422 naming each name listed twice or taken)."""
-    return [NewUserRead.model_validate({**UserRead.model_validate(made.user).model_dump(), "password": made.password})
+    return [NewUserRead(**UserRead.model_validate(made.user).model_dump(), password=made.password)
             for made in service.create_users(session, body, by=admin)]
 
 

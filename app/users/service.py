@@ -183,6 +183,15 @@ def unlock(session: Session, user: User, *, by: User | None) -> bool:
     return cleared
 
 
+def unlock_address(session: Session, address: str, *, by: User | None) -> bool:
+    """Forget the failed logins from a client address (an office behind one proxy) and the lock
+    they made; whether there was anything to clear."""
+    cleared = throttle.unlock(session, LoginKeyKind.address, address)
+    if cleared:
+        audit.record(session, by, "address.unlocked", f"address {address.strip()}")
+    return cleared
+
+
 def locked_until(session: Session) -> dict[str, datetime]:
     """Usernames (lowercased) locked by failed logins now, with when each lock ends."""
     return throttle.locks(session, LoginKeyKind.username, utcnow())

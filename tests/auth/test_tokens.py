@@ -203,5 +203,5 @@ def test_a_site_caps_how_long_a_token_lasts(client, session_factory) -> None:  #
     # The account page offers no expiry past the cap, and "never" is the cap.
     browser_login(client, "max")
     page = client.get("/account").text
-    assert "In 30 days (the longest allowed here)" in page and "Never" not in page
+    assert "In 30 days (the limit)" in page and "Never" not in page
     assert '<option value="90"' not in page and '<option value="30"' in page

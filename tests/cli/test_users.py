@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 
 from app.auth import throttle
-from app.models import LoginKeyKind, Role, User, utcnow
+from app.models import AuditEvent, LoginKeyKind, Role, User, utcnow
 from app.users.service import get_user_by_name
 from tests.cli.conftest import refused
 from tests.conftest import make_project, make_user
@@ -110,6 +111,8 @@ def test_unlock_forgets_failed_logins_of_a_name_or_an_address(stepwise, database
     assert stepwise(database_url, "users", "unlock", "--address", "10.0.0.7").stdout.startswith("10.0.0.7: failed logins forgotten")
     with session_factory() as session:
         assert not throttle.locks(session, LoginKeyKind.address, utcnow())
+        unlocked = session.execute(select(AuditEvent.action, AuditEvent.target).order_by(AuditEvent.id)).all()[-2:]
+    assert unlocked == [("user.unlocked", "user ann"), ("address.unlocked", "address 10.0.0.7")]
     neither = stepwise(database_url, "users", "unlock")
     assert neither.exit_code == 2 and "name one of --username and --address" in neither.stderr
     refused(stepwise(database_url, "users", "unlock", "--username", "nobody"), "no user named 'nobody'")

@@ -20,6 +20,7 @@ from app.config import get_settings
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
 from app.migrate import heads
+from app.ops import backup as backup_module
 from app.models import Label, Project
 from tests.conftest import add_solutions, api_headers, make_project, make_user
 
@@ -179,7 +180,9 @@ def test_a_postgres_backup_of_a_newer_version_or_none_is_refused_untouched(monke
 @pytest.mark.parametrize("backend", ["postgresql"])
 def test_a_truncated_postgres_backup_changes_nothing(monkeypatch, database_url, engine, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Piped into psql, a pg_restore that died partway ended psql's input, and psql committed the
-    dropped schema with half the tables: the archive is read whole before anything is dropped."""
+    dropped objects with half the tables: the archive is read whole before anything is dropped.
+    (The revision check, which refuses most damaged files first, is passed here as a damaged
+    archive whose revision reads well would pass it.)"""
     _postgres_only()
     project = make_project(session_factory, "kept")
     add_solutions(session_factory, project, 40, steps=3)
@@ -188,9 +191,9 @@ def test_a_truncated_postgres_backup_changes_nothing(monkeypatch, database_url, 
     data = backup.read_bytes()
     cut = tmp_path / "cut.dump"
     cut.write_bytes(data[: len(data) * 3 // 4])
+    monkeypatch.setattr(backup_module, "_dump_revisions", lambda source: [next(iter(heads()))])
     engine.dispose()
     result = _restore(monkeypatch, database_url, cut)
-    assert result.exit_code == 1, result.output
-    assert "nothing was restored" in result.stderr or "is not a Stepwise backup" in result.stderr, result.stderr
+    assert result.exit_code == 1 and "nothing was restored" in result.stderr, result.output
     with session_factory() as session:
         assert [p.name for p in session.scalars(select(Project))] == ["kept"]

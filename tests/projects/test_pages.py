@@ -320,6 +320,10 @@ def test_daily_bars_fill_missing_days_and_scale_to_the_busiest() -> None:
     assert [b["labels"] for b in bars] == [0, 0, 4, 0, 2]
     assert [b["height"] for b in bars] == [0, 0, CHART_HEIGHT, 0, CHART_HEIGHT / 2]
     assert all(b["height"] == 0 for b in daily_bars([], today))
+    # A labeler's small bars: a day with one label beside a busy one still shows.
+    small = daily_bars([DailyCount(day=date(2026, 3, 9), labels=500), DailyCount(day=today, labels=1)], today,
+                       days=3, height=19, least=2)
+    assert [b["height"] for b in small] == [0, 19, 2]
 
 
 def test_a_researcher_sees_progress_but_no_forms(client, session_factory) -> None:  # type: ignore[no-untyped-def]
