@@ -195,34 +195,44 @@ def users() -> None:
     """User accounts."""
 
 
+
 @users.command("create")
 @click.option("--username", required=True)
 @click.option("--role", required=True, type=click.Choice([r.value for r in Role]))
+# Off by default here, whose operator often makes an account for themselves; on for generated
+# passwords (create-many), which are always someone else's to replace.
+@click.option("--must-change-password/--no-must-change-password", default=False,
+              help="the user chooses their own password at their first login, before anything else")
 @pass_ctx
-def users_create(ctx: _Context, username: str, role: str) -> None:
+def users_create(ctx: _Context, username: str, role: str, must_change_password: bool) -> None:
     """Create a user; the password is read from standard input."""
     from app.users.schemas import UserCreate
     from app.users.service import create_user
 
     password = _read_password()
-    data = _validated(UserCreate, {"password": "the password"}, username=username, role=role, password=password)
+    data = _validated(UserCreate, {"password": "the password"}, username=username, role=role, password=password,
+                      must_change_password=must_change_password)
     with ctx.session() as session:
         user = create_user(session, data)
-        click.echo(f"created {user.role.value} {user.username} (id {user.id})")
+        then = "; they choose their own password at their first login" if user.must_change_password else ""
+        click.echo(f"created {user.role.value} {user.username} (id {user.id}){then}")
 
 
 @users.command("create-many")
 @click.option("--role", required=True, type=click.Choice([r.value for r in Role if r != Role.admin]))
 @click.argument("names", type=click.File("r", encoding="utf-8"))
+@click.option("--must-change-password/--no-must-change-password", default=True,
+              help="each chooses their own password at their first login (the default)")
 @pass_ctx
-def users_create_many(ctx: _Context, role: str, names: TextIO) -> None:
+def users_create_many(ctx: _Context, role: str, names: TextIO, must_change_password: bool) -> None:
     """Create a user for each name in NAMES (a file, or - for standard input; one per line),
     each with a generated password; prints `username<TAB>password` lines, the only copy."""
     from app.users.schemas import UsersCreate
     from app.users.service import create_users
 
     usernames = [line.strip() for line in names if line.strip()]
-    data = _validated(UsersCreate, {"usernames": "name"}, usernames=usernames, role=role)
+    data = _validated(UsersCreate, {"usernames": "name"}, usernames=usernames, role=role,
+                      must_change_password=must_change_password)
     with ctx.session() as session:
         try:
             made = create_users(session, data, by=None)
@@ -232,7 +242,8 @@ def users_create_many(ctx: _Context, role: str, names: TextIO) -> None:
             raise BadInput(exc.message, details) from None
     for account in made:
         click.echo(f"{account.user.username}\t{account.password}")
-    click.echo(f"created {len(made)} {role}s: hand each their password privately", err=True)
+    then = "; each chooses their own at their first login" if must_change_password else ""
+    click.echo(f"created {len(made)} {role}s: hand each their password privately{then}", err=True)
 
 
 @users.command("list")
@@ -243,7 +254,7 @@ def users_list(ctx: _Context) -> None:
 
     with ctx.session() as session:
         for user in list_users(session):
-            state = "" if user.is_active else " (disabled)"
+            state = ("" if user.is_active else " (disabled)") + (" (to choose a password)" if user.must_change_password else "")
             click.echo(f"{user.id}\t{user.username}\t{user.role.value}{state}")
 
 
@@ -259,11 +270,14 @@ def users_set_role(ctx: _Context, username: str, role: str) -> None:
 
 @users.command("set-password")
 @click.option("--username", required=True)
+@click.option("--must-change-password/--no-must-change-password", default=None,
+              help="whether they replace it at their next login (neither: as before)")
 @pass_ctx
-def users_set_password(ctx: _Context, username: str) -> None:
+def users_set_password(ctx: _Context, username: str, must_change_password: bool | None) -> None:
     """Give a user a new password, read from standard input; their logins and tokens end."""
-    user = _update_user(ctx, username, password=_read_password())
-    click.echo(f"new password set for {user.username}; their logins and tokens have ended")
+    user = _update_user(ctx, username, password=_read_password(), must_change_password=must_change_password)
+    then = "; they replace it at their next login" if user.must_change_password else ""
+    click.echo(f"new password set for {user.username}; their logins and tokens have ended{then}")
 
 
 @users.command("unlock")

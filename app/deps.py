@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import Depends, Path, Request
 from fastapi.dependencies.models import Dependant
@@ -52,10 +53,39 @@ class NotAuthenticated(ServiceError):
 
 
 class LoginRequired(Exception):
-    """Raised for pages; app.main answers with a redirect to the login page."""
+    """Raised for pages; app.main answers with a redirect to `location`, the login page."""
 
     def __init__(self, next_path: str) -> None:
         self.next_path = next_path
+        self.location = f"/login?next={quote(next_path)}"
+
+
+class OwnPasswordRequired(LoginRequired):
+    """A page asked by a user whose password an admin chose: they are sent to choose their own."""
+
+    def __init__(self, next_path: str) -> None:
+        super().__init__(next_path)
+        self.location = "/account#password"
+
+
+class PasswordNotChosen(ServiceError):
+    status_code = 403
+
+
+# What a login whose password an admin chose may do (see User.must_change_password): choose
+# its own, log out, and look after its tokens. An API-only user trades the given password for a
+# token and changes it with that token, which stays.
+OPEN_BEFORE_OWN_PASSWORD = frozenset({"/account", "/account/password", "/logout", "/api/v1/users/me",
+                                      "/api/v1/users/me/password"})
+TOKENS_PATH = "/api/v1/auth/tokens"
+PASSWORD_NOT_CHOSEN = ("an administrator chose your password: choose your own before anything else, with POST "
+                       "/api/v1/users/me/password (or under Your account, /account, in the browser)")
+
+
+def _password_refusal(user_must_change: bool, path: str) -> PasswordNotChosen | None:
+    if not user_must_change or path in OPEN_BEFORE_OWN_PASSWORD or path.startswith(TOKENS_PATH):
+        return None
+    return PasswordNotChosen(PASSWORD_NOT_CHOSEN)
 
 
 class CsrfFailed(ServiceError):
@@ -132,6 +162,9 @@ def api_principal(request: Request, session: SessionDep) -> Principal:
     if principal is None:
         raise NotAuthenticated(NOT_LOGGED_IN)
     _check_csrf(given, principal.session.csrf_token if principal.session else None)
+    refusal = _password_refusal(principal.user.must_change_password, request.url.path)
+    if refusal is not None:
+        raise refusal
     request.state.principal = principal
     return principal
 
@@ -149,6 +182,9 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
     if caller is None:
         raise NotAuthenticated(missing)
     _check_csrf(given, caller.csrf_token)
+    if caller.must_change_password:
+        # Only the labeling hot path asks for a Caller, and none of it is open before then.
+        raise PasswordNotChosen(PASSWORD_NOT_CHOSEN)
     return caller
 
 
@@ -163,6 +199,8 @@ async def page_principal(request: Request, session: SessionDep) -> Principal:
             sent, principal.session.csrf_token
         ):
             raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
+    if _password_refusal(principal.user.must_change_password, request.url.path) is not None:
+        raise OwnPasswordRequired(request.url.path)
     request.state.principal = principal
     return principal
 
@@ -276,6 +314,9 @@ def access_refusal(request: Request) -> ServiceError | LoginRequired | None:
                 return LoginRequired(request.url.path)
             if principal is None:
                 raise NotAuthenticated(NOT_LOGGED_IN)
+            unchosen = _password_refusal(principal.user.must_change_password, request.url.path)
+            if unchosen is not None:
+                return OwnPasswordRequired(request.url.path) if source is page_principal else unchosen
             request.state.principal = principal
             return _role_refusal(principal.user, roles)
     except ServiceError as refusal:

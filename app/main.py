@@ -6,7 +6,6 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import quote
 
 import anyio
 from fastapi import FastAPI, Request
@@ -203,7 +202,7 @@ def _service_error_response(request: Request, exc: ServiceError) -> Response:
 
 
 def _login_redirect(exc: LoginRequired) -> Response:
-    return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+    return RedirectResponse(exc.location, status_code=303)
 
 
 async def _body_refusal(  # type: ignore[no-untyped-def]

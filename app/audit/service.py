@@ -34,6 +34,8 @@ ACTIONS: dict[str, Category] = {
     "user.reactivated": Category.users,
     "user.password_set": Category.users,
     "user.password_changed": Category.users,
+    "user.password_change_asked": Category.users,
+    "user.password_change_waived": Category.users,
     "user.unlocked": Category.users,
     "token.created": Category.tokens,
     "token.revoked": Category.tokens,
@@ -103,7 +105,8 @@ def describe(event: AuditEvent) -> str:
     d = event.details or {}
     match event.action:
         case "user.created":
-            return f"created as {d.get('role')}"
+            first = ", to choose their own password at their first login" if d.get("must_change_password") else ""
+            return f"created as {d.get('role')}{first}"
         case "user.role_changed":
             return f"role changed from {d.get('from')} to {d.get('to')}"
         case "user.deactivated":
@@ -111,9 +114,14 @@ def describe(event: AuditEvent) -> str:
         case "user.reactivated":
             return "reactivated"
         case "user.password_set":
-            return "given a new password: their logins ended"
+            then = ", to replace at their next login" if d.get("must_change_password") else ""
+            return f"given a new password{then}: their logins ended"
         case "user.password_changed":
             return "changed their own password"
+        case "user.password_change_asked":
+            return "asked to choose a new password before doing anything else"
+        case "user.password_change_waived":
+            return "no longer asked to choose a new password"
         case "user.unlocked":
             return "unlocked: the failed logins against their name were forgotten"
         case "token.created":

@@ -26,7 +26,7 @@ HOME_BY_ROLE = {
 }
 
 
-def _safe_next(next_path: str | None) -> str | None:
+def safe_next(next_path: str | None) -> str | None:
     # Only same-site paths: "//evil.example" and "https://…" would make the login an open
     # redirect. So would "/\evil.example" and "/<tab>/evil.example", which browsers read as
     # "//evil.example": they are refused here rather than left to the redirect's percent-encoding.
@@ -43,7 +43,7 @@ def _login_form(
     # Before login there is no session to hold a CSRF token: a cookie and a form field that
     # must match (double submit) stop other sites from logging a browser into our site.
     token = new_token()
-    next_path = _safe_next(next_path) or ""
+    next_path = safe_next(next_path) or ""
     response = render(
         request,
         "auth/login.html",
@@ -95,7 +95,11 @@ def login(
         # The failure just counted is committed with this answer, which is returned, not raised.
         return _login_form(request, next, "Wrong username or password.", 401, username)
     login_ = service.start_browser_session(session, user, settings.session_hours, client_address(request))
-    response = RedirectResponse(_safe_next(next) or HOME_BY_ROLE[user.role], status_code=303)
+    target = safe_next(next) or HOME_BY_ROLE[user.role]
+    if user.must_change_password:
+        # Where they were going waits until the password is their own (app.users.account).
+        target = f"/account?{urlencode({'next': target})}#password"
+    response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
         login_.cookie_token,

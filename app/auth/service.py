@@ -42,6 +42,7 @@ class Caller:
     user_id: int
     # The browser session's, for a cookie login (which needs CSRF); None for a bearer token.
     csrf_token: str | None
+    must_change_password: bool
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,10 @@ _TOKEN_USER = (
 # time (next-task: see app.labeling.queue.lease_next); taken in the lookup, the lock costs no
 # round trip of its own. NO KEY UPDATE, as queue.lock_labeler.
 _CALLER_BY_COOKIE = _SESSION_AND_USER.with_only_columns(
-    User.id, User.is_active, AuthSession.csrf_token, AuthSession.expires_at
+    User.id, User.is_active, User.must_change_password, AuthSession.csrf_token, AuthSession.expires_at
 )
-_CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active, ApiToken.id.label("token_id"),
-                                                 ApiToken.last_used_at)
+_CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active, User.must_change_password,
+                                                 ApiToken.id.label("token_id"), ApiToken.last_used_at)
 _LOCKED_CALLER_BY_COOKIE = _CALLER_BY_COOKIE.with_for_update(of=User, key_share=True)
 _LOCKED_CALLER_BY_TOKEN = _CALLER_BY_TOKEN.with_for_update(of=User, key_share=True)
 
@@ -199,7 +200,7 @@ def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool =
     row = session.connection().execute(statement, {"digest": token_digest(cookie_token)}).first()
     if row is None or row.expires_at < utcnow() or not row.is_active:
         return None
-    return Caller(user_id=row.id, csrf_token=row.csrf_token)
+    return Caller(user_id=row.id, csrf_token=row.csrf_token, must_change_password=row.must_change_password)
 
 
 def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False) -> Caller | None:
@@ -210,7 +211,7 @@ def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False)
     if row is None or not row.is_active:
         return None
     _note_use(session, row.token_id, row.last_used_at, now)
-    return Caller(user_id=row.id, csrf_token=None)
+    return Caller(user_id=row.id, csrf_token=None, must_change_password=row.must_change_password)
 
 
 def end_logins(session: Session, user: User, *, keep: Principal | None = None) -> None:

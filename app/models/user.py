@@ -4,7 +4,7 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import Boolean, Enum, String
+from sqlalchemy import Boolean, Enum, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime, utcnow
@@ -29,4 +29,7 @@ class User(Base):
         String(36), unique=True, default=lambda: str(uuid.uuid4())
     )
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Set when an admin chose the password (a new account, a reset): until its owner chooses
+    # their own, their logins may do nothing else (app.deps), since the admin knows it too.
+    must_change_password: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

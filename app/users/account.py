@@ -8,6 +8,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
+from app.auth.pages import HOME_BY_ROLE, safe_next
 from app.auth.schemas import TokenSettings
 from app.auth.service import IssuedToken, issue_api_token, list_api_tokens, log_in, revoke_own_token
 from app.auth.throttle import Limits, TooManyFailures
@@ -25,6 +26,8 @@ class PasswordForm(BaseModel):
     current_password: str = Field(default="", max_length=1024)
     new_password: str = Field(default="", max_length=1024)
     repeat_password: str = Field(default="", max_length=1024)
+    # Where a user whose password an admin chose was going when the login sent them here.
+    next: str = Field(default="", max_length=2000)
 
 
 class TokenForm(BaseModel):
@@ -40,7 +43,8 @@ def account_page(request: Request, login: PagePrincipal, session: SessionDep) ->
     # Said in the tokens card, where the page opens: a banner at the top would be scrolled past.
     revoked = request.query_params.get("revoked", "")
     shown = revoked.isascii() and revoked.isdigit() and len(revoked) < 12
-    return _page(request, session, login, {}, messages, revoked=int(revoked) if shown else None)
+    return _page(request, session, login, {}, messages, revoked=int(revoked) if shown else None,
+                 next_path=safe_next(request.query_params.get("next")))
 
 
 PASSWORD_CHANGED = "Password changed. Your other browser sessions and API tokens have ended; this one stays."
@@ -50,23 +54,31 @@ PASSWORD_CHANGED = "Password changed. Your other browser sessions and API tokens
 def change_password(
     request: Request, login: PagePrincipal, session: SessionDep, form: Annotated[PasswordForm, Form()]
 ) -> Response:
+    next_path = safe_next(form.next)
     try:
-        data = validate_form(PasswordChange, form.model_dump(exclude={"repeat_password"}),
+        data = validate_form(PasswordChange, form.model_dump(exclude={"repeat_password", "next"}),
                              required=("current_password", "new_password"))
     except FormInvalid as exc:
-        return _page(request, session, login, exc.errors, status_code=422)
+        return _page(request, session, login, exc.errors, status_code=422, next_path=next_path)
     if form.repeat_password != form.new_password:
-        return _page(request, session, login, {"repeat_password": "does not match the new password"}, status_code=422)
+        return _page(request, session, login, {"repeat_password": "does not match the new password"}, status_code=422,
+                     next_path=next_path)
     limits = Limits.from_settings(request.app.state.settings)
+    was_given = login.user.must_change_password
     try:
         changed = service.change_own_password(session, login, data, client_address(request), limits)
     except TooManyFailures as exc:
-        response = _page(request, session, login, {"current_password": exc.message}, status_code=429)
+        response = _page(request, session, login, {"current_password": exc.message}, status_code=429,
+                         next_path=next_path)
         response.headers.update(exc.headers)
         return response
     if not changed:
         # Answered, not raised: raising would roll back the failed attempt just counted.
-        return _page(request, session, login, {"current_password": "is not your password"}, status_code=403)
+        return _page(request, session, login, {"current_password": "is not your password"}, status_code=403,
+                     next_path=next_path)
+    if was_given:
+        # On to what the login was for: the page that was closed to them until now.
+        return RedirectResponse(next_path or HOME_BY_ROLE[login.user.role], status_code=303)
     return RedirectResponse("/account?password=changed", status_code=303)
 
 
@@ -119,7 +131,7 @@ def revoke_token(request: Request, token_id: PageId, login: PagePrincipal, sessi
 def _page(request: Request, session: SessionDep, login: PagePrincipal, errors: dict[str, str],
           messages: list[dict[str, str]] | None = None, status_code: int = 200, *,
           issued: IssuedToken | None = None, token_values: dict[str, str] | None = None,
-          revoked: int | None = None) -> Response:
+          revoked: int | None = None, next_path: str | None = None) -> Response:
     max_days = request.app.state.settings.token_max_days
     return render(request, "auth/account.html", {
         "errors": errors, "messages": messages or [],
@@ -129,6 +141,7 @@ def _page(request: Request, session: SessionDep, login: PagePrincipal, errors: d
         "token_values": token_values or {},
         "token_days": [(days, words) for days, words in TOKEN_DAYS if max_days is None or days <= max_days],
         "token_max_days": max_days,
+        "next_path": next_path or "",
     }, status_code=status_code)
 
 

@@ -25,15 +25,22 @@ router = APIRouter(prefix="/admin/users", include_in_schema=False)
 ShortText = Annotated[str, Form(max_length=1024)]
 
 
+def _checked(box: str) -> str:
+    """A checkbox's value as the schemas read it: a browser sends an unticked box not at all, and
+    the confirmation card sends back what this made of it."""
+    return "true" if box in ("on", "true") else "false"
+
+
 # What the page says after each change, by the query parameter the change redirects with (its
 # value the user's id). Said only while it is still true: an address typed by hand, or kept
 # after a later change, shows no banner.
 USER_NOTICES: dict[str, tuple[Callable[[User], bool], str]] = {
-    "created": (lambda u: True, "Created {username} ({role}): give them their password privately."),
+    "created": (lambda u: True, "Created {username} ({role}): give them their password privately.{then}"),
     "role_set": (lambda u: True, "{username}'s role is now {role}."),
     "deactivated": (lambda u: not u.is_active, "{username} is deactivated: their logins and API tokens have ended."),
     "reactivated": (lambda u: u.is_active, "{username} can log in again."),
-    "password_set": (lambda u: True, "New password set for {username}: hand it to them; their other logins have ended."),
+    "password_set": (lambda u: True, "New password set for {username}: hand it to them; their other logins have "
+                                     "ended.{then}"),
     "unlocked": (lambda u: True, "{username} may log in again at once: the failed logins against their name are forgotten."),
 }
 
@@ -42,7 +49,8 @@ USER_NOTICES: dict[str, tuple[Callable[[User], bool], str]] = {
 def users_page(request: Request, admin: AdminPageUser, session: SessionDep) -> Response:
     users = {str(u.id): u for u in service.list_users(session)}
     messages = [
-        {"kind": "success", "text": text.format(username=user.username, role=user.role.value)}
+        {"kind": "success", "text": text.format(username=user.username, role=user.role.value, then=(
+            " They choose their own when they next log in." if user.must_change_password else ""))}
         for parameter, (holds, text) in USER_NOTICES.items()
         if (user := users.get(request.query_params.get(parameter, ""))) is not None and holds(user)
     ]
@@ -57,9 +65,10 @@ def create_user(
     username: ShortText = "",
     role: ShortText = "",
     password: ShortText = "",
+    must_change_password: ShortText = "",
     your_password: ShortText = "",
 ) -> Response:
-    values = {"username": username.strip(), "role": role}
+    values = {"username": username.strip(), "role": role, "must_change_password": _checked(must_change_password)}
     try:
         data = validate_form(UserCreate, {**values, "password": password})
     except FormInvalid as exc:
@@ -80,14 +89,16 @@ def create_user(
 def create_users(
     request: Request, admin: AdminPageUser, session: SessionDep,
     usernames: Annotated[str, Form(max_length=MAX_NEW_USERS * 70)] = "", role: ShortText = "",
+    must_change_password: ShortText = "",
 ) -> Response:
     """Several accounts at once; their generated passwords are on the answer alone (a redirect
     would have to keep them somewhere)."""
     names = [line.strip() for line in usernames.splitlines() if line.strip()]
-    values = {"usernames": usernames, "role": role}
+    values = {"usernames": usernames, "role": role, "must_change_password": _checked(must_change_password)}
     try:
         # Not validate_form, which says a list's first bad item: every bad name is said here.
-        data = UsersCreate.model_validate({"usernames": names, "role": role})
+        data = UsersCreate.model_validate({"usernames": names, "role": role,
+                                           "must_change_password": values["must_change_password"]})
         made = service.create_users(session, data, by=admin)
     except ValidationError as exc:
         problems = {".".join(map(str, e["loc"])): plain_message(e, UsersCreate) for e in exc.errors(include_url=False)}
@@ -142,11 +153,16 @@ def set_password(
     login: PagePrincipal,
     session: SessionDep,
     password: ShortText = "",
+    must_change_password: ShortText = "",
     your_password: ShortText = "",
 ) -> Response:
     """A new password an admin hands to a user who lost theirs; it ends every login of theirs
-    (the admin's own, when it is their row, stays)."""
-    return _update(request, session, admin, user_id, {"password": password}, your_password, keep=login)
+    (the admin's own, when it is their row, stays). Ticked, the user replaces it at their next
+    login."""
+    return _update(request, session, admin, user_id,
+                   {"password": password, "must_change_password": _checked(must_change_password)},
+                   your_password, keep=login)
+
 
 
 @router.post("/{user_id}/unlock")
@@ -220,7 +236,8 @@ def _update(
     action = request.url.path
     secret = "password" in values
     refused = _ask_your_password(request, session, admin, your_password, change, Confirmation(
-        change=change or "", action=action, fields={} if secret else values,
+        change=change or "", action=action,
+        fields={key: value for key, value in values.items() if key != "password"},
         retype=f"New password for {user.username}" if secret else None))
     if refused is not None:
         return refused

@@ -33,6 +33,9 @@ class UserCreate(BaseModel):
     username: Username
     role: Role
     password: Password
+    must_change_password: bool = Field(
+        default=False, description="true: the password is only for their first login; until they choose their own, "
+                                   "they may do nothing else (the browser leads them to Your account)")
     your_password: YourPassword
 
 
@@ -48,6 +51,8 @@ class UsersCreate(BaseModel):
 
     usernames: list[Username] = Field(min_length=1, max_length=MAX_NEW_USERS)
     role: Role
+    must_change_password: bool = Field(
+        default=True, description="the generated passwords are for the first login only (see UserCreate)")
 
     @field_validator("role")
     @classmethod
@@ -65,13 +70,16 @@ class UserUpdate(BaseModel):
     role: Role | None = None
     is_active: bool | None = None
     password: Password | None = None
+    must_change_password: bool | None = Field(
+        default=None, description="true: they must choose their own password before doing anything else (with a new "
+                                  "`password`, or to make them replace the one they have); false: they need not")
     your_password: YourPassword
 
     @model_validator(mode="after")
     def _changes_something(self) -> UserUpdate:
         # `{}` answered 200 with nothing done, where the users page says so.
-        if self.role is None and self.is_active is None and self.password is None:
-            raise ValueError("nothing to change: no new role, active flag or password was given")
+        if self.role is None and self.is_active is None and self.password is None and self.must_change_password is None:
+            raise ValueError("nothing to change: no new role, active flag, password or must_change_password was given")
         return self
 
 
@@ -99,6 +107,8 @@ class UserRead(BaseModel):
     role: Role
     labeler_uuid: str
     is_active: bool
+    must_change_password: bool = Field(description="an admin chose their password: they must choose their own "
+                                                   "before doing anything else")
     created_at: datetime
     locked_until: datetime | None = Field(
         default=None, description="while failed logins against this name lock it: when the lock ends")

@@ -31,10 +31,11 @@ def create_user(session: Session, data: UserCreate, *, by: User | None = None) -
     if taken is not None:
         raise Conflict(f"a user named {taken!r} already exists" if taken == data.username else
                        f"a user named {taken!r} already exists; names may not differ only in case")
-    user = User(username=data.username, role=data.role, password_hash=password_hash)
+    user = User(username=data.username, role=data.role, password_hash=password_hash,
+                must_change_password=data.must_change_password)
     session.add(user)
     session.flush()
-    audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value)
+    audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value, **_first_login(user))
     return user
 
 
@@ -57,11 +58,12 @@ def create_users(session: Session, data: UsersCreate, *, by: User | None) -> lis
     hold_rule(session, RuleLock.user_names)
     # Again under the lock: a name may have been taken while the passwords were hashed.
     _refuse_names(data.usernames, _taken(session, data.usernames))
-    users = [User(username=name, role=data.role, password_hash=digest) for name, digest in zip(data.usernames, hashes)]
+    users = [User(username=name, role=data.role, password_hash=digest, must_change_password=data.must_change_password)
+             for name, digest in zip(data.usernames, hashes)]
     session.add_all(users)
     session.flush()
     for user in users:
-        audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value)
+        audit.record(session, by, "user.created", audit.user_target(user), role=user.role.value, **_first_login(user))
     return [NewAccount(user, password) for user, password in zip(users, passwords)]
 
 
@@ -83,6 +85,11 @@ def _refuse_names(names: list[str], taken: dict[str, str]) -> None:
         first.setdefault(key, index)
     if problems:
         raise BadInput(f"no user was created: {len(problems)} of the names cannot be used", problems)
+
+
+def _first_login(user: User) -> dict[str, bool]:
+    """The audit detail of a password its owner must replace; none for one they keep."""
+    return {"must_change_password": True} if user.must_change_password else {}
 
 
 def list_users(session: Session) -> list[User]:
@@ -144,7 +151,7 @@ def update_user(
     if by is not None and user.id == by.id and changes_standing:
         # An admin who demotes or deactivates themselves may leave nobody able to undo it.
         raise Conflict("you cannot change your own role or deactivate yourself; ask another admin")
-    if by is not None and user.id == by.id and data.password is not None:
+    if by is not None and user.id == by.id and (data.password is not None or data.must_change_password is not None):
         # Your own password takes the current one (change_own_password), as everyone's does: one
         # way to change it, whatever the role.
         raise Conflict("change your own password under Your account (/account) or with POST "
@@ -162,8 +169,14 @@ def update_user(
         audit.record(session, by, "user.reactivated" if data.is_active else "user.deactivated", target)
         user.is_active = data.is_active
     if password_hash is not None:
-        audit.record(session, by, "user.password_set", target)
+        if data.must_change_password is not None:
+            user.must_change_password = data.must_change_password
+        audit.record(session, by, "user.password_set", target, **_first_login(user))
         _set_password(session, user, password_hash, keep)
+    elif data.must_change_password is not None and data.must_change_password != user.must_change_password:
+        audit.record(session, by, "user.password_change_asked" if data.must_change_password
+                     else "user.password_change_waived", target)
+        user.must_change_password = data.must_change_password
     if data.is_active is False:
         end_logins(session, user, keep=keep)
     return user
@@ -221,5 +234,6 @@ def change_own_password(
     if log_in(session, user.username, data.current_password, address, limits, purpose="password change") is None:
         return False
     _set_password(session, user, hash_password(data.new_password), keep=login)
+    user.must_change_password = False
     audit.record(session, user, "user.password_changed", audit.user_target(user))
     return True

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import func, select, update
 
-from app.auth.pages import _safe_next
+from app.auth.pages import safe_next
 from app.auth.security import token_digest, verify_password
 from app.db import session_scope
 from app.deps import SESSION_COOKIE
@@ -160,8 +160,8 @@ def test_login_never_redirects_off_site(client, session_factory, next_path: str)
 @pytest.mark.parametrize("next_path", ["/\\evil.example", "/\t/evil.example", "/\n/evil.example", "/\x7f/evil.example"])
 def test_a_next_path_a_browser_would_read_as_another_site_is_not_followed(next_path: str) -> None:
     # Not left to the redirect's percent-encoding, which a Location built otherwise would lack.
-    assert _safe_next(next_path) is None
-    assert _safe_next("/label/stats?project=1") == "/label/stats?project=1"
+    assert safe_next(next_path) is None
+    assert safe_next("/label/stats?project=1") == "/label/stats?project=1"
 
 
 def _stays_on_site(url: str) -> bool:

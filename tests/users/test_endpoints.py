@@ -23,7 +23,10 @@ def test_an_admin_creates_lists_and_updates_users(client, headers) -> None:  # t
     created = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "labeler", "password": PASSWORD})
     assert created.status_code == 201
     body = created.json()
-    assert body["role"] == "labeler" and "password" not in str(body).lower()
+    # Nothing of the password itself: its one word in the answer is whether they must replace it.
+    assert body["role"] == "labeler" and body["must_change_password"] is False
+    assert "password" not in str({k: v for k, v in body.items() if k != "must_change_password"}).lower()
+    assert PASSWORD not in created.text and "argon2" not in created.text
     changed = client.patch(f"/api/v1/users/{body['id']}", headers=headers, json={"role": "manager"})
     assert changed.status_code == 200 and changed.json()["role"] == "manager"
     assert [u["username"] for u in client.get("/api/v1/users", headers=headers).json()] == ["ann", "boss"]
@@ -83,7 +86,7 @@ def test_an_update_that_changes_nothing_is_refused(client, session_factory, head
     response = client.patch(f"/api/v1/users/{ann.id}", headers=headers, json=body)
     assert response.status_code == 422, response.text
     assert response.json()["errors"] == [
-        {"field": "body", "message": "nothing to change: no new role, active flag or password was given"}]
+        {"field": "body", "message": "nothing to change: no new role, active flag, password or must_change_password was given"}]
 
 
 def test_an_admin_may_send_their_own_unchanged_role_but_not_a_new_one(client, headers) -> None:  # type: ignore[no-untyped-def]
