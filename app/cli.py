@@ -364,36 +364,46 @@ def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int 
 
 
 @tokens.command("list")
-@click.option("--username", required=True)
+@click.option("--username", default=None, help="one user's (default: every user's, the holder's name first)")
 @pass_ctx
-def tokens_list(ctx: _Context, username: str) -> None:
-    """A user's tokens that are not revoked: id, name, created, last used, expires (tab-separated)."""
-    from app.auth.service import list_api_tokens
+def tokens_list(ctx: _Context, username: str | None) -> None:
+    """Tokens that are not revoked: id, name, created, last used, expires (tab-separated)."""
+    from app.auth.service import HeldToken, list_all_api_tokens, list_api_tokens
     from app.users.service import get_user_by_name
 
     def when(moment: datetime | None, never: str) -> str:
         return never if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
 
     with ctx.session() as session:
-        for record in list_api_tokens(session, get_user_by_name(session, username)):
+        if username is None:
+            held = list_all_api_tokens(session)
+        else:
+            user = get_user_by_name(session, username)
+            held = [HeldToken(record, user.username) for record in list_api_tokens(session, user)]
+        for token in held:
+            record = token.record
             expires = when(record.expires_at, "never") + (" (expired)" if record.expired else "")
-            click.echo("\t".join((str(record.id), record.name, when(record.created_at, ""),
-                                  when(record.last_used_at, "never used"), expires)))
+            columns = (str(record.id), record.name, when(record.created_at, ""),
+                       when(record.last_used_at, "never used"), expires)
+            click.echo("\t".join(columns if username else (token.username, *columns)))
 
 
 @tokens.command("revoke")
-@click.option("--username", required=True)
+@click.option("--username", default=None, help="whose it must be (default: anyone's)")
 @click.argument("token_id", type=click.IntRange(1, INT32_MAX))
 @pass_ctx
-def tokens_revoke(ctx: _Context, username: str, token_id: int) -> None:
-    """Revoke one of a user's tokens by its id (see `tokens list`)."""
-    from app.auth.service import revoke_own_token
+def tokens_revoke(ctx: _Context, username: str | None, token_id: int) -> None:
+    """Revoke a token by its id (see `tokens list`)."""
+    from app.auth.service import HeldToken, revoke_any_token, revoke_own_token
     from app.users.service import get_user_by_name
 
     with ctx.session() as session:
-        user = get_user_by_name(session, username)
-        record = revoke_own_token(session, user, token_id)
-        click.echo(f"revoked token {record.id} ({record.name}) of {user.username}")
+        if username is None:
+            held = revoke_any_token(session, token_id, by=None)
+        else:
+            user = get_user_by_name(session, username)
+            held = HeldToken(revoke_own_token(session, user, token_id), user.username)
+        click.echo(f"revoked token {held.record.id} ({held.record.name}) of {held.username}")
 
 
 @cli.group(cls=_Group)

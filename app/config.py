@@ -40,6 +40,10 @@ class Settings(BaseSettings):
         description="Send session cookies over HTTPS only; turn on behind TLS.",
     )
     session_hours: int = Field(default=12, ge=1, le=24 * 30, alias="STEPWISE_SESSION_HOURS")
+    # A browser left logged in on a shared computer is anyone's until the session ends: one
+    # unused this long ends sooner (0: only at session_hours). Requests a page makes on its own
+    # (an empty queue's recheck, a round's progress) do not count as use.
+    session_idle_minutes: int = Field(default=120, ge=0, le=24 * 60 * 30, alias="STEPWISE_SESSION_IDLE_MINUTES")
     max_upload_mb: int = Field(default=2048, ge=1, alias="STEPWISE_MAX_UPLOAD_MB")
     # Connections a worker process keeps open. Fewer than its requests in flight, and every
     # request past them opened and closed a connection of its own (PostgreSQL forks a backend
@@ -109,6 +113,15 @@ class Settings(BaseSettings):
     @classmethod
     def _batch_tokens(cls, value: object) -> object:
         return batch_tokens_setting(value) if isinstance(value, str) else value
+
+    @field_validator("session_idle_minutes")
+    @classmethod
+    def _idle(cls, value: int) -> int:
+        # Use is written down to the minute: a session allowed a minute or two unused would end
+        # under someone at work.
+        if 0 < value < 5:
+            raise ValueError("must be 0 (sessions end only when they expire) or at least 5 minutes")
+        return value
 
     @field_validator("metrics_allow")
     @classmethod

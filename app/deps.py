@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from fastapi import Depends, Path, Request
 from fastapi.dependencies.models import Dependant
@@ -17,6 +18,7 @@ from app.auth.security import same_token
 from app.auth.service import (
     Caller,
     Principal,
+    SessionUse,
     caller_from_bearer,
     caller_from_cookie,
     principal_from_bearer,
@@ -61,11 +63,23 @@ class LoginRequired(Exception):
 
 
 class OwnPasswordRequired(LoginRequired):
-    """A page asked by a user whose password an admin chose: they are sent to choose their own."""
+    """A page asked by a user whose password an admin chose: they are sent to choose their own,
+    then on to `next_path`."""
 
     def __init__(self, next_path: str) -> None:
         super().__init__(next_path)
-        self.location = "/account#password"
+        self.location = f"/account?next={quote(next_path)}#password"
+
+
+def return_path(request: Request) -> str:
+    """Where a login, or a password of one's own, sends the user on to: the page asked for, or for
+    a form's post (its address answers POST alone) the page the form was on, where it is ours."""
+    if request.method not in UNSAFE_METHODS:
+        return request.url.path
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc == request.url.netloc and referer.path.startswith("/"):
+        return referer.path
+    return "/"
 
 
 class PasswordNotChosen(ServiceError):
@@ -83,7 +97,8 @@ PASSWORD_NOT_CHOSEN = ("an administrator chose your password: choose your own be
 
 
 def _password_refusal(user_must_change: bool, path: str) -> PasswordNotChosen | None:
-    if not user_must_change or path in OPEN_BEFORE_OWN_PASSWORD or path.startswith(TOKENS_PATH):
+    if not user_must_change or path in OPEN_BEFORE_OWN_PASSWORD or path == TOKENS_PATH or \
+            path.startswith(TOKENS_PATH + "/"):
         return None
     return PasswordNotChosen(PASSWORD_NOT_CHOSEN)
 
@@ -100,6 +115,17 @@ class Credentials:
     cookie: str | None
     csrf_sent: str
     unsafe: bool
+    session_use: SessionUse
+
+
+# Sent by a page's requests made on its own, which do not keep an unused session going.
+UNATTENDED_HEADER = "X-Stepwise-Unattended"
+
+
+def session_use(request: Request) -> SessionUse:
+    minutes = request.app.state.settings.session_idle_minutes
+    return SessionUse(idle=timedelta(minutes=minutes) if minutes else None,
+                      attended=request.headers.get(UNATTENDED_HEADER) != "1")
 
 
 def client_address(request: Request) -> str | None:
@@ -121,6 +147,7 @@ def credentials(request: Request) -> Credentials:
         cookie=request.cookies.get(SESSION_COOKIE),
         csrf_sent=request.headers.get(CSRF_HEADER, ""),
         unsafe=request.method in UNSAFE_METHODS,
+        session_use=session_use(request),
     )
 
 
@@ -144,7 +171,7 @@ def _principal(session: Session, given: Credentials) -> Principal | None:
             raise NotAuthenticated(UNKNOWN_TOKEN)
         return principal
     if given.cookie:
-        return principal_from_cookie(session, given.cookie)
+        return principal_from_cookie(session, given.cookie, given.session_use)
     return None
 
 
@@ -177,7 +204,7 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
         caller = caller_from_bearer(session, given.bearer, lock_user=lock_user)
         missing = UNKNOWN_TOKEN
     else:
-        caller = caller_from_cookie(session, given.cookie, lock_user=lock_user) if given.cookie else None
+        caller = caller_from_cookie(session, given.cookie, given.session_use, lock_user=lock_user) if given.cookie else None
         missing = NOT_LOGGED_IN
     if caller is None:
         raise NotAuthenticated(missing)
@@ -191,7 +218,7 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
 async def page_principal(request: Request, session: SessionDep) -> Principal:
     principal = _principal(session, credentials(request))
     if principal is None or principal.session is None:
-        raise LoginRequired(request.url.path)
+        raise LoginRequired(return_path(request))
     if request.method in UNSAFE_METHODS:
         form = await request.form()
         sent = form.get("csrf_token") or request.headers.get(CSRF_HEADER, "")
@@ -200,7 +227,7 @@ async def page_principal(request: Request, session: SessionDep) -> Principal:
         ):
             raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
     if _password_refusal(principal.user.must_change_password, request.url.path) is not None:
-        raise OwnPasswordRequired(request.url.path)
+        raise OwnPasswordRequired(return_path(request))
     request.state.principal = principal
     return principal
 
@@ -311,12 +338,12 @@ def access_refusal(request: Request) -> ServiceError | LoginRequired | None:
         with session_scope(request.app.state.session_factory) as session:
             principal = _principal(session, given)
             if source is page_principal and (principal is None or principal.session is None):
-                return LoginRequired(request.url.path)
+                return LoginRequired(return_path(request))
             if principal is None:
                 raise NotAuthenticated(NOT_LOGGED_IN)
             unchosen = _password_refusal(principal.user.must_change_password, request.url.path)
             if unchosen is not None:
-                return OwnPasswordRequired(request.url.path) if source is page_principal else unchosen
+                return OwnPasswordRequired(return_path(request)) if source is page_principal else unchosen
             request.state.principal = principal
             return _role_refusal(principal.user, roles)
     except ServiceError as refusal:
@@ -330,4 +357,4 @@ def visitor(request: Request) -> Principal | None:
     if not cookie:
         return None
     with session_scope(request.app.state.session_factory) as session:
-        return principal_from_cookie(session, cookie)
+        return principal_from_cookie(session, cookie, session_use(request))

@@ -98,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for router in (
         auth_api.router,
+        auth_api.everyone_router,
         users_api.router,
         projects_api.router,
         labeling_api.router,

@@ -4,12 +4,14 @@ from fastapi import APIRouter, Request, status
 from fastapi.responses import JSONResponse
 
 from app.auth import service
-from app.auth.schemas import TokenInfo, TokenRead, TokenRequest
+from app.auth.schemas import HeldTokenInfo, TokenInfo, TokenRead, TokenRequest
 from app.auth.throttle import Limits
-from app.deps import ApiPrincipal, ApiUser, NotAuthenticated, RowId, SessionDep, client_address
+from app.deps import AdminApiUser, ApiPrincipal, ApiUser, NotAuthenticated, RowId, SessionDep, client_address
 from app.errors import error_responses
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
+# Everyone's tokens, for admins: a router of its own, since /auth/tokens are the caller's.
+everyone_router = APIRouter(prefix="/api/v1/api-tokens", tags=["auth"], responses=error_responses(401, 403))
 
 
 @router.post(
@@ -62,3 +64,18 @@ def revoke_token(token_id: RowId, login: ApiPrincipal, session: SessionDep) -> N
     """Revoke one of your tokens by its id (from `GET /tokens`); it is refused from then on."""
     service.revoke_own_token(session, login.user, token_id, by=login.user)
 
+
+
+@everyone_router.get("", response_model=list[HeldTokenInfo])
+def list_everyones_tokens(login: ApiPrincipal, _: AdminApiUser, session: SessionDep) -> list[HeldTokenInfo]:
+    """Every user's tokens that are not revoked, newest first, with their holder and last use: who
+    can reach the API now."""
+    return [HeldTokenInfo(**TokenInfo.of(held.record, login.token_id).model_dump(), user_id=held.record.user_id,
+                          username=held.username) for held in service.list_all_api_tokens(session)]
+
+
+@everyone_router.delete("/{token_id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 422))
+def revoke_anyones_token(token_id: RowId, admin: AdminApiUser, session: SessionDep) -> None:
+    """Revoke any user's token by its id: a script that leaked it, a holder who left. Recorded in
+    the audit trail."""
+    service.revoke_any_token(session, token_id, by=admin)

@@ -11,7 +11,7 @@ from fastapi.responses import RedirectResponse, Response
 from app.auth import service
 from app.auth.security import new_token, same_token
 from app.auth.throttle import Limits, TooManyFailures
-from app.deps import SESSION_COOKIE, PageUser, SessionDep, client_address
+from app.deps import SESSION_COOKIE, PageUser, SessionDep, client_address, session_use
 from app.models import Role
 from app.templating import render
 
@@ -94,7 +94,8 @@ def login(
     if user is None:
         # The failure just counted is committed with this answer, which is returned, not raised.
         return _login_form(request, next, "Wrong username or password.", 401, username)
-    login_ = service.start_browser_session(session, user, settings.session_hours, client_address(request))
+    login_ = service.start_browser_session(session, user, settings.session_hours, client_address(request),
+                                           session_use(request).idle)
     target = safe_next(next) or HOME_BY_ROLE[user.role]
     if user.must_change_password:
         # Where they were going waits until the password is their own (app.users.account).

@@ -48,3 +48,10 @@ class TokenInfo(BaseModel):
     def of(cls, record: ApiToken, current_id: int | None) -> TokenInfo:
         return cls(id=record.id, name=record.name, created_at=record.created_at, last_used_at=record.last_used_at,
                    expires_at=record.expires_at, expired=record.expired, current=record.id == current_id)
+
+
+class HeldTokenInfo(TokenInfo):
+    """A token of any user, for an admin."""
+
+    user_id: int
+    username: str

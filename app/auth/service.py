@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, delete, or_, select, update
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.auth import throttle
 from app.auth.security import new_token, token_digest, verify_password
@@ -96,7 +96,8 @@ def log_in(
     return user
 
 
-def start_browser_session(session: Session, user: User, hours: int, address: str | None) -> BrowserLogin:
+def start_browser_session(session: Session, user: User, hours: int, address: str | None,
+                          idle: timedelta | None = None) -> BrowserLogin:
     cookie_token, csrf_token = new_token(), new_token()
     now = utcnow()
     audit.record(session, user, "login.succeeded", audit.user_target(user), address=address)
@@ -107,10 +108,14 @@ def start_browser_session(session: Session, user: User, hours: int, address: str
             csrf_token=csrf_token,
             created_at=now,
             expires_at=now + timedelta(hours=hours),
+            last_seen_at=now,
         )
     )
-    # Expired sessions are swept at login time, which needs no scheduler.
-    session.execute(delete(AuthSession).where(AuthSession.expires_at < now))
+    # Ended sessions are swept at login time, which needs no scheduler.
+    ended = AuthSession.expires_at < now
+    if idle is not None:
+        ended = or_(ended, AuthSession.last_seen_at <= now - idle)
+    session.execute(delete(AuthSession).where(ended))
     return BrowserLogin(cookie_token=cookie_token, csrf_token=csrf_token)
 
 
@@ -137,7 +142,8 @@ _TOKEN_USER = (
 # time (next-task: see app.labeling.queue.lease_next); taken in the lookup, the lock costs no
 # round trip of its own. NO KEY UPDATE, as queue.lock_labeler.
 _CALLER_BY_COOKIE = _SESSION_AND_USER.with_only_columns(
-    User.id, User.is_active, User.must_change_password, AuthSession.csrf_token, AuthSession.expires_at
+    User.id, User.is_active, User.must_change_password, AuthSession.id.label("session_id"), AuthSession.csrf_token,
+    AuthSession.expires_at, AuthSession.last_seen_at,
 )
 _CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active, User.must_change_password,
                                                  ApiToken.id.label("token_id"), ApiToken.last_used_at)
@@ -145,13 +151,30 @@ _LOCKED_CALLER_BY_COOKIE = _CALLER_BY_COOKIE.with_for_update(of=User, key_share=
 _LOCKED_CALLER_BY_TOKEN = _CALLER_BY_TOKEN.with_for_update(of=User, key_share=True)
 
 
-def principal_from_cookie(session: Session, cookie_token: str) -> Principal | None:
+@dataclass(frozen=True, slots=True)
+class SessionUse:
+    """How a request may use its browser session: `idle` is how long one may go unused before it
+    ends (None: until it expires); `attended`, whether a person made the request (a page's own
+    polls are not, and leave the session to end when nobody is there)."""
+
+    idle: timedelta | None
+    attended: bool
+
+
+def _session_ended(expires_at: datetime, last_seen_at: datetime, use: SessionUse, now: datetime) -> bool:
+    return expires_at < now or (use.idle is not None and now - last_seen_at >= use.idle)
+
+
+def principal_from_cookie(session: Session, cookie_token: str, use: SessionUse) -> Principal | None:
     row = session.execute(_SESSION_AND_USER, {"digest": token_digest(cookie_token)}).first()
     if row is None:
         return None
     auth_session, user = row
-    if auth_session.expires_at < utcnow() or not user.is_active:
+    now = utcnow()
+    if _session_ended(auth_session.expires_at, auth_session.last_seen_at, use, now) or not user.is_active:
         return None
+    if use.attended:
+        _note_use(session, AuthSession.last_seen_at, auth_session.id, auth_session.last_seen_at, now)
     return Principal(user=user, session=auth_session)
 
 
@@ -160,27 +183,32 @@ def principal_from_bearer(session: Session, token: str) -> Principal | None:
     row = session.execute(_TOKEN_USER, {"digest": token_digest(token), "now": now}).first()
     if row is None or not row.User.is_active:
         return None
-    _note_use(session, row.id, row.last_used_at, now)
+    _note_use(session, ApiToken.last_used_at, row.id, row.last_used_at, now)
     return Principal(user=row.User, session=None, token_id=row.id)
 
 
-# How stale a token's last use may be before a request writes it down again.
+# How stale a token's or a session's last use may be before a request writes it down again.
 LAST_USE_EVERY = timedelta(minutes=1)
 
 
-def _note_use(session: Session, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
-    """When a token was last used, to the minute, for its owner to see which tokens still serve
-    and revoke the others; written at most once a minute, so that scripts' requests stay reads.
+def _note_use(session: Session, last_use: InstrumentedAttribute[datetime], row_id: int,
+              last_used_at: datetime | None, now: datetime) -> None:
+    """When a token or a browser session (`last_use`, its column) was last used, to the minute:
+    a token's for its owner to see which still serve and revoke the others, a session's to end it
+    when unused (STEPWISE_SESSION_IDLE_MINUTES). Written at most once a minute, so that most
+    requests stay reads.
 
     On PostgreSQL in a short transaction of its own: written in the request's, the row stayed
-    locked while the request ran (a long import), and revoking the token, or deactivating its
-    user, waited for it. Skipped while another holds the row, which writes it. SQLite runs one
-    writer at a time, which the request already is: there it goes in the request's transaction.
+    locked while the request ran (a long import), and revoking the token, logging out, or
+    deactivating the user, waited for it. Skipped while another holds the row, which writes it.
+    SQLite runs one writer at a time, which the request already is: there it goes in the
+    request's transaction.
     """
     if last_used_at is not None and now - last_used_at < LAST_USE_EVERY:
         return
-    free = select(ApiToken.id).where(ApiToken.id == token_id).with_for_update(skip_locked=True)
-    write = update(ApiToken).where(ApiToken.id.in_(free.scalar_subquery())).values(last_used_at=now)
+    table = last_use.class_
+    free = select(table.id).where(table.id == row_id).with_for_update(skip_locked=True)
+    write = update(table).where(table.id.in_(free.scalar_subquery())).values({last_use.key: now})
     engine = session.get_bind()
     if engine.dialect.name != "postgresql":
         session.connection().execute(write)
@@ -191,15 +219,19 @@ def _note_use(session: Session, token_id: int, last_used_at: datetime | None, no
             own.commit()
     except OperationalError as exc:
         # A note, not the request's work: the database refusing one more connection, say.
-        log.warning("token %s: its last use was not written: %s", token_id, exc)
+        log.warning("%s %s: its last use was not written: %s", table.__tablename__, row_id, exc)
 
 
-def caller_from_cookie(session: Session, cookie_token: str, *, lock_user: bool = False) -> Caller | None:
+def caller_from_cookie(session: Session, cookie_token: str, use: SessionUse, *,
+                       lock_user: bool = False) -> Caller | None:
     """As principal_from_cookie, as a Caller; run on the session's connection, past the ORM."""
     statement = _LOCKED_CALLER_BY_COOKIE if lock_user else _CALLER_BY_COOKIE
     row = session.connection().execute(statement, {"digest": token_digest(cookie_token)}).first()
-    if row is None or row.expires_at < utcnow() or not row.is_active:
+    now = utcnow()
+    if row is None or _session_ended(row.expires_at, row.last_seen_at, use, now) or not row.is_active:
         return None
+    if use.attended:
+        _note_use(session, AuthSession.last_seen_at, row.session_id, row.last_seen_at, now)
     return Caller(user_id=row.id, csrf_token=row.csrf_token, must_change_password=row.must_change_password)
 
 
@@ -210,7 +242,7 @@ def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False)
     row = session.connection().execute(statement, {"digest": token_digest(token), "now": now}).first()
     if row is None or not row.is_active:
         return None
-    _note_use(session, row.token_id, row.last_used_at, now)
+    _note_use(session, ApiToken.last_used_at, row.token_id, row.last_used_at, now)
     return Caller(user_id=row.id, csrf_token=None, must_change_password=row.must_change_password)
 
 
@@ -264,6 +296,30 @@ def list_api_tokens(session: Session, user: User) -> list[ApiToken]:
     them, so that a script's token that stopped working is found here."""
     return list(session.scalars(select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
                                 .order_by(ApiToken.id.desc())))
+
+
+@dataclass(frozen=True)
+class HeldToken:
+    record: ApiToken
+    username: str
+
+
+def list_all_api_tokens(session: Session) -> list[HeldToken]:
+    """Every user's tokens not revoked, newest first: who holds access to the API, for an admin
+    to see and cut off (deactivation revokes a user's tokens, so each holder is active)."""
+    rows = session.execute(select(ApiToken, User.username).join(User, User.id == ApiToken.user_id)
+                           .where(ApiToken.revoked_at.is_(None)).order_by(ApiToken.id.desc()))
+    return [HeldToken(record, username) for record, username in rows]
+
+
+def revoke_any_token(session: Session, token_id: int, *, by: User | None) -> HeldToken:
+    """Revoke a token of any user (`by`: the admin, None at the command line); NotFound for none,
+    or one revoked already."""
+    row = session.execute(select(ApiToken, User).join(User, User.id == ApiToken.user_id)
+                          .where(ApiToken.id == token_id, ApiToken.revoked_at.is_(None))).first()
+    if row is None:
+        raise NotFound(f"no token {token_id} is left to revoke")
+    return HeldToken(revoke_own_token(session, row.User, token_id, by=by), row.User.username)
 
 
 def revoke_own_token(session: Session, user: User, token_id: int, *, by: User | None = None) -> ApiToken:

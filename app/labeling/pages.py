@@ -109,6 +109,9 @@ def label(project_id: PageId, request: Request, user: PageUser, session: Session
             "lease_minutes": project.lease_minutes,
         },
         "username": user.username,
+        # A labeler at work on a long lease still sends something before the session would end
+        # unused (labeler.js, renewLease).
+        "session_idle_minutes": request.app.state.settings.session_idle_minutes,
         # The page opens guidelines this labeler has not read in this version by itself.
         "guidelines": {
             "version": guidelines_version(project.guidelines),

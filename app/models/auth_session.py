@@ -20,3 +20,6 @@ class AuthSession(Base):
     csrf_token: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # To the minute (see app.auth.service.LAST_USE_EVERY): a session unused for
+    # STEPWISE_SESSION_IDLE_MINUTES ends before expires_at.
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -10,10 +10,10 @@ from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from app.auth.service import Principal
+from app.auth.service import Principal, list_all_api_tokens, revoke_any_token
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import AdminPageUser, PagePrincipal, SessionDep, client_address
-from app.errors import BadInput, Conflict, plain_message
+from app.errors import BadInput, Conflict, NotFound, plain_message
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Role, User
 from app.templating import render
@@ -180,6 +180,32 @@ def unlock(request: Request, user_id: PageId, admin: AdminPageUser, session: Ses
     except Conflict as exc:
         return _users_list(request, session, problem=f"{user.username}: {exc.message}", status_code=409)
     return RedirectResponse(f"/admin/users?unlocked={user.id}", status_code=303)
+
+
+@router.get("/tokens")
+def tokens_page(request: Request, _: AdminPageUser, session: SessionDep) -> Response:
+    """Every user's live API tokens: who can reach the API now, and since when they last did."""
+    revoked = request.query_params.get("revoked", "")
+    shown = revoked.isascii() and revoked.isdigit() and len(revoked) < 12
+    messages = [{"kind": "success", "text": f"Token {revoked} revoked: it is refused from now on."}] if shown else []
+    return _tokens_list(request, session, messages)
+
+
+@router.post("/tokens/{token_id}/revoke")
+def revoke_token(request: Request, token_id: PageId, admin: AdminPageUser, session: SessionDep) -> Response:
+    try:
+        revoke_any_token(session, token_id, by=admin)
+    except NotFound:
+        # Revoked already (a second click, or its holder meanwhile): said here, not on an error page.
+        return _tokens_list(request, session, [{"kind": "warning", "text": f"No token {token_id} is left to revoke: "
+                                                "the list below is what is."}], status_code=404)
+    return RedirectResponse(f"/admin/users/tokens?revoked={token_id}", status_code=303)
+
+
+def _tokens_list(request: Request, session: SessionDep, messages: list[dict[str, str]],
+                 status_code: int = status.HTTP_200_OK) -> Response:
+    return render(request, "admin/tokens.html", {"held": list_all_api_tokens(session), "messages": messages},
+                  status_code=status_code)
 
 
 @dataclass(frozen=True)

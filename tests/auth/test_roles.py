@@ -59,7 +59,7 @@ REPORT_READS = {
     ("GET", "/manage/projects/{project_id}/labels"),
 }
 ADMIN_PAGE_PREFIXES = ("/admin",)
-ADMIN_API_PREFIXES = ("/api/v1/users",)
+ADMIN_API_PREFIXES = ("/api/v1/users", "/api/v1/api-tokens")
 
 CSRF_REFUSAL = "stale or was not sent by this site"
 

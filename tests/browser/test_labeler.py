@@ -734,3 +734,39 @@ def test_a_deactivated_labeler_is_told_why_they_cannot_log_in(page: Page, sessio
     )
     expect(page.get_by_label("Username")).to_have_value("lena")
     screenshot(page, "login_deactivated.png")
+
+
+def test_the_empty_queues_recheck_does_not_keep_the_session_going(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    page.clock.install()
+    with page.expect_request(lambda request: "/tasks/next" in request.url) as first:
+        login(page, "lena", f"/label/{project.id}")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    with page.expect_request(lambda request: "/tasks/next" in request.url) as recheck:
+        page.clock.fast_forward("00:31")
+    assert first.value.headers.get("x-stepwise-unattended") is None
+    assert recheck.value.headers.get("x-stepwise-unattended") == "1"
+
+
+def test_a_lease_longer_than_the_session_may_go_unused_is_renewed_before_it_would_end(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    with session_scope(session_factory) as session:
+        session.execute(update(Project).values(lease_minutes=240))
+    add_solution(session_factory, project, ["$a$", "$b$"])
+    renewals: list[str] = []
+    page.on("request", lambda request: renewals.append(request.url) if request.url.endswith("/renew") else None)
+    page.clock.install()
+    _start(page, project)
+    # At work (a key now and then) for most of an hour: far from half of four hours, and within
+    # half the two hours the session may go unused (STEPWISE_SESSION_IDLE_MINUTES): nothing sent.
+    for _ in range(59):
+        page.keyboard.press("ArrowDown")
+        page.clock.fast_forward("01:00")
+    assert renewals == []
+    # An hour at work: the page renews, which tells the server someone is there.
+    page.keyboard.press("ArrowUp")
+    with page.expect_request(lambda request: request.url.endswith("/renew")):
+        page.clock.fast_forward("01:05")
+    page.keyboard.press("ArrowDown")
+    page.clock.fast_forward("00:05")
+    assert len(renewals) == 1, renewals

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from pathlib import Path
 
 import orjson
@@ -16,7 +17,7 @@ from app.db import create_db_engine, create_session_factory, session_scope
 from app.imports.records import SolutionIn, solution_hash
 from app.imports.records import problem_hash as problem_hash_of
 from app.migrate import downgrade, upgrade
-from app.models import Base, LabelingMode, Problem, Project
+from app.models import AuthSession, Base, LabelingMode, Problem, Project, utcnow
 from tests.conftest import _postgres_database
 
 
@@ -298,3 +299,23 @@ def test_labels_imported_with_a_blank_labeler_name_nobody_and_keep_it_for_the_ex
         ("ann", {}),
         (None, {}),
     ]
+
+
+def test_sessions_open_at_the_upgrade_count_as_used_at_the_upgrade(fresh_url: str) -> None:
+    upgrade(fresh_url, "0033")
+    engine = create_engine(normalize_database_url(fresh_url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO users (username, password_hash, role, labeler_uuid, is_active, must_change_password, created_at)"
+                                    " VALUES ('ann', 'h', 'labeler', 'u1', true, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO auth_sessions (user_id, token_hash, csrf_token, created_at, expires_at)"
+                                    " VALUES (1, 'digest', 'csrf', '2026-11-01 08:00:00', '2099-01-01 00:00:00')"))
+        before = utcnow()
+        upgrade(fresh_url)
+        session_factory = create_session_factory(create_db_engine(Settings(database_url=fresh_url)))
+        with session_scope(session_factory) as session:
+            last_seen = session.scalar(select(AuthSession.last_seen_at))
+            session.get_bind().dispose()
+    finally:
+        engine.dispose()
+    assert before - timedelta(seconds=5) <= last_seen <= utcnow(), "not when the session began: it would end at once"

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.db import session_scope
+from app.deps import CSRF_HEADER
 from app.models import AuditEvent, User
 from tests.cli.conftest import stepwise  # noqa: F401 (a fixture)
 from tests.conftest import PASSWORD, api_headers, browser_login, make_project, make_user
@@ -58,10 +59,10 @@ def test_a_user_made_on_the_users_page_chooses_their_own_password_first(app, cli
     # Every other page sends them back; the API answers why.
     for path in ("/label", "/label/stats", f"/label/{project.id}"):
         closed = ann.get(path, follow_redirects=False)
-        assert closed.status_code == 303 and closed.headers["location"] == "/account#password", path
+        assert closed.status_code == 303 and closed.headers["location"] == f"/account?next={path}#password", path
     token = ann.post("/account/tokens", data={"csrf_token": ann_csrf, "name": "x", "password": PASSWORD},
-                     follow_redirects=False)
-    assert token.status_code == 303 and token.headers["location"] == "/account#password"
+                     follow_redirects=False, headers={"Referer": "http://testserver/account"})
+    assert token.status_code == 303 and token.headers["location"] == "/account?next=/account#password"
     api = ann.get("/api/v1/me/stats")
     assert api.status_code == 403 and "an administrator chose your password" in api.json()["detail"]
     hot = ann.post(f"/api/v1/projects/{project.id}/tasks/next", headers={"X-CSRF-Token": ann_csrf})
@@ -180,3 +181,50 @@ def test_the_command_line_asks_for_a_new_password_when_told(stepwise, database_u
     assert not _must_change(session_factory, "ann")
     many = stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="bo\n")
     assert many.exit_code == 0 and _must_change(session_factory, "bo")
+
+
+# What a user whose password an admin chose may still reach: the door, the account page and
+# password change, their tokens; and what asks no login at all.
+STILL_OPEN = {("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/account"),
+              ("POST", "/account/password"), ("GET", "/api/v1/users/me"), ("POST", "/api/v1/users/me/password"),
+              ("POST", "/api/v1/auth/tokens"), ("GET", "/api/v1/auth/tokens"),
+              ("DELETE", "/api/v1/auth/tokens/current"), ("DELETE", "/api/v1/auth/tokens/{token_id}"),
+              ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics")}
+
+
+SUBMIT = ("POST", "/api/v1/assignments/{assignment_id}/submit")
+LABEL = {"idempotency_key": "key-0001", "ratings": [{"rating": 1}], "finish_reason": "solution", "total_time_ms": 10}
+
+
+def test_every_other_route_waits_for_the_users_own_password(app, client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from tests.auth.route_table import endpoints
+    from tests.auth.test_roles import _call
+
+    project = make_project(session_factory)
+    boss = make_user(session_factory, "boss", "admin")
+    ids = {"project_id": project.id, "user_id": boss.id}
+    headers = api_headers(client, "boss")
+    csrf = browser_login(client, "boss")
+    with session_scope(session_factory) as session:
+        session.get(User, boss.id).must_change_password = True
+    walked = []
+    for endpoint in endpoints(app):
+        if (endpoint.method, endpoint.path) in STILL_OPEN or endpoint.path.startswith("/api/v1/docs"):
+            continue
+        if (endpoint.method, endpoint.path) == SUBMIT:
+            # The hot path judges the body before the caller: a well-formed one reaches the check.
+            url = endpoint.url(ids)
+            answers = (client.post(url, headers=headers, json=LABEL),
+                       client.post(url, headers={CSRF_HEADER: csrf}, json=LABEL))
+        elif endpoint.is_api:
+            answers = (_call(client, endpoint, ids, headers=headers), _call(client, endpoint, ids, csrf=csrf))
+        if endpoint.is_api:
+            for answer in answers:
+                assert answer.status_code == 403, f"{endpoint} gave {answer.status_code}"
+                assert "an administrator chose your password" in answer.json()["detail"], endpoint
+        else:
+            answer = _call(client, endpoint, ids, csrf=csrf)
+            assert answer.status_code == 303, f"{endpoint} gave {answer.status_code}"
+            assert answer.headers["location"].startswith("/account?next="), endpoint
+        walked.append(endpoint)
+    assert len(walked) > 100

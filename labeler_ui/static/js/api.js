@@ -23,16 +23,22 @@ export function newIdempotencyKey() {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-export function postJson(url, body) {
+// A request the page makes on its own (a recheck, a poll), with nobody at the keyboard, says
+// so: it does not keep the session from ending when unused (STEPWISE_SESSION_IDLE_MINUTES).
+function byWhom(unattended) {
+  return unattended ? { "X-Stepwise-Unattended": "1" } : {};
+}
+
+export function postJson(url, body, { unattended = false } = {}) {
   return request(url, {
     method: "POST",
-    headers: { "Content-Type": "application/json", "X-CSRF-Token": CSRF_TOKEN },
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": CSRF_TOKEN, ...byWhom(unattended) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
 
-export function getJson(url) {
-  return request(url, { method: "GET", headers: {} });
+export function getJson(url, { unattended = false } = {}) {
+  return request(url, { method: "GET", headers: byWhom(unattended) });
 }
 
 // Resolves to {data, serverDate}; serverDate (ms) lets the page show lease times in the
@@ -80,11 +86,11 @@ function sleepUnlessOnline(ms) {
 
 // Posts until the server answers with something other than a network failure or a gateway
 // error; `onRetry(error, delayMs)` is told about each wait.
-export async function postWithRetry(url, body, onRetry) {
+export async function postWithRetry(url, body, onRetry, options = {}) {
   let delay = 1000;
   for (;;) {
     try {
-      return await postJson(url, body);
+      return await postJson(url, body, options);
     } catch (error) {
       if (!retryable(error)) throw error;
       onRetry?.(error, delay);

@@ -14,6 +14,8 @@ import { ShortcutSetting } from "./shortcut_setting.js";
 import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
 
 const config = JSON.parse(document.getElementById("labeler-config").textContent);
+// How the API's 403 for a user whose password an admin chose begins (app.deps.PASSWORD_NOT_CHOSEN).
+const PASSWORD_NOT_CHOSEN = "an administrator chose your password";
 const $ = (id) => document.getElementById(id);
 const root = $("labeler");
 const stepTemplate = $("step-template");
@@ -111,6 +113,11 @@ function failed(error) {
     window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}&ended=1`);
     return;
   }
+  if (error instanceof ApiError && error.status === 403 && error.message.startsWith(PASSWORD_NOT_CHOSEN)) {
+    // An admin asked for a new password meanwhile: the page itself now leads to the account page.
+    window.location.reload();
+    return;
+  }
   notify("error", error.message);
 }
 
@@ -121,7 +128,8 @@ const retryNotice = (what) => (error, delayMs) =>
 
 // ---- loading a task -------------------------------------------------------------------------
 
-async function loadNext() {
+// `unattended`: the empty queue's recheck, which nobody asked for just then.
+async function loadNext({ unattended = false } = {}) {
   clearTimeout(recheck);
   setBusy(true);
   try {
@@ -132,7 +140,7 @@ async function loadNext() {
     const { data, serverDate } = await postWithRetry(url, undefined, (error, delayMs) => {
       retried = true;
       retryNotice("Cannot reach the server.")(error, delayMs);
-    });
+    }, { unattended });
     if (retried) clearNotice();
     serverClock.sync(serverDate);
     if (data.task) showTask(data.task);
@@ -153,6 +161,7 @@ function showTask(next) {
   task = next;
   leaseSpanMs = Date.parse(task.expires_at) - serverClock.now();
   renewAfter = 0;
+  renewedAt = Date.now();
   leaseWarned = false;
   editing = null;
   unsentSteps = {};
@@ -208,7 +217,7 @@ function showEmpty(waiting, reason) {
     ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled, and wait for other labelers.`
     : "Every solution in this project has the labels it needs. Check back later or choose another project.";
   setView("empty");
-  recheck = setTimeout(loadNext, EMPTY_RECHECK_MS);
+  recheck = setTimeout(() => loadNext({ unattended: true }), EMPTY_RECHECK_MS);
 }
 
 // ---- rendering ------------------------------------------------------------------------------
@@ -342,17 +351,23 @@ function updateLease() {
 // lets it run out, so that the solution goes to someone else. A refused renewal is not asked
 // again for a minute; the submit says what became of the task. The lease's length is what the
 // server last gave, not the page's setting: a manager may shorten leases while the page is open.
+// Rating sends nothing, so on a lease longer than the session may go unused it is renewed sooner,
+// at half that time, or the session would end under a labeler at work.
 let renewing = false;
 let renewAfter = 0;
 let leaseSpanMs = 0;
+let renewedAt = 0;
+const KEEP_ALIVE_MS = config.session_idle_minutes ? config.session_idle_minutes * 30000 : Infinity;
 
 async function renewLease(left) {
-  if (renewing || Date.now() < renewAfter || left > leaseSpanMs / 2 || !timer.isActive()) return;
+  const due = left <= leaseSpanMs / 2 || Date.now() - renewedAt >= KEEP_ALIVE_MS;
+  if (renewing || Date.now() < renewAfter || !due || !timer.isActive()) return;
   renewing = true;
   const held = task;
   try {
     const { data, serverDate } = await postJson(`/api/v1/assignments/${held.assignment_id}/renew`);
     serverClock.sync(serverDate);
+    renewedAt = Date.now();
     if (task === held) {
       task.expires_at = data.expires_at;
       leaseSpanMs = Date.parse(data.expires_at) - serverClock.now();
@@ -770,7 +785,7 @@ onButton("flag", () => {
 onButton("undo", () => state && (pendingChange ? keepPendingError() : undo()));
 onButton("give-up", () => task && !busy && giveUp());
 onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));
-onButton("check-again", loadNext);
+onButton("check-again", () => loadNext());
 setInterval(updateLease, 1000);
 // A page the browser kept in memory comes back as it was left: a lease since expired, or a label
 // since corrected. Loaded anew, it asks the server (drafts are kept in local storage).
@@ -844,6 +859,6 @@ if (!mathAvailable()) {
 setView("loading");
 // A new labeler reads the guidelines before a task is leased: reading them is not time on task.
 if (correction) serverClock.sync(correction.server_ms);
-const start = correction ? () => showTask(correction.task) : () => guidelines.showUnread().then(loadNext);
+const start = correction ? () => showTask(correction.task) : () => guidelines.showUnread().then(() => loadNext());
 flushPending().then(start, failed);
 loadToday();

@@ -2,7 +2,7 @@
 // math in picks. Progress comes from GET /api/v1/rounds/{id}; when a round ends the page reloads
 // once, so that its metrics, model version and picks appear. A comparison is followed the same way.
 
-import { getJson } from "./api.js";
+import { ApiError, getJson } from "./api.js";
 import { mathAvailable, renderInlineAnswer, renderProblemText, renderStepText } from "./math.js";
 
 const POLL_MS = 2000;
@@ -74,10 +74,15 @@ function reloadWithoutNotices(fragment) {
 function poll(path, seen) {
   const tick = async () => {
     try {
-      const { data } = await getJson(path);
+      const { data } = await getJson(path, { unattended: true });
       if (seen(data)) return;
-    } catch {
-      // Retried below.
+    } catch (error) {
+      // The session ended (unused, say): the page, reloaded, says so and asks for the login.
+      if (error instanceof ApiError && error.status === 401) {
+        window.location.reload();
+        return;
+      }
+      // Anything else is retried below.
     }
     window.setTimeout(tick, POLL_MS);
   };
