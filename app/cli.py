@@ -333,12 +333,12 @@ def _update_user(ctx: _Context, username: str, **changes: object):  # type: igno
 def audit_command(ctx: _Context, category: str | None, actor: str | None, limit: int) -> None:
     """Who changed accounts, roles, projects and members, or removed imports: newest first, one
     event a line (time, who, target, what; tab-separated)."""
-    from app.audit.service import describe, list_events
+    from app.audit.service import describe, list_events, who
 
     with ctx.session() as session:
         chosen = None if category is None else AuditCategory(category)
         for event in list_events(session, category=chosen, actor=actor, limit=limit).events:
-            click.echo("\t".join((event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), event.actor or "command line",
+            click.echo("\t".join((event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), who(event),
                                   event.target, describe(event))))
 
 
@@ -352,15 +352,16 @@ def tokens() -> None:
 @click.option("--name", default="cli", show_default=True)
 @click.option("--expires-in-days", type=click.IntRange(1, MAX_TOKEN_DAYS), default=None,
               help="refused from then on (default: until revoked, or STEPWISE_TOKEN_MAX_DAYS where set)")
+@click.option("--read-only", is_flag=True, help="GET requests only: a script that reads, leaked, changes nothing")
 @pass_ctx
-def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int | None) -> None:
+def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int | None, read_only: bool) -> None:
     """Print a new API token for a user (shown once)."""
     from app.auth.service import issue_api_token
     from app.users.service import get_user_by_name
 
     with ctx.session() as session:
         click.echo(issue_api_token(session, get_user_by_name(session, username), name, expires_in_days,
-                                   max_days=ctx.settings.token_max_days).token)
+                                   max_days=ctx.settings.token_max_days, read_only=read_only).token)
 
 
 @tokens.command("list")
@@ -382,7 +383,8 @@ def tokens_list(ctx: _Context, username: str | None) -> None:
             held = [HeldToken(record, user.username) for record in list_api_tokens(session, user)]
         for token in held:
             record = token.record
-            expires = when(record.expires_at, "never") + (" (expired)" if record.expired else "")
+            expires = when(record.expires_at, "never") + (" (expired)" if record.expired else "") + \
+                (" (read-only)" if record.read_only else "")
             columns = (str(record.id), record.name, when(record.created_at, ""),
                        when(record.last_used_at, "never used"), expires)
             click.echo("\t".join(columns if username else (token.username, *columns)))

@@ -96,6 +96,17 @@ PASSWORD_NOT_CHOSEN = ("an administrator chose your password: choose your own be
                        "/api/v1/users/me/password (or under Your account, /account, in the browser)")
 
 
+READ_ONLY_TOKEN = "this API token is read-only: it makes GET requests only; make a full one for changes"
+# A read-only token may still end itself: a script done with it should not have to keep it.
+REVOKE_ITSELF = "/api/v1/auth/tokens/current"
+
+
+def _read_only_refusal(read_only: bool, method: str, path: str) -> Forbidden | None:
+    if read_only and method in UNSAFE_METHODS and path != REVOKE_ITSELF:
+        return Forbidden(READ_ONLY_TOKEN)
+    return None
+
+
 def _password_refusal(user_must_change: bool, path: str) -> PasswordNotChosen | None:
     if not user_must_change or path in OPEN_BEFORE_OWN_PASSWORD or path == TOKENS_PATH or \
             path.startswith(TOKENS_PATH + "/"):
@@ -189,7 +200,8 @@ def api_principal(request: Request, session: SessionDep) -> Principal:
     if principal is None:
         raise NotAuthenticated(NOT_LOGGED_IN)
     _check_csrf(given, principal.session.csrf_token if principal.session else None)
-    refusal = _password_refusal(principal.user.must_change_password, request.url.path)
+    refusal = _read_only_refusal(principal.read_only, request.method, request.url.path) or \
+        _password_refusal(principal.user.must_change_password, request.url.path)
     if refusal is not None:
         raise refusal
     request.state.principal = principal
@@ -209,8 +221,10 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
     if caller is None:
         raise NotAuthenticated(missing)
     _check_csrf(given, caller.csrf_token)
+    # Only the labeling hot path asks for a Caller: POSTs all, none open before then.
+    if caller.read_only:
+        raise Forbidden(READ_ONLY_TOKEN)
     if caller.must_change_password:
-        # Only the labeling hot path asks for a Caller, and none of it is open before then.
         raise PasswordNotChosen(PASSWORD_NOT_CHOSEN)
     return caller
 
@@ -341,6 +355,9 @@ def access_refusal(request: Request) -> ServiceError | LoginRequired | None:
                 return LoginRequired(return_path(request))
             if principal is None:
                 raise NotAuthenticated(NOT_LOGGED_IN)
+            read_only = _read_only_refusal(principal.read_only, request.method, request.url.path)
+            if read_only is not None:
+                return read_only
             unchosen = _password_refusal(principal.user.must_change_password, request.url.path)
             if unchosen is not None:
                 return OwnPasswordRequired(return_path(request)) if source is page_principal else unchosen

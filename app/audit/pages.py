@@ -52,4 +52,5 @@ def activity_page(request: Request, _: AdminPageUser, session: SessionDep,
         "query": urlencode(chosen),
         "categories": list(service.Category),
         "describe": service.describe,
+        "who": service.who,
     }, status_code=422 if errors else 200)

@@ -23,7 +23,8 @@ class EventQuery(EventFilters):
 class AuditEventRead(BaseModel):
     id: int
     at: datetime
-    actor: str | None = Field(description="the username; null for the command line, run on the server")
+    actor: str | None = Field(description="the username; null for the command line, run on the server (its "
+                                          "operating-system account is `details.os_user`)")
     action: str
     target: str
     summary: str = Field(description="what was done, in words, after the target")

@@ -6,6 +6,8 @@ the same transaction, so that a change and its record stand or fall together."""
 from __future__ import annotations
 
 import enum
+import getpass
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +56,30 @@ PAGE_SIZE = 50
 
 
 def record(session: Session, by: User | None, action: str, target: str, **details: Any) -> None:
-    """Note `action` on `target` by `by` (None: the command line, run on the server)."""
+    """Note `action` on `target` by `by` (None: the command line, run on the server, which is
+    named by the operating-system account that ran it: on a shared host, who it was)."""
     if action not in ACTIONS:
         raise ValueError(f"unknown audit action {action!r}")
+    if by is None:
+        details = {**details, "os_user": _os_user()}
     session.add(AuditEvent(actor_id=by.id if by else None, actor=by.username if by else None,
                            action=action, target=target[:200], details=details))
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        # A container run with a user id that has no name (docker run --user 1234).
+        return f"uid {os.getuid()}"
+
+
+def who(event: AuditEvent) -> str:
+    """Who made the change, as the page and the CLI say it."""
+    if event.actor:
+        return event.actor
+    os_user = (event.details or {}).get("os_user")
+    return f"command line ({os_user})" if os_user else "command line"
 
 
 def record_wrong_password(session: Session, username: str, purpose: str, address: str | None) -> None:

@@ -36,8 +36,9 @@ def create_token(body: TokenRequest, request: Request, session: SessionDep) -> T
             headers={"WWW-Authenticate": "Bearer"},
         )
     issued = service.issue_api_token(session, user, body.name, body.expires_in_days, by=user,
-                                     max_days=request.app.state.settings.token_max_days)
-    return TokenRead(token=issued.token, id=issued.record.id, expires_at=issued.record.expires_at)
+                                     max_days=request.app.state.settings.token_max_days, read_only=body.read_only)
+    return TokenRead(token=issued.token, id=issued.record.id, expires_at=issued.record.expires_at,
+                     read_only=issued.record.read_only)
 
 
 @router.get("/tokens", response_model=list[TokenInfo], responses=error_responses(401, 403))

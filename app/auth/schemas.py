@@ -19,6 +19,8 @@ class TokenSettings(BaseModel):
     expires_in_days: int | None = Field(
         default=None, ge=1, le=MAX_TOKEN_DAYS, description="refused from then on; by default the token lasts until revoked"
     )
+    read_only: bool = Field(default=False, description="true: GET requests only (listings, reports, exports); any "
+                                                       "change is refused with 403, so a leaked copy changes nothing")
 
 
 class TokenRequest(TokenSettings):
@@ -31,6 +33,7 @@ class TokenRead(BaseModel):
     token_type: str = "bearer"
     id: int
     expires_at: datetime | None
+    read_only: bool
 
 
 class TokenInfo(BaseModel):
@@ -42,12 +45,14 @@ class TokenInfo(BaseModel):
     last_used_at: datetime | None = Field(description="to the minute; null if never used")
     expires_at: datetime | None = Field(description="null: until revoked")
     expired: bool
+    read_only: bool = Field(description="GET requests only")
     current: bool = Field(description="the token this request was made with")
 
     @classmethod
     def of(cls, record: ApiToken, current_id: int | None) -> TokenInfo:
         return cls(id=record.id, name=record.name, created_at=record.created_at, last_used_at=record.last_used_at,
-                   expires_at=record.expires_at, expired=record.expired, current=record.id == current_id)
+                   expires_at=record.expires_at, expired=record.expired, read_only=record.read_only,
+                   current=record.id == current_id)
 
 
 class HeldTokenInfo(TokenInfo):

@@ -43,6 +43,8 @@ class Caller:
     # The browser session's, for a cookie login (which needs CSRF); None for a bearer token.
     csrf_token: str | None
     must_change_password: bool
+    # A read-only token's: the hot path (next-task, submit) is POSTs, which it may not make.
+    read_only: bool
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Principal:
     user: User
     session: AuthSession | None
     token_id: int | None = None
+    read_only: bool = False
 
 
 def authenticate(session: Session, username: str, password: str) -> User | None:
@@ -132,7 +135,7 @@ _SESSION_AND_USER = (
     .where(AuthSession.token_hash == bindparam("digest"))
 )
 _TOKEN_USER = (
-    select(User, ApiToken.id, ApiToken.last_used_at)
+    select(User, ApiToken.id, ApiToken.last_used_at, ApiToken.read_only)
     .join(ApiToken, ApiToken.user_id == User.id)
     .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None),
            or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > bindparam("now")))
@@ -146,7 +149,8 @@ _CALLER_BY_COOKIE = _SESSION_AND_USER.with_only_columns(
     AuthSession.expires_at, AuthSession.last_seen_at,
 )
 _CALLER_BY_TOKEN = _TOKEN_USER.with_only_columns(User.id, User.is_active, User.must_change_password,
-                                                 ApiToken.id.label("token_id"), ApiToken.last_used_at)
+                                                 ApiToken.id.label("token_id"), ApiToken.last_used_at,
+                                                 ApiToken.read_only)
 _LOCKED_CALLER_BY_COOKIE = _CALLER_BY_COOKIE.with_for_update(of=User, key_share=True)
 _LOCKED_CALLER_BY_TOKEN = _CALLER_BY_TOKEN.with_for_update(of=User, key_share=True)
 
@@ -184,7 +188,7 @@ def principal_from_bearer(session: Session, token: str) -> Principal | None:
     if row is None or not row.User.is_active:
         return None
     _note_use(session, ApiToken.last_used_at, row.id, row.last_used_at, now)
-    return Principal(user=row.User, session=None, token_id=row.id)
+    return Principal(user=row.User, session=None, token_id=row.id, read_only=row.read_only)
 
 
 # How stale a token's or a session's last use may be before a request writes it down again.
@@ -232,7 +236,8 @@ def caller_from_cookie(session: Session, cookie_token: str, use: SessionUse, *,
         return None
     if use.attended:
         _note_use(session, AuthSession.last_seen_at, row.session_id, row.last_seen_at, now)
-    return Caller(user_id=row.id, csrf_token=row.csrf_token, must_change_password=row.must_change_password)
+    return Caller(user_id=row.id, csrf_token=row.csrf_token, must_change_password=row.must_change_password,
+                  read_only=False)
 
 
 def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False) -> Caller | None:
@@ -243,7 +248,8 @@ def caller_from_bearer(session: Session, token: str, *, lock_user: bool = False)
     if row is None or not row.is_active:
         return None
     _note_use(session, ApiToken.last_used_at, row.token_id, row.last_used_at, now)
-    return Caller(user_id=row.id, csrf_token=None, must_change_password=row.must_change_password)
+    return Caller(user_id=row.id, csrf_token=None, must_change_password=row.must_change_password,
+                  read_only=row.read_only)
 
 
 def end_logins(session: Session, user: User, *, keep: Principal | None = None) -> None:
@@ -269,10 +275,10 @@ class IssuedToken:
 
 
 def issue_api_token(session: Session, user: User, name: str, expires_in_days: int | None = None, *,
-                    by: User | None = None, max_days: int | None = None) -> IssuedToken:
+                    by: User | None = None, max_days: int | None = None, read_only: bool = False) -> IssuedToken:
     """A new token for `user`; `by` made it (the user, logged in or with their password), None
     at the command line. `max_days` (STEPWISE_TOKEN_MAX_DAYS) caps its life: no expiry asked
-    for means the cap, a longer one is refused."""
+    for means the cap, a longer one is refused. A `read_only` one makes GET requests only."""
     if not user.is_active:
         # Refused at every request until a reactivation would quietly bring it to life.
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
@@ -283,11 +289,13 @@ def issue_api_token(session: Session, user: User, name: str, expires_in_days: in
         expires_in_days = expires_in_days or max_days
     token = new_token()
     expires_at = None if expires_in_days is None else utcnow() + timedelta(days=expires_in_days)
-    record = ApiToken(user_id=user.id, name=name, token_hash=token_digest(token), expires_at=expires_at)
+    record = ApiToken(user_id=user.id, name=name, token_hash=token_digest(token), expires_at=expires_at,
+                      read_only=read_only)
     session.add(record)
     session.flush()
     audit.record(session, by, "token.created", audit.user_target(user), token=record.id, name=name,
-                 expires_at=None if expires_at is None else expires_at.isoformat())
+                 expires_at=None if expires_at is None else expires_at.isoformat(),
+                 **({"read_only": True} if read_only else {}))
     return IssuedToken(token=token, record=record)
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import Boolean, ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime, utcnow
@@ -23,6 +23,8 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # None: until revoked.
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # GET requests only (app.deps): a script that reads, leaked, changes nothing.
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @property
     def expired(self) -> bool:

@@ -33,6 +33,7 @@ class PasswordForm(BaseModel):
 class TokenForm(BaseModel):
     name: str = Field(default="", max_length=1024)
     expires_in_days: str = Field(default="", max_length=1024)
+    access: str = Field(default="", max_length=1024)
     password: str = Field(default="", max_length=1024)
 
 
@@ -91,7 +92,8 @@ def create_token(
     ends in hours, must not make itself access that lasts until revoked."""
     values = form.model_dump(exclude={"password"})
     try:
-        data = validate_form(TokenSettings, {"name": form.name.strip(), "expires_in_days": form.expires_in_days.strip()})
+        data = validate_form(TokenSettings, {"name": form.name.strip(), "expires_in_days": form.expires_in_days.strip(),
+                                             "read_only": form.access == "read"})
     except FormInvalid as exc:
         errors = {f"token_{field}": message for field, message in exc.errors.items()}
         return _page(request, session, login, errors, status_code=422, token_values=values)
@@ -111,7 +113,8 @@ def create_token(
                      token_values=values)
     max_days = request.app.state.settings.token_max_days
     try:
-        issued = issue_api_token(session, login.user, data.name, data.expires_in_days, by=login.user, max_days=max_days)
+        issued = issue_api_token(session, login.user, data.name, data.expires_in_days, by=login.user, max_days=max_days,
+                                 read_only=data.read_only)
     except BadInput as exc:
         return _page(request, session, login, {"token_expires_in_days": exc.message}, status_code=422, token_values=values)
     return _page(request, session, login, {}, issued=issued, status_code=201)

@@ -5,6 +5,7 @@ API and from the CLI; a refused change records nothing."""
 
 from __future__ import annotations
 
+import getpass
 import html
 import re
 
@@ -115,7 +116,8 @@ def test_the_command_line_records_as_the_command_line_and_prints_the_trail(stepw
     printed = stepwise(database_url, "audit", "--category", "members").stdout.splitlines()
     assert len(printed) == 1
     when, who, target, what = printed[0].split("\t")
-    assert (who, target, what) == ("command line", "user ann", "added to project Algebra") and when.endswith("UTC")
+    assert (who, target, what) == (f"command line ({getpass.getuser()})", "user ann", "added to project Algebra")
+    assert when.endswith("UTC")
     assert len(stepwise(database_url, "audit").stdout.splitlines()) == 3
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(AuditEvent)) == 3

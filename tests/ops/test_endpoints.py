@@ -71,6 +71,19 @@ def test_readyz_refuses_a_database_behind_on_migrations(tmp_path) -> None:  # ty
         assert client.get("/healthz").status_code == 200, "liveness does not depend on the database"
 
 
+def test_readyz_tells_why_only_to_whoever_may_read_the_metrics(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0007")
+    settings = Settings(database_url=url, STEPWISE_ENV="test", STEPWISE_METRICS_TOKEN=TOKEN)
+    with _client(settings, ("203.0.113.9", 40000)) as client:
+        stranger = client.get("/readyz")
+        holder = client.get("/readyz", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert stranger.status_code == 503 and stranger.json()["status"] == "unavailable"
+    assert "0007" not in stranger.text and "STEPWISE_METRICS_ALLOW" in stranger.json()["reason"]
+    assert any("not at head" in record.getMessage() for record in caplog.records), "the log has it"
+    assert holder.status_code == 503 and "0007" in holder.json()["reason"]
+
+
 def test_readyz_refuses_a_database_that_does_not_answer() -> None:
     # Port 1 on loopback: refused at once, and the password never shows in the reason.
     url = "postgresql://stepwise:hunter2secret@127.0.0.1:1/none"

@@ -1,0 +1,86 @@
+"""A read-only API token makes GET requests only: a script that reads, leaked, changes nothing."""
+
+from __future__ import annotations
+
+import html
+
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import AuditEvent, Project
+from app.projects.members import add_member
+from tests.auth.route_table import UNSAFE, endpoints
+from tests.auth.test_roles import _call
+from tests.cli.conftest import stepwise  # noqa: F401 (a fixture)
+from tests.conftest import PASSWORD, browser_login, make_project, make_user
+
+READ_ONLY = "this API token is read-only"
+
+
+def _token(client, username: str, **settings: object) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    made = client.post("/api/v1/auth/tokens", json={"username": username, "password": PASSWORD, **settings})
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+def test_a_read_only_token_reads_and_every_change_is_refused(app, client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra")
+    boss = make_user(session_factory, "boss", "admin")
+    made = _token(client, "boss", name="dashboard", read_only=True)
+    assert made["read_only"] is True
+    reader = {"Authorization": f"Bearer {made['token']}"}
+    assert client.get("/api/v1/projects", headers=reader).status_code == 200
+    assert client.get(f"/api/v1/projects/{project.id}/export", headers=reader, params={"format": "trl"}).status_code == 200
+    listed = client.get("/api/v1/auth/tokens", headers=reader).json()
+    assert [(t["name"], t["read_only"], t["current"]) for t in listed] == [("dashboard", True, True)]
+
+    ids = {"project_id": project.id, "user_id": boss.id}
+    refused = 0
+    for endpoint in endpoints(app):
+        if not endpoint.is_api or endpoint.method not in UNSAFE or endpoint.path in (
+                "/api/v1/auth/tokens", "/api/v1/auth/tokens/current"):
+            continue
+        answer = _call(client, endpoint, ids, headers=reader)
+        assert answer.status_code in (403, 422), f"{endpoint} gave {answer.status_code}"
+        if answer.status_code == 403:
+            assert answer.json()["detail"].startswith(READ_ONLY), endpoint
+            refused += 1
+    assert refused > 25
+    with session_scope(session_factory) as session:
+        assert session.get(Project, project.id).name == "algebra"
+    # It may still end itself.
+    assert client.delete("/api/v1/auth/tokens/current", headers=reader).status_code == 204
+    assert client.get("/api/v1/projects", headers=reader).status_code == 401
+
+
+def test_the_labeling_hot_path_refuses_a_read_only_token(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "lena", "labeler")
+    with session_scope(session_factory) as session:
+        add_member(session, session.get(Project, project.id), "lena")
+    reader = {"Authorization": f"Bearer {_token(client, 'lena', read_only=True)['token']}"}
+    writer = {"Authorization": f"Bearer {_token(client, 'lena')['token']}"}
+    refused = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=reader)
+    assert refused.status_code == 403 and refused.json()["detail"].startswith(READ_ONLY)
+    assert client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=writer).status_code == 200
+    assert client.get("/api/v1/me/stats", headers=reader).status_code == 200
+
+
+def test_the_account_page_makes_a_read_only_token_and_shows_which_are(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "rae", "researcher")
+    csrf = browser_login(client, "rae")
+    made = client.post("/account/tokens", data={"csrf_token": csrf, "name": "notebook", "access": "read",
+                                                "password": PASSWORD})
+    assert made.status_code == 201
+    page = html.unescape(made.text)
+    assert "Read-only token “notebook” made" in page and "read-only</span>" in page
+    with session_scope(session_factory) as session:
+        event = session.scalars(select(AuditEvent).where(AuditEvent.action == "token.created")).one()
+        assert event.details["read_only"] is True
+
+
+def test_the_command_line_makes_a_read_only_token(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    make_user(session_factory, "rae", "researcher")
+    made = stepwise(database_url, "tokens", "create", "--username", "rae", "--read-only")
+    assert made.exit_code == 0
+    assert stepwise(database_url, "tokens", "list", "--username", "rae").stdout.rstrip().endswith("never (read-only)")
