@@ -73,13 +73,12 @@ class OwnPasswordRequired(LoginRequired):
 
 def return_path(request: Request) -> str:
     """Where a login, or a password of one's own, sends the user on to: the page asked for, or for
-    a form's post (its address answers POST alone) the page the form was on, where it is ours."""
-    if request.method not in UNSAFE_METHODS:
-        return request.url.path
+    a form's post (its address often answers POST alone) the page the form was on, which our
+    pages' Referrer-Policy (same-origin) lets the browser say."""
     referer = urlsplit(request.headers.get("referer", ""))
-    if referer.netloc == request.url.netloc and referer.path.startswith("/"):
+    if request.method in UNSAFE_METHODS and referer.netloc == request.url.netloc and referer.path.startswith("/"):
         return referer.path
-    return "/"
+    return request.url.path
 
 
 class PasswordNotChosen(ServiceError):

@@ -98,9 +98,10 @@ def test_a_form_sent_after_the_session_ended_returns_to_its_page_after_the_login
     sent = client.post("/admin/users", data={"csrf_token": csrf, "username": "x"}, follow_redirects=False,
                        headers={"Referer": "http://testserver/admin/users?created=3"})
     assert sent.status_code == 303 and sent.headers["location"] == "/login?next=/admin/users"
-    elsewhere = client.post("/logout", data={"csrf_token": csrf}, follow_redirects=False,
-                            headers={"Referer": "https://elsewhere.example/admin/users"})
-    assert elsewhere.status_code == 303 and elsewhere.headers["location"] == "/login?next=/"
+    elsewhere = client.post("/admin/users", data={"csrf_token": csrf}, follow_redirects=False,
+                            headers={"Referer": "https://elsewhere.example/label/stats"})
+    assert elsewhere.status_code == 303 and elsewhere.headers["location"] == "/login?next=/admin/users", \
+        "another site's page is not where the login goes"
 
 
 def test_an_idle_limit_under_five_minutes_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
