@@ -3,7 +3,9 @@
 Labels are booleans, as TRL's PRM trainer reads them. A step rated -1 is the last one kept:
 what follows a first error says nothing the trainer can use. Steps left unrated end the record
 too, and a label with no rated step gives no record. `source` says who labeled (human, rollout,
-judge, prm); TRL's trainer ignores it.
+judge, prm); `label_id`, `solution_id` and `problem_id` are Stepwise's ids, to trace a record back
+and to split by problem (a problem's solutions in both train and test sets leak its answer).
+TRL's trainer ignores all four.
 
 With every completion (`completions="all"`), a label gives one record more for each rated
 alternative it did not continue with (the steps before it, then it), and each record says which
@@ -29,7 +31,7 @@ def trl_records(row: LabelRow, neutral_is_good: bool, every_completion: bool) ->
     for steps in paths:
         record = _record(row.statement, steps, neutral_is_good, every_completion, row.source.value)
         if record is not None:
-            yield record
+            yield {**record, "label_id": row.label_id, "solution_id": row.solution_id, "problem_id": row.problem_id}
 
 
 def _record(prompt: str, steps: list[RatedStep], neutral_is_good: bool, mark_human: bool,
