@@ -6,8 +6,8 @@ the same transaction, so that a change and its record stand or fall together."""
 from __future__ import annotations
 
 import enum
-import getpass
 import os
+import pwd
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,11 +67,18 @@ def record(session: Session, by: User | None, action: str, target: str, **detail
 
 
 def _os_user() -> str:
+    """The account the process runs as, by its user id (not $USER, which anyone sets), and who
+    ran sudo to become it, as sudo says: a hint on a shared host, not a proof."""
+    uid = os.geteuid()
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
         # A container run with a user id that has no name (docker run --user 1234).
-        return f"uid {os.getuid()}"
+        name = f"uid {uid}"
+    by = os.environ.get("SUDO_USER", "")
+    said = f"{name} via sudo by {by}" if by and by != name else name
+    # Printed in tab-separated lines (stepwise audit): no tab or line break of its own.
+    return " ".join(said.split())[:64]
 
 
 def who(event: AuditEvent) -> str:
@@ -123,7 +130,8 @@ def list_events(session: Session, *, category: Category | None = None, actor: st
 
 def describe(event: AuditEvent) -> str:
     """The event in a sentence, after its target: what the page, the API and the CLI say."""
-    d = event.details or {}
+    # Who, not what: the command line's account is said where the actor is (see who).
+    d = {key: value for key, value in (event.details or {}).items() if key != "os_user"}
     match event.action:
         case "user.created":
             first = ", to choose their own password at their first login" if d.get("must_change_password") else ""
@@ -147,7 +155,8 @@ def describe(event: AuditEvent) -> str:
             return "unlocked: the failed logins against their name were forgotten"
         case "token.created":
             until = f", until {d['expires_at'][:10]}" if d.get("expires_at") else ""
-            return f"given API token {d.get('token')} “{d.get('name')}”{until}"
+            access = " (read-only)" if d.get("read_only") else ""
+            return f"given API token {d.get('token')} “{d.get('name')}”{access}{until}"
         case "token.revoked":
             return f"API token {d.get('token')} “{d.get('name')}” revoked"
         case "project.created":

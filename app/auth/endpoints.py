@@ -20,7 +20,8 @@ everyone_router = APIRouter(prefix="/api/v1/api-tokens", tags=["auth"], response
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(
         400, 401, 403, 422, 429,
-        described={401: "wrong username or password", 403: "the right password, but the account is deactivated"},
+        described={401: "wrong username or password", 403: "the right password, but the account is deactivated",
+                   409: "a read-only token for a user who must choose their own password first"},
     ),
 )
 def create_token(body: TokenRequest, request: Request, session: SessionDep) -> TokenRead | JSONResponse:

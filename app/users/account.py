@@ -92,6 +92,9 @@ def create_token(
     ends in hours, must not make itself access that lasts until revoked."""
     values = form.model_dump(exclude={"password"})
     try:
+        if form.access not in ("", "full", "read"):
+            # A typo must not quietly make a full token of one meant to read.
+            raise FormInvalid({"access": "must be full or read"})
         data = validate_form(TokenSettings, {"name": form.name.strip(), "expires_in_days": form.expires_in_days.strip(),
                                              "read_only": form.access == "read"})
     except FormInvalid as exc:

@@ -5,8 +5,9 @@ API and from the CLI; a refused change records nothing."""
 
 from __future__ import annotations
 
-import getpass
 import html
+import os
+import pwd
 import re
 
 from fastapi.testclient import TestClient
@@ -116,11 +117,18 @@ def test_the_command_line_records_as_the_command_line_and_prints_the_trail(stepw
     printed = stepwise(database_url, "audit", "--category", "members").stdout.splitlines()
     assert len(printed) == 1
     when, who, target, what = printed[0].split("\t")
-    assert (who, target, what) == (f"command line ({getpass.getuser()})", "user ann", "added to project Algebra")
+    assert (who, target, what) == (f"command line ({pwd.getpwuid(os.geteuid()).pw_name})", "user ann",
+                                   "added to project Algebra")
     assert when.endswith("UTC")
+
     assert len(stepwise(database_url, "audit").stdout.splitlines()) == 3
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(AuditEvent)) == 3
+
+    # A setting changed at the command line says what changed, not the account (said as who).
+    assert stepwise(database_url, "projects", "guidelines", "Algebra", "-", input="Rate each step.\n").exit_code == 0
+    settings = stepwise(database_url, "audit", "--category", "projects").stdout.splitlines()[0].split("\t")
+    assert settings[3] == "settings changed: guidelines changed", settings
 
 
 def _logins(factory) -> list[tuple[str | None, str, dict]]:  # type: ignore[no-untyped-def, type-arg]
