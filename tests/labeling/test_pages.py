@@ -45,6 +45,8 @@ def test_label_page_hands_its_script_json_and_the_csrf_token(client, session_fac
             "lease_minutes": 45,
         },
         "username": "lena",
+        # STEPWISE_SESSION_IDLE_MINUTES: the page renews a long lease before the session would end.
+        "session_idle_minutes": 120,
         "guidelines": None,
     }
     # Every script is a file from our own /static (the CSP allows nothing else) or inert JSON.
