@@ -100,19 +100,6 @@ READ_ONLY_TOKEN = "this API token is read-only: it makes GET requests only; make
 REVOKE_ITSELF = "/api/v1/auth/tokens/current"
 
 
-def _read_only_refusal(read_only: bool, method: str, path: str) -> Forbidden | None:
-    if read_only and method in UNSAFE_METHODS and path != REVOKE_ITSELF:
-        return Forbidden(READ_ONLY_TOKEN)
-    return None
-
-
-def _password_refusal(user_must_change: bool, path: str) -> PasswordNotChosen | None:
-    if not user_must_change or path in OPEN_BEFORE_OWN_PASSWORD or path == TOKENS_PATH or \
-            path.startswith(TOKENS_PATH + "/"):
-        return None
-    return PasswordNotChosen(PASSWORD_NOT_CHOSEN)
-
-
 class CsrfFailed(ServiceError):
     status_code = 403
 
@@ -126,6 +113,7 @@ class Credentials:
     csrf_sent: str
     unsafe: bool
     session_use: SessionUse
+    path: str
 
 
 # Sent by a page's requests made on its own, which do not keep an unused session going.
@@ -158,6 +146,7 @@ def credentials(request: Request) -> Credentials:
         csrf_sent=request.headers.get(CSRF_HEADER, ""),
         unsafe=request.method in UNSAFE_METHODS,
         session_use=session_use(request),
+        path=request.url.path,
     )
 
 
@@ -172,6 +161,24 @@ async def api_credentials(request: Request) -> Credentials:
 
 
 ApiCredentials = Annotated[Credentials, Depends(api_credentials)]
+
+
+def _login_refusal(given: Credentials, *, read_only: bool, must_change_password: bool) -> ServiceError | None:
+    """What a login that is who it says may still not do here: change anything with a read-only
+    token, or anything but choose a password of its own while an admin's stands (see
+    User.must_change_password). The one rule for the API, the hot path and the pages."""
+    if read_only and given.unsafe and given.path != REVOKE_ITSELF:
+        return Forbidden(READ_ONLY_TOKEN)
+    open_ = given.path in OPEN_BEFORE_OWN_PASSWORD or given.path == TOKENS_PATH or \
+        given.path.startswith(TOKENS_PATH + "/")
+    if must_change_password and not open_:
+        return PasswordNotChosen(PASSWORD_NOT_CHOSEN)
+    return None
+
+
+def _refusal_of(given: Credentials, principal: Principal) -> ServiceError | None:
+    return _login_refusal(given, read_only=principal.read_only,
+                         must_change_password=principal.user.must_change_password)
 
 
 def _principal(session: Session, given: Credentials) -> Principal | None:
@@ -199,8 +206,7 @@ def api_principal(request: Request, session: SessionDep) -> Principal:
     if principal is None:
         raise NotAuthenticated(NOT_LOGGED_IN)
     _check_csrf(given, principal.session.csrf_token if principal.session else None)
-    refusal = _read_only_refusal(principal.read_only, request.method, request.url.path) or \
-        _password_refusal(principal.user.must_change_password, request.url.path)
+    refusal = _refusal_of(given, principal)
     if refusal is not None:
         raise refusal
     request.state.principal = principal
@@ -220,16 +226,15 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
     if caller is None:
         raise NotAuthenticated(missing)
     _check_csrf(given, caller.csrf_token)
-    # Only the labeling hot path asks for a Caller: POSTs all, none open before then.
-    if caller.read_only:
-        raise Forbidden(READ_ONLY_TOKEN)
-    if caller.must_change_password:
-        raise PasswordNotChosen(PASSWORD_NOT_CHOSEN)
+    refusal = _login_refusal(given, read_only=caller.read_only, must_change_password=caller.must_change_password)
+    if refusal is not None:
+        raise refusal
     return caller
 
 
 async def page_principal(request: Request, session: SessionDep) -> Principal:
-    principal = _principal(session, credentials(request))
+    given = credentials(request)
+    principal = _principal(session, given)
     if principal is None or principal.session is None:
         raise LoginRequired(return_path(request))
     if request.method in UNSAFE_METHODS:
@@ -239,7 +244,7 @@ async def page_principal(request: Request, session: SessionDep) -> Principal:
             sent, principal.session.csrf_token
         ):
             raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
-    if _password_refusal(principal.user.must_change_password, request.url.path) is not None:
+    if _refusal_of(given, principal) is not None:
         raise OwnPasswordRequired(return_path(request))
     request.state.principal = principal
     return principal
@@ -354,12 +359,9 @@ def access_refusal(request: Request) -> ServiceError | LoginRequired | None:
                 return LoginRequired(return_path(request))
             if principal is None:
                 raise NotAuthenticated(NOT_LOGGED_IN)
-            read_only = _read_only_refusal(principal.read_only, request.method, request.url.path)
-            if read_only is not None:
-                return read_only
-            unchosen = _password_refusal(principal.user.must_change_password, request.url.path)
-            if unchosen is not None:
-                return OwnPasswordRequired(return_path(request)) if source is page_principal else unchosen
+            refusal = _refusal_of(given, principal)
+            if refusal is not None:
+                return OwnPasswordRequired(return_path(request)) if source is page_principal else refusal
             request.state.principal = principal
             return _role_refusal(principal.user, roles)
     except ServiceError as refusal:

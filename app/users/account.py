@@ -14,7 +14,7 @@ from app.auth.service import IssuedToken, issue_api_token, list_api_tokens, log_
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import PagePrincipal, SessionDep, client_address
 from app.errors import BadInput, NotFound
-from app.forms import FormInvalid, PageId, validate_form
+from app.forms import FormInvalid, PageId, row_id, validate_form
 from app.templating import render
 from app.users import service
 from app.users.schemas import PasswordChange
@@ -42,9 +42,7 @@ def account_page(request: Request, login: PagePrincipal, session: SessionDep) ->
     changed = request.query_params.get("password") == "changed"
     messages = [{"kind": "success", "text": PASSWORD_CHANGED}] if changed else []
     # Said in the tokens card, where the page opens: a banner at the top would be scrolled past.
-    revoked = request.query_params.get("revoked", "")
-    shown = revoked.isascii() and revoked.isdigit() and len(revoked) < 12
-    return _page(request, session, login, {}, messages, revoked=int(revoked) if shown else None,
+    return _page(request, session, login, {}, messages, revoked=row_id(request.query_params.get("revoked", "")),
                  next_path=safe_next(request.query_params.get("next")))
 
 

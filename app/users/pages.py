@@ -14,7 +14,7 @@ from app.auth.service import Principal, list_all_api_tokens, revoke_any_token
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import AdminPageUser, PagePrincipal, SessionDep, client_address
 from app.errors import BadInput, Conflict, NotFound, plain_message
-from app.forms import FormInvalid, PageId, validate_form
+from app.forms import FormInvalid, PageId, row_id, validate_form
 from app.models import Role, User
 from app.templating import render
 from app.users import service
@@ -185,9 +185,8 @@ def unlock(request: Request, user_id: PageId, admin: AdminPageUser, session: Ses
 @router.get("/tokens")
 def tokens_page(request: Request, _: AdminPageUser, session: SessionDep) -> Response:
     """Every user's live API tokens: who can reach the API now, and since when they last did."""
-    revoked = request.query_params.get("revoked", "")
-    shown = revoked.isascii() and revoked.isdigit() and len(revoked) < 12
-    messages = [{"kind": "success", "text": f"Token {revoked} revoked: it is refused from now on."}] if shown else []
+    revoked = row_id(request.query_params.get("revoked", ""))
+    messages = [{"kind": "success", "text": f"Token {revoked} revoked: it is refused from now on."}] if revoked else []
     return _tokens_list(request, session, messages)
 
 
