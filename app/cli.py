@@ -352,7 +352,7 @@ def tokens() -> None:
 @click.option("--name", default="cli", show_default=True)
 @click.option("--expires-in-days", type=click.IntRange(1, MAX_TOKEN_DAYS), default=None,
               help="refused from then on (default: until revoked, or STEPWISE_TOKEN_MAX_DAYS where set)")
-@click.option("--read-only", is_flag=True, help="GET requests only: a script that reads, leaked, changes nothing")
+@click.option("--read-only", is_flag=True, help="GET requests and scoring only: a script that reads, leaked, changes nothing")
 @pass_ctx
 def tokens_create(ctx: _Context, username: str, name: str, expires_in_days: int | None, read_only: bool) -> None:
     """Print a new API token for a user (shown once)."""

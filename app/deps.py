@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -95,9 +96,12 @@ PASSWORD_NOT_CHOSEN = ("an administrator chose your password: choose your own be
                        "/api/v1/users/me/password (or under Your account, /account, in the browser)")
 
 
-READ_ONLY_TOKEN = "this API token is read-only: it makes GET requests only; make a full one for changes"
-# A read-only token may still end itself: a script done with it should not have to keep it.
-REVOKE_ITSELF = "/api/v1/auth/tokens/current"
+READ_ONLY_TOKEN = ("this API token is read-only: it makes GET requests and scoring only; make a full one for "
+                   "changes")
+# The requests other than GET a read-only token may make: ending itself (a script done with it
+# should not have to keep it), and scoring, a read that needs a body (a reranking service should
+# hold a token that, leaked, changes nothing).
+READ_ONLY_ALSO_MAY = re.compile(r"/api/v1/auth/tokens/current|/api/v1/model-versions/[^/]+/score")
 
 
 class CsrfFailed(ServiceError):
@@ -167,7 +171,7 @@ def _login_refusal(given: Credentials, *, read_only: bool, must_change_password:
     """What a login that is who it says may still not do here: change anything with a read-only
     token, or anything but choose a password of its own while an admin's stands (see
     User.must_change_password). The one rule for the API, the hot path and the pages."""
-    if read_only and given.unsafe and given.path != REVOKE_ITSELF:
+    if read_only and given.unsafe and not READ_ONLY_ALSO_MAY.fullmatch(given.path):
         return Forbidden(READ_ONLY_TOKEN)
     open_ = given.path in OPEN_BEFORE_OWN_PASSWORD or given.path == TOKENS_PATH or \
         given.path.startswith(TOKENS_PATH + "/")

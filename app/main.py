@@ -39,7 +39,7 @@ from app.labeling import pages as labeling_pages
 from app.ops import endpoints as ops_endpoints
 from app.nul_guard import NulGuard
 from app.ops.middleware import RequestObserver
-from app.ops.service import schema_reason
+from app.ops.service import SchemaProblem, schema_reason
 from app.projects import endpoints as projects_api
 from app.projects import pages as projects_pages
 from app.reports import endpoints as reports_api
@@ -283,7 +283,8 @@ def _install_error_handlers(app: FastAPI) -> None:
                    if _missing_schema(exc) else None)
         if unready is not None:
             logger.error("database not ready: %s", unready)
-            return _error_response(request, 503, unready)
+            said = str(unready) if ops_endpoints.may_read_ops(request) else unready.public
+            return _error_response(request, 503, said)
         if isinstance(exc, ProgrammingError):
             raise exc
         reason = str(exc.orig).strip().splitlines()
@@ -333,7 +334,7 @@ def _missing_schema(exc: OperationalError | ProgrammingError) -> bool:
     return str(exc.orig).startswith(("no such table", "no such column"))
 
 
-def _schema_reason(engine: Engine) -> str | None:
+def _schema_reason(engine: Engine) -> SchemaProblem | None:
     """What to run before the database can serve this code; None where the schema is not the
     problem, the database being out of reach included."""
     try:

@@ -19,8 +19,8 @@ class TokenSettings(BaseModel):
     expires_in_days: int | None = Field(
         default=None, ge=1, le=MAX_TOKEN_DAYS, description="refused from then on; by default the token lasts until revoked"
     )
-    read_only: bool = Field(default=False, description="true: GET requests only (listings, reports, exports); any "
-                                                       "change is refused with 403, so a leaked copy changes nothing")
+    read_only: bool = Field(default=False, description="true: GET requests (listings, reports, exports) and scoring "
+                                                       "only; any change is refused with 403, so a leaked copy changes nothing")
 
 
 class TokenRequest(TokenSettings):
@@ -45,7 +45,7 @@ class TokenInfo(BaseModel):
     last_used_at: datetime | None = Field(description="to the minute; null if never used")
     expires_at: datetime | None = Field(description="null: until revoked")
     expired: bool
-    read_only: bool = Field(description="GET requests only")
+    read_only: bool = Field(description="GET requests and scoring only")
     current: bool = Field(description="the token this request was made with")
 
     @classmethod

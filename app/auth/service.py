@@ -278,7 +278,7 @@ def issue_api_token(session: Session, user: User, name: str, expires_in_days: in
                     by: User | None = None, max_days: int | None = None, read_only: bool = False) -> IssuedToken:
     """A new token for `user`; `by` made it (the user, logged in or with their password), None
     at the command line. `max_days` (STEPWISE_TOKEN_MAX_DAYS) caps its life: no expiry asked
-    for means the cap, a longer one is refused. A `read_only` one makes GET requests only."""
+    for means the cap, a longer one is refused. A `read_only` one makes GET requests and scoring only (app.deps)."""
     if not user.is_active:
         # Refused at every request until a reactivation would quietly bring it to life.
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")

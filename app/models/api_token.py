@@ -23,7 +23,7 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # None: until revoked.
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # GET requests only (app.deps): a script that reads, leaked, changes nothing.
+    # GET requests and scoring only (app.deps): a script that reads, leaked, changes nothing.
     read_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @property

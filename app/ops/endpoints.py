@@ -33,7 +33,7 @@ async def readyz(request: Request) -> JSONResponse:
     reason = await anyio.to_thread.run_sync(service.not_ready_reason, request.app.state.engine)
     if reason is None:
         return JSONResponse({"status": "ready"})
-    if not _may_read_ops(request):
+    if not may_read_ops(request):
         log.warning("not ready: %s", reason)
         return JSONResponse({"status": "unavailable", "reason": NOT_SAID}, status_code=503)
     return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
@@ -42,14 +42,16 @@ async def readyz(request: Request) -> JSONResponse:
 NOT_SAID = "see the server's log, or ask from an address in STEPWISE_METRICS_ALLOW or with STEPWISE_METRICS_TOKEN"
 
 
-def _may_read_ops(request: Request) -> bool:
+def may_read_ops(request: Request) -> bool:
+    """Whether the caller may read /metrics, and so why the server is not ready (the database's
+    host, its driver's error, the schema's revisions)."""
     client = request.client.host if request.client else None
     return service.may_read_metrics(request.app.state.settings, client, request.headers.get("authorization"))
 
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    if not _may_read_ops(request):
+    if not may_read_ops(request):
         return JSONResponse(
             {"detail": "metrics are for the addresses in STEPWISE_METRICS_ALLOW or holders of STEPWISE_METRICS_TOKEN"},
             status_code=403,

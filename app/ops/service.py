@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from dataclasses import dataclass
 
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, text
@@ -23,27 +24,47 @@ def driver_reason(exc: SQLAlchemyError) -> str:
 def not_ready_reason(engine: Engine) -> str | None:
     """Why the server cannot serve yet, or None when the database answers at head."""
     try:
-        return schema_reason(engine)
+        problem = schema_reason(engine)
     except SQLAlchemyError as exc:
         return f"the database does not answer: {driver_reason(exc)}"
+    return None if problem is None else str(problem)
 
 
-def schema_reason(engine: Engine) -> str | None:
+@dataclass(frozen=True, slots=True)
+class SchemaProblem:
+    """Why the database's schema cannot serve this code. What is wrong and what to run are for
+    anyone who meets it; the revisions, which tell which version of the code runs here, are for
+    operators and the log."""
+
+    what: str
+    remedy: str
+    revisions: str = ""
+
+    def __str__(self) -> str:
+        where = f" ({self.revisions})" if self.revisions else ""
+        return f"{self.what}{where}: {self.remedy}"
+
+    @property
+    def public(self) -> str:
+        return f"{self.what}: {self.remedy}"
+
+
+def schema_reason(engine: Engine) -> SchemaProblem | None:
     """Why the database's schema cannot serve this code (none yet, behind its migrations, or
     migrated by newer code), or None when it is at head; SQLAlchemyError when the database does not answer."""
     with engine.connect() as connection:
         connection.execute(text("SELECT 1"))
         current = frozenset(MigrationContext.configure(connection).get_current_heads())
     if not current:
-        return "the database has no schema: run `stepwise db upgrade`"
+        return SchemaProblem("the database has no schema", "run `stepwise db upgrade`")
     if current != heads():
-        at, code = ", ".join(sorted(current)), ", ".join(sorted(heads()))
+        revisions = f"database at {', '.join(sorted(current))}, code at {', '.join(sorted(heads()))}"
         if not all(known_revision(revision) for revision in current):
             # Newer code migrated it (a rolling deploy, or a rollback of this code): upgrading
             # from here cannot help.
-            return (f"the database is at a revision this code does not know (database at {at}, code at {code}): "
-                    "run the code that migrated it, or `stepwise db downgrade` with that code")
-        return f"migrations are not at head (database at {at}, code at {code}): run `stepwise db upgrade`"
+            return SchemaProblem("the database is at a revision this code does not know",
+                                 "run the code that migrated it, or `stepwise db downgrade` with that code", revisions)
+        return SchemaProblem("migrations are not at head", "run `stepwise db upgrade`", revisions)
     return None
 
 

@@ -1,4 +1,4 @@
-"""A read-only API token makes GET requests only: a script that reads, leaked, changes nothing."""
+"""A read-only API token makes GET requests and scoring only: a script that reads, leaked, changes nothing."""
 
 from __future__ import annotations
 
@@ -38,8 +38,10 @@ def test_a_read_only_token_reads_and_every_change_is_refused(app, client, sessio
     refused = 0
     for endpoint in endpoints(app):
         # The submit judges its body before its caller: the hot-path test sends it a whole one.
+        # Scoring changes nothing: tests/rounds/test_scoring_api.py scores with a read-only token.
         if not endpoint.is_api or endpoint.method not in UNSAFE or endpoint.path in (
-                "/api/v1/auth/tokens", "/api/v1/auth/tokens/current", "/api/v1/assignments/{assignment_id}/submit"):
+                "/api/v1/auth/tokens", "/api/v1/auth/tokens/current", "/api/v1/assignments/{assignment_id}/submit",
+                "/api/v1/model-versions/{version_id}/score"):
             continue
         answer = _call(client, endpoint, ids, headers=reader)
         assert answer.status_code == 403, f"{endpoint} gave {answer.status_code}"

@@ -273,3 +273,25 @@ def test_every_build_arg_is_one_the_dockerfile_declares(services, dockerfile):  
             assert set(build.get("args", {})) <= declared, f"{name} passes a build arg the Dockerfile ignores"
     assert services["api"]["build"]["args"]["ASYMPTOTE"] == "no", "figures are drawn only when asked"
     assert any('"${ASYMPTOTE}" = yes' in line and "asymptote" in line for line in dockerfile)
+
+
+def test_every_setting_an_operator_writes_into_env_reaches_the_stepwise_containers(services, monkeypatch):  # type: ignore[no-untyped-def]
+    from app.config import Settings
+    from app.rounds.config import WorkerSettings
+
+    for name in ("migrate", "api", "worker", "worker-gpu"):
+        assert services[name]["env_file"] == [{"path": ".env", "required": False}], name
+    # What the compose file sets itself are settings Stepwise reads, valid as they stand.
+    known = {field.alias for field in Settings.model_fields.values()} | {"DATABASE_URL", "FORWARDED_ALLOW_IPS"} | {
+        f"STEPWISE_{name.upper()}" for name in WorkerSettings.model_fields}
+    environment = services["api"]["environment"]
+    assert set(environment) <= known, f"not settings Stepwise reads: {set(environment) - known}"
+    for name, value in environment.items():
+        monkeypatch.setenv(name, str(value))
+    assert Settings().environment == "production"
+    assert WorkerSettings().models_dir.as_posix() == "/home/stepwise/models"
+
+
+def test_the_operators_settings_stay_out_of_the_image_and_the_repository():
+    for ignore in (".dockerignore", ".gitignore"):
+        assert ".env" in (ROOT / ignore).read_text().split("\n"), ignore

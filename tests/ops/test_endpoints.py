@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.config import Settings
+from app.deps import SESSION_COOKIE
 from app.main import create_app
 from app.migrate import upgrade
 from tests.conftest import add_solutions, api_headers, make_project, make_user
@@ -82,6 +83,24 @@ def test_readyz_tells_why_only_to_whoever_may_read_the_metrics(tmp_path, caplog)
     assert "0007" not in stranger.text and "STEPWISE_METRICS_ALLOW" in stranger.json()["reason"]
     assert any("not at head" in record.getMessage() for record in caplog.records), "the log has it"
     assert holder.status_code == 503 and "0007" in holder.json()["reason"]
+
+
+def test_a_request_while_migrations_are_behind_names_the_revisions_only_to_operators(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0007")
+    settings = Settings(database_url=url, STEPWISE_ENV="test", STEPWISE_METRICS_TOKEN=TOKEN)
+    login = {"username": "ann", "password": "whatever-it-is", "name": "x"}
+    with _client(settings, ("203.0.113.9", 40000)) as client:
+        stranger = client.post("/api/v1/auth/tokens", json=login)
+        client.cookies.set(SESSION_COOKIE, "a-session")
+        page = client.get("/")
+    with _client(settings) as client:
+        operator = client.post("/api/v1/auth/tokens", json=login)
+    assert stranger.status_code == 503
+    assert stranger.json()["detail"] == "migrations are not at head: run `stepwise db upgrade`"
+    assert page.status_code == 503 and "migrations are not at head" in page.text and "0007" not in page.text
+    assert operator.status_code == 503 and "database at 0007" in operator.json()["detail"]
+    assert any("database at 0007" in record.getMessage() for record in caplog.records), "the log has it"
 
 
 def test_readyz_refuses_a_database_that_does_not_answer() -> None:

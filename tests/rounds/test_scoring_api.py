@@ -13,7 +13,7 @@ from active_learning.model import load_checkpoint
 from active_learning.score import score_solutions
 from app.db import session_scope
 from app.models import ModelVersion
-from tests.conftest import api_headers, make_project, make_user
+from tests.conftest import PASSWORD, api_headers, make_project, make_user
 
 PROBLEM = "Start with 10. Subtract 2, then multiply by 3."
 CANDIDATES = [["$10 - 2 = 8$.", "$8 \\times 3 = 24$.\n\n# Answer\n\n24"], ["$10 - 2 = 7$.", "# Answer\n\n21"]]
@@ -75,6 +75,22 @@ def test_a_neutral_step_counts_as_the_projects_rounds_count_it_unless_asked(clie
         expected = score_solutions(model, tokenizer, solutions, max_length=1024, neutral_as_correct=counted)
         for got, want in zip(answer["solutions"], expected, strict=True):
             assert got["step_scores"] == pytest.approx(want.step_scores, abs=1e-5)
+
+
+def test_a_read_only_token_scores(client, session_factory, checkpoint: Path) -> None:  # type: ignore[no-untyped-def]
+    version_id = _version(session_factory, checkpoint)
+    make_user(session_factory, "rita", "researcher")
+    made = client.post("/api/v1/auth/tokens", json={"username": "rita", "password": PASSWORD, "read_only": True})
+    reader = {"Authorization": f"Bearer {made.json()['token']}"}
+    body = {"problem": PROBLEM, "solutions": [{"steps": s} for s in CANDIDATES]}
+    scored = client.post(f"/api/v1/model-versions/{version_id}/score", headers=reader, json=body)
+    assert scored.status_code == 200, scored.text
+    assert [len(s["step_scores"]) for s in scored.json()["solutions"]] == [2, 2]
+    # The same token changes nothing next door.
+    with session_scope(session_factory) as session:
+        project_id = session.get(ModelVersion, version_id).project_id
+    refused = client.patch(f"/api/v1/projects/{project_id}/round-settings", headers=reader, json={"max_length": 512})
+    assert refused.status_code == 403 and "read-only" in refused.json()["detail"]
 
 
 @pytest.mark.parametrize("role", ["labeler", "manager"])
