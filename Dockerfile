@@ -44,7 +44,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 RUN pip install "${TORCH_SPEC}" --index-url "${TORCH_INDEX_URL}"
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/*.whl && rm -rf /wheels
+# The versions `make lock` pinned, as the README's install uses them (torch apart, above).
+COPY constraints.txt /wheels/
+RUN pip install -c /wheels/constraints.txt /wheels/*.whl && rm -rf /wheels
 
 # Numeric, so that a runtime that refuses root (runAsNonRoot) can tell without /etc/passwd.
 RUN useradd --create-home --uid 10001 --user-group stepwise

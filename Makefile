@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test test-heavy gpu-suite serve install assets chromium asymptote
+.PHONY: demo test test-heavy gpu-suite serve install assets chromium asymptote lock
 
 demo: install assets
 	$(VENV)/bin/stepwise demo --host $(HOST) --port $(PORT)
@@ -30,12 +30,26 @@ install: $(VENV)/.installed
 
 # torch first, pinned: the machine carries a local CPU wheel for 2.13.0; letting pip resolve
 # "torch" through transformers would pull gigabytes of CUDA packages instead.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,hf,track]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,hf,track]'
 	touch $@
+
+# Pins every dependency but torch (pinned above, and by the Dockerfile for its CPU or CUDA index)
+# to what a fresh install resolves today: run it to upgrade them, then `make test`. Constraints,
+# not requirements: the image, which installs no extras, takes only the pins it needs.
+LOCK_VENV := /tmp/stepwise-lock
+lock:
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(LOCK_VENV)/bin/python -m pip install --quiet '.[dev,hf,track]'
+	{ echo "# Every dependency of Stepwise and its extras but torch, as 'make lock' resolved them on"; \
+	  echo "# Python $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'). Installed with pip's -c (Makefile, Dockerfile)."; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude torch --exclude stepwise; } > constraints.txt
+	rm -rf $(LOCK_VENV)
 
 assets: install
 	$(PY) -m labeler_ui.vendor_assets
