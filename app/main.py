@@ -177,8 +177,9 @@ def _wants_json(request: Request) -> bool:
 
 
 def _error_response(  # type: ignore[no-untyped-def]
-    request: Request, status_code: int, message: str, details=None, headers=None
+    request: Request, status_code: int, message: str, details=None, headers=None, *, without_query: bool = False
 ) -> Response:
+    """The API's JSON error, or the error page, which may offer the same page `without_query`."""
     if _wants_json(request):
         body = {"detail": message}
         if details is not None:
@@ -187,7 +188,8 @@ def _error_response(  # type: ignore[no-untyped-def]
     response = render(
         request,
         "error.html",
-        {"status_code": status_code, "message": message, "details": details},
+        {"status_code": status_code, "message": message, "details": details,
+         "plain_path": request.url.path if without_query else None},
         status_code=status_code,
     )
     if headers:
@@ -243,7 +245,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         if any(err.get("type") == "json_invalid" for err in exc.errors()):
             # FastAPI parses the body before any dependency runs; other errors come after them.
             return await _body_refusal(request, 422, f"invalid request: {summary}", errors)
-        return _error_response(request, 422, f"invalid request: {summary}", errors)
+        if _wants_json(request):
+            return _error_response(request, 422, f"invalid request: {summary}", errors)
+        # A page lists each part once, by its name in the address or the form.
+        in_query = all(err.get("loc", ("",))[0] == "query" for err in exc.errors())
+        named = [{**e, "field": e["field"].removeprefix("query.").removeprefix("body.")} for e in errors]
+        said = ("The address asks for something this page cannot show:" if in_query
+                else "The form sent something this page cannot take:")
+        return _error_response(request, 422, said, named, without_query=in_query)
 
     @app.exception_handler(IntegrityError)
     async def conflicting_write(request: Request, exc: IntegrityError) -> Response:

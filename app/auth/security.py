@@ -36,9 +36,16 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+# Lower-case letters and digits without the look-alikes (0 o, 1 l i): a password read off a
+# screen or a printed sheet and typed, on a phone too, should not be mistyped.
+PASSWORD_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
+
+
 def new_password() -> str:
-    """A password for an account made for someone: 12 characters, 72 bits, easy to type."""
-    return secrets.token_urlsafe(9)
+    """A password for an account made for someone: three groups of five, 74 bits, as
+    `kx7rm-p2wqe-9hbtn`."""
+    groups = ("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(5)) for _ in range(3))
+    return "-".join(groups)
 
 
 def token_digest(token: str) -> str:

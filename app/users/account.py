@@ -137,8 +137,11 @@ def _page(request: Request, session: SessionDep, login: PagePrincipal, errors: d
           issued: IssuedToken | None = None, token_values: dict[str, str] | None = None,
           revoked: int | None = None, next_path: str | None = None) -> Response:
     max_days = request.app.state.settings.token_max_days
+    # One page, two forms: each says only what was wrong with its own.
+    password_errors = {key: message for key, message in errors.items() if not key.startswith("token_")}
     return render(request, "auth/account.html", {
-        "errors": errors, "messages": messages or [],
+        "errors": errors, "password_errors": password_errors,
+        "token_failed": len(password_errors) < len(errors), "messages": messages or [],
         "tokens": list_api_tokens(session, login.user),
         "issued": issued,
         "revoked": revoked,

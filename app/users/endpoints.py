@@ -90,7 +90,8 @@ def _refuse_without_your_password(
 def create_user(body: UserCreate, request: Request, admin: AdminApiUser, session: SessionDep) -> UserRead | JSONResponse:
     """Create a user. An admin is created only with `your_password`, the caller's own."""
     refused = _refuse_without_your_password(request, session, admin, body.your_password,
-                                            service.admin_powers_change(None, body.role, by=admin))
+                                            service.admin_powers_change(None, body.role, by=admin,
+                                                                        new_username=body.username))
     return refused or UserRead.model_validate(service.create_user(session, body, by=admin))
 
 

@@ -73,9 +73,9 @@ def create_user(
         data = validate_form(UserCreate, {**values, "password": password})
     except FormInvalid as exc:
         return _users_list(request, session, values, exc.errors, status_code=422)
-    change = service.admin_powers_change(None, data.role, by=admin)
+    change = service.admin_powers_change(None, data.role, by=admin, new_username=data.username)
     refused = _ask_your_password(request, session, admin, your_password, change, Confirmation(
-        change=change or "", action="/admin/users", fields=values, retype="Password for the new user"))
+        change=change or "", action="/admin/users", fields=values, retype=f"Password for {data.username}"))
     if refused is not None:
         return refused
     try:

@@ -108,16 +108,18 @@ def get_user_by_name(session: Session, username: str) -> User:
     return one_named(session, User.username, username, "user")
 
 
-def admin_powers_change(target: User | None, role: Role | None, *, by: User) -> str | None:
-    """What a change by the admin `by` to `target` (None: a new user) giving it `role` (None:
-    unchanged) does to an admin, in words, or None. Such a change asks for the acting admin's own
+def admin_powers_change(target: User | None, role: Role | None, *, by: User, new_username: str = "") -> str | None:
+    """What a change by the admin `by` to `target` (None: a new user, `new_username`) giving it
+    `role` (None: unchanged) does to an admin, in words, or None. Such a change asks for the acting admin's own
     password (is_own_password): a session left open or a leaked token must not make an admin, or
     set an admin's password and so end their logins, on its own; nor can it make itself a token.
     Changes to one's own account are update_user's to refuse."""
     if target is not None and target.id == by.id:
         return None
     if target is None:
-        return "creating an admin" if role == Role.admin else None
+        if role != Role.admin:
+            return None
+        return f"creating {new_username or 'a user'}, an admin,"
     if target.role == Role.admin:
         return f"changing {target.username}, an admin,"
     if role == Role.admin:

@@ -211,9 +211,18 @@ def test_labelers_who_disagree_on_the_first_error_are_listed_side_by_side_and_ma
     assert [bool(line) for _, line in rows] == [False, False, True, False]
     assert page.text.count(">disagrees</span>") == 4
     assert "4 current labels match these filters, by problem and solution, each solution's labels together." in html.unescape(page.text)
+    # Each order is offered once, the default as the empty choice, chosen.
+    orders = re.search(r'<select name="sort"[^>]*>(.*?)</select>', page.text, re.S).group(1)
+    offered = re.findall(r'<option value="(\w*)"( selected)?>([^<]+)</option>', orders)
+    assert sorted(words for _, _, words in offered) == ["By problem and solution", "Newest first", "Oldest first",
+                                                        "Quickest first", "Slowest first"]
+    assert [(value, words) for value, chosen, words in offered if chosen] == [("", "By problem and solution")]
+    unfiltered = client.get(f"/manage/projects/{project.id}/labels", params={"sort": "newest"}).text
+    orders = re.search(r'<select name="sort"[^>]*>(.*?)</select>', unfiltered, re.S).group(1)
+    assert orders.count("Newest first") == 1 and '<option value="" selected>Newest first' in orders
 
 
-def test_labelers_who_agree_are_listed_under_agreed_and_a_step_one_left_unrated_is_no_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+def test_labelers_who_agree_are_listed_under_agreed_and_a_step_one_left_unrated_is_no_disagreement(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
     project, (same, unrated_after_error, rated_apart, alone), ann, bob = overlapping
     agreeing = [_label(session_factory, project.id, same, ann, [1, 0, 1]), _label(session_factory, project.id, same, bob, [1, 0, 1]),
                 # Ann stopped at the first error, Bob rated on: the third step has one rating.
@@ -229,6 +238,14 @@ def test_labelers_who_agree_are_listed_under_agreed_and_a_step_one_left_unrated_
         listing = service.list_labels(session, project.id, LabelFilters())
     assert {row.label_id for row in listing.rows if row.disagreed} == set(apart)
     assert listing.overlap.shared == 3
+
+    # The label's own page says so too: the step Ann left unrated is not marked as differing.
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    for label_id, differing in ((agreeing[3], 0), (agreeing[2], 0), (apart[0], 1)):
+        page = client.get(f"/manage/projects/{project.id}/labels/{label_id}").text
+        assert page.count('class="other-rating differs"') == differing, label_id
+    assert "not rated there" in client.get(f"/manage/projects/{project.id}/labels/{agreeing[3]}").text
 
 
 def test_a_machine_label_that_disagrees_with_a_labeler_is_no_disagreement(session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]

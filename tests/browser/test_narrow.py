@@ -68,6 +68,17 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
     screenshot(page, "narrow_labeler_display_scrolled.png")
     display.evaluate("e => { e.scrollLeft = 0; }")
     expect(display).not_to_have_class(re.compile(r"\bscrolled\b"))
+    # On a keyboard: → scrolls the current step's wide formula to its end, ← back; Tab reaches it.
+    page.locator("#steps > .step").first.locator('.rate[data-rating="1"]').tap()
+    expect(page.locator("#steps > .step").nth(1)).to_have_class(re.compile(r"\bis-current\b"))
+    for _ in range(12):
+        page.keyboard.press("ArrowRight")
+    expect(display).to_have_class(re.compile(r"\bat-end\b"))
+    for _ in range(12):
+        page.keyboard.press("ArrowLeft")
+    expect(display).not_to_have_class(re.compile(r"\bscrolled\b"))
+    assert display.get_attribute("tabindex") == "0"
+    assert page.locator("#steps > .step").nth(1).locator(".katex-display").count() == 1
 
     steps = page.locator("#steps > .step")
     viewport = PHONE["width"]

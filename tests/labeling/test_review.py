@@ -311,3 +311,18 @@ def test_a_label_is_phase_1_by_what_its_steps_hold(steps, mode) -> None:  # type
 ])
 def test_a_snippet_never_ends_inside_a_formula(text: str, limit: int, snippet: str) -> None:
     assert review.snippet_of(text, limit) == snippet
+
+
+def test_a_page_asked_for_what_it_cannot_show_says_so_once_and_offers_the_page(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "lena", "labeler")
+    browser_login(client, "lena")
+    page = client.get("/label/stats", params={"page": "999999"})
+    assert page.status_code == 422
+    text = page.text
+    assert "The address asks for something this page cannot show:" in text
+    assert text.count("must be at most 100000") == 1 and "<code>page</code>: must be at most 100000" in text
+    assert "query.page" not in text
+    assert '<a class="button primary" href="/label/stats">Open the page as it comes</a>' in text
+    # The API still names the part by where it is.
+    api = client.get("/api/v1/me/labels", params={"page": "999999"}, headers=api_headers(client, "lena"))
+    assert api.status_code == 422 and api.json()["errors"][0]["field"] == "query.page"

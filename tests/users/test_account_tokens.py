@@ -44,6 +44,11 @@ def test_a_user_makes_lists_and_revokes_their_tokens_on_the_account_page(app, se
                                                 "password": PASSWORD})
     assert bad.status_code == 422
     assert "No token was made" in bad.text and 'id="token_expires_in_days-error"' in bad.text
+    # The password form above it was not used: it says nothing.
+    assert "The password was not changed" not in bad.text
+    wrong = browser.post("/account/tokens", data={"csrf_token": csrf, "name": "x", "password": "not-mine-at-all"})
+    assert wrong.status_code == 403 and "Is not your password" in wrong.text
+    assert "No token was made" in wrong.text and "The password was not changed" not in wrong.text
     assert html.unescape(bad.text).count("<tr id=\"token-") == 1
     assert browser.post("/account/tokens", data={"name": "no csrf"}).status_code == 403
 

@@ -109,7 +109,7 @@ def test_making_or_changing_an_admin_asks_for_your_own_password(client, session_
     new_admin = {"username": "ada", "role": "admin", "password": PASSWORD}
     asked = client.post("/api/v1/users", headers=headers, json=new_admin)
     assert asked.status_code == 403
-    assert asked.json()["detail"] == "creating an admin asks for your own password: send it as your_password"
+    assert asked.json()["detail"] == "creating ada, an admin, asks for your own password: send it as your_password"
     wrong = client.post("/api/v1/users", headers=headers, json={**new_admin, "your_password": "not the password"})
     assert (wrong.status_code, wrong.json()["detail"]) == (403, "your_password is not your password")
     assert _failures(session_factory, "boss") == 1, "a wrong password counts as a failed login"

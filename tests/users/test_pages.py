@@ -190,7 +190,7 @@ def test_a_password_waiting_for_yours_is_typed_again_not_written_into_the_page(c
     created = client.post("/admin/users", data={"csrf_token": admin, "username": "eve", "role": "admin", "password": new})
     assert created.status_code == 403 and new not in created.text
     card = html.unescape(_confirm_card(created.text))
-    assert "creating an admin asks for your own password" in card and "Password for the new user" in card
+    assert "creating eve, an admin, asks for your own password" in card and "Password for eve" in card
     assert '<input type="hidden" name="username" value="eve">' in card and _user(session_factory, "eve") is None
 
     done = client.post(f"/admin/users/{ada}/password", data={"csrf_token": admin, "password": new, "your_password": PASSWORD},

@@ -36,9 +36,19 @@ function firstLine(text) {
   return text.replace(/^\uFEFF/, "").split(/\r?\n/).find((line) => line.trim() !== "") ?? "";
 }
 
+// Files that are no JSONL text at all, known by their first bytes, named as the server names
+// them (app.imports.reader): their NUL bytes said only that they were not text.
+const NOT_JSONL = [
+  [[0x50, 0x4b, 0x03, 0x04], "the file is a zip archive: upload the .jsonl file inside it"],
+  [[0x1f, 0x8b], "the file is gzip-compressed: decompress it (gunzip) and upload the .jsonl file"],
+  [[0x50, 0x41, 0x52, 0x31], "the file is a Parquet file: imports read JSONL, one JSON object a line"],
+];
+
 /** {format, why} for a file of `size` bytes from its first `bytes` (a Uint8Array). */
 export function guessFile(bytes, size) {
   if (size === 0) return { format: null, why: "the file is empty" };
+  const known = NOT_JSONL.find(([magic]) => magic.every((byte, i) => bytes[i] === byte));
+  if (known) return { format: null, why: known[1] };
   if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
     return { format: null, why: "the file is UTF-16 text, not UTF-8: save it as UTF-8" };
   }

@@ -609,6 +609,7 @@ function onKey(event) {
 }
 
 function handleKey(key) {
+  if (key === "ArrowLeft" || key === "ArrowRight") return scrollFormula(key === "ArrowRight" ? 1 : -1);
   if (isPhase1()) return phase1Key(key);
   if (Object.hasOwn(RATING_KEYS, key)) {
     rateByKey(key);
@@ -623,6 +624,21 @@ function handleKey(key) {
     pendingChange = null;
     if ($("notice").classList.contains("warning")) clearNotice();
   }
+  return true;
+}
+
+// A formula wider than its box scrolls sideways (math.js marks it): ← and → scroll the one in
+// focus, else the current step's, so that a labeler on the keyboard reads it to its end before
+// rating it. Nothing to scroll: the keys are the browser's.
+function scrollFormula(direction) {
+  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  const focused = document.activeElement?.closest?.(".katex-display.scrolls");
+  const wide = focused ? [focused] : [...(node?.querySelectorAll(".katex-display.scrolls") ?? [])];
+  const next = direction > 0 ? wide.find((d) => !d.classList.contains("at-end"))
+    : wide.findLast((d) => d.classList.contains("scrolled"));
+  if (!next) return false;
+  // At once: a smooth scroll begun before the last one ended starts from where that one stood.
+  next.scrollBy({ left: direction * next.clientWidth * 0.8, behavior: "instant" });
   return true;
 }
 

@@ -217,6 +217,9 @@ function hintScrolling(display) {
 function markScrolling(display) {
   const hidden = display.scrollWidth - display.clientWidth;
   display.classList.toggle("scrolls", hidden > 1);
+  // Tab reaches a box that scrolls, and the arrow keys then scroll it: its end is not only for a mouse.
+  if (hidden > 1) display.tabIndex = 0;
+  else display.removeAttribute("tabindex");
   display.classList.toggle("scrolled", display.scrollLeft > 1);
   display.classList.toggle("at-end", display.scrollLeft >= hidden - 1);
 }
