@@ -125,6 +125,24 @@ def test_bad_line_is_reported_and_nothing_changes(session_factory, fmt, line, fi
     assert row_counts(session_factory) == before
 
 
+def test_a_file_whose_every_line_fails_alike_says_so_once(session_factory) -> None:  # type: ignore[no-untyped-def]
+    # A PRM800K file imported as MATH problems: one sentence, not the same row for each line.
+    project = make_project(session_factory)
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, jsonl(GOOD[:5]), "math")
+    assert caught.value.message.startswith("5 bad lines")
+    (detail,) = caught.value.details
+    assert detail["line"] is None and detail["message"].startswith("every line, 1 to 5: holds `question`")
+    assert "import it in that format" in detail["message"]
+    # The same fault on some lines only keeps each line's number: those are the lines to mend.
+    lines = [b'{"problem": "ok %d", "answer": "1"}' % i for i in range(6)]
+    lines[1] = lines[3] = b'{"problem": 5}'
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, b"\n".join(lines), "math")
+    assert [(d["line"], d["field"]) for d in caught.value.details] == [(2, "problem"), (4, "problem")]
+    assert row_counts(session_factory)["problems"] == 0
+
+
 def test_every_bad_line_is_listed_up_to_a_limit(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     lines = [b'{"problem": "ok %d", "answer": "1"}' % i if i % 2 else b'{"problem": 5}' for i in range(501)]

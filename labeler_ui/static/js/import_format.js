@@ -44,15 +44,18 @@ const NOT_JSONL = [
   [[0x50, 0x41, 0x52, 0x31], "the file is a Parquet file: imports read JSONL, one JSON object a line"],
 ];
 
-/** {format, why} for a file of `size` bytes from its first `bytes` (a Uint8Array). */
+/** {format, why, unreadable} for a file of `size` bytes from its first `bytes` (a Uint8Array);
+ * `unreadable`: no format will take it as it is, so choosing one is no help. */
 export function guessFile(bytes, size) {
   if (size === 0) return { format: null, why: "the file is empty" };
   const known = NOT_JSONL.find(([magic]) => magic.every((byte, i) => bytes[i] === byte));
-  if (known) return { format: null, why: known[1] };
+  if (known) return { format: null, why: known[1], unreadable: true };
   if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
-    return { format: null, why: "the file is UTF-16 text, not UTF-8: save it as UTF-8" };
+    return { format: null, why: "the file is UTF-16 text, not UTF-8: save it as UTF-8", unreadable: true };
   }
-  if (bytes.subarray(0, 4096).includes(0)) return { format: null, why: "the file holds NUL bytes: it is not UTF-8 text" };
+  if (bytes.subarray(0, 4096).includes(0)) {
+    return { format: null, why: "the file holds NUL bytes: it is not UTF-8 text", unreadable: true };
+  }
   const text = new TextDecoder().decode(bytes);
   const line = firstLine(text);
   if (!line) {
@@ -76,10 +79,12 @@ async function sniff() {
     return;
   }
   const bytes = new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer());
-  const { format, why } = guessFile(bytes, file.size);
+  const { format, why, unreadable } = guessFile(bytes, file.size);
   if (format) {
     form.querySelector(`input[name="format"][value="${format}"]`).checked = true;
     note.textContent = `Looks like ${NAMES[format]}: ${why}. Change it below if that is wrong.`;
+  } else if (unreadable) {
+    note.textContent = `This file cannot be imported as it is: ${why}.`;
   } else {
     note.textContent = `Could not tell the format: ${why}. Choose it below.`;
   }
