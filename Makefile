@@ -39,8 +39,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 # Pins every dependency but torch (pinned above, and by the Dockerfile for its CPU or CUDA index)
 # to what a fresh install resolves today: run it to upgrade them, then `make test`. Constraints,
-# not requirements: the image, which installs no extras, takes only the pins it needs.
-LOCK_VENV := /tmp/stepwise-lock
+# not requirements: the image, which installs no extras, takes only the pins it needs. torch's
+# own dependencies (sympy, networkx, ...) are pinned as its CPU build resolved them; its CUDA
+# build of the same release asks for the same ones.
+LOCK_VENV := /tmp/stepwise-lock-$(shell id -u)
 lock:
 	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -48,8 +50,9 @@ lock:
 	$(LOCK_VENV)/bin/python -m pip install --quiet '.[dev,hf,track]'
 	{ echo "# Every dependency of Stepwise and its extras but torch, as 'make lock' resolved them on"; \
 	  echo "# Python $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'). Installed with pip's -c (Makefile, Dockerfile)."; \
-	  $(LOCK_VENV)/bin/python -m pip freeze --exclude torch --exclude stepwise; } > constraints.txt
-	rm -rf $(LOCK_VENV)
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude torch --exclude stepwise; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(LOCK_VENV) build
 
 assets: install
 	$(PY) -m labeler_ui.vendor_assets

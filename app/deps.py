@@ -101,7 +101,7 @@ READ_ONLY_TOKEN = ("this API token is read-only: it makes GET requests and scori
 # The requests other than GET a read-only token may make: ending itself (a script done with it
 # should not have to keep it), and scoring, a read that needs a body (a reranking service should
 # hold a token that, leaked, changes nothing).
-READ_ONLY_ALSO_MAY = re.compile(r"/api/v1/auth/tokens/current|/api/v1/model-versions/[^/]+/score")
+READ_ONLY_ALSO_MAY = re.compile(r"/api/v1/auth/tokens/current|/api/v1/model-versions/\d+/score")
 
 
 class CsrfFailed(ServiceError):
@@ -150,7 +150,8 @@ def credentials(request: Request) -> Credentials:
         csrf_sent=request.headers.get(CSRF_HEADER, ""),
         unsafe=request.method in UNSAFE_METHODS,
         session_use=session_use(request),
-        path=request.url.path,
+        # The path routing matched, not one rebuilt with the Host header.
+        path=request.scope["path"],
     )
 
 

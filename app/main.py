@@ -248,8 +248,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         if _wants_json(request):
             return _error_response(request, 422, f"invalid request: {summary}", errors)
         # A page lists each part once, by its name in the address or the form.
-        in_query = all(err.get("loc", ("",))[0] == "query" for err in exc.errors())
-        named = [{**e, "field": e["field"].removeprefix("query.").removeprefix("body.")} for e in errors]
+        in_query = request.method == "GET" and all(err.get("loc", ("",))[0] in ("query", "path") for err in exc.errors())
+        named = [{**e, "field": e["field"].removeprefix("query.").removeprefix("path.").removeprefix("body.")}
+                 for e in errors]
         said = ("The address asks for something this page cannot show:" if in_query
                 else "The form sent something this page cannot take:")
         return _error_response(request, 422, said, named, without_query=in_query)

@@ -172,7 +172,7 @@ def _import_lines(
         # Bad data, as a bad line is (the CLI exits 2), though there is no line to list.
         raise BadLines(f"nothing was imported: {filename} holds no records (it is empty or only blank lines; "
                        "expected one JSON object a line)")
-    errors.raise_if_any()
+    errors.raise_if_any(lines)
     first_id = writer.first_solution_id
     queued = 0 if first_id is None else add_batch_slots(session, project, batch.id, first_id)
     unqueued = drop_filled_slots(session, project, labeled_earlier_solutions(session, batch.id))

@@ -3,22 +3,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from app.auth.security import guessable
 from app.models import Role
 from app.validation import named_by_rule
 
 USERNAME_PATTERN = r"^[A-Za-z0-9_.\-]{2,64}$"
 
 
-def _not_blank(password: str) -> str:
+def _hard_to_guess(password: str) -> str:
     if not password.strip():
         raise ValueError("a password cannot be only spaces")
+    why = guessable(password)
+    if why is not None:
+        raise ValueError(why)
     return password
 
 
 Username = named_by_rule(USERNAME_PATTERN, "2-64 letters (A-Z, without accents), digits, _ . -", 64)
-Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_not_blank)]
+Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_hard_to_guess)]
 YourPassword = Annotated[str | None, Field(
     default=None, max_length=1024,
     description="your own password, the admin making the change: asked for when it creates or makes an admin, "
@@ -37,6 +41,16 @@ class UserCreate(BaseModel):
         default=False, description="true: the password is only for their first login; until they choose their own, "
                                    "they may do nothing else (the browser leads them to Your account)")
     your_password: YourPassword
+
+    @field_validator("password")
+    @classmethod
+    def _not_the_name(cls, password: str, info: ValidationInfo) -> str:
+        # The username, checked with the field before this one, is the first guess of all.
+        username = info.data.get("username")
+        why = guessable(password, user_inputs=(username,)) if username else None
+        if why is not None:
+            raise ValueError(why)
+        return password
 
 
 # Each new account's password is hashed on purpose slowly (about a fifth of a second): a hundred

@@ -90,6 +90,6 @@ def test_a_file_whose_start_cannot_be_read_says_why_not_that_it_is_not_json(impo
     page = import_page
     page.get_by_label("File").set_input_files({"name": "odd.jsonl", "mimeType": "application/x-ndjson", "buffer": data})
     # No format takes a file that is no UTF-8 text: choosing one would not help.
-    unreadable = why.startswith(("the file is UTF-16", "the file holds NUL", "the file is gzip", "the file is a "))
+    unreadable = not why.startswith(("its first", "the first"))
     said = f"This file cannot be imported as it is: {why}." if unreadable else f"Could not tell the format: {why}. Choose it below."
     expect(page.locator("#format-guess")).to_have_text(said)

@@ -132,9 +132,13 @@ def test_a_file_whose_every_line_fails_alike_says_so_once(session_factory) -> No
         import_bytes(session_factory, project, jsonl(GOOD[:5]), "math")
     assert caught.value.message.startswith("5 bad lines")
     (detail,) = caught.value.details
-    assert detail["line"] is None and detail["message"].startswith("every line, 1 to 5: holds `question`")
+    assert detail["line"] is None and detail["message"].startswith("all 5 lines: holds `question`")
     assert "import it in that format" in detail["message"]
-    # The same fault on some lines only keeps each line's number: those are the lines to mend.
+    # The same fault on the first lines only keeps each line's number: those are the lines to mend.
+    with pytest.raises(BadInput) as caught:
+        import_bytes(session_factory, project, jsonl(GOOD[:2]) + b'\n{"problem": "ok", "answer": "1"}\n', "math")
+    assert [d["line"] for d in caught.value.details] == [1, 2]
+    # As on lines apart.
     lines = [b'{"problem": "ok %d", "answer": "1"}' % i for i in range(6)]
     lines[1] = lines[3] = b'{"problem": 5}'
     with pytest.raises(BadInput) as caught:

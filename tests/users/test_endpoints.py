@@ -53,6 +53,29 @@ def test_invalid_new_users_get_422(client, headers, body, field) -> None:  # typ
     assert len(client.get("/api/v1/users", headers=headers).json()) == 1
 
 
+def test_a_password_within_a_million_guesses_is_refused_everywhere_it_is_chosen(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    for password, why in (("password1", "this is a very common password"), ("12345678", "top-10 common password"),
+                          ("qwertyuiop", "common password"), ("iloveyou", "common password")):
+        made = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "labeler", "password": password})
+        assert made.status_code == 422, password
+        (error,) = made.json()["errors"]
+        assert error["field"] == "password" and error["message"].startswith("is too easy to guess") and why in error["message"]
+    # The account's own name is the first guess: refused as a password for it, fine for another.
+    named = {"role": "labeler", "password": "lena-beaumont"}
+    assert client.post("/api/v1/users", headers=headers, json={**named, "username": "lena-beaumont"}).status_code == 422
+    assert client.post("/api/v1/users", headers=headers, json={**named, "username": "ann"}).status_code == 201
+    with session_scope(session_factory) as session:
+        ann = session.scalar(select(User.id).where(User.username == "ann"))
+    assert client.patch(f"/api/v1/users/{ann}", headers=headers, json={"password": "password1"}).status_code == 422
+    token = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": "lena-beaumont"}).json()["token"]
+    own = client.post("/api/v1/users/me/password", headers={"Authorization": f"Bearer {token}"},
+                      json={"current_password": "lena-beaumont", "new_password": "letmein1"})
+    assert own.status_code == 422 and own.json()["errors"][0]["field"] == "new_password"
+    # A passphrase past zxcvbn's 72 characters is judged by its start, and passes.
+    long = "otters wander past the lighthouse while seven kettles whistle in the fog at dawn"
+    assert client.patch(f"/api/v1/users/{ann}", headers=headers, json={"password": long}).status_code == 200
+
+
 def test_duplicate_and_unknown_users_get_409_and_404(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
     make_user(session_factory, "ann", "labeler")
     duplicate = client.post("/api/v1/users", headers=headers, json={"username": "ann", "role": "admin", "password": PASSWORD,

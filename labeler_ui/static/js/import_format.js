@@ -47,7 +47,7 @@ const NOT_JSONL = [
 /** {format, why, unreadable} for a file of `size` bytes from its first `bytes` (a Uint8Array);
  * `unreadable`: no format will take it as it is, so choosing one is no help. */
 export function guessFile(bytes, size) {
-  if (size === 0) return { format: null, why: "the file is empty" };
+  if (size === 0) return { format: null, why: "the file is empty", unreadable: true };
   const known = NOT_JSONL.find(([magic]) => magic.every((byte, i) => bytes[i] === byte));
   if (known) return { format: null, why: known[1], unreadable: true };
   if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
@@ -59,8 +59,8 @@ export function guessFile(bytes, size) {
   const text = new TextDecoder().decode(bytes);
   const line = firstLine(text);
   if (!line) {
-    const why = size > bytes.length ? "its first megabyte has only blank lines" : "the file has only blank lines";
-    return { format: null, why };
+    if (size > bytes.length) return { format: null, why: "its first megabyte has only blank lines" };
+    return { format: null, why: "the file has only blank lines", unreadable: true };
   }
   if (size > bytes.length && !text.slice(text.indexOf(line)).includes("\n")) {
     return { format: null, why: "its first line is longer than the megabyte this page reads" };
