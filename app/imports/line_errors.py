@@ -20,18 +20,15 @@ class LineErrors:
         # Every bad line's field, past the limit too: a file of another format fails on one field
         # at every line, and the count by field says so where the list stops.
         self.by_field: Counter[str] = Counter()
-        # Whether every bad line so far says the same: a file of another format, or for another
-        # project, is one sentence, not the same row for each line.
-        self.same: tuple[str | None, str] | None = None
-        self.differ = False
+        # Whether every bad line says what the first (always listed) says: a file of another
+        # format, or for another project, is one sentence, not the same row for each line.
+        self.alike = True
 
     def add(self, line: int | None, field: str | None, message: str) -> None:
         self.count += 1
         self.by_field[field or "the line as a whole"] += 1
-        if self.same is None and not self.differ:
-            self.same = (field, message)
-        elif self.same != (field, message):
-            self.same, self.differ = None, True
+        if self.listed and (self.listed[0]["field"], self.listed[0]["message"]) != (field, message):
+            self.alike = False
         if len(self.listed) < MAX_LISTED_ERRORS:
             self.listed.append({"file": self.filename, "line": line, "field": field, "message": message})
 
@@ -41,9 +38,9 @@ class LineErrors:
         if not self.count:
             return
         noun = "bad line" if self.count == 1 else "bad lines"
-        if self.count > 1 and self.count == records and self.same is not None:
-            field, message = self.same
-            alike = {"file": self.filename, "line": None, "field": field, "message": f"all {records:,} lines: {message}"}
+        if self.count > 1 and self.count == records and self.alike:
+            first = self.listed[0]
+            alike = {**first, "line": None, "message": f"all {records:,} lines: {first['message']}"}
             raise BadLines(f"{self.count} {noun} in {self.filename}: nothing was imported", [alike])
         # In the file's order: a chunk's lines are judged twice (as JSON, then against the
         # project's problems), and the second round's errors came after the first's.

@@ -12,9 +12,13 @@ from app.validation import named_by_rule
 USERNAME_PATTERN = r"^[A-Za-z0-9_.\-]{2,64}$"
 
 
-def _hard_to_guess(password: str) -> str:
+def _not_blank(password: str) -> str:
     if not password.strip():
         raise ValueError("a password cannot be only spaces")
+    return password
+
+
+def _hard_to_guess(password: str) -> str:
     why = guessable(password)
     if why is not None:
         raise ValueError(why)
@@ -22,7 +26,9 @@ def _hard_to_guess(password: str) -> str:
 
 
 Username = named_by_rule(USERNAME_PATTERN, "2-64 letters (A-Z, without accents), digits, _ . -", 64)
-Password = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_hard_to_guess)]
+# UserCreate judges its password against its username too, once, rather than twice.
+PasswordText = Annotated[str, Field(min_length=8, max_length=1024), AfterValidator(_not_blank)]
+Password = Annotated[PasswordText, AfterValidator(_hard_to_guess)]
 YourPassword = Annotated[str | None, Field(
     default=None, max_length=1024,
     description="your own password, the admin making the change: asked for when it creates or makes an admin, "
@@ -36,7 +42,7 @@ class UserCreate(BaseModel):
 
     username: Username
     role: Role
-    password: Password
+    password: PasswordText
     must_change_password: bool = Field(
         default=False, description="true: the password is only for their first login; until they choose their own, "
                                    "they may do nothing else (the browser leads them to Your account)")
@@ -45,9 +51,10 @@ class UserCreate(BaseModel):
     @field_validator("password")
     @classmethod
     def _not_the_name(cls, password: str, info: ValidationInfo) -> str:
-        # The username, checked with the field before this one, is the first guess of all.
+        # The username, checked with the field before this one, is the first guess of all; a
+        # username refused leaves the password judged alone.
         username = info.data.get("username")
-        why = guessable(password, user_inputs=(username,)) if username else None
+        why = guessable(password, user_inputs=(username,) if username else ())
         if why is not None:
             raise ValueError(why)
         return password
