@@ -237,18 +237,27 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
     return caller
 
 
-async def page_principal(request: Request, session: SessionDep) -> Principal:
+async def _page_csrf_sent(request: Request) -> str:
+    """The CSRF token a page's unsafe request sent, in its form or the header; "" for none. Read
+    apart from page_principal because the form is awaited, and page_principal must not be."""
+    if request.method not in UNSAFE_METHODS:
+        return ""
+    sent = (await request.form()).get("csrf_token") or request.headers.get(CSRF_HEADER, "")
+    return sent if isinstance(sent, str) else ""
+
+
+def page_principal(request: Request, session: SessionDep,
+                   csrf_sent: Annotated[str, Depends(_page_csrf_sent)]) -> Principal:
+    # A plain def, so that FastAPI runs the login's query in a worker thread. Run on the event
+    # loop, a query waiting on SQLite's write lock stopped the whole server, the lock's holder
+    # included, whose commit waits for the loop: every request stood still until SQLite's
+    # 30-second busy timeout, and two browser tabs and a poll were enough.
     given = credentials(request)
     principal = _principal(session, given)
     if principal is None or principal.session is None:
         raise LoginRequired(return_path(request))
-    if request.method in UNSAFE_METHODS:
-        form = await request.form()
-        sent = form.get("csrf_token") or request.headers.get(CSRF_HEADER, "")
-        if not isinstance(sent, str) or not sent or not same_token(
-            sent, principal.session.csrf_token
-        ):
-            raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
+    if given.unsafe and (not csrf_sent or not same_token(csrf_sent, principal.session.csrf_token)):
+        raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
     if _refusal_of(given, principal) is not None:
         raise OwnPasswordRequired(return_path(request))
     request.state.principal = principal
