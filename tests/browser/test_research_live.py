@@ -84,6 +84,29 @@ def test_a_page_with_changes_in_a_form_is_not_reloaded_under_the_researcher(page
     expect(page.locator(f'[data-live-round="{round_id}"]')).to_have_count(1)
 
 
+def test_a_round_ending_while_a_form_posts_leaves_the_post_to_finish(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    round_id = _running_round(session_factory, project.id)
+    login(page, "rita", f"/research/projects/{project.id}")
+    # The cancel's answer is held back, as a busy server's comes late, while the round ends.
+    page.route("**/cancel", lambda route: None)
+    page.locator("tr[data-round]").get_by_role("button", name="Cancel").click()
+    page.get_by_role("dialog", name="Cancel round 1?").get_by_role("button", name="Cancel round 1").click(
+        no_wait_after=True)
+    navigated: list[str] = []
+    page.on("framenavigated", lambda frame: navigated.append(frame.url))
+    with session_scope(session_factory) as session:
+        session.execute(update(Round).where(Round.id == round_id).values(status=RoundStatus.cancelled))
+    with page.expect_response(lambda response: response.url.endswith(f"/api/v1/rounds/{round_id}"), timeout=20_000):
+        pass
+    # A round's end reloads the page 0.8 s after the poll that saw it, and that reload would abort
+    # the cancel's answer on its way. The poll just answered may have left before the round
+    # ended; the next comes 2 s later.
+    page.wait_for_timeout(3_500)
+    assert navigated == []
+
+
 def test_a_round_queued_for_a_retry_says_when_the_next_try_is(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     from app.rounds import lease
 

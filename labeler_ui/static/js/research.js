@@ -49,10 +49,19 @@ document.addEventListener("input", (event) => {
   if (event.target.closest("form")) edited = true;
 });
 
+// Set once a form on the page is posted: its answer is on the way, and a reload now would abort
+// it (a cancelled round's poll saw the end before the cancel's own page came).
+let posted = false;
+window.addEventListener("submit", (event) => {
+  // On window, after confirm_action.js's listener on document, which holds back what it asks about.
+  if (!event.defaultPrevented) posted = true;
+});
+
 // The banners that said "queued", "saved" or "compared" belong to the moment they were shown.
 // The address is rewritten in place and then reloaded: navigating to an address that differs only
 // in its #fragment would merely scroll.
 function reloadWithoutNotices(fragment) {
+  if (posted) return;
   if (edited) {
     // A reload would throw away what the researcher is typing; the badge already says it ended.
     document.querySelectorAll("[data-reload-hint]").forEach((hint) => {
