@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     # 8 served 361 / 377 / 394 with p99 311 / 201 / 224 ms; 4 served 333 / 351 / 358 with p99
     # 172 / 174 / 161 ms. With a database farther away than loopback, more may pay.
     labeling_concurrency: int = Field(default=8, ge=1, alias="STEPWISE_LABELING_CONCURRENCY")
+    # Score requests a server process holds at once, the one on the CPU or GPU included; more
+    # are answered 503 with Retry-After. Each one waiting holds one of the threads (40) that
+    # serve every page and API call: unbounded, a reranking service's burst took them all.
+    scoring_queue: int = Field(default=8, ge=1, le=32, alias="STEPWISE_SCORING_QUEUE")
     # Read by the PRM scorer itself (active_learning.score.default_batch_tokens), which the web
     # process imports only when a model is used; declared here, checked by the scorer's own
     # rule, so that a bad value stops the server at start-up rather than failing the first

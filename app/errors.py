@@ -39,6 +39,16 @@ class Forbidden(ServiceError):
     status_code = 403
 
 
+class Busy(ServiceError):
+    """Work the server has no room for now, which a retry in a few seconds may find."""
+
+    status_code = 503
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+
 # Pydantic's wording for the commonest slips, said plainly and the same way in a form, an API
 # answer and the CLI: "must be at least 1", not "Input should be greater than or equal to 1".
 PLAIN_MESSAGES = {
@@ -146,9 +156,11 @@ ERROR_MEANINGS = {
     422: "invalid request: `errors` names each bad field",
     429: "too many failed logins for this username or from this address: retry after "
     "`Retry-After` seconds",
+    503: "the server has no room for this now: retry after `Retry-After` seconds",
 }
 RESPONSE_HEADERS = {
     429: {"Retry-After": {"description": "seconds until the lockout ends", "schema": {"type": "integer"}}},
+    503: {"Retry-After": {"description": "seconds to wait before trying again", "schema": {"type": "integer"}}},
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = create_db_engine(settings)
     app.state.session_factory = create_session_factory(app.state.engine)
     app.state.hot_path_limiter = anyio.CapacityLimiter(settings.labeling_concurrency)
+    app.state.scoring_turns = threading.BoundedSemaphore(settings.scoring_queue)
 
     for router in (
         auth_api.router,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, status
 
 from app.deps import DataApiUser, ResearcherApiUser, RowId, SessionDep
 from app.errors import error_responses
@@ -153,14 +153,17 @@ def update_round_settings(
 @router.post(
     "/model-versions/{version_id}/score",
     response_model=ScoreResponse,
-    responses=error_responses(400, 409, described={409: "the version's checkpoint is no longer on this server"}),
+    responses=error_responses(400, 409, 503, described={
+        409: "the version's checkpoint is no longer on this server",
+        503: "the scorer is busy (STEPWISE_SCORING_QUEUE requests held): retry after `Retry-After` seconds",
+    }),
 )
 def score_with_version(
-    version_id: RowId, body: ScoreRequest, _: ResearcherApiUser, session: SessionDep
+    request: Request, version_id: RowId, body: ScoreRequest, _: ResearcherApiUser, session: SessionDep
 ) -> ScoreResponse:
     """Step and solution scores of candidate solutions from one model version, in one batch:
     best-of-N reranking for other systems. Researchers and admins only."""
     # Imported here: torch and transformers load only in processes that are asked to score.
     from app.rounds.scoring import score_candidates
 
-    return score_candidates(session, version_id, body)
+    return score_candidates(session, version_id, body, request.app.state.scoring_turns)

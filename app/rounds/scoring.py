@@ -2,7 +2,8 @@
 
 Loading a checkpoint costs seconds, so each process keeps the last few it loaded; a lock per
 process keeps one request at a time on the CPU or GPU, where concurrent forward passes would
-only compete for the same cores.
+only compete for the same cores. The requests waiting for it are bounded (STEPWISE_SCORING_QUEUE,
+`turns`): each holds a thread that pages and the API need too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from active_learning.data import Solution
 from active_learning.model import load_checkpoint, resolve_device
 from active_learning.score import SolutionScore, score_solutions, within_positions
 from app.db import end_reads
-from app.errors import Conflict, NotFound
+from app.errors import Busy, Conflict, NotFound
 from app.models import ModelVersion, RoundSettings
 from app.models.round_settings import DEFAULT_MAX_LENGTH
 from app.rounds.schemas import CandidateScore, ScoreRequest, ScoreResponse
@@ -42,7 +43,12 @@ def _model(path: str, device: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def score_candidates(session: Session, version_id: int, request: ScoreRequest) -> ScoreResponse:
+# Seconds a client told the scorer is busy waits before trying again.
+BUSY_RETRY_AFTER_S = 5
+
+
+def score_candidates(session: Session, version_id: int, request: ScoreRequest,
+                     turns: threading.BoundedSemaphore) -> ScoreResponse:
     version = session.get(ModelVersion, version_id)
     if version is None:
         raise NotFound(f"model version {version_id} not found")
@@ -56,16 +62,24 @@ def score_candidates(session: Session, version_id: int, request: ScoreRequest) -
         neutral_as_correct = settings.neutral_as_correct if settings is not None else True
     end_reads(session)
     solutions = [Solution("request", request.problem, candidate.steps) for candidate in request.solutions]
-    with _lock:
-        try:
-            model, tokenizer = _model(version.path, resolve_device("auto"))
-        except ValueError as e:
-            # What is wrong names files on the server: logged here, not told to the client.
-            logger.error("model version %s: %s", version_id, e)
-            raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded; the server log says why") from None
-        max_length = within_positions(model, max_length)
-        scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
-                                 neutral_as_correct=neutral_as_correct)
+    if not turns.acquire(blocking=False):
+        raise Busy("the scorer is busy: as many score requests as this server holds at once "
+                   "(STEPWISE_SCORING_QUEUE) are being scored or waiting; retry in a few seconds",
+                   BUSY_RETRY_AFTER_S)
+    try:
+        with _lock:
+            try:
+                model, tokenizer = _model(version.path, resolve_device("auto"))
+            except ValueError as e:
+                # What is wrong names files on the server: logged here, not told to the client.
+                logger.error("model version %s: %s", version_id, e)
+                raise Conflict(f"model version {version_id}'s checkpoint cannot be loaded; the server log says "
+                               "why") from None
+            max_length = within_positions(model, max_length)
+            scores = score_solutions(model, tokenizer, solutions, max_length=max_length,
+                                     neutral_as_correct=neutral_as_correct)
+    finally:
+        turns.release()
     return ScoreResponse(model_version_id=version_id, neutral_as_correct=neutral_as_correct, max_length=max_length,
                          solutions=[_candidate(s) for s in scores])
 

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from active_learning.data import Solution
 from active_learning.model import load_checkpoint
 from active_learning.score import score_solutions
+from app.config import Settings
 from app.db import session_scope
+from app.main import create_app
 from app.models import ModelVersion
 from tests.conftest import PASSWORD, api_headers, make_project, make_user
 
 PROBLEM = "Start with 10. Subtract 2, then multiply by 3."
+# A bound on waits for what should come at once; reached only when it does not.
+ANSWER_BOUND_S = 30
 CANDIDATES = [["$10 - 2 = 8$.", "$8 \\times 3 = 24$.\n\n# Answer\n\n24"], ["$10 - 2 = 7$.", "# Answer\n\n21"]]
 
 
@@ -140,3 +146,41 @@ def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoi
     assert unreadable.json()["detail"] == f"model version {version_id}'s checkpoint cannot be loaded; the server log says why"
     # The cause, with the server's paths, goes to the log instead.
     assert any("has no tokenizer files" in r.getMessage() and str(damaged) in r.getMessage() for r in caplog.records)
+
+
+def test_a_burst_past_the_scoring_queue_is_told_to_retry(  # type: ignore[no-untyped-def]
+    database_url: str, engine, session_factory, checkpoint: Path, monkeypatch
+) -> None:
+    from app.rounds import scoring
+
+    app = create_app(Settings(database_url=database_url, STEPWISE_ENV="test", STEPWISE_SCORING_QUEUE=1))
+    version_id = _version(session_factory, checkpoint)
+    make_user(session_factory, "rita", "researcher")
+    scoring_now, go_on = threading.Event(), threading.Event()
+    score = scoring.score_solutions
+
+    def held(*args, **kwargs):  # type: ignore[no-untyped-def]
+        scoring_now.set()
+        go_on.wait(ANSWER_BOUND_S)
+        return score(*args, **kwargs)
+
+    monkeypatch.setattr(scoring, "score_solutions", held)
+    url = f"/api/v1/model-versions/{version_id}/score"
+    body = {"problem": PROBLEM, "solutions": [{"steps": CANDIDATES[0]}]}
+    answers: list[int] = []
+    with TestClient(app) as client:
+        headers = api_headers(client, "rita")
+        first = threading.Thread(target=lambda: answers.append(client.post(url, headers=headers, json=body).status_code))
+        first.start()
+        try:
+            assert scoring_now.wait(ANSWER_BOUND_S)
+            busy = client.post(url, headers=headers, json=body)
+        finally:
+            go_on.set()
+            first.join(ANSWER_BOUND_S)
+        assert busy.status_code == 503, busy.text
+        assert busy.headers["Retry-After"] == "5" and "the scorer is busy" in busy.json()["detail"]
+        assert answers == [200]
+        # Its turn given back, the next one is scored.
+        assert client.post(url, headers=headers, json=body).status_code == 200
+    app.state.engine.dispose()
