@@ -10,6 +10,7 @@ from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
+from app.auth.security import new_password
 from app.auth.service import Principal, list_all_api_tokens, revoke_any_token
 from app.auth.throttle import Limits, TooManyFailures
 from app.deps import AdminPageUser, PagePrincipal, SessionDep, client_address
@@ -69,19 +70,26 @@ def create_user(
     your_password: ShortText = "",
 ) -> Response:
     values = {"username": username.strip(), "role": role, "must_change_password": _checked(must_change_password)}
+    # Left empty, the password is generated and shown once, as for several users. A confirmation
+    # posts it empty again, so that it is made only once the user is.
+    generated = new_password() if not password else None
     try:
-        data = validate_form(UserCreate, {**values, "password": password})
+        data = validate_form(UserCreate, {**values, "password": generated or password})
     except FormInvalid as exc:
         return _users_list(request, session, values, exc.errors, status_code=422)
     change = service.admin_powers_change(None, data.role, by=admin, new_username=data.username)
     refused = _ask_your_password(request, session, admin, your_password, change, Confirmation(
-        change=change or "", action="/admin/users", fields=values, retype=f"Password for {data.username}"))
+        change=change or "", action="/admin/users", fields=values,
+        retype=None if generated else f"Password for {data.username}"))
     if refused is not None:
         return refused
     try:
         user = service.create_user(session, data, by=admin)
     except Conflict as exc:
         return _users_list(request, session, values, {"username": exc.message}, status_code=409)
+    if generated:
+        # On the answer alone, as create_users's: a redirect would have to keep it somewhere.
+        return _users_list(request, session, created=[service.NewAccount(user, generated)], status_code=201)
     return RedirectResponse(f"/admin/users?created={user.id}", status_code=303)
 
 

@@ -67,7 +67,7 @@ def test_an_admin_creates_a_user_who_can_then_log_in(client, app, session_factor
         ({"username": "a b", "role": "labeler", "password": PASSWORD}, "username", "Use only 2-64 letters (A-Z, without accents), digits, _ . -"),
         ({"username": "ann", "role": "owner", "password": PASSWORD}, "role", "'labeler', 'manager', 'researcher' or 'admin'"),
         ({"username": "ann", "role": "labeler", "password": "short"}, "password", "at least 8 characters"),
-        ({"username": "ann", "role": "labeler"}, "password", "This field is required"),
+        ({"username": "ann", "role": "labeler", "password": " " * 9}, "password", "only spaces"),
     ],
 )
 def test_bad_new_user_fields_are_shown_and_nothing_is_created(client, session_factory, admin, form, field, message) -> None:  # type: ignore[no-untyped-def]
@@ -204,3 +204,37 @@ def test_a_password_waiting_for_yours_is_typed_again_not_written_into_the_page(c
     ann = make_user(session_factory, "ann", "labeler").id
     assert client.post(f"/admin/users/{ann}/active", data={"csrf_token": admin, "is_active": "false"},
                        follow_redirects=False).status_code == 303
+
+
+def _generated_password(page: str, username: str) -> str:
+    row = page.split('<section class="card form-card created-accounts"', 1)[1].split(f"<td>{username}</td>", 1)[1]
+    return row.split('<td class="mono">', 1)[1].split("<", 1)[0]
+
+
+def test_a_new_user_left_without_a_password_gets_one_generated_and_shown_once(client, app, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    made = client.post("/admin/users", data={"csrf_token": admin, "username": "lou", "role": "labeler", "password": "",
+                                             "must_change_password": "on"})
+    assert made.status_code == 201, made.text
+    assert "1 user created" in made.text and "Give them their password privately" in made.text
+    password = _generated_password(made.text, "lou")
+    assert len(password) == 17 and password.count("-") == 2
+    lou = _user(session_factory, "lou")
+    assert lou is not None and lou.must_change_password
+    with TestClient(app) as other:
+        assert other.post("/api/v1/auth/tokens", json={"username": "lou", "password": password}).status_code == 201
+    # Shown on that answer alone: the list shows it no more.
+    assert password not in client.get("/admin/users").text
+
+
+def test_an_admin_left_without_a_password_is_confirmed_before_one_is_generated(client, app, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    asked = client.post("/admin/users", data={"csrf_token": admin, "username": "eve", "role": "admin"})
+    assert asked.status_code == 403 and _user(session_factory, "eve") is None
+    card = html.unescape(_confirm_card(asked.text))
+    # Nothing to type again: the password is made when the confirmed form comes back.
+    assert "creating eve, an admin, asks for your own password" in card and 'name="password"' not in card
+    done = client.post("/admin/users", data={"csrf_token": admin, "username": "eve", "role": "admin",
+                                             "must_change_password": "true", "your_password": PASSWORD})
+    assert done.status_code == 201, done.text
+    password = _generated_password(done.text, "eve")
+    with TestClient(app) as other:
+        assert other.post("/api/v1/auth/tokens", json={"username": "eve", "password": password}).status_code == 201
