@@ -14,6 +14,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BeforeValidator
 from sqlalchemy.orm import Session
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.auth.security import same_token
 from app.auth.service import (
@@ -237,17 +238,23 @@ def api_caller(session: Session, given: Credentials, *, lock_user: bool = False)
     return caller
 
 
-async def _page_csrf_sent(request: Request) -> str:
+async def _page_csrf_sent(request: Request) -> str | StarletteHTTPException:
     """The CSRF token a page's unsafe request sent, in its form or the header; "" for none. Read
-    apart from page_principal because the form is awaited, and page_principal must not be."""
+    apart from page_principal because the form is awaited, and page_principal must not be. A
+    body that cannot be read is handed on, for page_principal to raise after the login check:
+    a visitor who is not logged in is sent to log in first."""
     if request.method not in UNSAFE_METHODS:
         return ""
-    sent = (await request.form()).get("csrf_token") or request.headers.get(CSRF_HEADER, "")
+    try:
+        form = await request.form()
+    except StarletteHTTPException as unreadable:
+        return unreadable
+    sent = form.get("csrf_token") or request.headers.get(CSRF_HEADER, "")
     return sent if isinstance(sent, str) else ""
 
 
 def page_principal(request: Request, session: SessionDep,
-                   csrf_sent: Annotated[str, Depends(_page_csrf_sent)]) -> Principal:
+                   csrf_sent: Annotated[str | StarletteHTTPException, Depends(_page_csrf_sent)]) -> Principal:
     # A plain def, so that FastAPI runs the login's query in a worker thread. Run on the event
     # loop, a query waiting on SQLite's write lock stopped the whole server, the lock's holder
     # included, whose commit waits for the loop: every request stood still until SQLite's
@@ -256,6 +263,8 @@ def page_principal(request: Request, session: SessionDep,
     principal = _principal(session, given)
     if principal is None or principal.session is None:
         raise LoginRequired(return_path(request))
+    if isinstance(csrf_sent, StarletteHTTPException):
+        raise csrf_sent
     if given.unsafe and (not csrf_sent or not same_token(csrf_sent, principal.session.csrf_token)):
         raise CsrfFailed("the form is stale or was not sent by this site: reload and retry")
     if _refusal_of(given, principal) is not None:

@@ -155,7 +155,8 @@ def update_round_settings(
     response_model=ScoreResponse,
     responses=error_responses(400, 409, 503, described={
         409: "the version's checkpoint is no longer on this server",
-        503: "the scorer is busy (STEPWISE_SCORING_QUEUE requests held): retry after `Retry-After` seconds",
+        503: "the scorer is busy (STEPWISE_SCORING_QUEUE requests held), or the database is not available: retry "
+             "after `Retry-After` seconds",
     }),
 )
 def score_with_version(

@@ -66,3 +66,15 @@ def test_a_page_form_with_a_nul_sends_a_visitor_to_log_in_first(client, session_
     csrf = browser_login(client, "max")
     manager = client.post(settings, data={**form, "csrf_token": csrf})
     assert manager.status_code == 422 and "NUL character" in manager.text
+
+
+def test_a_page_form_whose_body_cannot_be_read_sends_a_visitor_to_log_in_first(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # multipart without its boundary: Starlette cannot read the form, on a route with no form fields.
+    unreadable = {"content-type": "multipart/form-data"}
+    nobody = client.post("/logout", content=b"x", headers=unreadable, follow_redirects=False)
+    assert nobody.status_code == 303 and nobody.headers["location"] == "/login?next=/logout"
+    make_user(session_factory, "lena", "labeler")
+    browser_login(client, "lena")
+    lena = client.post("/logout", content=b"x", headers=unreadable, follow_redirects=False)
+    assert lena.status_code == 400, lena.text
+    assert client.get("/label/stats", follow_redirects=False).status_code == 200, "still logged in"

@@ -107,6 +107,19 @@ def test_a_round_ending_while_a_form_posts_leaves_the_post_to_finish(page: Page,
     assert navigated == []
 
 
+def test_a_cancel_asked_and_kept_still_reloads_the_page_when_the_round_ends(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "rita", "researcher")
+    round_id = _running_round(session_factory, project.id)
+    login(page, "rita", f"/research/projects/{project.id}")
+    page.locator("tr[data-round]").get_by_role("button", name="Cancel").click()
+    # The dialog's buttons submit a form of its own, which posts nothing.
+    page.get_by_role("dialog", name="Cancel round 1?").get_by_role("button", name="Keep it").click()
+    with session_scope(session_factory) as session:
+        session.execute(update(Round).where(Round.id == round_id).values(status=RoundStatus.done))
+    expect(page.locator("[data-live-round]")).to_have_count(0, timeout=20_000)
+
+
 def test_a_round_queued_for_a_retry_says_when_the_next_try_is(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     from app.rounds import lease
 

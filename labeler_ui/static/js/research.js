@@ -53,8 +53,9 @@ document.addEventListener("input", (event) => {
 // it (a cancelled round's poll saw the end before the cancel's own page came).
 let posted = false;
 window.addEventListener("submit", (event) => {
-  // On window, after confirm_action.js's listener on document, which holds back what it asks about.
-  if (!event.defaultPrevented) posted = true;
+  // On window, after confirm_action.js's listener on document, which holds back what it asks
+  // about. Its dialog's own buttons submit a method="dialog" form, which posts nothing.
+  if (!event.defaultPrevented && event.target.method !== "dialog") posted = true;
 });
 
 // The banners that said "queued", "saved" or "compared" belong to the moment they were shown.
