@@ -209,8 +209,25 @@ def _wait_unless_stopped(seconds: float) -> bool:
             signal.signal(sig, handler)
 
 
+def warm_up() -> threading.Thread:
+    """Import what a round runs on (torch and transformers: seconds, tens on a busy machine)
+    while the worker waits for its first round, rather than while that round holds its lease.
+    A round claimed meanwhile waits for the same import, not for a second one."""
+    def load() -> None:
+        start = time.monotonic()
+        import app.rounds.stages  # noqa: F401
+
+        log.info("torch and transformers loaded in %.1f s", time.monotonic() - start)
+
+    thread = threading.Thread(target=load, name="round-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def run_worker(settings: Settings, once: bool = False) -> None:
     """`stepwise worker`."""
+    if not once:
+        warm_up()
     if not settings.is_sqlite:
         run_postgres_worker(settings, once)
         return
