@@ -86,8 +86,12 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
         step = steps.nth(i).bounding_box()
         assert step is not None and step["width"] >= viewport - 40, "steps take the full width"
     first = steps.first
-    body, controls = first.locator(".step-body").bounding_box(), first.locator(".step-controls").bounding_box()
-    assert body and controls and controls["y"] >= body["y"] + body["height"], "buttons sit under the step"
+    # Both boxes from one layout: the page may still be scrolling to the current step, and two
+    # calls would measure them at different scroll positions.
+    body_bottom, controls_top = first.evaluate(
+        "s => [s.querySelector('.step-body').getBoundingClientRect().bottom,"
+        " s.querySelector('.step-controls').getBoundingClientRect().top]")
+    assert controls_top >= body_bottom, "buttons sit under the step"
     for rate in first.locator(".rate").all():
         size = rate.bounding_box()
         assert size is not None and size["height"] >= 44 and size["width"] >= 44
