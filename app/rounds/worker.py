@@ -209,7 +209,7 @@ def _wait_unless_stopped(seconds: float) -> bool:
             signal.signal(sig, handler)
 
 
-def warm_up() -> threading.Thread:
+def warm_up() -> None:
     """Import what a round runs on (torch and transformers: seconds, tens on a busy machine)
     while the worker waits for its first round, rather than while that round holds its lease.
     A round claimed meanwhile waits for the same import, not for a second one."""
@@ -219,9 +219,7 @@ def warm_up() -> threading.Thread:
 
         log.info("torch and transformers loaded in %.1f s", time.monotonic() - start)
 
-    thread = threading.Thread(target=load, name="round-warm-up", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=load, name="round-warm-up", daemon=True).start()
 
 
 def run_worker(settings: Settings, once: bool = False) -> None:

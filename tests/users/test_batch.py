@@ -78,7 +78,7 @@ def test_the_users_page_creates_a_team_and_shows_each_password_once(app, client,
     made = client.post("/admin/users/batch", data={"csrf_token": csrf, "usernames": " lu \r\nmo\r\n", "role": "researcher"})
     assert made.status_code == 201 and made.headers["cache-control"] == "no-store"
     card = html.unescape(made.text.split('id="created"', 1)[1].split("</section>", 1)[0])
-    assert "2 users created" in card
+    assert "2 users created" in card and "Give each their password privately" in card and "loses them" in card
     rows = re.findall(r"<tr><td>(\w+)</td><td>researcher</td><td class=\"mono\">([\w-]+)</td></tr>", card)
     assert [name for name, _ in rows] == ["lu", "mo"]
     assert all(_logs_in(app, name, password) for name, password in rows)

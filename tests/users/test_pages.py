@@ -215,7 +215,7 @@ def test_a_new_user_left_without_a_password_gets_one_generated_and_shown_once(cl
     made = client.post("/admin/users", data={"csrf_token": admin, "username": "lou", "role": "labeler", "password": "",
                                              "must_change_password": "on"})
     assert made.status_code == 201, made.text
-    assert "1 user created" in made.text and "Give them their password privately" in made.text
+    assert "1 user created" in made.text and "Give them their password privately" in made.text and "loses it (" in made.text
     password = _generated_password(made.text, "lou")
     assert len(password) == 17 and password.count("-") == 2
     lou = _user(session_factory, "lou")
