@@ -278,23 +278,31 @@ _CLOSES = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
 
 
 def snippet_of(text: str, limit: int = SNIPPET_CHARS) -> str:
-    """The text's start on one line, at most `limit` characters: cut before a formula the limit
-    would split, so that the page renders the math it shows instead of a stray `$` and LaTeX."""
+    """The text's start on one line, about `limit` characters, never ending inside a formula, so
+    that the page renders the math it shows instead of a stray `$` and LaTeX. A formula the limit
+    splits is kept whole when it closes within twice the limit (the page's ellipsis clips what
+    does not fit); a longer one is cut before, unless nothing precedes it."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut, closing = limit - 1, None
-    for match in _MATH_DELIMITER.finditer(text, 0, limit - 1):
+    cut, closing, opened = limit - 1, None, 0
+    for match in _MATH_DELIMITER.finditer(text, 0, 2 * limit):
         token = match.group()
+        if closing is None and match.start() >= cut:
+            break
         if token == "\\$":
             continue
         if closing is None and token in _CLOSES:
             closing, opened = _CLOSES[token], match.start()
         elif token == closing:
             closing = None
+            if match.end() > cut:
+                cut = match.end()
+                break
     if closing is not None and opened > 0:
-        # A statement that opens with a formula longer than the limit keeps the plain cut.
         cut = opened
+    if cut >= len(text):
+        return text
     return text[:cut].rstrip() + "…"
 
 

@@ -379,7 +379,9 @@ def test_phase1_fits_a_narrow_window(page: Page, session_factory) -> None:  # ty
         size = rate.evaluate("e => ({width: e.offsetWidth, height: e.offsetHeight, scroll: e.scrollWidth, client: e.clientWidth})")
         # Thumb-sized, as in the other modes, and wide enough for their label.
         assert size["width"] >= 44 and size["height"] >= 44 and size["scroll"] <= size["client"], size
-    choose = _alternatives(page, 0).first.locator(".choose").bounding_box()
-    good = _alternatives(page, 0).first.locator(".rate.good").bounding_box()
-    assert choose is not None and good is not None and choose["y"] > good["y"], "Continue has a row of its own"
+    # Both boxes from one layout, as the page may still be scrolling to the current step.
+    choose_top, good_top = _alternatives(page, 0).first.evaluate(
+        "a => [a.querySelector('.choose').getBoundingClientRect().top,"
+        " a.querySelector('.rate.good').getBoundingClientRect().top]")
+    assert choose_top > good_top, "Continue has a row of its own"
     screenshot(page, "labeler_phase1_narrow.png")

@@ -301,10 +301,15 @@ def test_a_label_is_phase_1_by_what_its_steps_hold(steps, mode) -> None:  # type
 @pytest.mark.parametrize(("text", "limit", "snippet"), [
     ("Short $x$.", 40, "Short $x$."),
     ("Let $x$ be a number bigger than ten.", 15, "Let $x$ be a n…"),
-    ("Let $a_1, a_2$ be real. Compute $(a_9 + a_{10})^2$ now.", 40, "Let $a_1, a_2$ be real. Compute…"),
-    ("See $$\\sum_{k=1}^{n} k$$ here and more.", 15, "See…"),
+    # A formula the limit splits is kept whole when it closes within twice the limit...
+    ("Let $a_1, a_2$ be real. Compute $(a_9 + a_{10})^2$ now.", 40, "Let $a_1, a_2$ be real. Compute $(a_9 + a_{10})^2$…"),
+    ("See $$\\sum_{k=1}^{n} k$$ here and more.", 15, "See $$\\sum_{k=1}^{n} k$$…"),
+    ("Find \\(x^2 + y^2\\) please.", 12, "Find \\(x^2 + y^2\\)…"),
+    ("Define $f(x) = x^2$", 10, "Define $f(x) = x^2$"),
+    # ...and cut before when it is longer.
+    ("Define $f(x) = x^2 + 2x + 1 + \\frac{1}{x}$ for all $x$.", 12, "Define…"),
+    ("See $$\\sum_{k=1}^{n} k^2 + \\sum_{k=1}^{n} k^3$$ here and more.", 15, "See…"),
     ("Costs \\$5 and \\$6 in all, $x$ more.", 20, "Costs \\$5 and \\$6 i…"),
-    ("Find \\(x^2 + y^2\\) please.", 12, "Find…"),
     # Opening with a formula longer than the limit: nothing before it to keep, so the plain cut.
     ("$x_1 + x_2 + x_3 + x_4$ is long", 10, "$x_1 + x_…"),
     ("Plain   words\nacross lines, nothing else at all.", 20, "Plain words across…"),
