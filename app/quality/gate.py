@@ -106,6 +106,13 @@ class Gold:
     first_error: int | None
     steps: list[dict[str, Any]]
     screening: bool
+    # The gold label whose verdict is the reference, how many of the solution's gold labels give
+    # it, and whether another verdict has as many: where they differ, a manager sees which one
+    # counts, and why.
+    label_id: int
+    votes: int
+    golds: int
+    tied: bool
 
 
 def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, Gold]:
@@ -123,7 +130,9 @@ def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, G
         verdicts = [first_error(label.steps) for label in labels]
         majority = max(verdicts, key=verdicts.count)
         chosen = labels[verdicts.index(majority)]
-        golds[solution_id] = Gold(majority, chosen.steps, any(l.is_initial_screening for l in labels))
+        golds[solution_id] = Gold(majority, chosen.steps, any(l.is_initial_screening for l in labels),
+                                  chosen.id, verdicts.count(majority), len(verdicts),
+                                  sum(verdicts.count(v) == verdicts.count(majority) for v in set(verdicts)) > 1)
     return golds
 
 

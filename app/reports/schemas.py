@@ -83,6 +83,17 @@ class OtherLabel(BaseModel):
         "phase-1 label that continued with another alternative or its own step stops there); null: not rated")
 
 
+class GoldReference(BaseModel):
+    """What a gold item's other labels are graded against: the first error most of its gold labels
+    agree on, a tie going to the earliest label."""
+
+    label_id: int = Field(description="the gold label whose verdict is the reference")
+    first_error_step: int | None = Field(description="the reference's first wrong step, counted from 1; null: no error")
+    votes: int = Field(description="how many of the solution's gold labels give the reference's verdict")
+    golds: int = Field(description="how many gold labels the solution has")
+    tied: bool = Field(description="another verdict has as many gold labels: the earliest label's counts")
+
+
 class LabelView(BaseModel):
     """One label as its labeler submitted it, with the problem and solution they saw."""
 
@@ -98,6 +109,7 @@ class LabelView(BaseModel):
     is_initial_screening: bool = Field(description="on gold, a screening item; on a labeler's label, a screening answer")
     superseded: bool = Field(description="a correction replaced it")
     other_gold: list[int] = Field(description="the other gold labels of its solution, whose majority is the reference")
+    gold: GoldReference | None = Field(description="the reference, where its solution is a gold item")
     other_labels: list[OtherLabel] = Field(description="its solution's other current labels, oldest first")
     compared_instead: int | None = Field(
         default=None, description="where it is its labeler's earlier label of the solution (an import can hold "

@@ -27,7 +27,9 @@ from app.models import (
     utcnow,
 )
 from app.quality.agreement import compared_labels, labels_disagree
+from app.quality.gate import gold_of
 from app.reports.schemas import (
+    GoldReference,
     LabelView,
     OtherLabel,
     ProblemRestoration,
@@ -356,6 +358,7 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         is_initial_screening=label.is_initial_screening,
         superseded=label.superseded_at is not None,
         other_gold=[other.label_id for other in others if other.is_quality_control],
+        gold=_gold_reference(session, label),
         other_labels=others,
         compared_instead=compared_instead,
         problem_id=problem.id,
@@ -366,6 +369,15 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         steps=_viewed_steps(row.steps, label.steps),
         reports=[_read(r) for r in reports],
     )
+
+
+def _gold_reference(session: Session, label: Label) -> GoldReference | None:
+    gold = gold_of(session, label.project_id, [label.solution_id]).get(label.solution_id)
+    if gold is None:
+        return None
+    step = None if gold.first_error is None else gold.first_error + 1
+    return GoldReference(label_id=gold.label_id, first_error_step=step, votes=gold.votes,
+                         golds=gold.golds, tied=gold.tied)
 
 
 def _other_labels(session: Session, label: Label, solution_steps: list[str]) -> tuple[list[OtherLabel], int | None]:

@@ -173,3 +173,34 @@ def test_a_label_says_which_other_labels_are_gold_for_its_solution(client, sessi
     browser_login(client, "max")
     page = client.get(f"/manage/projects/{project.id}/labels/{bob_label}").text
     assert f'Already gold for this solution: <a href="/manage/projects/{project.id}/labels/{ann_label}">' in page
+
+
+def test_gold_labels_that_differ_say_which_one_is_the_reference(client, session_factory, labeled) -> None:  # type: ignore[no-untyped-def]
+    """ann's label (no error) is made gold after bob's (error at step 2): a tie goes to the
+    earliest label, ann's, whichever was made gold first; a third gold agreeing with bob's
+    makes his verdict the majority."""
+    project, solution_id, ann_label, bob_label = labeled
+    make_user(session_factory, "max", "manager")
+    headers = api_headers(client, "max")
+    assert client.get(f"/api/v1/projects/{project.id}/labels/{ann_label}", headers=headers).json()["gold"] is None
+    client.put(f"/api/v1/projects/{project.id}/labels/{bob_label}/gold", headers=headers, json={})
+    alone = client.get(f"/api/v1/projects/{project.id}/labels/{ann_label}", headers=headers).json()["gold"]
+    assert alone == {"label_id": bob_label, "first_error_step": 2, "votes": 1, "golds": 1, "tied": False}
+    made = client.put(f"/api/v1/projects/{project.id}/labels/{ann_label}/gold", headers=headers, json={}).json()
+    assert made["gold"] == {"label_id": ann_label, "first_error_step": None, "votes": 1, "golds": 2, "tied": True}
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/labels/{bob_label}").text
+    assert ("They differ on the first error, with no majority: the earliest label's verdict counts, "
+            f'<a href="/manage/projects/{project.id}/labels/{ann_label}">label {ann_label}</a>\'s verdict (no error).') in page
+
+    with session_scope(session_factory) as session:
+        cat = make_user(session_factory, "cat", "labeler")
+        third = Label(project_id=project.id, solution_id=solution_id, user_id=cat.id,
+                      steps=[{"completions": [{"rating": 1, "flagged": False}], "chosen_completion": 0},
+                             {"completions": [{"rating": -1, "flagged": False}], "chosen_completion": None}],
+                      finish_reason=FinishReason.found_error)
+        session.add(third)
+        session.flush()
+        set_gold(session, project.id, third.id, gold=True)
+    page = client.get(f"/manage/projects/{project.id}/labels/{bob_label}").text
+    assert "They differ on the first error: 2 of the 3 give the reference, this label's verdict (first error at step 2)." in page
