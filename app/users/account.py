@@ -66,6 +66,9 @@ def change_password(
     was_given = login.user.must_change_password
     try:
         changed = service.change_own_password(session, login, data, client_address(request), limits)
+    except BadInput as exc:
+        return _page(request, session, login, {d["field"]: d["message"] for d in exc.details}, status_code=422,
+                     next_path=next_path)
     except TooManyFailures as exc:
         response = _page(request, session, login, {"current_password": exc.message}, status_code=429,
                          next_path=next_path)

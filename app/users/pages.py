@@ -265,6 +265,13 @@ def _update(
         problem = "; ".join(message if field in message or field == "form" else f"{field} {message}"
                             for field, message in exc.errors.items())
         return _users_list(request, session, problem=f"{user.username}: {problem}", status_code=422)
+    if changes.password is not None:
+        # Said before the admin is asked for their own password, as a bad value is.
+        try:
+            service.refuse_guessable(changes.password, user.username, "password")
+        except BadInput as exc:
+            return _users_list(request, session, problem=f"{user.username}: password {exc.details[0]['message']}",
+                               status_code=422)
     change = service.admin_powers_change(user, changes.role, by=admin)
     action = request.url.path
     secret = "password" in values

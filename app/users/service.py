@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
-from app.auth.security import hash_password, new_password
+from app.auth.security import guessable, hash_password, new_password
 from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, end_reads, hold_rule, one_named
@@ -127,6 +127,15 @@ def admin_powers_change(target: User | None, role: Role | None, *, by: User, new
     return None
 
 
+def refuse_guessable(password: str, username: str, field: str) -> None:
+    """BadInput naming `field` when `password` is easy to guess for this account. The schemas
+    judge a password alone where they do not know whose it is; the account's own name, the first
+    guess of all, is judged here, wherever a password is chosen for an existing account."""
+    why = guessable(password, user_inputs=(username,))
+    if why is not None:
+        raise BadInput(f"invalid request: {field}: {why}", [{"field": field, "message": why}])
+
+
 def is_own_password(session: Session, actor: User, password: str, address: str | None, limits: throttle.Limits) -> bool:
     """Whether `password` is the actor's, checked as a login is: TooManyFailures while locked, and
     a wrong one counted, in the caller's transaction, which must be committed (answer, not raise)."""
@@ -140,6 +149,8 @@ def update_user(
     """Change a user; deactivation or a new password ends their logins (see end_logins), all
     but `keep`, the caller's own. `by` is the admin making the change, None at the command line;
     `confirmed`, whether they gave their own password (see admin_powers_change)."""
+    if data.password is not None:
+        refuse_guessable(data.password, user.username, "password")
     password_hash = None if data.password is None else hash_password(data.password)
     # Two admins demoting each other at once would each still see the other as an admin; and
     # the user is decided on as committed now, not as loaded before another admin's change.
@@ -233,6 +244,8 @@ def change_own_password(
     that a stolen session cannot guess it; the caller must commit the count and answer, not
     raise (which would roll it back)."""
     user = login.user
+    # Judged before the current password is: a refusal raised then rolls back no failure counted.
+    refuse_guessable(data.new_password, user.username, "new_password")
     if log_in(session, user.username, data.current_password, address, limits, purpose="password change") is None:
         return False
     _set_password(session, user, hash_password(data.new_password), keep=login)

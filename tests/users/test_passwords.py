@@ -9,6 +9,7 @@ import html
 import pytest
 from fastapi.testclient import TestClient
 
+from app.auth.security import guessable
 from app.auth.service import authenticate
 from app.db import session_scope
 from tests.cli.conftest import stepwise  # noqa: F401  (a fixture: runs the CLI)
@@ -139,3 +140,32 @@ def test_the_cli_sets_a_password_read_from_standard_input(stepwise, database_url
     nobody = stepwise(database_url, "users", "set-password", "--username", "nobody", input=NEW_PASSWORD + "\n")
     assert nobody.exit_code == 1 and "no user named 'nobody'" in nobody.stderr
     assert _password_is(session_factory, "lena", NEW_PASSWORD)
+
+
+def test_a_password_that_is_the_account_name_is_refused_wherever_it_is_set(app, session_factory, stepwise, database_url) -> None:  # type: ignore[no-untyped-def]
+    """The name is the first guess of all: refused when an admin sets it (API, page, CLI) and when
+    its owner chooses it (API, page), though it passes judged alone."""
+    name = "ed-lab17"
+    assert guessable(name) is None
+    user_id = make_user(session_factory, name, "labeler").id
+    make_user(session_factory, "boss", "admin")
+    client = TestClient(app)
+    refused = client.patch(f"/api/v1/users/{user_id}", headers=api_headers(client, "boss"), json={"password": name})
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "password", refused.text
+    assert refused.json()["errors"][0]["message"].startswith("is too easy to guess")
+    own = client.post("/api/v1/users/me/password", headers=api_headers(client, name),
+                      json={"current_password": PASSWORD, "new_password": name})
+    assert own.status_code == 422 and own.json()["errors"][0]["field"] == "new_password", own.text
+
+    admin, browser = TestClient(app), TestClient(app)
+    csrf = browser_login(admin, "boss")
+    page = admin.post(f"/admin/users/{user_id}/password", data={"csrf_token": csrf, "password": name})
+    assert page.status_code == 422 and f"{name}: password is too easy to guess" in html.unescape(page.text)
+    csrf = browser_login(browser, name)
+    account = browser.post("/account/password", data={"csrf_token": csrf, "current_password": PASSWORD,
+                                                      "new_password": name, "repeat_password": name})
+    assert account.status_code == 422
+    assert "too easy to guess" in html.unescape(account.text).split('id="new_password-error">', 1)[1].split("<", 1)[0]
+    cli = stepwise(database_url, "users", "set-password", "--username", name, input=name + "\n")
+    assert cli.exit_code == 1 and "too easy to guess" in cli.stderr and "Traceback" not in cli.output
+    assert _password_is(session_factory, name, PASSWORD) and _works(browser)
