@@ -52,6 +52,9 @@ class RoundRun:
     # True once the lease keeper finds the round cancelled or taken over, so that training,
     # which records nothing until it ends, stops at its next step rather than run to the end.
     lease_lost: Callable[[], bool] = lambda: False
+    # The stage the ETA last saw, when it first saw it and at what percent: the rest of a stage
+    # goes at that stage's own pace, as stages run at paces that the bar's fixed shares only guess.
+    stage_seen: tuple[RoundStage, datetime, float] | None = None
 
     def session(self):  # type: ignore[no-untyped-def]
         return session_scope(self.factory)
@@ -71,12 +74,26 @@ class RoundRun:
                      eta_at=self.eta(percent))
 
     def eta(self, percent: float) -> datetime | None:
-        done = percent - self.resumed_percent
-        if percent < 3 or done <= 0:
-            return None
+        """When the round should end: the rest of its current stage at that stage's pace so far,
+        the later stages at this attempt's pace. None until the stage has moved: an estimate made
+        at a stage's start (from the stage before, or the fraction of a second since it began)
+        would be passed within seconds. None before training, whose pace the rest follows."""
         now = utcnow()
-        elapsed = (now - self.resumed_at).total_seconds()
-        return now + timedelta(seconds=elapsed * (100 - percent) / done)
+        stage = _stage_at(percent)
+        if self.stage_seen is None or self.stage_seen[0] != stage:
+            self.stage_seen = (stage, now, percent)
+        _, since, start = self.stage_seen
+        end = _next_start(stage)
+        done = percent - self.resumed_percent
+        if percent < STAGE_START[RoundStage.train] or not start < percent < end or done <= 0:
+            return None
+        stage_left = (now - since).total_seconds() * (end - percent) / (percent - start)
+        pace = (now - self.resumed_at).total_seconds() / done
+        return now + timedelta(seconds=stage_left + pace * (100 - end))
+
+
+def _stage_at(percent: float) -> RoundStage:
+    return [stage for stage, start in STAGE_START.items() if start <= percent][-1]
 
 
 def _next_start(stage: RoundStage) -> float:

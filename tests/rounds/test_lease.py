@@ -153,13 +153,20 @@ def test_a_round_whose_training_diverges_fails_at_once_and_says_why(  # type: ig
         assert round_.message == "failed: training diverged by step 40 (mean loss nan) with peak learning rate 0.5"
 
 
-def test_a_resumed_rounds_eta_follows_its_own_attempts_pace(worker_settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_rounds_eta_follows_its_stages_pace_and_its_own_attempts(worker_settings) -> None:  # type: ignore[no-untyped-def]
     # The first attempt ran for an hour and died at 50%; this one took it to 75% in a minute.
     run = RoundRun(None, 1, "b", worker_settings, 1, 1, None,  # type: ignore[arg-type]
                    resumed_percent=50.0, resumed_at=utcnow() - timedelta(minutes=1))
-    left = (run.eta(75.0) - utcnow()).total_seconds()
-    assert 55 < left < 65
-    assert run.eta(50.0) is None and run.eta(2.0) is None
+    # Scoring (73% to 93%) has just begun: no estimate until it moves.
+    assert run.eta(73.0) is None
+    # Half of it in 40 seconds: 40 more, then the last 7% at this attempt's pace (33% a minute).
+    run.stage_seen = (RoundStage.score, utcnow() - timedelta(seconds=40), 73.0)
+    left = (run.eta(83.0) - utcnow()).total_seconds()
+    assert 40 + 7 * 60 / 33 - 2 < left < 40 + 7 * 60 / 33 + 2
+    # Nothing before training, nor at its start, nor once the round is done.
+    fresh = RoundRun(None, 2, "b", worker_settings, 1, 1, None)  # type: ignore[arg-type]
+    assert fresh.eta(2.0) is None and fresh.eta(3.0) is None and fresh.eta(100.0) is None
+    assert run.eta(50.0) is None
 
 
 def _started_round(session_factory, name: str) -> int:  # type: ignore[no-untyped-def]
