@@ -41,6 +41,7 @@ class SettingsForm(BaseModel):
     qc_share: str = Field(default="", max_length=50)
     duplicate_similarity: str = Field(default="", max_length=50)
     score_kind: str = Field(default="", max_length=50)
+    neutral_as_correct: str = Field(default="", max_length=50)
     base_model: str = Field(default="", max_length=300)
     train_epochs: str = Field(default="", max_length=50)
     learning_rate: str = Field(default="", max_length=50)

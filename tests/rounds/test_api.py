@@ -12,6 +12,7 @@ from sqlalchemy import func, select, text
 
 from app.db import session_scope
 from app.models import ModelVersion, PickReason, Round, RoundSettings, RoundStage, RoundStatus
+from app.rounds.schemas import RoundSettingsUpdate
 from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.forms.shipped import form_fields
 
@@ -182,6 +183,19 @@ def test_research_settings_form_shows_errors_in_place(client, session_factory, p
     with session_scope(session_factory) as session:
         settings = session.get(RoundSettings, project.id)
         assert (settings.picks_per_round, settings.wrong_share, settings.schedule_hours) == (30, 0.8, None)
+
+
+def test_every_round_setting_the_api_takes_is_on_the_research_form(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    csrf = browser_login(client, "rita")
+    url = f"/research/projects/{project.id}/settings"
+    shipped = form_fields(client.get(f"/research/projects/{project.id}").text, url)
+    assert set(RoundSettingsUpdate.model_fields) <= set(shipped), set(RoundSettingsUpdate.model_fields) - set(shipped)
+    assert shipped["neutral_as_correct"] == "true"
+    saved = client.post(url, data={**shipped, "csrf_token": csrf, "neutral_as_correct": "false"}, follow_redirects=False)
+    assert saved.status_code == 303
+    with session_scope(session_factory) as session:
+        assert session.get(RoundSettings, project.id).neutral_as_correct is False
+    assert form_fields(client.get(f"/research/projects/{project.id}").text, url)["neutral_as_correct"] == "false"
 
 
 def test_the_settings_form_marks_every_bad_field_at_once(client, project) -> None:  # type: ignore[no-untyped-def]
