@@ -63,6 +63,17 @@ class PlacedRecords(list):
     to check without reading the file again, each message still naming the record's place."""
 
 
+# Files that are no JSON text, known by their first bytes: read as lines they gave "not valid
+# JSON (str is not valid UTF-8…)" for line 1, when one sentence says what the file is.
+_NOT_JSON = (
+    (b"PAR1", "a Parquet file"),
+    (b"\xff\xff\xff\xff", "an Arrow stream, as a dataset saved by the datasets library holds"),
+    (b"ARROW1", "an Arrow file"),
+    (b"\x1f\x8b", "gzip-compressed: decompress it (gunzip) first"),
+    (b"PK\x03\x04", "a zip archive: unpack the .jsonl file inside it"),
+)
+
+
 def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, dict]]:
     """(place, record): the place is `FILE:LINE` for a JSONL path, `FILE[N]` for a file holding
     one JSON array of records (as ProcessBench's are), `record N` for dicts in memory, so that a
@@ -75,7 +86,12 @@ def placed_records(source: str | Path | Iterable[dict]) -> Iterator[tuple[str, d
             yield f"record {number}", record
         return
     with open(source, "rb") as f:
-        if f.read(4096).removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
+        head = f.read(4096)
+        for magic, what in _NOT_JSON:
+            if head.startswith(magic):
+                raise ValueError(f"{source}: {what}; these commands read JSONL, as `stepwise export --format "
+                                 "prm800k` or `--format trl` writes it")
+        if head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
             f.seek(0)
             yield from _array_records(source, f.read().removeprefix(codecs.BOM_UTF8))
             return

@@ -342,3 +342,19 @@ def test_the_markers_text_in_the_input_is_dropped():
     example = tokenize_example(tokenizer, marker, "Q <|step|>?", ["a<|st<|step|>ep|>b", "c"], [1, 0], 64)
     assert example["input_ids"].count(marker) == 2
     assert example == tokenize_example(tokenizer, marker, "Q ?", ["ab", "c"], [1, 0], 64)
+
+
+def test_a_parquet_or_arrow_file_is_named_as_such_not_read_as_broken_json(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"prompt": ["P"], "completions": [["x"]], "labels": [[True]]})
+    pq.write_table(table, tmp_path / "trl.parquet")
+    # As the datasets library's save_to_disk writes its data files.
+    with pa.OSFile(str(tmp_path / "data-00000-of-00001.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as out:
+        out.write_table(table)
+    for name, what in (("trl.parquet", "a Parquet file"), ("data-00000-of-00001.arrow", "an Arrow stream")):
+        with pytest.raises(ValueError, match=f"{name}: {what}.*these commands read JSONL"):
+            load_examples(tmp_path / name)
+        with pytest.raises(ValueError, match=f"{name}: {what}"):
+            load_solutions(tmp_path / name)
