@@ -150,6 +150,11 @@ def test_research_page_starts_a_round_from_the_button(client, session_factory, p
     twice = client.post(f"/research/projects/{project.id}/rounds", data={"csrf_token": csrf})
     assert twice.status_code == 409 and "still queued" in twice.text
     assert rounds_in_db(session_factory) == [(1, "queued")]
+    # Cancelled before any worker took it, it never reached a stage.
+    with session_scope(session_factory) as session:
+        round_id = session.scalar(select(Round.id))
+    assert client.post(f"/research/rounds/{round_id}/cancel", data={"csrf_token": csrf}).status_code == 200
+    assert '<span data-field="stage">not started</span>' in client.get(f"/research/projects/{project.id}").text
 
 
 def test_a_manager_sees_rounds_but_no_button(client, project) -> None:  # type: ignore[no-untyped-def]
@@ -415,6 +420,29 @@ def test_the_project_page_says_why_a_model_was_not_promoted_with_its_intervals(c
         ids = {r.number: r.id for r in session.scalars(select(Round).where(Round.project_id == project.id))}
     trained_by = re.findall(r'<td class="num"><a href="/research/rounds/(\d+)">(\d+)</a></td>', page)
     assert sorted(trained_by) == sorted((str(ids[n]), str(n)) for n in (1, 2))
+
+
+def test_majority_voting_stands_in_each_models_column_as_no_models_number(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    candidate = {"step_auroc": 0.9, "best_of_n": {"prm_accuracy": 0.61, "majority_accuracy": 0.55, "problems": 40}}
+    with session_scope(session_factory) as session:
+        alone = Round(project_id=project.id, number=1, status=RoundStatus.done, stage=RoundStage.done,
+                      percent=100.0, metrics={"candidate": candidate})
+        against = Round(project_id=project.id, number=2, status=RoundStatus.done, stage=RoundStage.done, percent=100.0,
+                        metrics={"candidate": candidate, "served": {**candidate, "best_of_n": {"prm_accuracy": 0.58}}})
+        session.add_all([alone, against])
+        session.flush()
+        ids = alone.id, against.id
+    browser_login(client, "rita")
+
+    def majority_row(round_id: int) -> list[str]:
+        page = client.get(f"/research/rounds/{round_id}").text
+        row = re.search(r"<tr><td>Majority voting.*?</tr>", page, re.S)
+        assert row is not None
+        return re.findall(r'<td class="num">(.*?)</td>', row.group())
+
+    # Without a served model, its column stays empty for this row as for the others.
+    assert majority_row(ids[0]) == ["0.550", '<span class="muted">–</span>']
+    assert majority_row(ids[1]) == ["0.550", "0.550"]
 
 
 @pytest.mark.parametrize(("minutes", "words"), [(5, "done about"), (-5, "past its estimate of")])

@@ -31,7 +31,7 @@ function etaText(round) {
 function show(container, round) {
   container.querySelector("progress").value = round.percent;
   setText(container, "percent", `${Math.round(round.percent)}%`);
-  setText(container, "stage", round.status === "queued" && !round.attempts ? "not started" : round.stage);
+  setText(container, "stage", !round.attempts ? "not started" : round.stage);
   setText(container, "eta", etaText(round));
   setText(container, "message", round.message);
   const row = container.closest("[data-round]") ?? document;
