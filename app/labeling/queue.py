@@ -21,6 +21,7 @@ from sqlalchemy import (
     Select,
     Table,
     Update,
+    and_,
     bindparam,
     case,
     delete,
@@ -113,16 +114,21 @@ def add_slots(
 def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
     """Each solution's slot numbers, and its labels that came without a slot."""
     have: dict[int, set[int]] = {}
-    labeled: dict[int, int] = {}
     for chunk in _chunks(list(ids), 5000):
         for solution_id, slot in session.execute(
             select(Assignment.solution_id, Assignment.slot)
             .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
         ):
             have.setdefault(solution_id, set()).add(slot)
-        # Labels that arrived with an import (no slot) count towards the overlap too; a
-        # correction has no slot either, but its slot is the corrected label's. A machine's
-        # label fills no labeler's slot.
+    return have, _labeled_without_slot(session, ids)
+
+
+def _labeled_without_slot(session: Session, ids: Sequence[int]) -> dict[int, int]:
+    # Labels that arrived with an import (no slot) count towards the overlap too; a correction
+    # has no slot either, but its slot is the corrected label's. A machine's label fills no
+    # labeler's slot.
+    labeled: dict[int, int] = {}
+    for chunk in _chunks(list(ids), 5000):
         labeled.update(
             session.execute(
                 select(Label.solution_id, func.count())
@@ -136,7 +142,33 @@ def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], 
                 .group_by(Label.solution_id)
             ).all()
         )
-    return have, labeled
+    return labeled
+
+
+def trim_slots(session: Session, project: Project) -> int:
+    """After the overlap was lowered, take out the untouched slots (waiting, never leased) that
+    each solution holds beyond what it lacks to reach the overlap, beside its labels and its
+    other slots; the lowest numbers stay. A label given or a lease in hand is never taken back.
+    Cutting by slot number alone left a solution done at slot 1 still waiting at slot 0."""
+    untouched: dict[int, list[tuple[int, int]]] = {}
+    touched: dict[int, int] = {}
+    for slot_id, solution_id, slot, status, holder in session.execute(
+        select(Assignment.id, Assignment.solution_id, Assignment.slot, Assignment.status, Assignment.user_id)
+        .where(Assignment.project_id == project.id, Assignment.slot >= 0)
+    ):
+        if status == AssignmentStatus.waiting and holder is None:
+            untouched.setdefault(solution_id, []).append((slot, slot_id))
+        else:
+            touched[solution_id] = touched.get(solution_id, 0) + 1
+    labeled = _labeled_without_slot(session, list(untouched))
+    surplus = [
+        slot_id
+        for solution_id, slots in untouched.items()
+        for _, slot_id in sorted(slots)[max(0, project.overlap - labeled.get(solution_id, 0) - touched.get(solution_id, 0)):]
+    ]
+    for chunk in _chunks(surplus, 5000):
+        session.execute(delete(Assignment).where(Assignment.id.in_(chunk)))
+    return len(surplus)
 
 
 def drop_filled_slots(session: Session, project: Project, solution_ids: Sequence[int]) -> int:
@@ -300,9 +332,18 @@ def _task_columns(slot: Table) -> list[ColumnElement[object]]:
             others.c.status == WAITING,
             others.c.id != slot.c.id,
         )
-        .limit(literal_column(str(WAITING_COUNT_LIMIT)))
+        .limit(literal_column(str(WAITING_COUNT_LIMIT + 1)))
         .correlate(slot)
         .subquery()
+    )
+    counted = func.count()
+    limit = literal_column(str(WAITING_COUNT_LIMIT))
+    # A check slot (see app.quality.gate) takes no waiting slot, as an ordinary task does: one
+    # fewer is said for it, or a labeler working alone would tell check items by the count.
+    shown = case(
+        (and_(slot.c.slot < literal_column("0"), counted > literal_column("0")), counted - ONE),
+        (counted > limit, limit),
+        else_=counted,
     )
 
     def of_problem(column: ColumnElement[object], name: str) -> ColumnElement[object]:
@@ -321,7 +362,7 @@ def _task_columns(slot: Table) -> list[ColumnElement[object]]:
         of_problem(problem.c.answer, "answer"),
         # Counted only for a slot that is there: where the slot is an outer join's NULL (no
         # current lease), matching no project, the count read every slot of the queue.
-        case((slot.c.id.is_not(None), select(func.count()).select_from(waiting).scalar_subquery())).label(
+        case((slot.c.id.is_not(None), select(shown).select_from(waiting).correlate(slot).scalar_subquery())).label(
             "waiting"
         ),
     ]
@@ -524,8 +565,13 @@ def lease_next(
         verdict = gate.decide(session, project.id, checks, user_id, now)
         if verdict.reason is not None:
             return project, None, verdict.reason
+        until = now + timedelta(minutes=project.lease_minutes)
+        if verdict.resumed is not None:
+            session.execute(update(Assignment).where(Assignment.id == verdict.resumed)
+                            .values(leased_at=now, expires_at=until))
+            row = session.connection().execute(_TASK_OF_SLOT, {"assignment": verdict.resumed}).one()
+            return project, LeasedTask(**row._mapping), None
         if verdict.solution_id is not None:
-            until = now + timedelta(minutes=project.lease_minutes)
             taken = gate.new_check_slot(session, project.id, user_id, verdict.solution_id, now, until)
             row = session.connection().execute(_TASK_OF_SLOT, {"assignment": taken}).one()
             return project, LeasedTask(**row._mapping), None

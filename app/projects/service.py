@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.db import one_named
 from app.errors import Conflict, NotFound
-from app.labeling.queue import add_slots
+from app.labeling.queue import add_slots, trim_slots
 from app.machine_labels.service import is_human
 from app.models import (
     Assignment,
@@ -130,22 +130,15 @@ def update_project(session: Session, project: Project, data: ProjectUpdate, *, b
         setattr(project, field, value)
     session.flush()
     if project.overlap > old_overlap:
+        # A retired problem's solutions get theirs when it returns to labeling (restore_problem).
         solutions = session.execute(
-            select(Solution.id, Solution.priority, Solution.generation).where(
-                Solution.project_id == project.id
-            )
+            select(Solution.id, Solution.priority, Solution.generation)
+            .join(Problem, Problem.id == Solution.problem_id)
+            .where(Solution.project_id == project.id, Problem.retired_at.is_(None))
         ).all()
         add_slots(session, project, [(s.id, s.priority, s.generation) for s in solutions])
     elif project.overlap < old_overlap:
-        # Only untouched slots go: a label already given or a lease in hand is never taken back.
-        session.execute(
-            delete(Assignment).where(
-                Assignment.project_id == project.id,
-                Assignment.slot >= project.overlap,
-                Assignment.status == AssignmentStatus.waiting,
-                Assignment.user_id.is_(None),
-            )
-        )
+        trim_slots(session, project)
     if changes.get("open_to_all") is False:
         release_leases_of_outsiders(session, project)
     return project

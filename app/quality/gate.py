@@ -9,8 +9,8 @@ manager's decision (admit or retire) overrides both.
 
 A check task is an ordinary slot of the gold solution, numbered -user_id: its id, shape and
 lease are those of any task, and the unique (solution_id, slot) makes serving one item twice to
-one labeler impossible. Check slots never go back to the waiting queue: when their lease runs
-out or is handed back they are deleted (see app.labeling.queue).
+one labeler impossible. Check slots never go back to the waiting queue: handed back, they are
+deleted (see app.labeling.queue); when their lease runs out, the labeler is served the item again.
 """
 
 from __future__ import annotations
@@ -70,10 +70,11 @@ class Checks:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Serve this gold solution, hold the labeler back with this reason, or neither (a regular
-    task)."""
+    """Serve this gold solution, serve again the labeler's check slot whose lease ran out, hold
+    the labeler back with this reason, or none of these (a regular task)."""
 
     solution_id: int | None = None
+    resumed: int | None = None
     reason: str | None = None
 
 
@@ -185,24 +186,15 @@ def decide(session: Session, project_id: int, checks: Checks, user_id: int, now:
     if standing is not None and standing.decision == StandingDecision.retired:
         return Verdict(reason=RETIRED)
     admitted_at = standing.decided_at if standing is not None else None
-    # A check lease that ran out is gone, not requeued: the labeler may meet the item again.
-    session.execute(
-        delete(Assignment).where(
-            Assignment.project_id == project_id,
-            Assignment.user_id == user_id,
-            Assignment.slot == -user_id,
-            Assignment.status == AssignmentStatus.leased,
-            Assignment.expires_at <= now,
-        )
-    )
+    resumed = _expired_check_slot(session, project_id, user_id, now)
+    if resumed is not None:
+        return Verdict(resumed=resumed)
     found = marks(session, project_id, user_id)
     if checks.screening_items and admitted_at is None:
-        screened = [m for m in found if m.screening]
-        if len(screened) < checks.screening_items and not _has_regular_label(session, project_id, user_id):
-            item = _unlabeled_gold(session, project_id, user_id, screening=True)
-            if item is not None:
-                return Verdict(solution_id=item)
-        if screened and screening_score(screened) < checks.screening_pass_mark:
+        screening = _screening(session, project_id, user_id, checks, [m for m in found if m.screening])
+        if screening.next_item is not None:
+            return Verdict(solution_id=screening.next_item)
+        if screening.failed:
             return Verdict(reason=SCREENING_FAILED)
     if checks.qc_pause_below:
         checked = qc_marks(found, admitted_at)
@@ -213,6 +205,54 @@ def decide(session: Session, project_id: int, checks: Checks, user_id: int, now:
         if item is not None:
             return Verdict(solution_id=item)
     return Verdict()
+
+
+def _expired_check_slot(session: Session, project_id: int, user_id: int, now: datetime) -> int | None:
+    """The labeler's check slot whose lease ran out, to serve again: no one else may take it, so
+    their late submit, or the page reloaded, finds the item, as an ordinary lease that nobody
+    took is found. One whose problem was retired meanwhile is deleted instead, as a retired
+    problem's waiting slots are."""
+    expired = session.execute(
+        select(Assignment.id, Problem.retired_at)
+        .join(Solution, Solution.id == Assignment.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(
+            Assignment.project_id == project_id,
+            Assignment.user_id == user_id,
+            Assignment.slot == -user_id,
+            Assignment.status == AssignmentStatus.leased,
+            Assignment.expires_at <= now,
+        )
+        .order_by(Assignment.id)
+    ).all()
+    retired = [row.id for row in expired if row.retired_at is not None]
+    if retired:
+        session.execute(delete(Assignment).where(Assignment.id.in_(retired)))
+    return next((row.id for row in expired if row.retired_at is None), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Screening:
+    """Where a labeler stands with screening: the next screening item to serve them, if any, and
+    whether they failed."""
+
+    next_item: int | None = None
+    failed: bool = False
+
+
+def _screening(session: Session, project_id: int, user_id: int, checks: Checks, screened: list[Mark]) -> Screening:
+    """Screening is for newcomers: a labeler who labeled here before it was asked of them (or
+    after passing it) is not screened, whatever their labels on screening items, which ordinary
+    tasks serve too. A newcomer is served screening items until they answered as many as asked
+    (or none is left), and fails below the pass mark."""
+    if _has_regular_label(session, project_id, user_id):
+        return Screening()
+    if len(screened) < checks.screening_items:
+        item = _unlabeled_gold(session, project_id, user_id, screening=True)
+        if item is not None:
+            return Screening(next_item=item)
+    failed = bool(screened) and screening_score(screened) < checks.screening_pass_mark
+    return Screening(failed=failed)
 
 
 def _has_regular_label(session: Session, project_id: int, user_id: int) -> bool:
@@ -346,19 +386,23 @@ def _standing(
     admitted_at = decision.decided_at if decision is not None else None
     checked = qc_marks(found, admitted_at)
     qc_agreed = sum(m.agreed for m in checked)
-    if decision is not None:
+    checks = Checks(project.screening_items, project.screening_pass_mark, project.qc_rate, project.qc_pause_below)
+    screening = (_screening(session, project.id, user_id, checks, screened)
+                 if checks.screening_items and decision is None else Screening())
+    paused = bool(project.qc_pause_below and len(checked) >= PAUSE_MIN_ITEMS
+                  and qc_agreed / len(checked) < project.qc_pause_below)
+    # As next-task decides (see decide): a decision first, then screening, then the QC pause.
+    if decision is not None and decision.decision == StandingDecision.retired:
         status = decision.decision.value
-    elif project.screening_items and len(screened) < project.screening_items and screened:
+    elif screening.next_item is not None:
         status = "screening"
-    elif screened and project.screening_items and screening_score(screened) < project.screening_pass_mark:
+    elif screening.failed:
         status = "failed screening"
-    elif (
-        project.qc_pause_below
-        and len(checked) >= PAUSE_MIN_ITEMS
-        and qc_agreed / len(checked) < project.qc_pause_below
-    ):
+    elif paused:
         status = "paused"
-    elif screened and project.screening_items:
+    elif decision is not None:
+        status = decision.decision.value
+    elif screened and project.screening_items and screening_score(screened) >= project.screening_pass_mark:
         status = "passed screening"
     else:
         status = "labeling"

@@ -15,7 +15,7 @@ from app.deps import CSRF_HEADER
 from app.labeling import queue, service
 from app.labeling.task_handles import assignment_of
 from app.main import create_app
-from app.models import Assignment, Label, utcnow
+from app.models import Assignment, Label, Solution, utcnow
 from tests.conftest import (
     add_solutions,
     api_headers,
@@ -420,3 +420,46 @@ def test_labeling_requests_take_turns_beyond_the_configured_concurrency(settings
             thread.join()
     assert len(answers) == 6 and all(answers)
     assert most[0] == 2
+
+
+def test_a_lowered_overlap_leaves_no_slot_to_a_solution_it_already_has_enough_labels_for(client, session_factory):  # type: ignore[no-untyped-def]
+    """a2 labeled the solution at slot 1 while a1 held slot 0 and handed it back: at overlap 1
+    the solution is done, and slot 0, though numbered under the new overlap, goes."""
+    project = make_project(session_factory, overlap=2)
+    add_solutions(session_factory, project, 1)
+    users = []
+    for name in ("a1", "a2", "a3", "boss"):
+        make_user(session_factory, name, "manager" if name == "boss" else "labeler")
+        users.append(api_headers(client, name))
+    a1, a2, a3, boss = users
+    held = _next_task(client, project, a1)
+    labeled = _next_task(client, project, a2)
+    assert _submit(client, a2, labeled["assignment_id"], "a2-key-1234").status_code == 200
+    assert client.post(f"/api/v1/assignments/{held['assignment_id']}/release", headers=a1).status_code == 204
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"overlap": 1}).status_code == 200
+    assert _next_task(client, project, a3) is None
+    progress = client.get(f"/api/v1/projects/{project.id}/progress", headers=boss).json()
+    assert (progress["solutions_done"], progress["solutions_waiting"]) == (1, 0)
+    # A lease in hand stays, and a solution short of labels keeps what it lacks.
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"overlap": 3}).status_code == 200
+    leased = _next_task(client, project, a1)
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"overlap": 2}).status_code == 200
+    with session_scope(session_factory) as session:
+        slots = session.execute(select(Assignment.slot, Assignment.status).order_by(Assignment.slot)).all()
+    assert [tuple(s) for s in slots] == [(0, "leased"), (1, "done")]
+    assert leased is not None and _next_task(client, project, a3) is None
+
+
+def test_a_raised_overlap_queues_nothing_of_a_retired_problem_until_it_returns(client, session_factory):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    [solution_id] = add_solutions(session_factory, project, 1)
+    make_user(session_factory, "boss", "manager")
+    boss = api_headers(client, "boss")
+    with session_scope(session_factory) as session:
+        problem_id = session.get(Solution, solution_id).problem_id
+    url = f"/api/v1/projects/{project.id}"
+    assert client.post(f"{url}/problems/{problem_id}/retire", headers=boss).json()["slots_removed"] == 1
+    assert client.patch(url, headers=boss, json={"overlap": 3}).status_code == 200
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Assignment)) == 0
+    assert client.post(f"{url}/problems/{problem_id}/restore", headers=boss).json()["slots_added"] == 3

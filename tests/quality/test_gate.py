@@ -16,6 +16,7 @@ from app.quality.service import accurate_labelers, labeler_accuracy
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl
 from tests.quality.conftest import labeled_record
+from tests.reports.builders import add_problem
 
 CANARY = "GOLD-CANARY-5b1e"
 
@@ -319,3 +320,77 @@ def test_every_qc_measure_grades_a_gold_item_as_first_sent(client, session_facto
         assert ann_id not in accurate_labelers(session, project.id, 1.0).user_ids
         (activity,) = project_activity(session, project.id).labelers
         assert (activity.qc_compared, activity.qc_accuracy) == (1, graded[1])
+
+
+def test_screening_turned_on_later_holds_back_no_one_who_labeled_before(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    """old labeled here before screening was asked for, meeting screening items among ordinary
+    tasks and missing them: screening is for newcomers, so old goes on labeling; new is screened."""
+    project, regular = _project(session_factory, SCREENING, overlap=2)
+    screening = _gold_ids(session_factory, screening=True)
+    make_user(session_factory, "old", "labeler")
+    make_user(session_factory, "new", "labeler")
+    make_user(session_factory, "boss", "manager")
+    old, boss = api_headers(client, "old"), api_headers(client, "boss")
+    met = set()
+    while (task := _next(client, project, old)["task"]) is not None:
+        met.add(task["solution"]["id"])
+        _submit(client, old, task, [1, 1, -1])
+    assert screening <= met
+    add_problem(session_factory, project, "What is 2+2?", n_solutions=2)
+    client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"screening_items": 2, "screening_pass_mark": 1.0})
+    assert _next(client, project, old)["task"] is not None
+    assert _next(client, project, api_headers(client, "new"))["task"]["solution"]["id"] in screening
+    standings = client.get(f"/api/v1/projects/{project.id}/screening", headers=boss).json()
+    assert [(s["username"], s["screening_done"], s["status"]) for s in standings] == [
+        ("old", 2, "labeling")
+    ]
+
+
+@pytest.mark.parametrize(("answers", "status"), [({"Problem S1": [1, -1], "Problem S2": [1, 1, 1]}, "passed screening"),
+                                                  ({"Problem S1": [1, 1, 1], "Problem S2": [-1]}, "failed screening")])
+def test_a_labeler_who_answered_every_screening_item_there_is_stands_as_the_queue_treats_them(client, session_factory, answers, status) -> None:  # type: ignore[no-untyped-def]
+    """Three screening answers asked for and two items to answer: the queue decides on those
+    two, and the manager's card says what it decided."""
+    project, regular = _project(session_factory, SCREENING, screening_items=3, screening_pass_mark=1.0)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann = api_headers(client, "ann")
+    for _ in range(2):
+        task = _next(client, project, ann)["task"]
+        _submit(client, ann, task, answers[task["problem"]["statement"]])
+    after = _next(client, project, ann)
+    assert (after["task"] is not None) == (status == "passed screening")
+    standings = client.get(f"/api/v1/projects/{project.id}/screening", headers=api_headers(client, "boss")).json()
+    assert [(s["username"], s["screening_done"], s["status"]) for s in standings] == [("ann", 2, status)]
+
+
+def test_a_check_item_whose_lease_ran_out_is_served_again_and_its_late_submit_kept(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], qc_rate=1.0)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    task = _next(client, project, ann)["task"]
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=Assignment.leased_at))
+    # The page reloaded: the same item, for a whole lease again.
+    again = _next(client, project, ann)["task"]
+    assert again["assignment_id"] == task["assignment_id"] and again["expires_at"] > task["expires_at"]
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=Assignment.leased_at))
+    # Sent late, without another next-task between: kept.
+    _submit(client, ann, task, [1, -1])
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Label.solution_id).where(Label.user_id.is_not(None))) == task["solution"]["id"]
+
+
+def test_a_check_item_says_as_many_tasks_waiting_as_an_ordinary_task_would(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    """Leasing an ordinary task takes a waiting slot, and a check item's takes none: told the
+    count as it is, a labeler working alone would tell them apart."""
+    project, regular = _project(session_factory, [_gold("Q1", [1, -1])], regular=3, qc_rate=1.0)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    check = _next(client, project, ann)
+    assert check["task"]["solution"]["id"] not in regular
+    assert _next(client, project, ann)["waiting"] == check["waiting"] == 2, "the same, asked again"
+    _submit(client, ann, check["task"], [1, -1])
+    ordinary = _next(client, project, ann)
+    assert ordinary["task"]["solution"]["id"] in regular and ordinary["waiting"] == 2
