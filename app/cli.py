@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import sys
 import threading
@@ -290,15 +291,26 @@ def users_unlock(ctx: _Context, username: str | None, address: str | None) -> No
 
     if (username is None) == (address is None):
         raise click.UsageError("name one of --username and --address")
+    typed, address = address, None if address is None else _ip_address(address)
     with ctx.session() as session:
         if username is not None:
             user = get_user_by_name(session, username)
             cleared, what = unlock(session, user, by=None), user.username
         else:
             assert address is not None
-            cleared, what = unlock_address(session, address, by=None), address
+            cleared, what = unlock_address(session, address, by=None), typed
     click.echo(f"{what}: failed logins forgotten; logins are let in at once" if cleared
                else f"{what}: no failed logins to forget")
+
+
+def _ip_address(typed: str) -> str:
+    """An address as the login throttle records it (as uvicorn reports the client's: IPv6
+    compressed), so that one typed otherwise finds its failures."""
+    try:
+        return str(ipaddress.ip_address(typed.strip()))
+    except ValueError:
+        raise click.BadParameter(f"{typed!r} is not an IP address (10.0.0.7, 2001:db8::7)",
+                                 param_hint="--address") from None
 
 
 def _activation_command(name: str, active: bool, doc: str) -> click.Command:
@@ -891,7 +903,7 @@ def rounds_list(ctx: _Context, project_name: str) -> None:
     with ctx.session() as session:
         for r in list_rounds(session, get_project_by_name(session, project_name).id):
             labels = "-" if r.snapshot_labels is None else r.snapshot_labels
-            click.echo(f"{r.number}\t{r.status_text}\t{r.stage.value}\t{r.percent:.0f}%\t{labels} labels\t{r.message}")
+            click.echo(f"{r.number}\t{r.status_text}\t{r.stage_text}\t{r.percent:.0f}%\t{labels} labels\t{r.message}")
 
 
 @rounds.command("cancel")
@@ -966,11 +978,15 @@ def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: 
 @cli.command("worker")
 @click.option("--once", is_flag=True, help="run the rounds waiting now, then exit")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, help="serve this worker's round metrics for Prometheus on this port")
-@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="address the metrics port listens on")
+@click.option("--metrics-host", default=None, help="address the metrics port listens on  [default: 127.0.0.1]")
 @pass_ctx
-def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: str) -> None:
+def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: str | None) -> None:
     """Run rounds: procrastinate's worker on PostgreSQL, a polling loop on SQLite."""
     import logging.config
+
+    if metrics_host is not None and metrics_port is None:
+        raise click.UsageError("--metrics-host says where the metrics port listens: give --metrics-port too")
+    metrics_host = metrics_host or "127.0.0.1"
 
     from app.ops.logs import logging_config
     from app.rounds.worker import run_worker

@@ -102,6 +102,12 @@ class Round(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
+    def stage_text(self) -> str:
+        """The stage as people read it: a round no worker took yet, queued or cancelled so, has
+        reached none."""
+        return self.stage.value if self.attempts else "not started"
+
+    @property
     def status_text(self) -> str:
         """The status as people read it: a round that ended without training a model (too few
         labels) says so, where "done" would suggest a new model. Evaluation records the

@@ -42,6 +42,7 @@ def restore(database_url: str, source: Path) -> str:
     if not source.is_file():
         raise BadInput(f"no backup at {source}")
     url = make_url(database_url)
+    _same_kind(source, url.get_backend_name())
     if url.get_backend_name() == "sqlite":
         target = _sqlite_path(url)
         revision = _known_revision(source, _sqlite_revisions(source))
@@ -50,6 +51,23 @@ def restore(database_url: str, source: Path) -> str:
     revision = _known_revision(source, _dump_revisions(source))
     _postgres_restore(url, source)
     return revision
+
+
+# How each kind of backup begins: a SQLite database file, and pg_dump's custom format.
+_BACKUP_HEADERS = {"sqlite": b"SQLite format 3\x00", "postgresql": b"PGDMP"}
+
+
+def _same_kind(source: Path, backend: str) -> None:
+    """A backup of the other database kind is said to be one, where each kind's own reader
+    would call it no backup at all."""
+    with source.open("rb") as f:
+        head = f.read(16)
+    for kind, header in _BACKUP_HEADERS.items():
+        if kind != backend and head.startswith(header):
+            other = "SQLite" if kind == "sqlite" else "PostgreSQL"
+            raise BadInput(f"{source} is a backup of a {other} database, and DATABASE_URL names a "
+                           f"{'SQLite' if backend == 'sqlite' else 'PostgreSQL'} one: restore it into {other} "
+                           "(from one kind to the other, export and import the data instead)")
 
 
 def _known_revision(source: Path, found: list[str]) -> str:

@@ -153,4 +153,4 @@ def enqueue_stage(run: RoundRun) -> None:
         if selection.get("pool") == 0:
             picked += f" ({EMPTY_POOL})"
         lease.finish(session, run.round_id, run.owner, RoundStage.enqueue, f"{picked}; {verdict}")
-    log.info("round %s: done, %s new queue slots", run.round_id, added)
+    log.info("round id %s: done, %s new queue slots", run.round_id, added)

@@ -78,28 +78,33 @@ def run_round(
             session.expunge(settings)
         run = RoundRun(factory, round_id, owner, worker, round_.project_id, round_.number, settings,
                        resumed_percent=round_.percent)
-    log.info("round %s: claimed by %s", round_id, owner)
+    log.info("round id %s: claimed by %s", round_id, owner)
     try:
         beat = lambda session: _report_training(run, session)  # noqa: E731
         with lease.lease_keeper(factory, round_id, owner, worker.round_lease_s, beat) as keeper:
             run.lease_lost = lambda: keeper.lost
             while (stage := _stage(run)) is not None:
-                log.info("round %s: %s", round_id, stage.value)
+                log.info("round id %s: %s", round_id, stage.value)
                 _run_stage(run, stage)
         return RoundStatus.done
     except lease.LeaseLost as lost:
-        log.info("round %s: %s", round_id, lost)
+        log.info("round id %s: %s", round_id, lost)
         return None
     except (TrainingDiverged, BaseUnusable) as hopeless:
         # Another attempt with the same settings diverges, or finds the base as it is, the same
         # way: fail now and say why.
-        log.warning("round %s: %s", round_id, hopeless)
+        log.warning("round id %s: %s", round_id, hopeless)
         why = f"the base model cannot be used: {hopeless}" if isinstance(hopeless, BaseUnusable) else hopeless
         with session_scope(factory) as session:
             lease.fail(session, round_id, owner, f"failed: {why}")
         return RoundStatus.failed
     except Exception as exc:
-        log.exception("round %s failed", round_id)
+        if isinstance(exc, ValueError):
+            # A refusal of the data, the settings or the base, which its message says in full
+            # (the Hub not reached, say): a traceback on every attempt would bury it.
+            log.warning("round id %s failed: %s", round_id, exc)
+        else:
+            log.exception("round id %s failed", round_id)
         cause = " ".join("".join(traceback.format_exception_only(exc)).split())
         return lease.give_up_or_retry(factory, round_id, owner, cause, worker.round_max_attempts,
                                        worker.round_retry_after_s)
@@ -154,7 +159,7 @@ def _rollout_labels(run: RoundRun) -> dict[str, Any]:
     except (ValueError, OSError) as exc:
         # A generator that cannot be opened costs this round its machine labels, not its model:
         # the round goes on with the labels it has, and the round page says why.
-        log.warning("round %s: autolabel skipped: %s", run.round_id, exc)
+        log.warning("round id %s: autolabel skipped: %s", run.round_id, exc)
         return {**outcome, "error": f"cannot open the generator: {exc}"}
     with run.session() as session:
         run.progress(session, RoundStage.autolabel, 0, f"autolabel: sampling from {s.autolabel_generator}")

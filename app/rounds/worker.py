@@ -262,7 +262,10 @@ def run_here(settings: Settings, round_id: int, waiting: Callable[[str], None] =
     with session_scope(factory) as session:
         round_ = session.get(Round, round_id)
         assert round_ is not None
-        return f"round {round_.number}: {round_.status.value}: {round_.message}", round_.status == RoundStatus.done
+        # A failed round's message says so itself ("failed: …", "failed at train after …").
+        said = round_.message if round_.message.startswith(round_.status.value) else \
+            f"{round_.status.value}: {round_.message}"
+        return f"round {round_.number}: {said}", round_.status == RoundStatus.done
 
 
 def compare_here(factory: sessionmaker[Session], comparison_id: int, waiting: Callable[[str], None] = log.info) -> None:

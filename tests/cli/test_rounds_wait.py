@@ -58,7 +58,7 @@ def test_a_round_another_worker_claimed_first_is_waited_for(database_url, sessio
         finisher.join()
         get_worker_settings.cache_clear()
     assert said == ["round 1: server-worker runs it; waiting for it to end"]
-    assert outcome == ("round 1: failed: failed: no base", False)
+    assert outcome == ("round 1: failed: no base", False)
 
 
 def test_an_error_is_said_and_the_round_tried_again_here_once_due(database_url, session_factory,  # type: ignore[no-untyped-def]
@@ -89,4 +89,31 @@ def test_an_error_is_said_and_the_round_tried_again_here_once_due(database_url, 
     assert said[0].endswith("UTC: OSError: the Hub cannot be reached")
     # Tried again only once the retry was due, not at once.
     assert len(tries) == 2 and tries[1] - tries[0] >= timedelta(seconds=2)
-    assert outcome == ("round 1: failed: failed at autolabel after 2 attempts: OSError: the Hub cannot be reached", False)
+    assert outcome == ("round 1: failed at autolabel after 2 attempts: OSError: the Hub cannot be reached", False)
+
+
+def test_a_refusal_is_logged_as_its_message_and_anything_else_with_its_traceback(database_url, session_factory,  # type: ignore[no-untyped-def]
+                                                                              monkeypatch, caplog) -> None:
+    from app.models import RoundStage
+    from app.rounds import stages
+
+    monkeypatch.setenv("STEPWISE_ROUND_MAX_ATTEMPTS", "1")
+    get_worker_settings.cache_clear()
+    project = make_project(session_factory, "refused")
+    logged = []
+    for error in (ValueError("the Hugging Face Hub cannot be reached and org/model is not cached"), KeyError("bug")):
+        def fail(run, error=error) -> None:  # type: ignore[no-untyped-def]
+            raise error
+
+        monkeypatch.setitem(stages.STAGES, RoundStage.autolabel, fail)
+        with session_scope(session_factory) as session:
+            round_id = start_round(session, session.get(Project, project.id)).id
+        caplog.clear()
+        try:
+            run_here(Settings(database_url=database_url), round_id, waiting=lambda line: None)
+        finally:
+            get_worker_settings.cache_clear()
+        [record] = [r for r in caplog.records if r.getMessage().startswith(f"round id {round_id} failed")]
+        logged.append((record.getMessage(), record.exc_info is not None))
+    assert logged[0] == (f"round id {round_id - 1} failed: the Hugging Face Hub cannot be reached and org/model is not cached", False)
+    assert logged[1] == (f"round id {round_id} failed", True)

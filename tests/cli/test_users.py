@@ -115,6 +115,8 @@ def test_unlock_forgets_failed_logins_of_a_name_or_an_address(stepwise, database
     assert unlocked == [("user.unlocked", "user ann"), ("address.unlocked", "address 10.0.0.7")]
     neither = stepwise(database_url, "users", "unlock")
     assert neither.exit_code == 2 and "name one of --username and --address" in neither.stderr
+    typo = stepwise(database_url, "users", "unlock", "--address", "10.0.0.700")
+    assert typo.exit_code == 2 and "'10.0.0.700' is not an IP address" in typo.stderr
     refused(stepwise(database_url, "users", "unlock", "--username", "nobody"), "no user named 'nobody'")
 
 

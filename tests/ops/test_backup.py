@@ -197,3 +197,17 @@ def test_a_truncated_postgres_backup_changes_nothing(monkeypatch, database_url, 
     assert result.exit_code == 1 and "nothing was restored" in result.stderr, result.output
     with session_factory() as session:
         assert [p.name for p in session.scalars(select(Project))] == ["kept"]
+
+
+def test_a_backup_of_the_other_database_kind_is_named_as_such(monkeypatch, backend, database_url, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "kept")
+    if backend == "sqlite":
+        other, kind = tmp_path / "stepwise.dump", "PostgreSQL"
+        other.write_bytes(b"PGDMP\x01\x0e\x00" + b"\x00" * 64)
+    else:
+        other, kind = _foreign(tmp_path / "stepwise.db", "CREATE TABLE t (x);"), "SQLite"
+    result = _restore(monkeypatch, database_url, other)
+    assert result.exit_code == 1, result.output
+    assert f"Error: {other} is a backup of a {kind} database, and DATABASE_URL names a" in result.stderr
+    with session_factory() as session:
+        assert [p.name for p in session.scalars(select(Project))] == [project.name]

@@ -29,7 +29,7 @@ def test_start_list_and_run_rounds_from_the_command_line(session_factory, databa
     assert queued.returncode == 0 and "round 1 of cli queued" in queued.stdout, queued.stderr
     refused = stepwise(env, "rounds", "start", "--project", "cli")
     assert refused.returncode == 1 and "still queued" in refused.stderr
-    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tqueued\tautolabel\t0%")
+    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tqueued\tnot started\t0%")
 
     worked = stepwise(env, "worker", "--once")
     assert worked.returncode == 0, worked.stderr[-3000:]
@@ -51,5 +51,8 @@ def test_cancel_a_queued_round_from_the_command_line(session_factory, database_u
     assert stepwise(env, "rounds", "start", "--project", "cli").returncode == 0
     cancelled = stepwise(env, "rounds", "cancel", "--project", "cli")
     assert cancelled.returncode == 0 and "round 1 of cli cancelled" in cancelled.stdout, cancelled.stderr
-    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tcancelled\t")
+    # Cancelled before a worker took it up, it reached no stage.
+    assert stepwise(env, "rounds", "list", "--project", "cli").stdout.startswith("1\tcancelled\tnot started\t")
+    alone = stepwise(env, "worker", "--once", "--metrics-host", "0.0.0.0")
+    assert alone.returncode == 2 and "give --metrics-port too" in alone.stderr
     assert stepwise(env, "rounds", "cancel", "--project", "nope").returncode == 1
