@@ -43,6 +43,11 @@ class BaseUnusable(ValueError):
     """A base that no attempt can load as it is: a round retried on it would fail the same way."""
 
 
+class BaseOutOfReach(ValueError):
+    """A hub id the Hub cannot be asked about and this machine has not cached: another attempt
+    may find the Hub answering."""
+
+
 def is_preset(base: str) -> bool:
     """A preset name, built from a config; a local directory of the same name wins."""
     return base in PRESETS and not os.path.isdir(base)
@@ -110,8 +115,8 @@ def files_only_here(name: str) -> bool:
     `local_files_only`): a directory, HF_HUB_OFFLINE, or a hub id while the Hub cannot be
     reached. Left to find that out itself, transformers retries file after file: 49 s before its
     error, measured offline. One question to the Hub tells at once; a name it does not know is
-    refused (BaseUnusable), and one it cannot be asked about must be in the cache (ValueError: it
-    may work once the Hub is back)."""
+    refused (BaseUnusable), and one it cannot be asked about must be in the cache (BaseOutOfReach:
+    it may work once the Hub is back)."""
     if os.path.isdir(name):
         return True
     try:
@@ -134,7 +139,7 @@ def files_only_here(name: str) -> bool:
                            "its full path") from None
     except Exception:  # noqa: BLE001 - no answer (no network, a timeout, the Hub down): the cache decides
         if not _cached(name):
-            raise ValueError(f"the Hugging Face Hub cannot be reached and {name} is not in this machine's "
+            raise BaseOutOfReach(f"the Hugging Face Hub cannot be reached and {name} is not in this machine's "
                              f"cache: download it where the Hub answers (hf download {name}), or give "
                              "its directory") from None
         return True

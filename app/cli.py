@@ -304,10 +304,12 @@ def users_unlock(ctx: _Context, username: str | None, address: str | None) -> No
 
 
 def _ip_address(typed: str) -> str:
-    """An address as the login throttle records it (as uvicorn reports the client's: IPv6
-    compressed), so that one typed otherwise finds its failures."""
+    """The address as typed, once it is one: the throttle keeps addresses as the server was
+    given them (an IPv4 client of a server bound to :: as ::ffff:10.0.0.7), which a rewritten
+    form would miss."""
     try:
-        return str(ipaddress.ip_address(typed.strip()))
+        ipaddress.ip_address(typed.strip())
+        return typed.strip()
     except ValueError:
         raise click.BadParameter(f"{typed!r} is not an IP address (10.0.0.7, 2001:db8::7)",
                                  param_hint="--address") from None

@@ -91,7 +91,7 @@ def remove_import(session: Session, project: Project, batch_id: int, *, by: User
     session.execute(own_solutions.with_for_update())
     held_back = _held_back(session, batch, own_solutions)
     if held_back:
-        raise Conflict(f"{batch.filename} cannot be removed: {held_back}; only deleting the project undoes it now")
+        raise Conflict(f"{batch.filename} cannot be removed: {held_back}")
 
     labeled_earlier = labeled_earlier_solutions(session, batch.id)
     labels = _deleted(session, delete(Label).where(Label.import_batch_id == batch.id))
@@ -128,12 +128,14 @@ def _held_back(session: Session, batch: ImportBatch, own_solutions: Select[tuple
     """Why work done since keeps the batch, or None."""
     foreign = session.scalar(
         select(func.count()).select_from(Label).where(
-            Label.solution_id.in_(own_solutions), Label.import_batch_id.is_distinct_from(batch.id)
+            Label.solution_id.in_(own_solutions), Label.import_batch_id.is_distinct_from(batch.id),
+            # A corrected label and its correction are one label to whoever counts them.
+            Label.superseded_at.is_(None),
         )
     )
     if foreign:
         return (f"its solutions carry {_count(foreign, 'label')} that did not come with it (made here, or "
-                "imported with another file), which would go with them")
+                "imported with another file), which would go with them; only deleting the project undoes it now")
     held = session.scalar(
         select(func.count()).select_from(Assignment).where(
             Assignment.solution_id.in_(own_solutions),
@@ -151,7 +153,7 @@ def _held_back(session: Session, batch: ImportBatch, own_solutions: Select[tuple
         )
     )
     if picked is not None:
-        return f"round {picked} picked some of its solutions for labeling"
+        return f"round {picked} picked some of its solutions for labeling; only deleting the project undoes it now"
     return None
 
 

@@ -114,21 +114,16 @@ def add_slots(
 def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
     """Each solution's slot numbers, and its labels that came without a slot."""
     have: dict[int, set[int]] = {}
+    labeled: dict[int, int] = {}
     for chunk in _chunks(list(ids), 5000):
         for solution_id, slot in session.execute(
             select(Assignment.solution_id, Assignment.slot)
             .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
         ):
             have.setdefault(solution_id, set()).add(slot)
-    return have, _labeled_without_slot(session, ids)
-
-
-def _labeled_without_slot(session: Session, ids: Sequence[int]) -> dict[int, int]:
-    # Labels that arrived with an import (no slot) count towards the overlap too; a correction
-    # has no slot either, but its slot is the corrected label's. A machine's label fills no
-    # labeler's slot.
-    labeled: dict[int, int] = {}
-    for chunk in _chunks(list(ids), 5000):
+        # Labels that arrived with an import (no slot) count towards the overlap too; a
+        # correction has no slot either, but its slot is the corrected label's. A machine's
+        # label fills no labeler's slot.
         labeled.update(
             session.execute(
                 select(Label.solution_id, func.count())
@@ -142,33 +137,45 @@ def _labeled_without_slot(session: Session, ids: Sequence[int]) -> dict[int, int
                 .group_by(Label.solution_id)
             ).all()
         )
-    return labeled
+    return have, labeled
 
 
 def trim_slots(session: Session, project: Project) -> int:
     """After the overlap was lowered, take out the untouched slots (waiting, never leased) that
     each solution holds beyond what it lacks to reach the overlap, beside its labels and its
-    other slots; the lowest numbers stay. A label given or a lease in hand is never taken back.
-    Cutting by slot number alone left a solution done at slot 1 still waiting at slot 0."""
-    untouched: dict[int, list[tuple[int, int]]] = {}
-    touched: dict[int, int] = {}
-    for slot_id, solution_id, slot, status, holder in session.execute(
-        select(Assignment.id, Assignment.solution_id, Assignment.slot, Assignment.status, Assignment.user_id)
-        .where(Assignment.project_id == project.id, Assignment.slot >= 0)
-    ):
-        if status == AssignmentStatus.waiting and holder is None:
-            untouched.setdefault(solution_id, []).append((slot, slot_id))
-        else:
-            touched[solution_id] = touched.get(solution_id, 0) + 1
-    labeled = _labeled_without_slot(session, list(untouched))
-    surplus = [
-        slot_id
-        for solution_id, slots in untouched.items()
-        for _, slot_id in sorted(slots)[max(0, project.overlap - labeled.get(solution_id, 0) - touched.get(solution_id, 0)):]
-    ]
-    for chunk in _chunks(surplus, 5000):
-        session.execute(delete(Assignment).where(Assignment.id.in_(chunk)))
-    return len(surplus)
+    other slots; the lowest numbers stay. Cutting by slot number alone left a solution done at
+    slot 1 still waiting at slot 0. The DELETE asks again whether each slot is untouched: a
+    labeler may lease one meanwhile, and a lease in hand is never taken back."""
+    slots = Assignment.__table__
+    untouched = and_(slots.c.status == AssignmentStatus.waiting, slots.c.user_id.is_(None))
+    ordinary = and_(slots.c.project_id == project.id, slots.c.slot >= 0)
+    ranked = (
+        select(slots.c.id, slots.c.solution_id,
+               func.row_number().over(partition_by=slots.c.solution_id, order_by=slots.c.slot).label("n"))
+        .where(ordinary, untouched)
+        .subquery()
+    )
+    touched = (
+        select(slots.c.solution_id, func.count().label("n")).where(ordinary, ~untouched)
+        .group_by(slots.c.solution_id).subquery()
+    )
+    labeled = (
+        select(Label.solution_id, func.count().label("n"))
+        .where(Label.project_id == project.id, Label.assignment_id.is_(None), Label.supersedes_id.is_(None),
+               Label.superseded_at.is_(None), is_human())
+        .group_by(Label.solution_id).subquery()
+    )
+    surplus = (
+        select(ranked.c.id)
+        .outerjoin(touched, touched.c.solution_id == ranked.c.solution_id)
+        .outerjoin(labeled, labeled.c.solution_id == ranked.c.solution_id)
+        .where(ranked.c.n > project.overlap - func.coalesce(touched.c.n, 0) - func.coalesce(labeled.c.n, 0))
+    )
+    return session.execute(
+        delete(Assignment).where(Assignment.id.in_(surplus), Assignment.status == AssignmentStatus.waiting,
+                                 Assignment.user_id.is_(None))
+        .execution_options(synchronize_session=False, preserve_rowcount=True)
+    ).rowcount or 0
 
 
 def drop_filled_slots(session: Session, project: Project, solution_ids: Sequence[int]) -> int:
@@ -267,6 +274,13 @@ def reclaim_expired(session: Session, project_id: int, now: datetime) -> int:
             Assignment.expires_at < now,
             # Check slots (see app.quality.gate) are the labeler's own: never requeued.
             Assignment.slot >= 0,
+            # A retired problem's lease stays as it ran out, served to nobody (retiring took its
+            # waiting slots out), its late submit still taken; the problem's return requeues it.
+            ~exists().where(
+                Solution.id == Assignment.solution_id,
+                Problem.id == Solution.problem_id,
+                Problem.retired_at.is_not(None),
+            ),
         )
         .limit(RECLAIM_BATCH)
         .with_for_update(skip_locked=True)

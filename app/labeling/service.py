@@ -169,7 +169,9 @@ def next_task(session: Session, project_id: int, user_id: int, *, user_locked: b
 
 
 def _not_held(task_id: int) -> str:
-    return f"you hold no task {task_id}: a lease that ran out may have gone to another labeler"
+    # One answer for every case, as a task of another labeler must read as one that is not there.
+    return (f"you hold no task {task_id}: a lease that ran out may have gone to another labeler, or the task "
+            "is no longer open to you (its project or file removed, or the project closed to you)")
 
 
 def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit) -> LabelReceipt:

@@ -137,6 +137,7 @@ class ProjectProgress(BaseModel):
     solutions_done: int = Field(description="every slot of the solution is labeled")
     solutions_in_progress: int = Field(description="some slot labeled or leased, not all done")
     solutions_waiting: int = Field(description="nothing labeled or leased yet")
+    solutions_retired: int = Field(description="of retired problems: served to nobody, none of the three above")
     labels: int
     labels_to_go: int = Field(description="labels the queue still asks for: slots not yet labeled, waiting or in hand")
     labels_per_day: list[DailyCount]

@@ -156,6 +156,14 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
             else_=0,
         )
     )
+    # A retired problem's solutions are served to nobody: counted apart, neither done (its
+    # waiting slots went, and a solution without slots would read as having all its labels) nor
+    # waiting; a lease in hand on one is no labeling the queue asks for either.
+    retired = (
+        select(Solution.id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(Problem.project_id == project.id, Problem.retired_at.is_not(None))
+    )
     per_solution = (
         select(
             Assignment.solution_id,
@@ -164,7 +172,7 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
             leased.label("leased"),
         )
         # Check slots (see app.quality.gate) are labelers' own, not the solution's progress.
-        .where(Assignment.project_id == project.id, Assignment.slot >= 0)
+        .where(Assignment.project_id == project.id, Assignment.slot >= 0, Assignment.solution_id.not_in(retired))
         .group_by(Assignment.solution_id)
         .subquery()
     )
@@ -200,8 +208,9 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
     solutions = session.scalar(
         select(func.count()).select_from(Solution).where(Solution.project_id == project.id)
     ) or 0
+    solutions_retired = session.scalar(select(func.count()).select_from(retired.subquery())) or 0
     # A solution without slots already has all the labels it needs (imported with labels).
-    done_count += solutions - queued
+    done_count += solutions - solutions_retired - queued
     since = now - timedelta(days=days)
     day = func.date(Label.created_at)
     per_day = session.execute(
@@ -224,7 +233,8 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
         solutions=solutions,
         solutions_done=done_count,
         solutions_in_progress=in_progress,
-        solutions_waiting=solutions - done_count - in_progress,
+        solutions_waiting=solutions - solutions_retired - done_count - in_progress,
+        solutions_retired=solutions_retired,
         labels_to_go=to_go,
         labels=session.scalar(
             select(func.count())

@@ -10,7 +10,8 @@ manager's decision (admit or retire) overrides both.
 A check task is an ordinary slot of the gold solution, numbered -user_id: its id, shape and
 lease are those of any task, and the unique (solution_id, slot) makes serving one item twice to
 one labeler impossible. Check slots never go back to the waiting queue: handed back, they are
-deleted (see app.labeling.queue); when their lease runs out, the labeler is served the item again.
+deleted (app.labeling.service.release_task); when their lease runs out, the labeler is served
+the item again.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
     # measure them: it would count their own change of mind as a miss.
     own_gold = gold_solutions.where(Label.user_id == user_id)
     mine = session.execute(
-        select(Label.solution_id, Label.steps, Label.finish_reason, Label.created_at)
+        select(Label.solution_id, Label.steps, Label.finish_reason, Label.created_at, Label.is_initial_screening)
         .where(
             Label.project_id == project_id,
             Label.user_id == user_id,
@@ -160,7 +161,9 @@ def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
     return [
         Mark(
             solution_id=row.solution_id,
-            screening=golds[row.solution_id].screening,
+            # Served as a screening item: a screening item met as an ordinary task (screening
+            # turned on later, or the item made gold since) is a check like any gold item.
+            screening=row.is_initial_screening,
             about_steps=row.finish_reason not in NOT_ABOUT_STEPS,
             agreed=row.finish_reason not in NOT_ABOUT_STEPS
             and first_error(row.steps) == golds[row.solution_id].first_error,
@@ -181,25 +184,28 @@ def qc_marks(found: Sequence[Mark], since: datetime | None) -> list[Mark]:
 
 
 def decide(session: Session, project_id: int, checks: Checks, user_id: int, now: datetime) -> Verdict:
-    """What next-task does for this labeler in a project with checks enabled."""
+    """What next-task does for this labeler in a project with checks enabled: hold them back,
+    or else serve again their check item whose lease ran out, or else a new screening or QC item,
+    or else nothing of its own (a regular task)."""
     standing = session.get(LabelerStanding, (project_id, user_id))
     if standing is not None and standing.decision == StandingDecision.retired:
         return Verdict(reason=RETIRED)
     admitted_at = standing.decided_at if standing is not None else None
-    resumed = _expired_check_slot(session, project_id, user_id, now)
-    if resumed is not None:
-        return Verdict(resumed=resumed)
     found = marks(session, project_id, user_id)
+    screening = Screening()
     if checks.screening_items and admitted_at is None:
         screening = _screening(session, project_id, user_id, checks, [m for m in found if m.screening])
-        if screening.next_item is not None:
-            return Verdict(solution_id=screening.next_item)
         if screening.failed:
             return Verdict(reason=SCREENING_FAILED)
     if checks.qc_pause_below:
         checked = qc_marks(found, admitted_at)
         if len(checked) >= PAUSE_MIN_ITEMS and sum(m.agreed for m in checked) / len(checked) < checks.qc_pause_below:
             return Verdict(reason=PAUSED)
+    resumed = _expired_check_slot(session, project_id, user_id, now)
+    if resumed is not None:
+        return Verdict(resumed=resumed)
+    if screening.next_item is not None:
+        return Verdict(solution_id=screening.next_item)
     if checks.qc_rate and random.random() < checks.qc_rate:
         item = _unlabeled_gold(session, project_id, user_id, screening=False)
         if item is not None:
@@ -210,10 +216,11 @@ def decide(session: Session, project_id: int, checks: Checks, user_id: int, now:
 def _expired_check_slot(session: Session, project_id: int, user_id: int, now: datetime) -> int | None:
     """The labeler's check slot whose lease ran out, to serve again: no one else may take it, so
     their late submit, or the page reloaded, finds the item, as an ordinary lease that nobody
-    took is found. One whose problem was retired meanwhile is deleted instead, as a retired
-    problem's waiting slots are."""
-    expired = session.execute(
-        select(Assignment.id, Problem.retired_at)
+    took is found. Locked, so that their other tab's late submit or hand-back, done meanwhile,
+    is seen. One of a problem retired since stays as it is, served to nobody, and its late
+    submit is still taken, as an ordinary lease's is (app.labeling.queue.reclaim_expired)."""
+    return session.scalar(
+        select(Assignment.id)
         .join(Solution, Solution.id == Assignment.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
         .where(
@@ -222,31 +229,33 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
             Assignment.slot == -user_id,
             Assignment.status == AssignmentStatus.leased,
             Assignment.expires_at <= now,
+            Problem.retired_at.is_(None),
         )
         .order_by(Assignment.id)
-    ).all()
-    retired = [row.id for row in expired if row.retired_at is not None]
-    if retired:
-        session.execute(delete(Assignment).where(Assignment.id.in_(retired)))
-    return next((row.id for row in expired if row.retired_at is None), None)
+        .limit(1)
+        .with_for_update(of=Assignment)
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Screening:
-    """Where a labeler stands with screening: the next screening item to serve them, if any, and
-    whether they failed."""
+    """Where a labeler stands with screening: the screening item to serve them (or that they
+    hold), if any, and whether they failed."""
 
     next_item: int | None = None
     failed: bool = False
 
 
 def _screening(session: Session, project_id: int, user_id: int, checks: Checks, screened: list[Mark]) -> Screening:
-    """Screening is for newcomers: a labeler who labeled here before it was asked of them (or
-    after passing it) is not screened, whatever their labels on screening items, which ordinary
-    tasks serve too. A newcomer is served screening items until they answered as many as asked
-    (or none is left), and fails below the pass mark."""
+    """Screening is for newcomers: a labeler with a label here that was no screening answer
+    (work from before screening was asked of them, or after they passed it) is not screened. A
+    newcomer is served screening items until they answered as many as asked (or none is left),
+    and fails below the pass mark; one they hold is still to be answered."""
     if _has_regular_label(session, project_id, user_id):
         return Screening()
+    held = _held_screening_item(session, project_id, user_id)
+    if held is not None:
+        return Screening(next_item=held)
     if len(screened) < checks.screening_items:
         item = _unlabeled_gold(session, project_id, user_id, screening=True)
         if item is not None:
@@ -256,17 +265,37 @@ def _screening(session: Session, project_id: int, user_id: int, checks: Checks, 
 
 
 def _has_regular_label(session: Session, project_id: int, user_id: int) -> bool:
-    """Whether the labeler labeled here before screening was asked of them: screening is for
-    newcomers, not for those whose work the manager already knows."""
-    gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
+    """Whether the labeler has a label here that was no screening answer."""
     return session.scalar(
         select(
             exists().where(
                 Label.project_id == project_id,
                 Label.user_id == user_id,
-                Label.solution_id.not_in(gold_solutions),
+                Label.is_initial_screening.is_(False),
             )
         )
+    )
+
+
+def _held_screening_item(session: Session, project_id: int, user_id: int) -> int | None:
+    """The screening item the labeler holds as a check slot (its lease may have run out: it is
+    served to them again), of a problem not retired."""
+    return session.scalar(
+        select(Assignment.solution_id)
+        .join(Solution, Solution.id == Assignment.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(
+            Assignment.project_id == project_id,
+            Assignment.user_id == user_id,
+            Assignment.slot == -user_id,
+            Assignment.status == AssignmentStatus.leased,
+            Problem.retired_at.is_(None),
+            Assignment.solution_id.in_(
+                _gold_labels(project_id).with_only_columns(Label.solution_id)
+                .where(Label.is_initial_screening.is_(True))
+            ),
+        )
+        .limit(1)
     )
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from active_learning.bases import BaseUnusable
+from active_learning.bases import BaseOutOfReach, BaseUnusable
 from active_learning.card import model_card
 from active_learning.config import BOOTSTRAP_SAMPLES, TrainConfig
 from active_learning.data import (
@@ -99,9 +99,9 @@ def run_round(
             lease.fail(session, round_id, owner, f"failed: {why}")
         return RoundStatus.failed
     except Exception as exc:
-        if isinstance(exc, ValueError):
-            # A refusal of the data, the settings or the base, which its message says in full
-            # (the Hub not reached, say): a traceback on every attempt would bury it.
+        if isinstance(exc, BaseOutOfReach):
+            # Expected where the Hub is out of reach, and said in full by its message: a
+            # traceback on every attempt would bury it.
             log.warning("round id %s failed: %s", round_id, exc)
         else:
             log.exception("round id %s failed", round_id)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from huggingface_hub.utils import RepositoryNotFoundError
 
-from active_learning.bases import BaseUnusable, check_base_name, files_only_here
+from active_learning.bases import BaseOutOfReach, BaseUnusable, check_base_name, files_only_here
 
 
 def model_dir(tmp_path, *files: str):  # type: ignore[no-untyped-def]
@@ -90,7 +90,7 @@ class HubAnswers:
 def test_a_hub_id_is_read_from_the_cache_alone_while_the_hub_cannot_be_reached(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     # transformers, asked to look itself, retried file after file for 49 s before its error.
     HubAnswers(monkeypatch, OSError("Name or service not known"))
-    with pytest.raises(ValueError, match="the Hugging Face Hub cannot be reached and owner/model is not in this "
+    with pytest.raises(BaseOutOfReach, match="the Hugging Face Hub cannot be reached and owner/model is not in this "
                                          r"machine's cache: download it where the Hub answers \(hf download owner/model\)"):
         files_only_here("owner/model")
     HubAnswers(monkeypatch, OSError("timed out"), cached=str(tmp_path / "config.json"))

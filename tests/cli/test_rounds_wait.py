@@ -92,8 +92,9 @@ def test_an_error_is_said_and_the_round_tried_again_here_once_due(database_url, 
     assert outcome == ("round 1: failed at autolabel after 2 attempts: OSError: the Hub cannot be reached", False)
 
 
-def test_a_refusal_is_logged_as_its_message_and_anything_else_with_its_traceback(database_url, session_factory,  # type: ignore[no-untyped-def]
+def test_the_hub_out_of_reach_is_logged_as_its_message_and_anything_else_with_its_traceback(database_url, session_factory,  # type: ignore[no-untyped-def]
                                                                               monkeypatch, caplog) -> None:
+    from active_learning.bases import BaseOutOfReach
     from app.models import RoundStage
     from app.rounds import stages
 
@@ -101,7 +102,8 @@ def test_a_refusal_is_logged_as_its_message_and_anything_else_with_its_traceback
     get_worker_settings.cache_clear()
     project = make_project(session_factory, "refused")
     logged = []
-    for error in (ValueError("the Hugging Face Hub cannot be reached and org/model is not cached"), KeyError("bug")):
+    for error in (BaseOutOfReach("the Hugging Face Hub cannot be reached and org/model is not cached"),
+                  ValueError("a bug, say")):
         def fail(run, error=error) -> None:  # type: ignore[no-untyped-def]
             raise error
 

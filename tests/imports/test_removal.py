@@ -169,15 +169,23 @@ def test_work_done_on_a_files_solutions_keeps_it(session_factory) -> None:  # ty
         session.execute(RoundPick.__table__.delete())
 
     assert next_task(session_factory, project.id, ann.id) is not None
-    refused("labelers hold 1 of its solutions right now")
+    refused("labelers hold 1 of its solutions right now: try again once their leases end or are given back; "
+            "once they submit, their labels keep the file$")
     with session_scope(session_factory) as session:
         # A lease that ran out holds nothing.
         session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
     assert _remove(session_factory, project, batch).solutions == 2
 
     batch = import_bytes(session_factory, project, jsonl(_candidates("One.", "Two.")), "solutions").batch_id
-    label_next(session_factory, project.id, bob.id, FinishReason.solution)
+    _, labeled = label_next(session_factory, project.id, bob.id, FinishReason.solution)
     refused("its solutions carry 1 label that did not come with it")
+    # A correction replaces the label: still one label.
+    with session_scope(session_factory) as session:
+        label = session.get(Label, labeled)
+        label.superseded_at = utcnow()
+        session.add(Label(project_id=project.id, solution_id=label.solution_id, user_id=bob.id, steps=label.steps,
+                          finish_reason=label.finish_reason, supersedes_id=label.id))
+    refused("its solutions carry 1 label that did not come with it .*; only deleting the project undoes it now$")
 
 
 def test_a_file_of_another_project_is_not_found(session_factory) -> None:  # type: ignore[no-untyped-def]

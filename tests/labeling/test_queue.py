@@ -463,3 +463,28 @@ def test_a_raised_overlap_queues_nothing_of_a_retired_problem_until_it_returns(c
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(Assignment)) == 0
     assert client.post(f"{url}/problems/{problem_id}/restore", headers=boss).json()["slots_added"] == 3
+
+
+def test_a_retired_problem_is_counted_apart_and_its_lease_run_out_waits_for_nobody(client, session_factory):  # type: ignore[no-untyped-def]
+    """A retired problem's solution is neither done (it lost its slots) nor waiting; a lease on
+    it that runs out stays out of the queue, and its labeler's late submit is still taken."""
+    from tests.reports.builders import add_problem
+
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "First?", n_solutions=1)
+    add_problem(session_factory, project, "Second?", n_solutions=1)
+    for name in ("slow", "next", "boss"):
+        make_user(session_factory, name, "manager" if name == "boss" else "labeler")
+    slow, later, boss = (api_headers(client, name) for name in ("slow", "next", "boss"))
+    url = f"/api/v1/projects/{project.id}"
+    task = _next_task(client, project, slow)
+    retired_problem = task["problem"]["id"]
+    assert client.post(f"{url}/problems/{retired_problem}/retire", headers=boss).json()["slots_removed"] == 0
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
+    other = client.post(f"{url}/tasks/next", headers=later).json()
+    assert other["task"]["problem"]["id"] != retired_problem and other["waiting"] == 0
+    progress = client.get(f"{url}/progress", headers=boss).json()
+    assert (progress["solutions_done"], progress["solutions_in_progress"], progress["solutions_waiting"],
+            progress["solutions_retired"]) == (0, 1, 0, 1)
+    assert _submit(client, slow, task["assignment_id"], "late-key-1234").status_code == 200

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 
 from app.db import session_scope
 from app.labeling.task_handles import assignment_of
-from app.models import Assignment, Label
+from app.models import Assignment, Label, User
 from app.projects.activity import project_activity
 from app.quality.service import accurate_labelers, labeler_accuracy
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
@@ -341,9 +341,58 @@ def test_screening_turned_on_later_holds_back_no_one_who_labeled_before(client, 
     assert _next(client, project, old)["task"] is not None
     assert _next(client, project, api_headers(client, "new"))["task"]["solution"]["id"] in screening
     standings = client.get(f"/api/v1/projects/{project.id}/screening", headers=boss).json()
-    assert [(s["username"], s["screening_done"], s["status"]) for s in standings] == [
-        ("old", 2, "labeling")
+    # Met as ordinary tasks, the screening items were no screening answers: checks like any gold.
+    assert [(s["username"], s["screening_done"], s["qc_compared"], s["status"]) for s in standings] == [
+        ("old", 0, 3, "labeling")
     ]
+
+
+def test_a_labeler_whose_earlier_label_was_made_screening_gold_is_not_screened(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    """lee and mia labeled a solution before screening; mia's label became its screening gold,
+    which lee's disagrees with. lee's label was no screening answer: he labeled before."""
+    project = make_project(session_factory, overlap=2)
+    add_problem(session_factory, project, "What is 3+3?", n_solutions=1)
+    for name in ("lee", "mia", "boss"):
+        make_user(session_factory, name, "manager" if name == "boss" else "labeler")
+    lee, mia, boss = api_headers(client, "lee"), api_headers(client, "mia"), api_headers(client, "boss")
+    _submit(client, lee, _next(client, project, lee)["task"], [-1])
+    _submit(client, mia, _next(client, project, mia)["task"], [1, 1, 1])
+    with session_scope(session_factory) as session:
+        mias = session.scalar(select(Label.id).join(User, User.id == Label.user_id).where(User.username == "mia"))
+    assert client.put(f"/api/v1/projects/{project.id}/labels/{mias}/gold", headers=boss,
+                      json={"screening": True}).status_code == 200
+    add_problem(session_factory, project, "What is 4+4?", n_solutions=2)
+    client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"screening_items": 1, "screening_pass_mark": 1.0})
+    assert _next(client, project, lee)["task"] is not None
+
+
+def test_a_screening_item_taken_off_gold_does_not_let_a_failed_newcomer_through(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, SCREENING, screening_items=2, screening_pass_mark=1.0)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann, boss = api_headers(client, "ann"), api_headers(client, "boss")
+    for _ in range(2):
+        _submit(client, ann, _next(client, project, ann)["task"], [-1])  # a miss on S2
+    assert _next(client, project, ann)["task"] is None
+    with session_scope(session_factory) as session:
+        first = session.scalar(select(Label.id).where(Label.is_quality_control.is_(True),
+                                                      Label.is_initial_screening.is_(True)).order_by(Label.id))
+    assert client.delete(f"/api/v1/projects/{project.id}/labels/{first}/gold", headers=boss).status_code == 200
+    held = _next(client, project, ann)
+    assert held["task"] is None and "screening" in held["reason"]
+    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=boss).json()[0]
+    assert (standing["screening_done"], standing["status"]) == (1, "failed screening")
+
+
+def test_a_newcomer_holding_their_last_screening_item_is_still_screening(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, SCREENING, screening_items=2, screening_pass_mark=1.0)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann, boss = api_headers(client, "ann"), api_headers(client, "boss")
+    _submit(client, ann, _next(client, project, ann)["task"], [-1])
+    assert _next(client, project, ann)["task"] is not None
+    standing = client.get(f"/api/v1/projects/{project.id}/screening", headers=boss).json()[0]
+    assert (standing["screening_done"], standing["status"]) == (1, "screening")
 
 
 @pytest.mark.parametrize(("answers", "status"), [({"Problem S1": [1, -1], "Problem S2": [1, 1, 1]}, "passed screening"),
@@ -380,6 +429,21 @@ def test_a_check_item_whose_lease_ran_out_is_served_again_and_its_late_submit_ke
     _submit(client, ann, task, [1, -1])
     with session_scope(session_factory) as session:
         assert session.scalar(select(Label.solution_id).where(Label.user_id.is_not(None))) == task["solution"]["id"]
+
+
+def test_a_check_item_of_a_problem_retired_while_its_lease_ran_out_still_takes_its_late_submit(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=1, qc_rate=1.0)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann, boss = api_headers(client, "ann"), api_headers(client, "boss")
+    task = _next(client, project, ann)["task"]
+    retired = client.post(f"/api/v1/projects/{project.id}/problems/{task['problem']['id']}/retire", headers=boss)
+    assert retired.status_code == 200
+    with session_scope(session_factory) as session:
+        session.execute(update(Assignment).values(expires_at=Assignment.leased_at))
+    # The other tab asks for work: not that item, which nobody is served any more.
+    assert _next(client, project, ann)["task"]["problem"]["id"] != task["problem"]["id"]
+    _submit(client, ann, task, [1, -1])
 
 
 def test_a_check_item_says_as_many_tasks_waiting_as_an_ordinary_task_would(client, session_factory) -> None:  # type: ignore[no-untyped-def]
