@@ -220,7 +220,19 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
     is seen. One of a problem retired since stays as it is, served to nobody, and its late
     submit is still taken, as an ordinary lease's is (app.labeling.queue.reclaim_expired)."""
     return session.scalar(
-        select(Assignment.id)
+        _check_slots_held(project_id, user_id, Assignment.id)
+        .where(Assignment.expires_at <= now)
+        .order_by(Assignment.id)
+        .limit(1)
+        .with_for_update(of=Assignment)
+    )
+
+
+def _check_slots_held(project_id: int, user_id: int, column: Any) -> Any:
+    """`column` of the labeler's leased check slots (their leases may have run out) of problems
+    not retired."""
+    return (
+        select(column)
         .join(Solution, Solution.id == Assignment.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
         .where(
@@ -228,12 +240,8 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
             Assignment.user_id == user_id,
             Assignment.slot == -user_id,
             Assignment.status == AssignmentStatus.leased,
-            Assignment.expires_at <= now,
             Problem.retired_at.is_(None),
         )
-        .order_by(Assignment.id)
-        .limit(1)
-        .with_for_update(of=Assignment)
     )
 
 
@@ -280,21 +288,11 @@ def _has_regular_label(session: Session, project_id: int, user_id: int) -> bool:
 def _held_screening_item(session: Session, project_id: int, user_id: int) -> int | None:
     """The screening item the labeler holds as a check slot (its lease may have run out: it is
     served to them again), of a problem not retired."""
+    screening_gold = _gold_labels(project_id).with_only_columns(Label.solution_id).where(
+        Label.is_initial_screening.is_(True))
     return session.scalar(
-        select(Assignment.solution_id)
-        .join(Solution, Solution.id == Assignment.solution_id)
-        .join(Problem, Problem.id == Solution.problem_id)
-        .where(
-            Assignment.project_id == project_id,
-            Assignment.user_id == user_id,
-            Assignment.slot == -user_id,
-            Assignment.status == AssignmentStatus.leased,
-            Problem.retired_at.is_(None),
-            Assignment.solution_id.in_(
-                _gold_labels(project_id).with_only_columns(Label.solution_id)
-                .where(Label.is_initial_screening.is_(True))
-            ),
-        )
+        _check_slots_held(project_id, user_id, Assignment.solution_id)
+        .where(Assignment.solution_id.in_(screening_gold))
         .limit(1)
     )
 
