@@ -161,8 +161,8 @@ class LabelReceipt(BaseModel):
     duplicate: bool = Field(description="true when this key was already submitted")
     gold: list[int | None] | None = Field(
         default=None,
-        description="the reference ratings, step by step, when the solution was a check item "
-        "of a project that shows them after submitting; null otherwise",
+        description="the reference ratings, step by step, when the solution is a gold item (served as a "
+        "check item or as an ordinary task) of a project that shows them after submitting; null otherwise",
     )
 
 

@@ -191,7 +191,7 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         # to send any more, a retry of a label already stored included.
         raise NotFound(_not_held(task_id))
     if held.earlier_id is not None:
-        return _receipt_for_retry(held, assignment_id, task_id, data)
+        return _receipt_for_retry(held, assignment_id, task_id, data, gold=_feedback(session, held))
     if held.user_id != user_id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(_not_held(task_id))
@@ -256,10 +256,14 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         assignment_id=task_id,
         finish_reason=data.finish_reason,
         duplicate=False,
-        gold=gate.gold_ratings(session, held.project_id, held.solution_id)
-        if is_check and held.qc_feedback
-        else None,
+        gold=_feedback(session, held),
     )
+
+
+def _feedback(session: Session, held: Row[Any]) -> list[int | None] | None:
+    """The gold's ratings after a gold item is submitted, where the project shows them: a check
+    item, or a gold solution served as an ordinary task, which grades the labeler the same way."""
+    return gate.gold_ratings(session, held.project_id, held.solution_id) if held.qc_feedback else None
 
 
 def _checked_steps(
@@ -327,7 +331,8 @@ def renew_lease(session: Session, user: User, task_id: int) -> LeaseRenewal:
     return LeaseRenewal(expires_at=assignment.expires_at)
 
 
-def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data: LabelSubmit) -> LabelReceipt:
+def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data: LabelSubmit,
+                       gold: list[int | None] | None = None) -> LabelReceipt:
     """The receipt of the label `earlier` (its `earlier_*` columns), sent again. A retry sends
     what it sent before; a key reused for other ratings or another outcome is a client's
     mistake, refused rather than answered with the first label's receipt as if stored."""
@@ -348,6 +353,8 @@ def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data
         assignment_id=task_id,
         finish_reason=earlier.earlier_finish_reason,
         duplicate=True,
+        # As the first answer had it: the page that resends a submit whose answer it lost shows it.
+        gold=gold,
     )
 
 

@@ -205,8 +205,21 @@ def test_feedback_shows_the_gold_after_submitting(client, session_factory) -> No
     assert task["problem"]["statement"] == "Problem Q1"
     receipt = _submit(client, ann, task, [1, 1, 1])
     assert receipt["gold"] == [1, -1]
+    # Sent again (its answer lost on the way): the same receipt, the gold with it.
+    again = _submit(client, ann, task, [1, 1, 1])
+    assert (again["duplicate"], again["gold"]) == (True, [1, -1])
     regular = _next(client, project, ann)["task"]
     assert _submit(client, ann, regular, [1, 1, 1])["gold"] is None
+
+
+def test_a_gold_solution_served_as_an_ordinary_task_shows_its_gold_too(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Overlap 2: the imported gold label fills one slot, the other is an ordinary task.
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, overlap=2, qc_feedback=True)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    task = _next(client, project, ann)["task"]
+    assert task["problem"]["statement"] == "Problem Q1"
+    assert _submit(client, ann, task, [1, 1, 1])["gold"] == [1, -1]
 
 
 def test_low_qc_accuracy_pauses_until_admitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
