@@ -304,9 +304,10 @@ def test_a_project_without_checks_serves_gold_only_through_its_slots(client, ses
     [
         ({"qc_rate": 1.0, "qc_feedback": True}, True),
         # Graded as first sent without the gold shown too: the rule does not hang on a setting
-        # that may change after the label, or on the slot that served it.
+        # that may change after the label, or on the slot that served it (here an ordinary one).
         ({"qc_rate": 1.0, "qc_feedback": False}, False),
-        ({"qc_feedback": True, "overlap": 2}, False),
+        ({"qc_feedback": True, "overlap": 2}, True),
+        ({"qc_feedback": False, "overlap": 2}, False),
     ],
 )
 def test_every_qc_measure_grades_a_gold_item_as_first_sent(client, session_factory, project_settings, shown) -> None:  # type: ignore[no-untyped-def]
