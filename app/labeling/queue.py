@@ -111,6 +111,12 @@ def add_slots(
     return len(rows)
 
 
+# Labels that count towards the overlap without a slot: an import's (a correction has no slot
+# either, but its slot is the corrected label's; a machine's label fills no labeler's slot).
+_WITHOUT_SLOT = (Label.assignment_id.is_(None), Label.supersedes_id.is_(None), Label.superseded_at.is_(None),
+                 is_human())
+
+
 def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
     """Each solution's slot numbers, and its labels that came without a slot."""
     have: dict[int, set[int]] = {}
@@ -121,19 +127,10 @@ def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], 
             .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
         ):
             have.setdefault(solution_id, set()).add(slot)
-        # Labels that arrived with an import (no slot) count towards the overlap too; a
-        # correction has no slot either, but its slot is the corrected label's. A machine's
-        # label fills no labeler's slot.
         labeled.update(
             session.execute(
                 select(Label.solution_id, func.count())
-                .where(
-                    Label.solution_id.in_(chunk),
-                    Label.assignment_id.is_(None),
-                    Label.supersedes_id.is_(None),
-                    Label.superseded_at.is_(None),
-                    is_human(),
-                )
+                .where(Label.solution_id.in_(chunk), *_WITHOUT_SLOT)
                 .group_by(Label.solution_id)
             ).all()
         )
@@ -161,8 +158,7 @@ def trim_slots(session: Session, project: Project) -> int:
     )
     labeled = (
         select(Label.solution_id, func.count().label("n"))
-        .where(Label.project_id == project.id, Label.assignment_id.is_(None), Label.supersedes_id.is_(None),
-               Label.superseded_at.is_(None), is_human())
+        .where(Label.project_id == project.id, *_WITHOUT_SLOT)
         .group_by(Label.solution_id).subquery()
     )
     surplus = (
@@ -580,13 +576,12 @@ def lease_next(
         if verdict.reason is not None:
             return project, None, verdict.reason
         until = now + timedelta(minutes=project.lease_minutes)
-        if verdict.resumed is not None:
-            session.execute(update(Assignment).where(Assignment.id == verdict.resumed)
-                            .values(leased_at=now, expires_at=until))
-            row = session.connection().execute(_TASK_OF_SLOT, {"assignment": verdict.resumed}).one()
-            return project, LeasedTask(**row._mapping), None
-        if verdict.solution_id is not None:
+        taken = verdict.resumed
+        if taken is not None:
+            session.execute(update(Assignment).where(Assignment.id == taken).values(leased_at=now, expires_at=until))
+        elif verdict.solution_id is not None:
             taken = gate.new_check_slot(session, project.id, user_id, verdict.solution_id, now, until)
+        if taken is not None:
             row = session.connection().execute(_TASK_OF_SLOT, {"assignment": taken}).one()
             return project, LeasedTask(**row._mapping), None
     return project, _lease_new(session, project, user_id, now), None

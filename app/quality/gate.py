@@ -17,6 +17,7 @@ the item again.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -130,11 +131,11 @@ def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, G
     golds = {}
     for solution_id, labels in by_solution.items():
         verdicts = [first_error(label.steps) for label in labels]
-        majority = max(verdicts, key=verdicts.count)
+        # most_common keeps first-met order among equal counts: a tie goes to the earliest label.
+        (majority, votes), *others = Counter(verdicts).most_common()
         chosen = labels[verdicts.index(majority)]
         golds[solution_id] = Gold(majority, chosen.steps, any(l.is_initial_screening for l in labels),
-                                  chosen.id, verdicts.count(majority), len(verdicts),
-                                  sum(verdicts.count(v) == verdicts.count(majority) for v in set(verdicts)) > 1)
+                                  chosen.id, votes, len(verdicts), bool(others) and others[0][1] == votes)
     return golds
 
 
@@ -179,6 +180,11 @@ def screening_score(screened: Sequence[Mark]) -> float:
     return sum(m.agreed for m in screened) / len(screened)
 
 
+def _paused(checked: Sequence[Mark], pause_below: float) -> bool:
+    return bool(pause_below and len(checked) >= PAUSE_MIN_ITEMS
+                and sum(m.agreed for m in checked) / len(checked) < pause_below)
+
+
 def qc_marks(found: Sequence[Mark], since: datetime | None) -> list[Mark]:
     return [m for m in found if not m.screening and m.about_steps and (since is None or m.created_at > since)]
 
@@ -197,10 +203,8 @@ def decide(session: Session, project_id: int, checks: Checks, user_id: int, now:
         screening = _screening(session, project_id, user_id, checks, [m for m in found if m.screening])
         if screening.failed:
             return Verdict(reason=SCREENING_FAILED)
-    if checks.qc_pause_below:
-        checked = qc_marks(found, admitted_at)
-        if len(checked) >= PAUSE_MIN_ITEMS and sum(m.agreed for m in checked) / len(checked) < checks.qc_pause_below:
-            return Verdict(reason=PAUSED)
+    if _paused(qc_marks(found, admitted_at), checks.qc_pause_below):
+        return Verdict(reason=PAUSED)
     resumed = _expired_check_slot(session, project_id, user_id, now)
     if resumed is not None:
         return Verdict(resumed=resumed)
@@ -416,8 +420,6 @@ def _standing(
     checks = Checks(project.screening_items, project.screening_pass_mark, project.qc_rate, project.qc_pause_below)
     screening = (_screening(session, project.id, user_id, checks, screened)
                  if checks.screening_items and decision is None else Screening())
-    paused = bool(project.qc_pause_below and len(checked) >= PAUSE_MIN_ITEMS
-                  and qc_agreed / len(checked) < project.qc_pause_below)
     # As next-task decides (see decide): a decision first, then screening, then the QC pause.
     if decision is not None and decision.decision == StandingDecision.retired:
         status = decision.decision.value
@@ -425,7 +427,7 @@ def _standing(
         status = "screening"
     elif screening.failed:
         status = "failed screening"
-    elif paused:
+    elif _paused(checked, project.qc_pause_below):
         status = "paused"
     elif decision is not None:
         status = decision.decision.value
