@@ -881,7 +881,9 @@ def rounds_start(ctx: _Context, project_name: str, wait: bool) -> None:
 
     with ctx.session() as session:
         round_ = start_round(session, get_project_by_name(session, project_name))
-        wake_after_commit(session, round_.id)
+        if not wait:
+            # This process runs it; should it die, the workers' sweep finds the round queued.
+            wake_after_commit(session, round_.id)
         round_id, number = round_.id, round_.number
     click.echo(f"round {number} of {project_name} queued (id {round_id})")
     if wait:

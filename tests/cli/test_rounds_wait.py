@@ -119,3 +119,22 @@ def test_the_hub_out_of_reach_is_logged_as_its_message_and_anything_else_with_it
         logged.append((record.getMessage(), record.exc_info is not None))
     assert logged[0] == (f"round id {round_id - 1} failed: the Hugging Face Hub cannot be reached and org/model is not cached", False)
     assert logged[1] == (f"round id {round_id} failed", True)
+
+
+# SQLite has no job queue: its local worker polls the rounds table.
+@pytest.mark.parametrize("backend", ["postgresql"])
+@pytest.mark.parametrize(("wait", "jobs"), [(True, 0), (False, 1)])
+def test_a_round_run_here_leaves_no_job_for_a_worker(stepwise, database_url, session_factory, monkeypatch,  # type: ignore[no-untyped-def]
+                                                     backend, wait, jobs) -> None:
+    from sqlalchemy import text
+
+    make_project(session_factory, "here")
+    monkeypatch.setattr("app.rounds.worker.run_here", lambda settings, round_id, waiting: ("round 1: done", True))
+    with session_scope(session_factory) as session:
+        session.execute(text("DELETE FROM procrastinate.procrastinate_jobs"))
+    result = stepwise(database_url, "rounds", "start", "--project", "here", *(["--wait"] if wait else []))
+    assert result.exit_code == 0, result.output
+    with session_scope(session_factory) as session:
+        queued = session.execute(text("SELECT count(*) FROM procrastinate.procrastinate_jobs")).scalar_one()
+        session.execute(text("DELETE FROM procrastinate.procrastinate_jobs"))
+    assert queued == jobs
