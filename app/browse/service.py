@@ -145,7 +145,9 @@ def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[
     if filters.kind == "qc":
         where.append(Label.is_quality_control.is_(True))
     elif filters.kind == "screening":
-        where.append(Label.is_initial_screening.is_(True))
+        # Labelers' answers to screening items; a screening item's gold is gold, under "qc", so
+        # that the three kinds part the labels.
+        where.append(and_(Label.is_initial_screening.is_(True), Label.is_quality_control.is_(False)))
     elif filters.kind == "ordinary":
         where.append(and_(Label.is_quality_control.is_(False), Label.is_initial_screening.is_(False)))
     if filters.grade is not None:

@@ -27,7 +27,8 @@ COLUMNS = {
     "label_id": "the label's id in Stepwise",
     "labeler": "imported labeler id, or the UUID of the Stepwise user",
     "created_at": "when the label was submitted (UTC)",
-    "generation": "PRM800K generation or active-learning round; null for PRM800K phase 1",
+    "generation": "active-learning round or PRM800K generation, as stored; null where none was: a PRM800K "
+                  "phase-1 record, or a label made on a solution no round picked (the PRM800K export writes 1 there)",
     "is_quality_control": "the label is quality-control gold",
     "is_initial_screening": "PRM800K's screening questions (generation -1)",
     "finish_reason": "solution, found_error, give_up or bad_problem",

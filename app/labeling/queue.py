@@ -30,6 +30,7 @@ from sqlalchemy import (
     insert,
     literal,
     literal_column,
+    or_,
     select,
     union_all,
     update,
@@ -115,6 +116,10 @@ def add_slots(
 # either, but its slot is the corrected label's; a machine's label fills no labeler's slot).
 _WITHOUT_SLOT = (Label.assignment_id.is_(None), Label.supersedes_id.is_(None), Label.superseded_at.is_(None),
                  is_human())
+# A check item's answer (app.quality.gate) is a label of its solution like any other, given in
+# a slot of the labeler's own: it counts towards the overlap too, or an ordinary slot left
+# beside it could wait for ever once every labeler had answered the item.
+_CHECK_ANSWERED = (Assignment.slot < 0, Assignment.status == AssignmentStatus.done)
 
 
 def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
@@ -127,13 +132,14 @@ def _filled(session: Session, ids: Sequence[int]) -> tuple[dict[int, set[int]], 
             .where(Assignment.solution_id.in_(chunk), Assignment.slot >= 0)
         ):
             have.setdefault(solution_id, set()).add(slot)
-        labeled.update(
-            session.execute(
-                select(Label.solution_id, func.count())
-                .where(Label.solution_id.in_(chunk), *_WITHOUT_SLOT)
-                .group_by(Label.solution_id)
-            ).all()
-        )
+        for counted in (
+            select(Label.solution_id, func.count()).where(Label.solution_id.in_(chunk), *_WITHOUT_SLOT)
+            .group_by(Label.solution_id),
+            select(Assignment.solution_id, func.count()).where(Assignment.solution_id.in_(chunk), *_CHECK_ANSWERED)
+            .group_by(Assignment.solution_id),
+        ):
+            for solution_id, n in session.execute(counted):
+                labeled[solution_id] = labeled.get(solution_id, 0) + n
     return have, labeled
 
 
@@ -153,7 +159,9 @@ def trim_slots(session: Session, project: Project) -> int:
         .subquery()
     )
     touched = (
-        select(slots.c.solution_id, func.count().label("n")).where(ordinary, ~untouched)
+        select(slots.c.solution_id, func.count().label("n"))
+        .where(or_(and_(ordinary, ~untouched),
+                   and_(slots.c.project_id == project.id, *_CHECK_ANSWERED)))
         .group_by(slots.c.solution_id).subquery()
     )
     labeled = (

@@ -250,6 +250,9 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         # labeler's key, sent at this moment for another assignment.
         raise Conflict("this idempotency key was already used for another assignment") from exc
     assert label_id is not None
+    if is_check:
+        # The answer fills the overlap as a label does: an ordinary slot it leaves unneeded goes.
+        queue.drop_filled_slots(session, session.get_one(Project, held.project_id), [held.solution_id])
     record_reports(session, {**columns, "id": label_id}, held.problem_id, ratings)
     return LabelReceipt(
         label_id=label_id,

@@ -4,17 +4,31 @@ and labelers may come later) and said on the overview, where a manager looks aft
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from app.models import Label, Project, ProjectMember, Role, User
+from app.models import Label, Problem, Project, ProjectMember, Role, Solution, User
 
 
-def _gold_items(session: Session, project_id: int, *, screening: bool) -> int:
+def _gold_items(session: Session, project_id: int, *, screening: bool) -> tuple[int, int]:
+    """The gold items served (of problems not retired), and those of retired problems, which
+    the queue serves to nobody."""
     where = [Label.project_id == project_id, Label.is_quality_control.is_(True), Label.superseded_at.is_(None)]
     if screening:
         where.append(Label.is_initial_screening.is_(True))
-    return session.scalar(select(func.count(func.distinct(Label.solution_id))).where(*where)) or 0
+    retired = Problem.retired_at.is_not(None)
+    served, unserved = session.execute(
+        select(func.count(func.distinct(case((~retired, Label.solution_id)))),
+               func.count(func.distinct(case((retired, Label.solution_id)))))
+        .join(Solution, Solution.id == Label.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(*where)
+    ).one()
+    return served, unserved
+
+
+def _retired_too(unserved: int) -> str:
+    return f" ({unserved} more {'is' if unserved == 1 else 'are'} of retired problems, served to nobody)" if unserved else ""
 
 
 def _labelers(session: Session, project: Project) -> int:
@@ -28,17 +42,18 @@ def _labelers(session: Session, project: Project) -> int:
 def unmet_settings(session: Session, project: Project) -> list[str]:
     said = []
     if project.qc_rate or project.qc_pause_below:
-        if not _gold_items(session, project.id, screening=False):
-            said.append("Quality control is on, but the project has no gold items: no check item can be served, "
-                        "and no labeler is measured, until a label is used as gold (Use as gold on a label's "
-                        "page) or labels come with is_quality_control_question.")
+        items, unserved = _gold_items(session, project.id, screening=False)
+        if not items:
+            said.append(f"Quality control is on, but the project has no gold items{_retired_too(unserved)}: no check "
+                        "item can be served, and no labeler is measured, until a label is used as gold (Use as gold "
+                        "on a label's page) or labels come with is_quality_control_question.")
     if project.screening_items:
-        items = _gold_items(session, project.id, screening=True)
+        items, unserved = _gold_items(session, project.id, screening=True)
         if items < project.screening_items:
             said.append(f"Screening asks for {project.screening_items} item{'s' if project.screening_items != 1 else ''}, "
-                        f"but the project has {items}: new labelers are screened on {'those' if items != 1 else 'that one'} "
-                        f"alone{' (none: screening is passed over)' if not items else ''}. Mark more gold labels as "
-                        f"screening items (Use as gold, Also a screening item).")
+                        f"but the project has {items}{_retired_too(unserved)}: new labelers are screened on "
+                        f"{'those' if items != 1 else 'that one'} alone{' (none: screening is passed over)' if not items else ''}. "
+                        f"Mark more gold labels as screening items (Use as gold, Also a screening item).")
     if project.overlap > 1:
         labelers = _labelers(session, project)
         if labelers < project.overlap:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from active_learning.data import check_source_weights, check_written_problem, check_written_steps
 from active_learning.generator_spec import check_generator_spec
@@ -290,6 +290,13 @@ class CandidateIn(BaseModel):
         return steps
 
 
+# The text one score request may send, the problem counted with each candidate (each is scored
+# with it). Each field's own bound allowed 256 MB, and tokenizing that held the server at 21 GB
+# for scores it could not give (every step longer than the window); this is 64 candidates of
+# about 15,000 characters each, a long solution beside its problem.
+SCORE_REQUEST_CHARACTERS = 1_000_000
+
+
 class ScoreRequest(BaseModel):
     """A problem and candidate solutions to score with one model version, for best-of-N
     reranking from other systems. Bounded so that one request stays one batch."""
@@ -309,6 +316,16 @@ class ScoreRequest(BaseModel):
     def _problem_written(cls, problem: str) -> str:
         check_written_problem(problem)
         return problem
+
+    @model_validator(mode="after")
+    def _within_one_batch(self) -> ScoreRequest:
+        characters = sum(len(self.problem) + sum(map(len, candidate.steps)) for candidate in self.solutions)
+        if characters > SCORE_REQUEST_CHARACTERS:
+            raise ValueError(
+                f"the request holds {characters:,} characters of text, the problem counted with each candidate; "
+                f"at most {SCORE_REQUEST_CHARACTERS:,} are scored in one request: send fewer candidates or split "
+                "them over several requests")
+        return self
 
 
 class CandidateScore(BaseModel):

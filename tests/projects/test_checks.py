@@ -4,9 +4,10 @@ gold, a screening longer than its items, an overlap past the labelers who may la
 from __future__ import annotations
 
 from app.db import session_scope
-from app.models import FinishReason, Project
+from app.models import FinishReason, Project, User
 from app.projects.checks import unmet_settings
 from app.quality.gold import set_gold
+from app.reports.service import retire_problem
 from tests.conftest import browser_login, make_project, make_user
 from tests.reports.builders import add_problem, label_next
 
@@ -18,7 +19,7 @@ def _unmet(factory, project_id: int) -> list[str]:  # type: ignore[no-untyped-de
 
 def test_each_unmet_setting_is_said_until_the_data_meets_it(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory, overlap=2, qc_rate=0.2, screening_items=2, open_to_all=False)
-    add_problem(session_factory, project, "1+1?", n_solutions=2)
+    problem_id, _ = add_problem(session_factory, project, "1+1?", n_solutions=2)
     said = _unmet(session_factory, project.id)
     assert [line.split(",")[0] for line in said] == [
         "Quality control is on", "Screening asks for 2 items", "Overlap is 2"]
@@ -30,7 +31,7 @@ def test_each_unmet_setting_is_said_until_the_data_meets_it(client, session_fact
     with session_scope(session_factory) as session:
         session.get(Project, project.id).open_to_all = True
     _, label_id = label_next(session_factory, project.id, lena.id, FinishReason.solution)
-    make_user(session_factory, "mona", "manager")
+    mona = make_user(session_factory, "mona", "manager")
     with session_scope(session_factory) as session:
         set_gold(session, project.id, label_id, gold=True, screening=True)
     said = _unmet(session_factory, project.id)
@@ -39,3 +40,11 @@ def test_each_unmet_setting_is_said_until_the_data_meets_it(client, session_fact
     browser_login(client, "mona")
     page = client.get(f"/manage/projects/{project.id}").text
     assert page.count('class="flash warning" role="status"') == 1 and "Screening asks for 2 items" in page
+
+    # A retired problem's gold is served to nobody: it meets neither setting.
+    with session_scope(session_factory) as session:
+        retire_problem(session, project.id, problem_id, session.get(User, mona.id))
+    said = _unmet(session_factory, project.id)
+    assert [line.split(":")[0] for line in said] == [
+        "Quality control is on, but the project has no gold items (1 more is of retired problems, served to nobody)",
+        "Screening asks for 2 items, but the project has 0 (1 more is of retired problems, served to nobody)"]

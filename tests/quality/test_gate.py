@@ -472,3 +472,34 @@ def test_a_check_item_says_as_many_tasks_waiting_as_an_ordinary_task_would(clien
     _submit(client, ann, check["task"], [1, -1])
     ordinary = _next(client, project, ann)
     assert ordinary["task"]["solution"]["id"] in regular and ordinary["waiting"] == 2
+
+
+def test_check_answers_fill_the_overlap_as_labels_do(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Overlap 3: the imported gold and two check answers are three labels. Ordinary slots left
+    # beside them waited for a labeler who had not labeled the solution, and with every labeler
+    # checked on it none ever came: the solution stayed in progress.
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, overlap=3, qc_rate=1.0)
+    (gold,) = _gold_ids(session_factory)
+
+    def ordinary_slots() -> list[str]:
+        with session_scope(session_factory) as session:
+            return list(session.scalars(select(Assignment.status).where(Assignment.solution_id == gold,
+                                                                        Assignment.slot >= 0)))
+
+    assert ordinary_slots() == ["waiting", "waiting"]
+    for name in ("ann", "bob"):
+        make_user(session_factory, name, "labeler")
+        headers = api_headers(client, name)
+        task = _next(client, project, headers)["task"]
+        assert task["solution"]["id"] == gold
+        _submit(client, headers, task, [1, 1, 1])
+    assert ordinary_slots() == []
+    make_user(session_factory, "boss", "manager")
+    manager = api_headers(client, "boss")
+    progress = client.get(f"/api/v1/projects/{project.id}/progress", headers=manager).json()
+    assert (progress["solutions_done"], progress["solutions_in_progress"], progress["labels_to_go"]) == (1, 0, 0)
+    # Raising and lowering the overlap count them too.
+    for overlap, slots in ((4, ["waiting"]), (3, [])):
+        response = client.patch(f"/api/v1/projects/{project.id}", headers=manager, json={"overlap": overlap})
+        assert response.status_code == 200, response.text
+        assert ordinary_slots() == slots

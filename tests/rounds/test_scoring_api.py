@@ -126,6 +126,12 @@ def test_bad_requests_are_refused_with_reasons(client, session_factory, checkpoi
     for empty in (" \n", "\u200b \u200b"):
         blank = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x", empty]}]})
         assert blank.status_code == 422 and "step 2 of 2 is blank" in blank.text, empty
+    # Each field within its bound, the whole past one batch: refused before any tokenizing.
+    heavy = {"problem": "p" * 5_000, "solutions": [{"steps": ["x" * 10_000] * 2}] * 41}
+    too_much = client.post(url, headers=headers, json=heavy)
+    assert too_much.status_code == 422, too_much.text
+    assert "the request holds 1,025,000 characters of text, the problem counted with each candidate; at most " \
+           "1,000,000" in too_much.json()["detail"]
     nul = client.post(url, headers=headers, json={"problem": PROBLEM, "solutions": [{"steps": ["x", "\u0000"]}]})
     assert nul.status_code == 422 and "NUL character" in nul.json()["detail"]
     unwritten = client.post(url, headers=headers, json={"problem": " \n", "solutions": [{"steps": ["x"]}]})

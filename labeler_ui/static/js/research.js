@@ -30,7 +30,8 @@ function etaText(round) {
 
 function show(container, round) {
   container.querySelector("progress").value = round.percent;
-  setText(container, "percent", `${Math.round(round.percent)}%`);
+  // Rounded down, as the page renders it: 100% only once the round is through.
+  setText(container, "percent", `${Math.floor(round.percent + 1e-9)}%`);
   setText(container, "stage", !round.attempts ? "not started" : round.stage);
   setText(container, "eta", etaText(round));
   setText(container, "message", round.message);
