@@ -38,7 +38,7 @@ from app.imports import pages as imports_pages
 from app.labeling import endpoints as labeling_api
 from app.labeling import pages as labeling_pages
 from app.ops import endpoints as ops_endpoints
-from app.nul_guard import NulGuard
+from app.body_guard import BodyGuard
 from app.ops.middleware import RequestObserver
 from app.ops.service import SchemaProblem, schema_reason
 from app.projects import endpoints as projects_api
@@ -130,7 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 
-    app.add_middleware(NulGuard, refuse=_body_refusal)
+    app.add_middleware(BodyGuard, refuse=_body_refusal)
     app.add_middleware(SecurityHeaders)
     # Outermost, so that its timing and status include every other layer.
     app.add_middleware(RequestObserver)

@@ -1,4 +1,5 @@
-"""A NUL character is refused wherever a request carries it, on SQLite as PostgreSQL refuses it."""
+"""A NUL character is refused wherever a request carries it, on SQLite as PostgreSQL refuses it;
+a body larger than any route takes is refused before it is read whole."""
 
 from __future__ import annotations
 
@@ -50,3 +51,22 @@ def test_an_import_separator_with_a_nul_is_refused(client, session_factory) -> N
     )
     assert response.status_code == 422, response.text
     assert "must not contain a NUL character" in response.json()["detail"]
+
+
+def test_a_body_larger_than_any_route_takes_is_refused_unread(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, description="As it was.")
+    make_user(session_factory, "max", "manager")
+    token = api_headers(client, "max")
+    url = f"/api/v1/projects/{project.id}"
+    big = '{"description": "' + "x" * (16 * 1024 * 1024) + '"}'
+    # JSON, a body without a Content-Type (which FastAPI parses as JSON), and one sent in chunks
+    # without a declared length.
+    for headers, content in (({"content-type": "application/json"}, big), ({}, big),
+                             ({"content-type": "application/json"}, iter([big[:1000].encode(), big[1000:].encode()]))):
+        refused = client.patch(url, content=content, headers={**token, **headers})
+        assert refused.status_code == 413, refused.text[:200]
+        assert refused.json()["detail"] == "the request body is larger than 16 MB, more than any field here takes"
+    # Refused as the route would refuse the caller first.
+    assert client.patch(url, content=big, headers={"content-type": "application/json"}).status_code == 401
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Project.description)) == "As it was."

@@ -1,0 +1,102 @@
+"""Refuses a JSON or form body that holds a NUL character, and any body but an upload's that is
+larger than any route takes, before any route reads it.
+
+PostgreSQL text cannot hold NUL and refuses it on write; SQLite stores it, and a project's own
+export then failed to import back (the importer refuses NUL, as PostgreSQL would). One check at
+the door makes both databases answer alike, for every JSON and form field at once, with JSON
+columns included (a NUL escaped in a JSON document is text to SQLite, and PostgreSQL's jsonb
+refuses it). Multipart bodies carry files, which the importer judges itself (and bounds by
+STEPWISE_MAX_UPLOAD_MB); their other fields reach SQLite's own check (app.db).
+
+The size: FastAPI reads and parses a whole body before any field's bound or the caller's role is
+checked, so a 256 MB score request, each field within its bound, held the server at gigabytes
+before it could be refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# An escaped NUL, not an escaped backslash followed by "u0000": an even run of backslashes
+# before it is backslashes.
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_FORM_NUL = re.compile(rb"%00")
+MESSAGE = "the request holds a NUL character (\\u0000), which no field may contain"
+# The largest JSON or form body a route takes is a score request's million characters, written
+# as \uXXXX escapes (six bytes a character) by a client that escapes all but ASCII.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+TOO_LARGE = f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MB, more than any field here takes"
+
+
+def _pattern(content_type: bytes) -> re.Pattern[bytes] | None:
+    kind = content_type.partition(b";")[0].strip().lower()
+    if kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json")):
+        return _JSON_NUL
+    if kind == b"application/x-www-form-urlencoded":
+        return _FORM_NUL
+    return None
+
+
+class BodyGuard:
+    def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Awaitable[Response]]) -> None:
+        self.app = app
+        # The app's error answer (JSON for the API, a page otherwise; the route's login and
+        # role refusal first), given by app.main so that this module need not import it.
+        self.refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        # The first Content-Type, as the routes read it: a second one must not hide the body.
+        content_type = Headers(scope=scope).get("content-type", "").encode("latin-1")
+        if content_type.partition(b";")[0].strip().lower() == b"multipart/form-data":
+            await self.app(scope, receive, send)
+            return
+        # Any other body is read whole by the route (FastAPI parses one without a Content-Type as
+        # JSON), so each is bounded; JSON and form bodies are also searched for NUL.
+        pattern = _pattern(content_type)
+        if _declared_length(scope) > MAX_BODY_BYTES:
+            await self._refuse(scope, receive, send, 413, TOO_LARGE)
+            return
+        chunks = []
+        size = 0
+        message = await receive()
+        while message["type"] == "http.request":
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_BODY_BYTES:
+                await self._refuse(scope, receive, send, 413, TOO_LARGE)
+                return
+            if not message.get("more_body", False):
+                body = b"".join(chunks)
+                if pattern is not None and (b"\x00" in body or pattern.search(body)):
+                    await self._refuse(scope, receive, send, 422, MESSAGE)
+                    return
+                message = {"type": "http.request", "body": body, "more_body": False}
+                break
+            message = await receive()
+        # What was read goes to the route as it came; a client that went away, as that.
+        pending = [message]
+
+        async def replay() -> Message:
+            return pending.pop() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status_code: int, message: str) -> None:
+        response = await self.refuse(Request(scope), status_code, message)
+        await response(scope, receive, send)
+
+
+def _declared_length(scope: Scope) -> int:
+    """The body's Content-Length, 0 where it is missing or not a number (the body is then
+    counted as it comes)."""
+    declared = Headers(scope=scope).get("content-length", "")
+    return int(declared) if declared.isdigit() else 0
