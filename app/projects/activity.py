@@ -5,15 +5,15 @@ that long and short solutions compare. A labeler whose median pace is under a qu
 project's (the median of its labelers' medians, which one prolific labeler cannot drag along)
 is flagged for review: that fast, the steps were hardly read.
 
-Labels per day over the last days and the time of the last label say who is labeling now and
-who stopped: the totals alone cannot.
+Labels per day over the last days, those of the last hour and the time of the last label say who
+is labeling now and who stopped: the totals alone cannot.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -42,6 +42,7 @@ class LabelerActivity:
     qc_accuracy: float | None
     fast: bool
     last_label_at: datetime | None
+    labels_last_hour: int
     # Each of the last CHART_DAYS days (UTC), oldest first, today last, zeros included.
     labels_per_day: list[DailyCount]
 
@@ -73,16 +74,19 @@ class _Tally:
     give_ups: int = 0
     paces: list[float] = field(default_factory=list)
     last_label_at: datetime | None = None
+    last_hour: int = 0
     recent: list[int] = field(default_factory=lambda: [0] * CHART_DAYS)
 
 
 def project_activity(
     session: Session, project_id: int, accuracy: list[LabelerAccuracy] | None = None,
-    *, today: date | None = None,
+    *, now: datetime | None = None,
 ) -> ProjectActivity:
     """Every labeler of the platform with a current label in the project, most labels first;
     `accuracy` is labeler_accuracy's answer, when the caller has it already."""
-    today = today or utcnow().date()
+    now = now or utcnow()
+    today = now.date()
+    hour_ago = now - timedelta(hours=1)
     since = today - timedelta(days=CHART_DAYS - 1)
     rows = session.execute(
         select(Label.user_id, User.username, User.labeler_uuid, Label.steps, Label.total_time_ms,
@@ -102,6 +106,7 @@ def project_activity(
             tally.paces.append(time_ms / 1000 / len(ratings))
         if tally.last_label_at is None or created_at > tally.last_label_at:
             tally.last_label_at = created_at
+        tally.last_hour += hour_ago < created_at <= now
         day = (created_at.date() - since).days
         if 0 <= day < CHART_DAYS:
             tally.recent[day] += 1
@@ -136,6 +141,7 @@ def project_activity(
                 qc_accuracy=qc.accuracy if qc else None,
                 fast=fast,
                 last_label_at=tally.last_label_at,
+                labels_last_hour=tally.last_hour,
                 labels_per_day=[DailyCount(day=since + timedelta(days=i), labels=n)
                                 for i, n in enumerate(tally.recent)],
             )

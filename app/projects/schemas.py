@@ -131,6 +131,15 @@ class DailyCount(BaseModel):
     labels: int
 
 
+# The hours the overview counts labels over, for a manager watching a labeling session.
+CHART_HOURS = 24
+
+
+class HourlyCount(BaseModel):
+    hour: datetime = Field(description="the hour's start (UTC)")
+    labels: int
+
+
 class ProjectProgress(BaseModel):
     problems: int
     solutions: int
@@ -141,6 +150,8 @@ class ProjectProgress(BaseModel):
     labels: int
     labels_to_go: int = Field(description="labels the queue still asks for: slots not yet labeled, waiting or in hand")
     labels_per_day: list[DailyCount]
+    labels_per_hour: list[HourlyCount] = Field(
+        description="each of the last 24 hours (UTC), oldest first, the hour under way last, zeros included")
 
 
 class LabelerActivityRead(BaseModel):
@@ -157,6 +168,7 @@ class LabelerActivityRead(BaseModel):
     qc_accuracy: float | None
     fast: bool = Field(description="flagged for review: median pace under a quarter of the project's")
     last_label_at: datetime | None
+    labels_last_hour: int = Field(description="labels made in the last 60 minutes")
     labels_per_day: list[DailyCount] = Field(description="each of the last 14 days (UTC), oldest first, zeros included")
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
 from app.db import session_scope
 from app.models import FinishReason, Label, User, utcnow
@@ -120,8 +121,9 @@ def test_labels_per_day_and_the_last_label(session_factory, project) -> None:  #
     # eve: both labels 13 days ago, the first of the 14 days; none since.
     _made(session_factory, project, "eve", [noon - timedelta(days=13), noon - timedelta(days=13, hours=1)])
     with session_scope(session_factory) as session:
-        rows = {a.username: a for a in project_activity(session, project.id, today=today).labelers}
+        rows = {a.username: a for a in project_activity(session, project.id, now=noon).labelers}
     bob, eve = rows["bob"], rows["eve"]
+    assert (bob.labels_last_hour, eve.labels_last_hour) == (1, 0)
     assert [d.day for d in bob.labels_per_day] == [today - timedelta(days=13 - i) for i in range(14)]
     assert [d.labels for d in bob.labels_per_day] == [0] * 10 + [1, 0, 0, 1]
     assert (bob.recent_labels, bob.labels, bob.last_label_at) == (2, 3, noon)
@@ -149,3 +151,33 @@ def test_activity_as_json_for_managers_and_researchers(client, session_factory, 
     assert refused.status_code == 403
     missing = client.get("/api/v1/projects/9999/activity", headers=api_headers(client, "max"))
     assert missing.status_code == 404 and "9999" in missing.json()["detail"]
+
+
+def test_labels_per_hour_over_the_last_day(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    now = utcnow()
+    if now.minute == 59 and now.second >= 50:
+        # The hours counted are the server's own: let the hour turn before, not during, the test.
+        time.sleep(61 - now.second)
+        now = utcnow()
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    with session_scope(session_factory) as session:
+        session.execute(update(Label).where(Label.project_id == project.id).values(created_at=hour))
+        others = session.scalar(select(func.count()).select_from(Label).join(User, User.id == Label.user_id)
+                                .where(User.username.not_in(["bob", "eve"]), Label.superseded_at.is_(None)))
+    # bob: one in the hour under way, one at the start of the hour before, one 24 hours ago (the
+    # hour before the first one counted); eve: one in the first hour counted, one days before.
+    _made(session_factory, project, "bob", [hour, hour - timedelta(hours=1), hour - timedelta(hours=24)])
+    _made(session_factory, project, "eve", [hour - timedelta(hours=23), hour - timedelta(days=3)])
+    headers = api_headers(client, "max")
+    per_hour = client.get(f"/api/v1/projects/{project.id}/progress", headers=headers).json()["labels_per_hour"]
+    assert [datetime.fromisoformat(h["hour"]) for h in per_hour] == [hour - timedelta(hours=23 - i) for i in range(24)]
+    assert [h["labels"] for h in per_hour] == [1] + [0] * 21 + [1, 1 + others]
+    activity = client.get(f"/api/v1/projects/{project.id}/activity", headers=headers).json()["labelers"]
+    last_hour = {a["username"]: a["labels_last_hour"] for a in activity}
+    assert (last_hour.pop("bob"), last_hour.pop("eve"), sum(last_hour.values())) == (1, 0, others)
+
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}").text
+    assert f"{3 + others} labels in the last 24 hours, {1 + others} in the hour under way" in page
+    tooltip = f"{hour.strftime('%Y-%m-%d %H:00')}–{(hour + timedelta(hours=1)).strftime('%H:00')}: {1 + others} labels"
+    assert f"<title>{tooltip}</title>" in page
