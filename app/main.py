@@ -244,11 +244,11 @@ def _install_error_handlers(app: FastAPI) -> None:
             return await http_error(request, StarletteHTTPException(404))
         errors = [_field_error(err, _content_type(request)) for err in exc.errors()]
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-        if any(err.get("type") == "json_invalid" for err in exc.errors()):
-            # FastAPI parses the body before any dependency runs; other errors come after them.
+        if _wants_json(request) or any(err.get("type") == "json_invalid" for err in exc.errors()):
+            # FastAPI parses the body before any dependency runs, and the rest of the request
+            # after dependencies that may not have made the route's own checks (the labeling
+            # routes read only the credentials there, and ask the rest in their transaction).
             return await _body_refusal(request, 422, f"invalid request: {summary}", errors)
-        if _wants_json(request):
-            return _error_response(request, 422, f"invalid request: {summary}", errors)
         # A page lists each part once, by its name in the address or the form.
         in_query = request.method == "GET" and all(err.get("loc", ("",))[0] in ("query", "path") for err in exc.errors())
         named = [{**e, "field": e["field"].removeprefix("query.").removeprefix("path.").removeprefix("body.")}

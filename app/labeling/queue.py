@@ -586,7 +586,8 @@ def lease_next(
         until = now + timedelta(minutes=project.lease_minutes)
         taken = verdict.resumed
         if taken is not None:
-            session.execute(update(Assignment).where(Assignment.id == taken).values(leased_at=now, expires_at=until))
+            session.execute(update(Assignment).where(Assignment.id == taken)
+                            .values(user_id=user_id, leased_at=now, expires_at=until))
         elif verdict.solution_id is not None:
             taken = gate.new_check_slot(session, project.id, user_id, verdict.solution_id, now, until)
         if taken is not None:

@@ -301,8 +301,13 @@ def release_task(session: Session, user: User, task_id: int) -> None:
     if assignment.status != AssignmentStatus.leased:
         raise Conflict(f"assignment {task_id} is not leased")
     if assignment.slot < 0:
-        # A check slot is the labeler's own (see app.quality.gate): it goes, not to the queue.
-        session.delete(assignment)
+        # A check slot is the labeler's own (see app.quality.gate): it stays theirs, as if its
+        # lease had run out, to be served to them again, as a slot handed back comes back to
+        # them while nobody else takes it. Deleted, it came back under a new id at each lease,
+        # which told check items from the rest; its holder goes, as a handed-back slot's does,
+        # so that a submit or renewal of it is refused alike.
+        assignment.expires_at = utcnow()
+        assignment.user_id = None
         return
     queue.release(assignment)
     # Releasing means "not me": let the slot go to somebody else.

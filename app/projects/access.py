@@ -3,7 +3,7 @@ where it is not. Managers, researchers and admins see every project."""
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, Update, bindparam, delete, exists, literal_column, or_, select, true, update
+from sqlalchemy import ColumnElement, bindparam, delete, exists, literal_column, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from app.errors import NotFound
@@ -56,25 +56,22 @@ def release_leases_of_outsiders(session: Session, project: Project, user_id: int
     is not taken for the lease's own (see service.submit_label)."""
     if project.open_to_all:
         return 0
-    statement: Update = update(Assignment).where(
-        Assignment.project_id == project.id,
-        Assignment.status == AssignmentStatus.leased,
-        Assignment.user_id.in_(
-            select(User.id).where(
-                User.role == Role.labeler,
-                ~exists().where(ProjectMember.project_id == project.id, ProjectMember.user_id == User.id),
-            )
-        ),
+    outsiders = select(User.id).where(
+        User.role == Role.labeler,
+        ~exists().where(ProjectMember.project_id == project.id, ProjectMember.user_id == User.id),
     )
     if user_id is not None:
-        statement = statement.where(Assignment.user_id == user_id)
-    # A check slot is its labeler's own (see app.quality.gate): it goes rather than waits.
+        outsiders = outsiders.where(User.id == user_id)
+    leased = (Assignment.project_id == project.id, Assignment.status == AssignmentStatus.leased)
+    # A check slot is its labeler's own (see app.quality.gate), theirs by its number even once
+    # handed back: it goes rather than waits.
     session.execute(
-        delete(Assignment).where(statement.whereclause, Assignment.slot < 0),
+        delete(Assignment).where(*leased, Assignment.slot < 0, (-Assignment.slot).in_(outsiders)),
         execution_options={"synchronize_session": False},
     )
     result = session.execute(
-        statement.values(status=AssignmentStatus.waiting, expires_at=None, user_id=None),
+        update(Assignment).where(*leased, Assignment.user_id.in_(outsiders))
+        .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None),
         execution_options={"synchronize_session": False},
     )
     return result.rowcount or 0

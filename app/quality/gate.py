@@ -233,15 +233,14 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
 
 
 def _check_slots_held(project_id: int, user_id: int, column: Any) -> Any:
-    """`column` of the labeler's leased check slots (their leases may have run out) of problems
-    not retired."""
+    """`column` of the labeler's leased check slots (their leases may have run out, or been
+    handed back: the slot's number, not its holder, says whose it is) of problems not retired."""
     return (
         select(column)
         .join(Solution, Solution.id == Assignment.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
         .where(
             Assignment.project_id == project_id,
-            Assignment.user_id == user_id,
             Assignment.slot == -user_id,
             Assignment.status == AssignmentStatus.leased,
             Problem.retired_at.is_(None),
@@ -467,7 +466,9 @@ def decide_about(
             Assignment.user_id == user_id,
             Assignment.status == AssignmentStatus.leased,
         )
-        session.execute(delete(Assignment).where(leases, Assignment.slot < 0))
+        session.execute(delete(Assignment).where(
+            Assignment.project_id == project.id, Assignment.slot == -user_id,
+            Assignment.status == AssignmentStatus.leased))
         session.execute(
             update(Assignment)
             .where(leases)

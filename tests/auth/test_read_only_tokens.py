@@ -70,6 +70,10 @@ def test_the_labeling_hot_path_refuses_a_read_only_token(client, session_factory
              "total_time_ms": 10}
     submitted = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=reader, json=label)
     assert submitted.status_code == 403 and submitted.json()["detail"].startswith(READ_ONLY)
+    # A body it could not send anyway is refused as the token is, not read.
+    for body in ({}, {**label, "ratings": "none"}):
+        unread = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=reader, json=body)
+        assert unread.status_code == 403 and unread.json()["detail"].startswith(READ_ONLY), unread.text
     assert client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=writer, json=label).status_code == 200
     assert client.get("/api/v1/me/stats", headers=reader).status_code == 200
 

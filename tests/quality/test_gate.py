@@ -244,15 +244,52 @@ def test_low_qc_accuracy_pauses_until_admitted(client, session_factory) -> None:
     assert task["problem"]["statement"] in {f"Problem Q{i}" for i in range(6)} - served
 
 
-def test_a_released_qc_task_does_not_join_the_queue(client, session_factory) -> None:  # type: ignore[no-untyped-def]
-    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, qc_rate=1.0)
+def test_a_released_check_item_comes_back_as_an_ordinary_task_does(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Handing a task back and asking again must not tell a check item from the rest: a check
+    # slot deleted on release came back under a new id, where an ordinary slot keeps its own.
+    project, (regular,) = _project(session_factory, [_gold("Q1", [1, -1])], regular=1, qc_rate=1.0)
+    (gold,) = _gold_ids(session_factory)
     make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "bob", "labeler")
     ann = api_headers(client, "ann")
+    seen = []
+    for solution in (gold, regular):
+        task = _next(client, project, ann)["task"]
+        assert task["solution"]["id"] == solution
+        handle = task["assignment_id"]
+        assert client.post(f"/api/v1/assignments/{handle}/release", headers=ann).status_code == 204
+        # Handed back, it is no longer the labeler's to submit or renew, whichever kind it is.
+        late = client.post(f"/api/v1/assignments/{handle}/submit", headers=ann,
+                           json={"idempotency_key": f"late-{solution:04d}", "ratings": [{"rating": 1}] * 3,
+                                 "finish_reason": "solution", "total_time_ms": 1000})
+        renewed = client.post(f"/api/v1/assignments/{handle}/renew", headers=ann)
+        again = _next(client, project, ann)
+        seen.append((late.status_code, renewed.status_code, again["task"]["assignment_id"] == handle, again["waiting"]))
+        assert again["task"]["solution"]["id"] == solution
+        _submit(client, ann, again["task"], [1, 1, 1])
+    assert seen[0] == seen[1] == (404, 404, True, 0)
+    # Nobody else was served ann's check slot: bob gets a check slot of his own on the gold.
+    bob_task = _next(client, project, api_headers(client, "bob"))["task"]
+    with session_scope(session_factory) as session:
+        assert session.get(Assignment, assignment_of(session, bob_task["assignment_id"])).slot < 0
+
+
+@pytest.mark.parametrize("way", ["retire", "restrict"])
+def test_a_handed_back_check_slot_goes_with_its_labeler(client, session_factory, way) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=1, qc_rate=1.0)
+    ann_id = make_user(session_factory, "ann", "labeler").id
+    make_user(session_factory, "boss", "manager")
+    ann, boss = api_headers(client, "ann"), api_headers(client, "boss")
     task = _next(client, project, ann)["task"]
     assert client.post(f"/api/v1/assignments/{task['assignment_id']}/release", headers=ann).status_code == 204
+    if way == "retire":
+        response = client.post(f"/api/v1/projects/{project.id}/screening/{ann_id}", headers=boss,
+                               json={"decision": "retire"})
+    else:
+        response = client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"open_to_all": False})
+    assert response.status_code == 200, response.text
     with session_scope(session_factory) as session:
-        assert session.scalar(select(Assignment).where(Assignment.solution_id == task["solution"]["id"])) is None
-    assert _next(client, project, ann)["task"]["solution"]["id"] == task["solution"]["id"]
+        assert session.scalars(select(Assignment.slot).where(Assignment.slot < 0)).all() == []
 
 
 def test_settings_and_decisions_on_the_project_page(client, session_factory) -> None:  # type: ignore[no-untyped-def]
