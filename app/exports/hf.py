@@ -35,9 +35,12 @@ COLUMNS = {
     "finish_note": "the labeler's reason for give_up or bad_problem",
     "total_time_ms": "active time on the task",
     "problem_id": "the problem's id in Stepwise",
+    "problem_unique_id": "the id the problem's file gave it (MATH's unique_id), if any",
     "problem": "the problem statement",
     "ground_truth_answer": "the problem's reference answer",
     "solution_id": "the solution's id in Stepwise",
+    "solution_origin": "JSON: where the solution came from (file and line, the other keys its file gave, "
+    "such as the model that wrote it, under meta; or the generator's settings)",
     "final_answer": "the answer the solution reaches",
     "answer_grade": "that answer against the reference: right, wrong, no_answer or ungraded",
     "verifier_score": "the score the generating pipeline gave the solution",

@@ -75,6 +75,7 @@ def label_query(
             Label.source,
             cast(Label.source_detail, Text).label("source_detail"),
             Problem.id.label("problem_id"),
+            Problem.source_id.label("problem_unique_id"),
             Problem.statement,
             Problem.answer,
             Problem.reference_solution,
@@ -84,6 +85,7 @@ def label_query(
             Solution.final_answer,
             Solution.answer_grade,
             Solution.verifier_score,
+            cast(Solution.origin, Text).label("solution_origin"),
         )
         .join(Solution, Solution.id == Label.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)

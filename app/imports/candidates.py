@@ -50,11 +50,26 @@ def _answer_rejoined(parts: list[str], separator: str) -> list[str]:
     return steps
 
 
+def _figures_whole(parts: list[str], separator: str) -> list[str]:
+    """An Asymptote figure's code ([asy]…[/asy], as MATH writes figures) may hold blank lines:
+    a separator inside one cuts no step, or its code would be spread over several."""
+    steps: list[str] = []
+    inside = False
+    for part in parts:
+        if inside:
+            steps[-1] = f"{steps[-1]}{separator}{part}"
+        else:
+            steps.append(part)
+        inside = steps[-1].count("[asy]") > steps[-1].count("[/asy]")
+    return steps
+
+
 def _cut(whole: str, separator: str) -> list[str]:
     if "\r" not in separator:
         # A file written on Windows: its blank lines are "\r\n\r\n", which "\n\n" does not match.
         whole = whole.replace("\r\n", "\n").replace("\r", "\n")
-    return _answer_rejoined([part.strip() for part in whole.split(separator) if not is_blank(part)], separator)
+    parts = [part.strip() for part in whole.split(separator) if not is_blank(part)]
+    return _answer_rejoined(_figures_whole(parts, separator), separator)
 
 
 def parse_candidate(obj: dict[str, Any], separator: str, origin: dict[str, Any]) -> Candidate:

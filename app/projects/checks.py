@@ -1,13 +1,26 @@
 """Settings a project's data cannot meet: a QC rate with no gold to check against, a screening
-longer than its items, an overlap larger than the labelers who may label. Each is allowed (gold
-and labelers may come later) and said on the overview, where a manager looks after saving."""
+longer than its items, an overlap larger than the labelers who may label, solutions that no
+labeler who may label will be served. Each is allowed (gold and labelers may come later) and
+said on the overview, where a manager looks after saving."""
 
 from __future__ import annotations
 
-from sqlalchemy import case, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, case, func, select, union
+from sqlalchemy.orm import Session, aliased
 
-from app.models import Label, Problem, Project, ProjectMember, Role, Solution, User
+from app.models import (
+    Assignment,
+    AssignmentStatus,
+    Label,
+    Problem,
+    Project,
+    ProjectMember,
+    Report,
+    ReportKind,
+    Role,
+    Solution,
+    User,
+)
 
 
 def _gold_items(session: Session, project_id: int, *, screening: bool) -> tuple[int, int]:
@@ -31,12 +44,36 @@ def _retired_too(unserved: int) -> str:
     return f" ({unserved} more {'is' if unserved == 1 else 'are'} of retired problems, served to nobody)" if unserved else ""
 
 
-def _labelers(session: Session, project: Project) -> int:
+def _labelers(project: Project) -> Select[tuple[int]]:
     """Active labelers who may label in the project (staff may too, but are not its labelers)."""
-    query = select(func.count()).select_from(User).where(User.role == Role.labeler, User.is_active.is_(True))
+    query = select(User.id).where(User.role == Role.labeler, User.is_active.is_(True))
     if not project.open_to_all:
         query = query.where(User.id.in_(select(ProjectMember.user_id).where(ProjectMember.project_id == project.id)))
-    return session.scalar(query) or 0
+    return query
+
+
+def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]], how_many: int) -> int:
+    """Solutions whose waiting slot no labeler who may label here will be served: each has
+    labeled the solution, or reported its problem as bad while that label stands, and the queue
+    serves neither (app.labeling.queue). A small team meets it after one bad-problem report."""
+    waiting = select(Assignment.solution_id).where(
+        Assignment.project_id == project.id, Assignment.status == AssignmentStatus.waiting, Assignment.slot >= 0)
+    reporting = aliased(Label)
+    passed_over = union(
+        select(Label.solution_id.label("solution_id"), Label.user_id.label("user_id"))
+        .where(Label.project_id == project.id, Label.user_id.in_(labelers), Label.solution_id.in_(waiting)),
+        select(Solution.id, Report.user_id)
+        .join(Report, Report.problem_id == Solution.problem_id)
+        .join(reporting, reporting.id == Report.label_id)
+        .where(Solution.id.in_(waiting), Report.kind == ReportKind.bad_problem, reporting.superseded_at.is_(None),
+               Report.user_id.in_(labelers)),
+    ).subquery()
+    stuck = (
+        select(passed_over.c.solution_id)
+        .group_by(passed_over.c.solution_id)
+        .having(func.count(func.distinct(passed_over.c.user_id)) >= how_many)
+    )
+    return session.scalar(select(func.count()).select_from(stuck.subquery())) or 0
 
 
 def unmet_settings(session: Session, project: Project) -> list[str]:
@@ -54,14 +91,21 @@ def unmet_settings(session: Session, project: Project) -> list[str]:
                         f"but the project has {items}{_retired_too(unserved)}: new labelers are screened on "
                         f"{'those' if items != 1 else 'that one'} alone{' (none: screening is passed over)' if not items else ''}. "
                         f"Mark more gold labels as screening items (Use as gold, Also a screening item).")
-    if project.overlap > 1:
-        labelers = _labelers(session, project)
-        if labelers < project.overlap:
-            one = labelers == 1
-            if project.open_to_all:
-                who = "labeler" if one else "labelers"
-            else:
-                who = "member who is a labeler" if one else "members who are labelers"
-            said.append(f"Overlap is {project.overlap}, but only {labelers} active {who} may label here: no solution "
-                        f"can get all its labels until more can.")
+    labelers = _labelers(project)
+    how_many = session.scalar(select(func.count()).select_from(labelers.subquery())) or 0
+    if project.overlap > 1 and how_many < project.overlap:
+        one = how_many == 1
+        if project.open_to_all:
+            who = "labeler" if one else "labelers"
+        else:
+            who = "member who is a labeler" if one else "members who are labelers"
+        said.append(f"Overlap is {project.overlap}, but only {how_many} active {who} may label here: no solution "
+                    f"can get all its labels until more can.")
+    elif how_many:
+        stuck = _unfillable(session, project, labelers, how_many)
+        if stuck:
+            it, its = ("it", "its") if stuck == 1 else ("each", "its")
+            said.append(f"{stuck} solution{'s wait' if stuck != 1 else ' waits'} for a label that the queue will serve "
+                        f"to no one: every labeler who may label here has labeled {it} or reported {its} problem as "
+                        f"bad. Retire the problem (Reports, Retire problem), let more labelers in, or lower the overlap.")
     return said

@@ -244,6 +244,21 @@ def test_figure_that_cannot_be_drawn_is_a_collapsed_source_block(page: Page, ses
     expect(page.locator(".label-view .problem-text")).not_to_contain_text("[asy]")
 
 
+def test_a_figure_in_a_step_is_a_collapsed_source_block_with_no_math_in_it(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    figure = '[asy]\ndraw((0,0)--(3,0));\nlabel("$(0,3)$", (0,3), W);\n[/asy]'
+    _open(page, session_factory, [f"Plot the points:\n{figure}\nso $x = 3$.", "Hence 5."], "What is $x$?")
+    step = page.locator("#steps > .step").first.locator(".step-text")
+    block = step.locator("details.asy-source")
+    expect(block.locator("summary")).to_have_text("figure not shown (Asymptote source)")
+    expect(block).to_have_attribute("title", "Figures in steps are not drawn: open to read the Asymptote source.")
+    expect(step).not_to_contain_text("[asy]")
+    # The text around it is math as before; the code's labels are not set as formulas.
+    expect(step.locator(".katex")).to_have_count(1)
+    block.locator("summary").click()
+    expect(block.locator("pre")).to_contain_text('label("$(0,3)$", (0,3), W);')
+    screenshot(page, "labeler_asy_in_step.png")
+
+
 @pytest.mark.skipif(shutil.which("asy") is None, reason="Asymptote (Debian package asymptote) is not installed")
 def test_math500_figure_is_drawn(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
     record = _math500(lambda p: "[asy]" in p and "unitsize" in p)

@@ -7,9 +7,9 @@ import io
 import orjson
 import pyarrow.parquet as pq
 
-from tests.conftest import make_project
+from tests.conftest import api_headers, make_project, make_user
 from tests.exports.conftest import export, label_in_stepwise
-from tests.imports.conftest import SAMPLE, import_bytes
+from tests.imports.conftest import SAMPLE, import_bytes, jsonl
 
 GCF_START = "I want to find the largest positive integer"
 
@@ -135,3 +135,24 @@ def test_parquet_with_every_completion_has_a_row_per_alternative(session_factory
         (1, [CHOSEN[0], WRONG[2]], [1, -1], [False, False]),
     ]
     assert len({r["label_id"] for r in phase_1}) == 1
+
+
+def test_parquet_names_the_problem_and_solution_as_their_files_did(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # A team labeling several models' candidates must tell, from the export, which model wrote
+    # each solution, and join rows back to its own problem file.
+    project = make_project(session_factory)
+    import_bytes(session_factory, project, jsonl([
+        {"problem": "What is $6 \\times 7$?", "answer": "42", "unique_id": "test/arith/7.json"}]), "math")
+    candidates = [{"problem_id": "test/arith/7.json", "steps": ["$6 \\times 7 = 42$."], "model": "gen-a",
+                   "temperature": 0.7}]
+    import_bytes(session_factory, project, jsonl(candidates), "solutions", filename="gen-a.jsonl")
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json={
+        "idempotency_key": "origin-0001", "ratings": [{"rating": 1}], "finish_reason": "solution",
+        "total_time_ms": 1000}).raise_for_status()
+    (row,) = pq.read_table(io.BytesIO(export(session_factory, project, "parquet"))).to_pylist()
+    assert row["problem_unique_id"] == "test/arith/7.json"
+    origin = orjson.loads(row["solution_origin"])
+    assert origin["meta"] == {"model": "gen-a", "temperature": 0.7} and origin["line"] == 1

@@ -97,6 +97,19 @@ def test_text_is_cut_at_the_separator(session_factory, separator, steps) -> None
         assert session.scalar(select(Solution.steps)) == steps
 
 
+@pytest.mark.parametrize("separator", [None, "\\n"], ids=["default blank line", "escaped newline"])
+def test_a_figure_is_not_cut_into_steps(session_factory, separator) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    figure = "[asy]\nsize(80);\n\ndraw((0,0)--(1,1));\nlabel(\"$A$\", (0,0));\n[/asy]"
+    line = {"problem": "What is $2 + 2$?", "text": f"Draw it:\n\n{figure}\n\nSo 4."}
+    import_bytes(session_factory, project, jsonl([line]), "solutions", separator=separator)
+    with session_scope(session_factory) as session:
+        steps = session.scalar(select(Solution.steps))
+    (drawn,) = [step for step in steps if "[asy]" in step]
+    assert drawn.endswith("[/asy]") and "draw((0,0)--(1,1));" in drawn and steps[-1] == "So 4."
+
+
 def test_the_same_file_cut_at_another_separator_or_read_as_another_format_is_imported(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     data = jsonl([{"problem": "What is $2 + 2$?", "answer": "4", "text": "a\nb\n\nc"}])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.db import session_scope
 from app.models import FinishReason, Project, User
 from app.projects.checks import unmet_settings
+from app.projects.members import add_member
 from app.quality.gold import set_gold
 from app.reports.service import retire_problem
 from tests.conftest import browser_login, make_project, make_user
@@ -48,3 +49,28 @@ def test_each_unmet_setting_is_said_until_the_data_meets_it(client, session_fact
     assert [line.split(":")[0] for line in said] == [
         "Quality control is on, but the project has no gold items (1 more is of retired problems, served to nobody)",
         "Screening asks for 2 items, but the project has 0 (1 more is of retired problems, served to nobody)"]
+
+
+def test_a_solution_no_labeler_here_will_be_served_is_said(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Two members at overlap 2: once lena reports the problem as bad on one solution and leo
+    # labels both, the other's second slot waits for a labeler the queue will never serve it to.
+    project = make_project(session_factory, overlap=2, open_to_all=False)
+    add_problem(session_factory, project, "1/0?", n_solutions=2)
+    lena, leo = (make_user(session_factory, name, "labeler") for name in ("lena", "leo"))
+    with session_scope(session_factory) as session:
+        for name in ("lena", "leo"):
+            add_member(session, session.get(Project, project.id), name)
+    assert _unmet(session_factory, project.id) == []
+    label_next(session_factory, project.id, lena.id, FinishReason.bad_problem, note="no answer exists")
+    assert _unmet(session_factory, project.id) == []
+    # leo takes the other solution first (first slots go first): lena will not be served its second.
+    label_next(session_factory, project.id, leo.id, FinishReason.solution)
+    label_next(session_factory, project.id, leo.id, FinishReason.solution)
+    (said,) = _unmet(session_factory, project.id)
+    assert said.startswith("1 solution waits for a label that the queue will serve to no one: every labeler who "
+                           "may label here has labeled it or reported its problem as bad.")
+    # A third member who may take it clears it.
+    make_user(session_factory, "lou", "labeler")
+    with session_scope(session_factory) as session:
+        add_member(session, session.get(Project, project.id), "lou")
+    assert _unmet(session_factory, project.id) == []

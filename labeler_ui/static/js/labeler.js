@@ -214,7 +214,7 @@ function showEmpty(waiting, reason) {
   $("empty-text").textContent = reason
     ? reason
     : waiting
-    ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled, and wait for other labelers.`
+    ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled, or of problems you reported as bad, and wait${waiting === 1 ? "s" : ""} for other labelers.`
     : "Every solution in this project has the labels it needs. Check back later or choose another project.";
   setView("empty");
   recheck = setTimeout(() => loadNext({ unattended: true }), EMPTY_RECHECK_MS);

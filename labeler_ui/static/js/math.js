@@ -349,6 +349,14 @@ export function figuresAsWords(text) {
 }
 
 export function renderProblemText(element, text, figureUrl) {
+  renderWithFigures(element, text, (source, n) =>
+    document.body.dataset.figures === "off" ? figureSource(source, null) : figure(source, figureUrl(n)),
+  );
+}
+
+// Text with math around [asy] blocks, each block shown by `shown(source, n)`, or as math text
+// alone where it has none.
+function renderWithFigures(element, text, shown) {
   const parts = text.split(new RegExp(ASY_BLOCK.source, "g"));
   if (parts.length === 1) {
     renderMathText(element, text);
@@ -356,10 +364,7 @@ export function renderProblemText(element, text, figureUrl) {
   }
   element.replaceChildren(
     ...parts.map((part, i) => {
-      if (i % 2) {
-        if (document.body.dataset.figures === "off") return figureSource(part, null);
-        return figure(part, figureUrl((i - 1) / 2));
-      }
+      if (i % 2) return shown(part, (i - 1) / 2);
       const span = document.createElement("span");
       // A figure is a block of its own: the line breaks around its code would add blank lines.
       let text = i > 0 ? part.replace(/^[ \t]*\n/, "") : part;
@@ -381,7 +386,7 @@ function figure(source, url) {
   return box;
 }
 
-function figureSource(source, url) {
+function figureSource(source, url, why = "This server does not draw Asymptote figures (see make asymptote).") {
   const block = document.createElement("details");
   block.className = "asy-source";
   const summary = document.createElement("summary");
@@ -390,7 +395,7 @@ function figureSource(source, url) {
   code.textContent = source.trim();
   block.append(summary, code);
   if (!url) {
-    block.title = "This server does not draw Asymptote figures (see make asymptote).";
+    block.title = why;
     return block;
   }
   getJson(url).catch((error) => {
@@ -413,6 +418,13 @@ function isProse(answer) {
 
 // One step of a solution: text with math, and an answer section with its answer as math.
 export function renderStepText(element, text) {
+  if (ASY_BLOCK.test(text)) {
+    // Drawn for problems only; a step's code as math text set its labels as formulas.
+    renderWithFigures(element, text, (source) =>
+      figureSource(source, null, "Figures in steps are not drawn: open to read the Asymptote source."),
+    );
+    return;
+  }
   const heading = ANSWER_SECTION.exec(text);
   const answer = heading ? text.slice(heading.index + heading[0].length).trim() : "";
   if (!heading || !answer || !mathAvailable()) {
