@@ -54,6 +54,8 @@ class SettingsForm(BaseModel):
     qc_rate: str = Field(default="", max_length=NUMBER_TEXT)
     qc_feedback: str = Field(default="", max_length=50)
     qc_pause_below: str = Field(default="", max_length=NUMBER_TEXT)
+    # Asked on the new-project form only: an existing project's access has a button of its own.
+    open_to_all: str = Field(default="", max_length=50)
 
 
 # The settings a manager may leave blank; every other field of the form needs a value.

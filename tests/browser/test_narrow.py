@@ -113,6 +113,11 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
 
     first.locator(".rate.good").tap()
     expect(first).to_have_class(re.compile(r"\brated-good\b"))
+    # Rated by thumb to the end, the page names the button to tap, not a key it has not got.
+    for i in range(1, steps.count()):
+        steps.nth(i).locator(".rate.good").tap()
+    expect(page.locator("#status")).to_have_text(re.compile(r"no error\. Tap Submit\.$"))
+    expect(page.locator("#submit kbd")).to_be_hidden()
 
     page.goto("/label/stats")
     expect(page.get_by_role("heading", name="My stats")).to_be_visible()

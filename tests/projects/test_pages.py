@@ -76,6 +76,21 @@ def test_a_manager_creates_a_project_through_the_form(client, session_factory, m
     assert "<h1>Geometry 2" in page.text
     listing = client.get("/manage/projects")
     assert f'href="/manage/projects/{project.id}"' in listing.text
+    assert project.open_to_all
+
+
+def test_a_project_can_be_members_only_from_its_creation(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    # Made open and restricted after, it was open to every labeler in between.
+    form = client.get("/manage/projects").text
+    assert 'name="open_to_all" value="true" checked' in form and 'name="open_to_all" value="false">' in form
+    response = client.post("/manage/projects", follow_redirects=False, data={
+        "csrf_token": manager, "name": "Closed", "open_to_all": "false", "overlap": "2", "lease_minutes": "30"})
+    assert response.status_code == 303
+    assert not _project(session_factory, "Closed").open_to_all
+    assert "members only" in client.get(response.headers["location"]).text
+    refused = client.post("/manage/projects", data={"csrf_token": manager, "name": "Ajar", "open_to_all": "maybe"})
+    assert refused.status_code == 422 and "The project was not created" in refused.text
+    assert _projects(session_factory) == 1
 
 
 @pytest.mark.parametrize(

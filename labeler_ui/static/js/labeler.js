@@ -25,6 +25,8 @@ const RATING_CLASS = { [GOOD]: "good", [OKAY]: "okay", [BAD]: "bad" };
 const RATING_TEXT = { [GOOD]: "+1", [OKAY]: "0", [BAD]: "−1" };
 const LEASE_WARN_MS = 5 * 60 * 1000;
 const EMPTY_RECHECK_MS = 30000;
+// A touch screen has no Enter key to name (the stylesheet hides the key hints by the same query).
+const SUBMIT_HINT = matchMedia("(hover: none) and (pointer: coarse)").matches ? "Tap Submit." : "Press Enter to submit.";
 
 const serverClock = new ServerClock();
 const timer = new ActiveTimer((ms) => {
@@ -269,9 +271,9 @@ function renderPhase1() {
 function phase1Status(complete) {
   if (state.n === 0) return "This solution has no steps: give up or report the problem.";
   if (complete && state.finishReason() === "found_error") {
-    return `No alternative of step ${state.reach() + 1} is good: the solution ends there. Press Enter to submit.`;
+    return `No alternative of step ${state.reach() + 1} is good: the solution ends there. ${SUBMIT_HINT}`;
   }
-  if (complete) return `${state.n === 1 ? "The step is" : `All ${state.n} steps`} done. Press Enter to submit.`;
+  if (complete) return `${state.n === 1 ? "The step is" : `All ${state.n} steps`} done. ${SUBMIT_HINT}`;
   // Looked for on the whole path, not only the frontier: a draft saved by an earlier version of
   // this page can hold a step continued with alternatives still unrated.
   const waiting = state.unrated();
@@ -319,12 +321,12 @@ function statusText(complete, errorAt) {
   if (state.n === 0) return "This solution has no steps: give up or report the problem.";
   if (complete && errorAt >= 0) {
     return state.firstError
-      ? `Step ${errorAt + 1} is the first error. Press Enter to submit.`
-      : `All steps rated, with an error. Press Enter to submit.`;
+      ? `Step ${errorAt + 1} is the first error. ${SUBMIT_HINT}`
+      : `All steps rated, with an error. ${SUBMIT_HINT}`;
   }
   if (complete) {
     const rated = state.n === 1 ? "The step is rated" : `All ${state.n} steps rated`;
-    return `${rated}, no error. Press Enter to submit.`;
+    return `${rated}, no error. ${SUBMIT_HINT}`;
   }
   if (state.firstError) return `Rate step ${state.reach() + 1} of ${state.n}.`;
   const left = state.ratings.filter((r) => r === null).length;
