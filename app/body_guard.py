@@ -1,5 +1,5 @@
-"""Refuses a JSON or form body that holds a NUL character, and any body but an upload's that is
-larger than any route takes, before any route reads it.
+"""Refuses a JSON or form body that holds a NUL character, and any body but a file upload's that
+is larger than any route takes, before any route reads it.
 
 PostgreSQL text cannot hold NUL and refuses it on write; SQLite stores it, and a project's own
 export then failed to import back (the importer refuses NUL, as PostgreSQL would). One check at
@@ -44,8 +44,11 @@ def _pattern(content_type: bytes) -> re.Pattern[bytes] | None:
 
 
 class BodyGuard:
-    def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Awaitable[Response]]) -> None:
+    def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Awaitable[Response]],
+                 uploads: re.Pattern[str]) -> None:
         self.app = app
+        # The paths whose multipart bodies are files, read as they come by their routes.
+        self.uploads = uploads
         # The app's error answer (JSON for the API, a page otherwise; the route's login and
         # role refusal first), given by app.main so that this module need not import it.
         self.refuse = refuse
@@ -56,11 +59,13 @@ class BodyGuard:
             return
         # The first Content-Type, as the routes read it: a second one must not hide the body.
         content_type = Headers(scope=scope).get("content-type", "").encode("latin-1")
-        if content_type.partition(b";")[0].strip().lower() == b"multipart/form-data":
+        if self.uploads.fullmatch(scope["path"]) and \
+                content_type.partition(b";")[0].strip().lower() == b"multipart/form-data":
             await self.app(scope, receive, send)
             return
-        # Any other body is read whole by the route (FastAPI parses one without a Content-Type as
-        # JSON), so each is bounded; JSON and form bodies are also searched for NUL.
+        # Any other body is read whole by the route, whatever it says it is (FastAPI reads a JSON
+        # route's body before looking at its type, and parses one without a type as JSON), so
+        # each is bounded; JSON and form bodies are also searched for NUL.
         pattern = _pattern(content_type)
         if _declared_length(scope) > MAX_BODY_BYTES:
             await self._refuse(scope, receive, send, 413, TOO_LARGE)

@@ -25,6 +25,7 @@ from app.audit import pages as audit_pages
 from app.auth import endpoints as auth_api
 from app.browse import endpoints as browse_api
 from app.auth import pages as auth_pages
+from app.body_guard import BodyGuard
 from app.config import Settings, get_settings
 from app.browse import pages as browse_pages
 from app.db import create_db_engine, create_session_factory
@@ -33,12 +34,12 @@ from app.errors import ServiceError, field_error
 from app.exports import endpoints as exports_api
 from app.exports import pages as exports_pages
 from app.figures import endpoints as figures_api
+from app.imports import UPLOAD_PATHS
 from app.imports import endpoints as imports_api
 from app.imports import pages as imports_pages
 from app.labeling import endpoints as labeling_api
 from app.labeling import pages as labeling_pages
 from app.ops import endpoints as ops_endpoints
-from app.body_guard import BodyGuard
 from app.ops.middleware import RequestObserver
 from app.ops.service import SchemaProblem, schema_reason
 from app.projects import endpoints as projects_api
@@ -130,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 
-    app.add_middleware(BodyGuard, refuse=_body_refusal)
+    app.add_middleware(BodyGuard, refuse=_body_refusal, uploads=UPLOAD_PATHS)
     app.add_middleware(SecurityHeaders)
     # Outermost, so that its timing and status include every other layer.
     app.add_middleware(RequestObserver)

@@ -119,7 +119,8 @@ class ParquetStream:
             "solution_id": row.solution_id,
             # Where the solution came from (its file and line, the keys its file gave beside the
             # steps, such as the model that wrote it; a generator's settings), as JSON text.
-            "solution_origin": row.solution_origin,
+            # Keys sorted: PostgreSQL's jsonb gives them in an order of its own.
+            "solution_origin": orjson.dumps(orjson.loads(row.solution_origin), option=orjson.OPT_SORT_KEYS).decode(),
             "final_answer": row.final_answer,
             "answer_grade": row.answer_grade.value,
             "verifier_score": row.verifier_score,

@@ -52,15 +52,20 @@ def _answer_rejoined(parts: list[str], separator: str) -> list[str]:
 
 def _figures_whole(parts: list[str], separator: str) -> list[str]:
     """An Asymptote figure's code ([asy]…[/asy], as MATH writes figures) may hold blank lines:
-    a separator inside one cuts no step, or its code would be spread over several."""
+    a separator inside one cuts no step, or its code would be spread over several. A figure
+    that never closes (the tag in prose, a generation cut short) joins nothing."""
     steps: list[str] = []
-    inside = False
-    for part in parts:
-        if inside:
-            steps[-1] = f"{steps[-1]}{separator}{part}"
-        else:
-            steps.append(part)
-        inside = steps[-1].count("[asy]") > steps[-1].count("[/asy]")
+    i = 0
+    while i < len(parts):
+        end = i
+        opened = parts[i].count("[asy]") - parts[i].count("[/asy]")
+        while opened > 0 and end + 1 < len(parts):
+            end += 1
+            opened += parts[end].count("[asy]") - parts[end].count("[/asy]")
+        if opened > 0:
+            end = i
+        steps.append(separator.join(parts[i:end + 1]))
+        i = end + 1
     return steps
 
 

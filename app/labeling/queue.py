@@ -214,10 +214,12 @@ def drop_filled_slots(session: Session, project: Project, solution_ids: Sequence
                 doomed.append(assignment_id)
     dropped = 0
     for chunk in _chunks(doomed, 5000):
-        # Asked again: a labeler may have leased one of them meanwhile.
+        # Asked again: a labeler may have leased one of them meanwhile, and one reclaimed since
+        # names its last holder, whose late submit is still taken.
         dropped += session.execute(
             delete(Assignment)
-            .where(Assignment.id.in_(chunk), Assignment.status == AssignmentStatus.waiting)
+            .where(Assignment.id.in_(chunk), Assignment.status == AssignmentStatus.waiting,
+                   Assignment.user_id.is_(None))
             .execution_options(synchronize_session=False, preserve_rowcount=True)
         ).rowcount or 0
     return dropped

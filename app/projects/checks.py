@@ -5,7 +5,7 @@ said on the overview, where a manager looks after saving."""
 
 from __future__ import annotations
 
-from sqlalchemy import Select, case, func, select, union
+from sqlalchemy import Select, case, func, or_, select, union
 from sqlalchemy.orm import Session, aliased
 
 from app.models import (
@@ -21,12 +21,15 @@ from app.models import (
     Solution,
     User,
 )
+from app.quality.service import NOT_ABOUT_STEPS
 
 
 def _gold_items(session: Session, project_id: int, *, screening: bool) -> tuple[int, int]:
     """The gold items served (of problems not retired), and those of retired problems, which
-    the queue serves to nobody."""
-    where = [Label.project_id == project_id, Label.is_quality_control.is_(True), Label.superseded_at.is_(None)]
+    the queue serves to nobody. A gold label that gave up or reported a bad problem says nothing
+    about the steps and makes no item (app.quality.gate)."""
+    where = [Label.project_id == project_id, Label.is_quality_control.is_(True), Label.superseded_at.is_(None),
+             or_(Label.finish_reason.is_(None), Label.finish_reason.not_in(NOT_ABOUT_STEPS))]
     if screening:
         where.append(Label.is_initial_screening.is_(True))
     retired = Problem.retired_at.is_not(None)
@@ -55,10 +58,25 @@ def _labelers(project: Project) -> Select[tuple[int]]:
 def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]], how_many: int) -> int:
     """Solutions whose waiting slot no labeler who may label here will be served: each has
     labeled the solution, or reported its problem as bad while that label stands, and the queue
-    serves neither (app.labeling.queue). A small team meets it after one bad-problem report."""
-    waiting = select(Assignment.solution_id).where(
-        Assignment.project_id == project.id, Assignment.status == AssignmentStatus.waiting, Assignment.slot >= 0)
+    serves neither (app.labeling.queue). A small team meets it after one bad-problem report.
+
+    Only solutions of reported problems are looked at: one that still waits has fewer labels
+    than the overlap, so without a report it is stuck only where the labelers are fewer than the
+    overlap, which the overlap's own notice says. Counting every label of a 100,000-solution
+    project took 0.16 s of each overview."""
     reporting = aliased(Label)
+    reported = (
+        select(Report.problem_id)
+        .join(reporting, reporting.id == Report.label_id)
+        .where(Report.project_id == project.id, Report.kind == ReportKind.bad_problem,
+               reporting.superseded_at.is_(None), Report.user_id.in_(labelers))
+    )
+    waiting = (
+        select(Assignment.solution_id)
+        .join(Solution, Solution.id == Assignment.solution_id)
+        .where(Assignment.project_id == project.id, Assignment.status == AssignmentStatus.waiting,
+               Assignment.slot >= 0, Solution.problem_id.in_(reported))
+    )
     passed_over = union(
         select(Label.solution_id.label("solution_id"), Label.user_id.label("user_id"))
         .where(Label.project_id == project.id, Label.user_id.in_(labelers), Label.solution_id.in_(waiting)),

@@ -9,9 +9,9 @@ manager's decision (admit or retire) overrides both.
 
 A check task is an ordinary slot of the gold solution, numbered -user_id: its id, shape and
 lease are those of any task, and the unique (solution_id, slot) makes serving one item twice to
-one labeler impossible. Check slots never go back to the waiting queue: handed back, they are
-deleted (app.labeling.service.release_task); when their lease runs out, the labeler is served
-the item again.
+one labeler impossible. Check slots never go back to the waiting queue: handed back, or run
+out, they stay the labeler's and are served to them again, as an ordinary slot a labeler lets go
+comes back to them when nobody else takes it and the QC draw serves no check item first.
 """
 
 from __future__ import annotations
@@ -191,8 +191,11 @@ def qc_marks(found: Sequence[Mark], since: datetime | None) -> list[Mark]:
 
 def decide(session: Session, project_id: int, checks: Checks, user_id: int, now: datetime) -> Verdict:
     """What next-task does for this labeler in a project with checks enabled: hold them back,
-    or else serve again their check item whose lease ran out, or else a new screening or QC item,
-    or else nothing of its own (a regular task)."""
+    or else a screening item (the one they hold first), or else, at the QC rate, a new QC item,
+    or else their QC item whose lease ran out or that they handed back, or else nothing of its
+    own (a regular task). The QC draw comes before the item handed back as it comes before the
+    ordinary slot a labeler hands back: served again at once and always, a check item told itself
+    from an ordinary task by "hand back, ask again"."""
     standing = session.get(LabelerStanding, (project_id, user_id))
     if standing is not None and standing.decision == StandingDecision.retired:
         return Verdict(reason=RETIRED)
@@ -206,15 +209,14 @@ def decide(session: Session, project_id: int, checks: Checks, user_id: int, now:
     if _paused(qc_marks(found, admitted_at), checks.qc_pause_below):
         return Verdict(reason=PAUSED)
     resumed = _expired_check_slot(session, project_id, user_id, now)
-    if resumed is not None:
-        return Verdict(resumed=resumed)
     if screening.next_item is not None:
-        return Verdict(solution_id=screening.next_item)
+        # A newcomer's: the screening item they hold, or the next one.
+        return Verdict(resumed=resumed) if resumed is not None else Verdict(solution_id=screening.next_item)
     if checks.qc_rate and random.random() < checks.qc_rate:
         item = _unlabeled_gold(session, project_id, user_id, screening=False)
         if item is not None:
             return Verdict(solution_id=item)
-    return Verdict()
+    return Verdict(resumed=resumed)
 
 
 def _expired_check_slot(session: Session, project_id: int, user_id: int, now: datetime) -> int | None:
@@ -222,14 +224,25 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
     their late submit, or the page reloaded, finds the item, as an ordinary lease that nobody
     took is found. Locked, so that their other tab's late submit or hand-back, done meanwhile,
     is seen. One of a problem retired since stays as it is, served to nobody, and its late
-    submit is still taken, as an ordinary lease's is (app.labeling.queue.reclaim_expired)."""
-    return session.scalar(
-        _check_slots_held(project_id, user_id, Assignment.id)
-        .where(Assignment.expires_at <= now)
-        .order_by(Assignment.id)
-        .limit(1)
-        .with_for_update(of=Assignment)
-    )
+    submit is still taken, as an ordinary lease's is (app.labeling.queue.reclaim_expired).
+
+    One whose solution the labeler has labeled since (handed back, its slot names no holder, and
+    the queue may have served them an ordinary slot of the solution) goes: a second label of
+    theirs on one solution would be one too many, and being served a solution already labeled
+    would give the check item away."""
+    labeled = exists().where(Label.solution_id == Assignment.solution_id, Label.user_id == user_id)
+    while True:
+        row = session.execute(
+            _check_slots_held(project_id, user_id, Assignment.id)
+            .add_columns(labeled.label("labeled"))
+            .where(Assignment.expires_at <= now)
+            .order_by(Assignment.id)
+            .limit(1)
+            .with_for_update(of=Assignment)
+        ).first()
+        if row is None or not row.labeled:
+            return None if row is None else row.id
+        session.execute(delete(Assignment).where(Assignment.id == row.id))
 
 
 def _check_slots_held(project_id: int, user_id: int, column: Any) -> Any:

@@ -66,6 +66,14 @@ def test_a_body_larger_than_any_route_takes_is_refused_unread(client, session_fa
         refused = client.patch(url, content=content, headers={**token, **headers})
         assert refused.status_code == 413, refused.text[:200]
         assert refused.json()["detail"] == "the request body is larger than 16 MB, more than any field here takes"
+    # Called multipart, a body a route reads whole is bounded as well: only the file upload
+    # routes read theirs as it comes.
+    multipart = {"content-type": "multipart/form-data; boundary=zz"}
+    refused = client.post("/api/v1/auth/tokens", content=big, headers=multipart)
+    assert refused.status_code == 413
+    upload = client.post(f"/api/v1/projects/{project.id}/imports", headers=token,
+                         files={"file": ("big.jsonl", b"x" * (17 * 1024 * 1024))}, data={"format": "math"})
+    assert upload.status_code == 422 and "line longer than 10 MB" in upload.text, upload.text[:300]
     # Refused as the route would refuse the caller first.
     assert client.patch(url, content=big, headers={"content-type": "application/json"}).status_code == 401
     with session_scope(session_factory) as session:

@@ -110,6 +110,15 @@ def test_a_figure_is_not_cut_into_steps(session_factory, separator) -> None:  # 
     assert drawn.endswith("[/asy]") and "draw((0,0)--(1,1));" in drawn and steps[-1] == "So 4."
 
 
+def test_a_figure_that_never_closes_joins_no_steps(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    _problems(session_factory, project)
+    line = {"problem": "What is $2 + 2$?", "text": "MATH writes figures as [asy] blocks.\n\nSo 2 + 2.\n\nIt is 4."}
+    import_bytes(session_factory, project, jsonl([line]), "solutions")
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(Solution.steps)) == ["MATH writes figures as [asy] blocks.", "So 2 + 2.", "It is 4."]
+
+
 def test_the_same_file_cut_at_another_separator_or_read_as_another_format_is_imported(session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     data = jsonl([{"problem": "What is $2 + 2$?", "answer": "4", "text": "a\nb\n\nc"}])

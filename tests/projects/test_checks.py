@@ -10,6 +10,8 @@ from app.projects.members import add_member
 from app.quality.gold import set_gold
 from app.reports.service import retire_problem
 from tests.conftest import browser_login, make_project, make_user
+from tests.imports.conftest import import_bytes, jsonl
+from tests.quality.conftest import labeled_record
 from tests.reports.builders import add_problem, label_next
 
 
@@ -74,3 +76,12 @@ def test_a_solution_no_labeler_here_will_be_served_is_said(client, session_facto
     with session_scope(session_factory) as session:
         add_member(session, session.get(Project, project.id), "lou")
     assert _unmet(session_factory, project.id) == []
+
+
+def test_gold_that_says_nothing_about_the_steps_is_no_item(session_factory) -> None:  # type: ignore[no-untyped-def]
+    # A gold label that gave up makes no item the queue can serve (app.quality.gate).
+    project = make_project(session_factory, qc_rate=0.2)
+    record = labeled_record("reference", "Problem G", ["g 0", "g 1"], [1, 1], qc=True, finish="give_up")
+    import_bytes(session_factory, project, jsonl([record]))
+    (said,) = _unmet(session_factory, project.id)
+    assert said.startswith("Quality control is on, but the project has no gold items:")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.db import session_scope
 from app.labeling.task_handles import assignment_of
@@ -272,6 +272,43 @@ def test_a_released_check_item_comes_back_as_an_ordinary_task_does(client, sessi
     bob_task = _next(client, project, api_headers(client, "bob"))["task"]
     with session_scope(session_factory) as session:
         assert session.get(Assignment, assignment_of(session, bob_task["assignment_id"])).slot < 0
+
+
+def test_a_handed_back_check_item_whose_solution_the_labeler_labeled_since_is_not_served_again(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Handed back, a check slot names no holder, so the queue may serve its labeler an ordinary
+    # slot of the same solution; served the check item after that, they would label it twice.
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, overlap=3, qc_rate=1.0)
+    (gold,) = _gold_ids(session_factory)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    ann, boss = api_headers(client, "ann"), api_headers(client, "boss")
+    check = _next(client, project, ann)["task"]
+    assert client.post(f"/api/v1/assignments/{check['assignment_id']}/release", headers=ann).status_code == 204
+    client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"qc_rate": 0}).raise_for_status()
+    ordinary = _next(client, project, ann)["task"]
+    assert ordinary["solution"]["id"] == gold and ordinary["assignment_id"] != check["assignment_id"]
+    _submit(client, ann, ordinary, [1, 1, 1])
+    client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"qc_rate": 1.0}).raise_for_status()
+    assert _next(client, project, ann)["task"] is None
+    with session_scope(session_factory) as session:
+        assert session.scalars(select(Label.solution_id).where(Label.user_id.is_not(None))).all() == [gold]
+        assert session.scalar(select(func.count()).select_from(Assignment).where(Assignment.slot < 0)) == 0
+
+
+def test_the_qc_draw_comes_before_a_handed_back_check_item_as_before_an_ordinary_slot(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Served again at once and always, a handed-back check item told itself from an ordinary
+    # slot, which the QC draw may pass over for a check item.
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1]), _gold("Q2", [1, 1, 1])], regular=0,
+                          qc_rate=1.0)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    first = _next(client, project, ann)["task"]
+    assert client.post(f"/api/v1/assignments/{first['assignment_id']}/release", headers=ann).status_code == 204
+    second = _next(client, project, ann)["task"]
+    assert second["solution"]["id"] != first["solution"]["id"]
+    _submit(client, ann, second, [1, 1, 1])
+    # No other gold left to draw: the one handed back, under its own id.
+    assert _next(client, project, ann)["task"]["assignment_id"] == first["assignment_id"]
 
 
 @pytest.mark.parametrize("way", ["retire", "restrict"])
