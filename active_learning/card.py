@@ -113,7 +113,9 @@ def model_card(meta: dict, name: str) -> str:
     front.append("---")
     trained = []
     if "train_examples" in meta:
-        trained.append(f"{meta['train_examples']} labeled examples")
+        left_out = meta.get("train_examples_left_out")
+        trained.append(f"{meta['train_examples']} labeled examples"
+                       + (f" ({left_out} more left out: no labeled step within its max_length)" if left_out else ""))
     if "steps" in meta:
         trained.append(f"{meta['steps']} optimizer steps")
     max_length = (meta.get("config") or {}).get("max_length")

@@ -36,6 +36,9 @@ from active_learning.tokenizer import STEP_MARKER
 from active_learning.tracking import TRAINING_LOG_FILE, TrainingLog, resolve_report_to, scalars
 
 PROGRESS_FILE = "progress.json"
+# The run's plan, written before its first step: the steps it will take and the examples it
+# trains on, which a caller's own count (labels, before any is found too long) only estimates.
+PLAN_FILE = "plan.json"
 LOGS_DIR = "logs"  # the tracker's files (TensorBoard events), inside the checkpoint at the end
 
 
@@ -283,6 +286,9 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
     epoch_steps = epoch_batches_count / world
     total_steps = planned_steps(config, epoch_batches_count, world)
     fingerprint = {"data_hash": snapshot_hash(examples), "config": config.fingerprint(), "world": world}
+    left_out = len(examples) - len(features)
+    if accelerator.is_main_process:
+        _write_json(work / PLAN_FILE, {"steps": total_steps, "examples": len(features), "left_out": left_out})
 
     # The auxiliary next-token head reads the backbone's last hidden states, caught by a hook so
     # that the model's own forward (and DDP's gradient sync) stays the one that runs.
@@ -310,6 +316,10 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         log(json.dumps({"warning": f"no problem of {len({e.problem_id for e in examples})} fell in the held-out "
                                    f"share ({config.eval_fraction}); the checkpoint will have no held-out "
                                    "metrics: give --eval FILE or a larger --eval-fraction"}),
+            file=sys.stderr, flush=True)
+    if left_out:
+        log(json.dumps({"warning": f"{left_out} of {len(examples)} examples have no labeled step within "
+                                   f"--max-length {config.max_length} tokens: left out; raise it to train on them"}),
             file=sys.stderr, flush=True)
     if start_step:
         log(json.dumps({"resumed_from_step": start_step}), file=sys.stderr, flush=True)
@@ -406,7 +416,8 @@ def train(config: TrainConfig, train_source: str | Path | Iterable[dict],
         meta = {
             "format": 1, "base": config.base_label(), "step_marker": STEP_MARKER,
             "data_hash": fingerprint["data_hash"], "config": config.published(), "metrics": metrics,
-            "train_examples": len(examples), "steps": step, "resumed_from_step": start_step,
+            "train_examples": len(features), "train_examples_left_out": left_out,
+            "steps": step, "resumed_from_step": start_step,
             "stopped_by_time_budget": step < total_steps, "world_size": world,
             "lm_loss_weight": lm_weight,
             "train_seconds": round(time.monotonic() - started, 1), "grader_version": GRADER_VERSION,

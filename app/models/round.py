@@ -114,4 +114,13 @@ class Round(Base):
         candidate's metrics for every model a round trains, so their absence tells."""
         if self.status == RoundStatus.done and "candidate" not in self.metrics:
             return "done, no model trained"
+        if self.stalled:
+            return "stalled, no worker"
         return self.status.value
+
+    @property
+    def stalled(self) -> bool:
+        """Running under a lease its worker stopped renewing (killed, its machine gone): the
+        round waits for a worker to take it over, which one does once it runs."""
+        return (self.status == RoundStatus.running and self.lease_expires_at is not None
+                and self.lease_expires_at < utcnow())

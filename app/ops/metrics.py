@@ -74,6 +74,8 @@ class QueueCollector(Collector):
             "stepwise_leases", "Leased slots, by whether the lease has run out", labels=["state"]
         )
         rounds = GaugeMetricFamily("stepwise_rounds", "Rounds by status", labels=["status"])
+        stalled = GaugeMetricFamily(
+            "stepwise_rounds_stalled", "Running rounds whose worker stopped renewing their lease (killed, or gone)")
         up = GaugeMetricFamily("stepwise_database_up", "1 when the queue's numbers could be read, else 0")
         now = utcnow()
         try:
@@ -89,6 +91,8 @@ class QueueCollector(Collector):
                     select(func.count(), func.count().filter(expired)).where(Assignment.status == AssignmentStatus.leased)
                 ).one()
                 by_status = dict(session.execute(select(Round.status, func.count()).group_by(Round.status)).all())
+                lost = session.scalar(select(func.count()).select_from(Round).where(
+                    Round.status == RoundStatus.running, Round.lease_expires_at < now)) or 0
         except (OperationalError, ProgrammingError):
             # The database down or unmigrated: the process's own counters (the 5xx an alert
             # watches among them) are still worth a scrape; the queue's numbers are left out.
@@ -101,9 +105,11 @@ class QueueCollector(Collector):
         leases.add_metric(["expired"], past)
         for status in RoundStatus:
             rounds.add_metric([status.value], by_status.get(status, 0))
+        stalled.add_metric([], lost)
         yield waiting
         yield leases
         yield rounds
+        yield stalled
 
 
 def exposition(factory: sessionmaker[Session]) -> bytes:

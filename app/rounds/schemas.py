@@ -22,11 +22,14 @@ class RoundRead(BaseModel):
     number: int = Field(description="the generation its picks are labeled with")
     status: RoundStatus
     status_text: str = Field(
-        description='the status in words: "done, no model trained" for a round that had too few labels to train'
+        description='the status in words: "done, no model trained" for a round that had too few labels to train; '
+        '"stalled, no worker" for a running one whose worker stopped renewing its lease (see lease_expires_at)'
     )
     stage: RoundStage = Field(description="the next stage to run, or done")
     percent: float
     eta_at: datetime | None
+    lease_expires_at: datetime | None = Field(
+        description="when the worker running it must renew its hold; past, while running, the round is stalled")
     message: str
     trigger: RoundTrigger
     snapshot_label_id: int | None

@@ -40,7 +40,7 @@ from active_learning.files import replace_whole
 from active_learning.model import META_FILE, load_checkpoint, resolve_device
 from active_learning.rollouts import RolloutSettings, open_generator
 from active_learning.score import in_chunks, iter_scores, within_positions
-from active_learning.train import PROGRESS_FILE, TrainingDiverged, TrainingStopped, planned_steps, train
+from active_learning.train import PLAN_FILE, PROGRESS_FILE, TrainingDiverged, TrainingStopped, planned_steps, train
 from app.db import session_scope
 from app.machine_labels.rollouts import label_by_rollouts
 from app.models import ModelVersion, Round, RoundSettings, RoundStage, RoundStatus, ScoreKind, SelectorMode, utcnow
@@ -258,12 +258,18 @@ def _total_steps(config: TrainConfig, n_examples: int) -> int:
 
 
 def _report_training(run: RoundRun, session: Session) -> None:
-    """Training progress from the trainer's last resumable snapshot, on the lease's beat."""
-    progress = run.checkpoint_dir.with_name(run.checkpoint_dir.name + ".partial") / PROGRESS_FILE
+    """Training progress from the trainer's last resumable snapshot, on the lease's beat, against
+    the trainer's own plan: it leaves out the labels with no rated step within max_length, which
+    the plan made from the label count could not know (a quarter of them overstated it 60%)."""
+    work = run.checkpoint_dir.with_name(run.checkpoint_dir.name + ".partial")
     try:
-        done = json.loads(progress.read_text())["step"]
+        done = json.loads((work / PROGRESS_FILE).read_text())["step"]
     except (OSError, ValueError, KeyError):
         return
+    try:
+        run.total_steps = json.loads((work / PLAN_FILE).read_text())["steps"]
+    except (OSError, ValueError, KeyError):
+        pass
     if not run.total_steps:
         return
     start, end = STAGE_START[RoundStage.train], STAGE_START[RoundStage.evaluate]
@@ -303,16 +309,20 @@ def _train(run: RoundRun) -> None:
                 raise lease.LeaseLost(f"round {run.round_id} is no longer ours: {stopped}") from None
         failpoint("train.saved")
         meta = json.loads((output / META_FILE).read_text())
+        trained = meta.get("train_examples", len(examples))
         with run.session() as session:
             version = ModelVersion(
                 project_id=run.project_id, round_id=run.round_id, path=str(output.resolve()),
                 base=run.settings.base_model, data_hash=meta["data_hash"],
-                train_labels=len(examples), metrics=jsonable(meta.get("metrics") or {}),
+                train_labels=trained, metrics=jsonable(meta.get("metrics") or {}),
             )
             session.add(version)
             session.flush()
             lease.advance(session, run.round_id, run.owner, RoundStage.train, RoundStage.evaluate,
-                          percent=STAGE_START[RoundStage.evaluate], message="evaluating")
+                          percent=STAGE_START[RoundStage.evaluate], message="evaluating",
+                          metrics={**run.metrics(session), "training": {
+                              "labels": trained, "left_out": meta.get("train_examples_left_out", 0),
+                              "max_length": (meta.get("config") or {}).get("max_length", config.max_length)}})
     except lease.LeaseLost:
         _drop_if_cancelled(run, output)
         raise
@@ -357,10 +367,15 @@ def _evaluate(run: RoundRun) -> None:
     with run.session() as session:
         session.execute(update(ModelVersion).where(ModelVersion.id == candidate.id)
                         .values(metrics=jsonable(metrics["candidate"])))
-        # The snapshot's source mix stays on the round's record.
-        sources = session.scalar(select(Round.metrics["sources"]).where(Round.id == run.round_id))
+        # What the earlier stages recorded stays on the round's record: the autolabel stage's
+        # outcome (a generator it could not open, said on the round page), the snapshot's
+        # source mix, what training left out. Replaced, they were lost once a model was trained.
+        # The frozen settings go, as they always did here: an attempt resumed after evaluation
+        # reads the project's own, with the selector the first attempt pinned, which the frozen
+        # copy predates.
+        earlier = {key: value for key, value in run.metrics(session).items() if key != "settings"}
         lease.advance(session, run.round_id, run.owner, RoundStage.evaluate, RoundStage.promote,
-                      metrics=jsonable({**metrics, "sources": sources}), percent=STAGE_START[RoundStage.promote])
+                      metrics=jsonable({**earlier, **metrics}), percent=STAGE_START[RoundStage.promote])
 
 
 def _card_from_round(checkpoint: Path, metrics: dict[str, Any]) -> None:

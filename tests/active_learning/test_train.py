@@ -591,6 +591,28 @@ def test_a_max_length_no_step_fits_in_says_so(files, tmp_path):
     assert result.exit_code == 1 and "fits in --max-length 4 tokens: raise it" in result.output
 
 
+def test_examples_no_labeled_step_of_fits_are_left_out_and_said(files, tmp_path):
+    # Left out without a word, they were counted as trained on (the round's label count, the
+    # card) and overstated the round's planned steps.
+    records = [json.loads(line) for line in (files / "train.jsonl").read_text().splitlines()]
+    for record in records[:10]:
+        # The question keeps half the window; a first step longer than the rest leaves no rated one.
+        long = "Think about it. " * 100
+        record["question"]["pre_generated_steps"][0] = long + record["question"]["pre_generated_steps"][0]
+        for completion in record["label"]["steps"][0]["completions"]:
+            completion["text"] = long + completion["text"]
+    (tmp_path / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(prm, ["train", "--train", str(tmp_path / "long.jsonl"), "--output",
+                                      str(tmp_path / "model"), *map(str, FAST), "--steps", "1", "--eval-fraction", "0"])
+    assert result.exit_code == 0, result.output
+    meta = json.loads((tmp_path / "model" / "stepwise.json").read_text())
+    assert meta["train_examples_left_out"] == 10 and meta["train_examples"] == len(records) - 10
+    assert (f"10 of {len(records)} examples have no labeled step within --max-length 256 tokens: left out; "
+            "raise it to train on them") in result.output
+    assert (f"{len(records) - 10} labeled examples (10 more left out: no labeled step within its max_length)"
+            in (tmp_path / "model" / "README.md").read_text())
+
+
 def test_a_max_length_beyond_the_bases_positions_trains_at_them_and_says_so(files, tmp_path):
     from active_learning.bases import PRESETS
 

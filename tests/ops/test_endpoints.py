@@ -140,6 +140,7 @@ def test_metrics_count_requests_by_route_template_labels_and_the_queue(scraper, 
     assert _value(text, "stepwise_queue_waiting_slots", project_id=str(project.id)) == 2
     assert _value(text, "stepwise_leases", state="active") == 0
     assert _value(text, "stepwise_rounds", status="failed") == 0
+    assert ("stepwise_rounds_stalled", frozenset()) in _samples(text) and _value(text, "stepwise_rounds_stalled") == 0
     # Sample values left out: a duration's long decimals may hold any six digits.
     names_and_labels = "\n".join(line.rsplit(" ", 1)[0] for line in text.splitlines())
     for private in ("annabelle", "secret-project-name", "987654", headers["Authorization"].split()[1]):
@@ -161,6 +162,24 @@ def test_leases_held_and_run_out_are_counted(scraper, session_factory, db) -> No
     text = scraper.get("/metrics").text
     assert _value(text, "stepwise_leases", state="active") == 1
     assert _value(text, "stepwise_leases", state="expired") == 1
+
+
+def test_a_round_whose_worker_stopped_renewing_its_lease_is_counted_stalled(scraper, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime, timedelta
+
+    from app.db import session_scope
+    from app.models import Round, RoundStage, RoundStatus
+
+    now = datetime.now(UTC)
+    # One round at a time runs in a project: two projects.
+    for name, expires in (("lost", now - timedelta(minutes=5)), ("held", now + timedelta(minutes=1))):
+        project = make_project(session_factory, name)
+        with session_scope(session_factory) as session:
+            session.add(Round(project_id=project.id, number=1, status=RoundStatus.running, stage=RoundStage.train,
+                              attempts=1, lease_owner="w", lease_expires_at=expires))
+    text = scraper.get("/metrics").text
+    assert _value(text, "stepwise_rounds", status="running") == 2
+    assert _value(text, "stepwise_rounds_stalled") == 1
 
 
 @pytest.mark.parametrize(

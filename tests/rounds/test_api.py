@@ -500,3 +500,26 @@ def test_a_version_whose_round_failed_before_judging_it_is_marked_and_cannot_be_
     # The compare form's choices say it too (twice: A and B).
     assert page.count(f">{unjudged_id} · round 1 · not judged") == 2
     assert page.count(f">{judged_id} · round 2<") == 2
+
+
+def test_a_running_round_whose_worker_stopped_answering_reads_stalled(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    # Its worker killed, a round stayed "running" with an estimate long past; nothing said that
+    # no worker held it any more.
+    lost = (datetime.now(UTC) - timedelta(minutes=5)).replace(microsecond=0)
+    with session_scope(session_factory) as session:
+        round_ = Round(project_id=project.id, number=1, status=RoundStatus.running, stage=RoundStage.train,
+                       percent=26.0, attempts=1, lease_owner="worker-gone", lease_expires_at=lost,
+                       eta_at=lost + timedelta(minutes=1), message="training: step 128 of 320")
+        session.add(round_)
+        session.flush()
+        round_id = round_.id
+    body = client.get(f"/api/v1/rounds/{round_id}", headers=api_headers(client, "rita")).json()
+    assert (body["status"], body["status_text"]) == ("running", "stalled, no worker")
+    assert datetime.fromisoformat(body["lease_expires_at"]) == lost
+    browser_login(client, "rita")
+    page = client.get(f"/research/rounds/{round_id}").text
+    assert ">stalled, no worker<" in page and "past its estimate" not in page
+    assert f"its worker stopped answering at {lost.strftime('%H:%M:%S UTC')}; a worker takes it over once one runs" in page
+    with session_scope(session_factory) as session:
+        session.get(Round, round_id).lease_expires_at = datetime.now(UTC) + timedelta(minutes=1)
+    assert client.get(f"/api/v1/rounds/{round_id}", headers=api_headers(client, "rita")).json()["status_text"] == "running"

@@ -103,6 +103,11 @@ def test_rounds_train_promote_score_select_and_enqueue(
         assert (Path(version.path) / "config.json").exists()
         assert round_.metrics["candidate"]["step_auroc"] is not None
         assert round_.metrics["heldout_labels"] > 0 and "best_of_n" in round_.metrics["candidate"]
+        # What earlier stages recorded stays beside the evaluation (the autolabel stage's outcome,
+        # a generator it could not open included, and what training left out).
+        assert {"sources", "machine_labels", "training"} <= round_.metrics.keys()
+        # The labels the version trained on are the trainer's count, none left out here.
+        assert round_.metrics["training"] == {"labels": version.train_labels, "left_out": 0, "max_length": 256}
 
         pool_ids = {r[0] for r in pool.pool_candidates(session, project.id, None)}
         assert stored_scores_are_their_solutions(session, project.id, version) == pool_ids
@@ -359,3 +364,25 @@ def test_a_round_with_nothing_held_out_measures_nothing(tmp_path: Path) -> None:
     checkpoint = untrained_checkpoint(tmp_path / "model")
     run = SimpleNamespace(settings=SimpleNamespace(neutral_as_correct=True, max_length=256))
     assert stages._metrics_of(run, str(checkpoint), [], []) == {}  # type: ignore[arg-type]
+
+
+def test_training_progress_reads_the_trainers_own_plan(session_factory: sessionmaker[Session], worker_settings) -> None:  # type: ignore[no-untyped-def]
+    # Planned from the label count, the bar read "step 64 of 320" where the trainer, leaving out
+    # labels with no rated step within max_length, took 200 steps, and jumped from there to done.
+    from app.rounds.run import RoundRun
+
+    project = synthetic_project(session_factory)
+    round_id = start(session_factory, project.id)
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        round_.status, round_.stage, round_.lease_owner, round_.attempts = RoundStatus.running, RoundStage.train, "w", 1
+        settings = round_settings(session, project.id)
+    run = RoundRun(session_factory, round_id, "w", worker_settings, project.id, 1, settings, total_steps=320)
+    work = run.checkpoint_dir.with_name(run.checkpoint_dir.name + ".partial")
+    work.mkdir(parents=True)
+    (work / "progress.json").write_text(json.dumps({"step": 64}))
+    (work / "plan.json").write_text(json.dumps({"steps": 200, "examples": 90, "left_out": 26}))
+    with session_scope(session_factory) as session:
+        stages._report_training(run, session)
+    with session_scope(session_factory) as session:
+        assert session.get(Round, round_id).message == "training: step 64 of 200"

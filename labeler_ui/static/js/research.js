@@ -21,6 +21,11 @@ function etaText(round) {
     const words = retry < Date.now() ? "next try due since" : "next try at";
     return `· ${words} ${retry.toISOString().slice(11, 19)} UTC`;
   }
+  if (round.status === "running" && round.status_text !== "running" && round.lease_expires_at) {
+    // Stalled: its worker stopped renewing its hold, and any worker that runs takes it over.
+    const lost = new Date(round.lease_expires_at).toISOString().slice(11, 19);
+    return `· its worker stopped answering at ${lost} UTC; a worker takes it over once one runs`;
+  }
   if (round.status !== "running" || !round.eta_at) return "";
   const eta = new Date(round.eta_at);
   // The estimate extrapolates the pace so far; a slower stage can overrun it.
