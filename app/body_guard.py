@@ -34,11 +34,10 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 TOO_LARGE = f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MB, more than any field here takes"
 
 
-def _pattern(content_type: bytes) -> re.Pattern[bytes] | None:
-    kind = content_type.partition(b";")[0].strip().lower()
-    if kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json")):
+def _pattern(kind: str) -> re.Pattern[bytes] | None:
+    if kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json")):
         return _JSON_NUL
-    if kind == b"application/x-www-form-urlencoded":
+    if kind == "application/x-www-form-urlencoded":
         return _FORM_NUL
     return None
 
@@ -57,17 +56,18 @@ class BodyGuard:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
         # The first Content-Type, as the routes read it: a second one must not hide the body.
-        content_type = Headers(scope=scope).get("content-type", "").encode("latin-1")
-        if self.uploads.fullmatch(scope["path"]) and \
-                content_type.partition(b";")[0].strip().lower() == b"multipart/form-data":
+        kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind == "multipart/form-data" and self.uploads.fullmatch(scope["path"]):
             await self.app(scope, receive, send)
             return
         # Any other body is read whole by the route, whatever it says it is (FastAPI reads a JSON
         # route's body before looking at its type, and parses one without a type as JSON), so
         # each is bounded; JSON and form bodies are also searched for NUL.
-        pattern = _pattern(content_type)
-        if _declared_length(scope) > MAX_BODY_BYTES:
+        pattern = _pattern(kind)
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             await self._refuse(scope, receive, send, 413, TOO_LARGE)
             return
         chunks = []
@@ -99,9 +99,3 @@ class BodyGuard:
         response = await self.refuse(Request(scope), status_code, message)
         await response(scope, receive, send)
 
-
-def _declared_length(scope: Scope) -> int:
-    """The body's Content-Length, 0 where it is missing or not a number (the body is then
-    counted as it comes)."""
-    declared = Headers(scope=scope).get("content-length", "")
-    return int(declared) if declared.isdigit() else 0

@@ -5,7 +5,7 @@ said on the overview, where a manager looks after saving."""
 
 from __future__ import annotations
 
-from sqlalchemy import Select, case, func, or_, select, union
+from sqlalchemy import Select, case, func, select, union
 from sqlalchemy.orm import Session, aliased
 
 from app.models import (
@@ -21,24 +21,23 @@ from app.models import (
     Solution,
     User,
 )
-from app.quality.service import NOT_ABOUT_STEPS
+from app.quality.gate import gold_labels
 
 
 def _gold_items(session: Session, project_id: int, *, screening: bool) -> tuple[int, int]:
     """The gold items served (of problems not retired), and those of retired problems, which
     the queue serves to nobody. A gold label that gave up or reported a bad problem says nothing
     about the steps and makes no item (app.quality.gate)."""
-    where = [Label.project_id == project_id, Label.is_quality_control.is_(True), Label.superseded_at.is_(None),
-             or_(Label.finish_reason.is_(None), Label.finish_reason.not_in(NOT_ABOUT_STEPS))]
+    query = gold_labels(project_id)
     if screening:
-        where.append(Label.is_initial_screening.is_(True))
+        query = query.where(Label.is_initial_screening.is_(True))
+    gold = query.subquery("gold")
     retired = Problem.retired_at.is_not(None)
     served, unserved = session.execute(
-        select(func.count(func.distinct(case((~retired, Label.solution_id)))),
-               func.count(func.distinct(case((retired, Label.solution_id)))))
-        .join(Solution, Solution.id == Label.solution_id)
+        select(func.count(func.distinct(case((~retired, gold.c.solution_id)))),
+               func.count(func.distinct(case((retired, gold.c.solution_id)))))
+        .join_from(gold, Solution, Solution.id == gold.c.solution_id)
         .join(Problem, Problem.id == Solution.problem_id)
-        .where(*where)
     ).one()
     return served, unserved
 

@@ -95,7 +95,8 @@ def _about_steps(label: Any) -> Any:
     return or_(label.finish_reason.is_(None), label.finish_reason.not_in(NOT_ABOUT_STEPS))
 
 
-def _gold_labels(project_id: int) -> Any:
+def gold_labels(project_id: int) -> Any:
+    """The project's current gold labels about the steps: what makes a solution a gold item."""
     return select(Label.solution_id, Label.steps, Label.is_initial_screening, Label.id).where(
         Label.project_id == project_id,
         Label.is_quality_control.is_(True),
@@ -123,7 +124,7 @@ def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, G
     majority first error of its QC labels, ties to the earliest, as app.quality.service
     measures accuracy."""
     rows = session.execute(
-        _gold_labels(project_id).where(Label.solution_id.in_(solution_ids)).order_by(Label.id)
+        gold_labels(project_id).where(Label.solution_id.in_(solution_ids)).order_by(Label.id)
     ).all()
     by_solution: dict[int, list[Any]] = {}
     for row in rows:
@@ -142,7 +143,7 @@ def gold_of(session: Session, project_id: int, solution_ids: Any) -> dict[int, G
 def marks(session: Session, project_id: int, user_id: int) -> list[Mark]:
     """The labeler's labels on the project's gold items, as graded (see service.graded), oldest
     first."""
-    gold_solutions = _gold_labels(project_id).with_only_columns(Label.solution_id)
+    gold_solutions = gold_labels(project_id).with_only_columns(Label.solution_id)
     # An item whose gold is the labeler's own (their correction, taken as gold) does not
     # measure them: it would count their own change of mind as a miss.
     own_gold = gold_solutions.where(Label.user_id == user_id)
@@ -304,7 +305,7 @@ def _has_regular_label(session: Session, project_id: int, user_id: int) -> bool:
 def _held_screening_item(session: Session, project_id: int, user_id: int) -> int | None:
     """The screening item the labeler holds as a check slot (its lease may have run out: it is
     served to them again), of a problem not retired."""
-    screening_gold = _gold_labels(project_id).with_only_columns(Label.solution_id).where(
+    screening_gold = gold_labels(project_id).with_only_columns(Label.solution_id).where(
         Label.is_initial_screening.is_(True))
     return session.scalar(
         _check_slots_held(project_id, user_id, Assignment.solution_id)
@@ -317,7 +318,7 @@ def _unlabeled_gold(session: Session, project_id: int, user_id: int, *, screenin
     """A gold item of the kind asked for that the labeler has neither labeled nor holds, of a
     problem not retired: screening items in a fixed order, QC items at random. The labeler's own
     bad-problem reports hold no gold back, or reporting would be a way out of the checks."""
-    gold = _gold_labels(project_id).subquery()
+    gold = gold_labels(project_id).subquery()
     screening_gold = select(gold.c.solution_id).where(gold.c.is_initial_screening.is_(True))
     kind = gold.c.solution_id.in_(screening_gold)
     statement = (
@@ -402,7 +403,7 @@ class Standing:
 
 def standings(session: Session, project: Project) -> list[Standing]:
     """Every labeler with a label on a gold item or a decision in the project, by name."""
-    gold_solutions = _gold_labels(project.id).with_only_columns(Label.solution_id)
+    gold_solutions = gold_labels(project.id).with_only_columns(Label.solution_id)
     labelers = select(Label.user_id).where(
         Label.project_id == project.id,
         Label.user_id.is_not(None),
