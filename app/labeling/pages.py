@@ -13,12 +13,12 @@ from app.deps import PageUser, SessionDep
 from app.errors import Conflict
 from app.forms import PageId
 from app.labeling import review, service
-from app.labeling.queue import WAITING_COUNT_LIMIT, waiting_count
+from app.labeling.queue import WAITING_COUNT_LIMIT
 from app.models import Project, User, utcnow
 from app.projects.access import get_visible_project
 from app.projects.guidelines import guidelines_version, render_guidelines
 from app.projects.guidelines_reads import current_read, record_read
-from app.projects.service import get_project, list_projects
+from app.projects.service import get_project
 from app.templating import render
 
 router = APIRouter(include_in_schema=False)
@@ -26,9 +26,8 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/label")
 def choose_project(request: Request, user: PageUser, session: SessionDep) -> Response:
-    projects = [(p, waiting_count(session, p.id, WAITING_COUNT_LIMIT))
-                for p in list_projects(session, seen_by=user)]
-    return render(request, "labeling/projects.html", {"projects": projects, "waiting_limit": WAITING_COUNT_LIMIT})
+    return render(request, "labeling/projects.html",
+                  {"choices": service.project_choices(session, user, WAITING_COUNT_LIMIT), "waiting_limit": WAITING_COUNT_LIMIT})
 
 
 @router.get("/label/stats")

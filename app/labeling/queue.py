@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from itertools import islice
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -45,12 +45,14 @@ from app.models import (
     Assignment,
     AssignmentStatus,
     Label,
+    LabelerStanding,
     LabelingMode,
     Problem,
     Project,
     Report,
     ReportKind,
     Solution,
+    StandingDecision,
     User,
     utcnow,
 )
@@ -406,8 +408,8 @@ _LEASED_TASK = select(*_LEASE_COLUMNS)
 
 
 def _project_and_lease_statement() -> Select[tuple[object, ...]]:
-    """The project, if the labeler may label there, and their current lease in it with its
-    task (NULLs if none)."""
+    """The project, if the labeler may label there, whether a manager retired them from it, and
+    their current lease in it with its task (NULLs if none)."""
     held = _SLOTS.alias("held_slot")
     current_lease = (
         select(held.c.id)
@@ -422,6 +424,14 @@ def _project_and_lease_statement() -> Select[tuple[object, ...]]:
         .scalar_subquery()
     )
     projects = Project.__table__
+    standings = LabelerStanding.__table__
+    # Retiring holds a labeler back whether or not the project checks anyone: a primary-key
+    # look-up, in the same round trip.
+    retired = exists().where(
+        standings.c.project_id == projects.c.id,
+        standings.c.user_id == bindparam("user"),
+        standings.c.decision == literal_column(f"'{StandingDecision.retired.value}'"),
+    )
     return (
         select(
             projects.c.id,
@@ -432,6 +442,7 @@ def _project_and_lease_statement() -> Select[tuple[object, ...]]:
             projects.c.screening_pass_mark,
             projects.c.qc_rate,
             projects.c.qc_pause_below,
+            retired.label("retired"),
             *_LEASE_COLUMNS,
         )
         .select_from(projects.outerjoin(_SLOTS, _SLOTS.c.id == current_lease))
@@ -454,24 +465,19 @@ _HOLDS_SOLUTION = select(
 )
 
 
-def _take_best_slot_statement() -> Update:
-    """Lease the highest-priority waiting slot of a solution the labeler has not touched, of a
-    problem still served to them.
-
-    One statement: the pick is a locked subquery of the UPDATE that leases it, so the row
-    travels neither to Python and back nor through the ORM's unit of work.
-    """
-    slot = aliased(Assignment)
+def _servable_to_user(slot: Any, *, current_leases_only: bool) -> list[ColumnElement[bool]]:
+    """What makes `slot` (an alias of the slots) one the labeler (the `user` parameter) may
+    take, beside its own status: a solution they neither hold nor labeled, of a problem still
+    served to them. `current_leases_only` passes over a lease of theirs that ran out."""
     mine = aliased(Assignment)
     # A labeler's finished slots are known by their labels; of their slots only the leased ones
     # need a look here. Checking done slots too made PostgreSQL, with statistics taken before
     # the labeler's history grew, materialise that whole history and compare it with every slot
     # passed over (84 ms per pick for a lone labeler 1,500 labels in); leases are a handful.
-    leased_by_user = exists().where(
-        mine.solution_id == slot.solution_id,
-        mine.user_id == bindparam("user"),
-        mine.status == LEASED,
-    )
+    held = [mine.solution_id == slot.solution_id, mine.user_id == bindparam("user"), mine.status == LEASED]
+    if current_leases_only:
+        held.append(mine.expires_at > bindparam("now"))
+    leased_by_user = exists().where(*held)
     labeled_by_user = exists().where(
         Label.solution_id == slot.solution_id, Label.user_id == bindparam("user")
     )
@@ -497,14 +503,23 @@ def _take_best_slot_statement() -> Update:
         problem.c.retired_at.is_(None),
         ~reported_by_user,
     )
+    return [~leased_by_user, ~labeled_by_user, servable_problem]
+
+
+def _take_best_slot_statement() -> Update:
+    """Lease the highest-priority waiting slot of a solution the labeler has not touched, of a
+    problem still served to them.
+
+    One statement: the pick is a locked subquery of the UPDATE that leases it, so the row
+    travels neither to Python and back nor through the ORM's unit of work.
+    """
+    slot = aliased(Assignment)
     best = (
         select(slot.id)
         .where(
             slot.project_id == bindparam("project"),
             slot.status == WAITING,
-            ~leased_by_user,
-            ~labeled_by_user,
-            servable_problem,
+            *_servable_to_user(slot, current_leases_only=False),
         )
         # Among equal priorities, every solution's first slot before any later one, oldest
         # first (a file's solutions in its order, imports in theirs): that is
@@ -578,6 +593,8 @@ def lease_next(
         raise NotFound(f"no project with id {project_id}")
     checks = gate.Checks(row.screening_items, row.screening_pass_mark, row.qc_rate, row.qc_pause_below)
     project = LabelingProject(row.id, row.name, row.labeling_mode, row.lease_minutes, checks)
+    if row.retired:
+        return project, None, gate.RETIRED
     if row.assignment_id is not None:
         return project, LeasedTask(**{name: row._mapping[name] for name in _LEASED_TASK_FIELDS}), None
     if checks.enabled:
@@ -649,6 +666,49 @@ def waiting_count(session: Session, project_id: int, limit: int | None = None) -
     if limit is not None:
         waiting = waiting.limit(limit)
     return session.scalar(select(func.count()).select_from(waiting.subquery())) or 0
+
+
+def open_to(session: Session, project_id: int, user_id: int, now: datetime, limit: int) -> int:
+    """How many solutions the queue would serve the labeler now, counted up to `limit`: those
+    with a slot waiting, or leased by someone whose lease ran out (put back when asked for), that
+    they may take, and their own check items handed back or run out (served to them again; left
+    out, the count would tell a check item from an ordinary task handed back)."""
+    slot = aliased(Assignment)
+    reclaimable = and_(slot.status == LEASED, slot.expires_at <= bindparam("now"), slot.slot >= 0)
+    ordinary = (
+        select(slot.solution_id)
+        .where(
+            slot.project_id == bindparam("project"),
+            or_(slot.status == WAITING, reclaimable),
+            *_servable_to_user(slot, current_leases_only=True),
+        )
+        .distinct()
+        .limit(limit)
+        .subquery()
+    )
+    check_items = (
+        gate.check_slots_held(project_id, user_id, Assignment.id)
+        .where(Assignment.expires_at <= now,
+               ~exists().where(Label.solution_id == Assignment.solution_id, Label.user_id == user_id))
+        .limit(limit)
+        .subquery()
+    )
+    found = session.execute(
+        select(select(func.count()).select_from(ordinary).scalar_subquery(),
+               select(func.count()).select_from(check_items).scalar_subquery()),
+        {"project": project_id, "user": user_id, "now": now},
+    ).one()
+    return min(limit, found[0] + found[1])
+
+
+def holds_lease(session: Session, project_id: int, user_id: int, now: datetime) -> bool:
+    """Whether the labeler holds a task of the project whose lease has not run out."""
+    return bool(session.scalar(select(exists().where(
+        Assignment.project_id == project_id,
+        Assignment.user_id == user_id,
+        Assignment.status == AssignmentStatus.leased,
+        Assignment.expires_at > now,
+    ))))
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterable[list[T]]:

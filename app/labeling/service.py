@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.errors import BadInput, Conflict, NotFound
 from app.labeling import phase1, queue, task_handles
 from app.projects.access import may_label, user_may_label
+from app.projects.service import list_projects
 from app.projects.guidelines import guidelines_version
 from app.quality import gate
 from app.reports.service import record_reports
@@ -125,6 +127,42 @@ _CLOSE_ASSIGNMENT = (
 # On PostgreSQL the close rides along with the insert as a data-modifying CTE: one round trip
 # instead of two. SQLite has no such CTEs, so there the two run one after the other.
 _NEW_LABEL_CLOSING_ASSIGNMENT = _NEW_LABEL.add_cte(_CLOSE_ASSIGNMENT.cte("closed"))
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectChoice:
+    """A project as a labeler's list shows it: how much waits in it, and what of that is theirs."""
+
+    project: Project
+    # Slots waiting for anyone, and solutions the queue would serve this labeler now, each
+    # counted up to a limit.
+    waiting: int
+    for_you: int
+    # A task of theirs is in progress.
+    holding: bool
+    # Why they get no task here (see app.quality.gate), if they do not.
+    held_back: str | None
+    # Screening items come before anything else.
+    screening: bool
+
+
+def project_choices(session: Session, user: User, limit: int) -> list[ProjectChoice]:
+    """The projects `user` may label, with what waits in each for them, counted up to `limit`:
+    the list said "Start labeling" wherever anything waited, also where all of it waited for
+    other labelers."""
+    now = utcnow()
+    choices = []
+    for project in list_projects(session, seen_by=user):
+        standing = gate.standing_of(session, project, user)
+        choices.append(ProjectChoice(
+            project=project,
+            waiting=queue.waiting_count(session, project.id, limit),
+            for_you=queue.open_to(session, project.id, user.id, now, limit),
+            holding=queue.holds_lease(session, project.id, user.id, now),
+            held_back=gate.HELD_BACK.get(standing.status),
+            screening=standing.status == "screening",
+        ))
+    return choices
 
 
 def check_guidelines_read(session: Session, project_id: int, user_id: int, version: str) -> None:

@@ -5,13 +5,14 @@ said on the overview, where a manager looks after saving."""
 
 from __future__ import annotations
 
-from sqlalchemy import Select, case, func, select, union
+from sqlalchemy import Select, case, exists, func, select, union
 from sqlalchemy.orm import Session, aliased
 
 from app.models import (
     Assignment,
     AssignmentStatus,
     Label,
+    LabelerStanding,
     Problem,
     Project,
     ProjectMember,
@@ -19,6 +20,7 @@ from app.models import (
     ReportKind,
     Role,
     Solution,
+    StandingDecision,
     User,
 )
 from app.quality.gate import gold_labels
@@ -47,8 +49,11 @@ def _retired_too(unserved: int) -> str:
 
 
 def _labelers(project: Project) -> Select[tuple[int]]:
-    """Active labelers who may label in the project (staff may too, but are not its labelers)."""
-    query = select(User.id).where(User.role == Role.labeler, User.is_active.is_(True))
+    """Active labelers who may label in the project and are not retired from it (staff may
+    label too, but are not its labelers)."""
+    retired = exists().where(LabelerStanding.project_id == project.id, LabelerStanding.user_id == User.id,
+                             LabelerStanding.decision == StandingDecision.retired)
+    query = select(User.id).where(User.role == Role.labeler, User.is_active.is_(True), ~retired)
     if not project.open_to_all:
         query = query.where(User.id.in_(select(ProjectMember.user_id).where(ProjectMember.project_id == project.id)))
     return query

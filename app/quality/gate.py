@@ -191,15 +191,13 @@ def qc_marks(found: Sequence[Mark], since: datetime | None) -> list[Mark]:
 
 
 def decide(session: Session, project_id: int, checks: Checks, user_id: int, now: datetime) -> Verdict:
-    """What next-task does for this labeler in a project with checks enabled: hold them back,
+    """What next-task does for this labeler, not retired, in a project with checks enabled: hold them back,
     or else a screening item (the one they hold first), or else, at the QC rate, a new QC item,
     or else their QC item whose lease ran out or that they handed back, or else nothing of its
     own (a regular task). The QC draw comes before the item handed back as it comes before the
     ordinary slot a labeler hands back: served again at once and always, a check item told itself
     from an ordinary task by "hand back, ask again"."""
     standing = session.get(LabelerStanding, (project_id, user_id))
-    if standing is not None and standing.decision == StandingDecision.retired:
-        return Verdict(reason=RETIRED)
     admitted_at = standing.decided_at if standing is not None else None
     found = marks(session, project_id, user_id)
     screening = Screening()
@@ -234,7 +232,7 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
     labeled = exists().where(Label.solution_id == Assignment.solution_id, Label.user_id == user_id)
     while True:
         row = session.execute(
-            _check_slots_held(project_id, user_id, Assignment.id)
+            check_slots_held(project_id, user_id, Assignment.id)
             .add_columns(labeled.label("labeled"))
             .where(Assignment.expires_at <= now)
             .order_by(Assignment.id)
@@ -246,7 +244,7 @@ def _expired_check_slot(session: Session, project_id: int, user_id: int, now: da
         session.execute(delete(Assignment).where(Assignment.id == row.id))
 
 
-def _check_slots_held(project_id: int, user_id: int, column: Any) -> Any:
+def check_slots_held(project_id: int, user_id: int, column: Any) -> Any:
     """`column` of the labeler's leased check slots (their leases may have run out, or been
     handed back: the slot's number, not its holder, says whose it is) of problems not retired."""
     return (
@@ -308,7 +306,7 @@ def _held_screening_item(session: Session, project_id: int, user_id: int) -> int
     screening_gold = gold_labels(project_id).with_only_columns(Label.solution_id).where(
         Label.is_initial_screening.is_(True))
     return session.scalar(
-        _check_slots_held(project_id, user_id, Assignment.solution_id)
+        check_slots_held(project_id, user_id, Assignment.solution_id)
         .where(Assignment.solution_id.in_(screening_gold))
         .limit(1)
     )
@@ -420,6 +418,15 @@ def standings(session: Session, project: Project) -> list[Standing]:
         s.user_id: s for s in session.scalars(select(LabelerStanding).where(LabelerStanding.project_id == project.id))
     }
     return [_standing(session, project, user.id, user.username, decisions.get(user.id)) for user in users]
+
+
+# What holds a labeler back, by their standing's status.
+HELD_BACK = {StandingDecision.retired.value: RETIRED, "failed screening": SCREENING_FAILED, "paused": PAUSED}
+
+
+def standing_of(session: Session, project: Project, user: User) -> Standing:
+    """One labeler's standing in the project, as next-task would find it, serving nothing."""
+    return _standing(session, project, user.id, user.username, session.get(LabelerStanding, (project.id, user.id)))
 
 
 def _standing(

@@ -129,7 +129,7 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
     page.goto("/label")
     box = page.get_by_role("link", name="Start labeling").bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
-    expect(page.get_by_text("Labels waiting", exact=True)).to_be_hidden()
+    expect(page.get_by_text("For you", exact=True)).to_be_hidden()
     _assert_fits(page, "label_projects")
     page.context.close()
 

@@ -135,5 +135,5 @@ def test_project_list_counts_waiting_slots_only_up_to_the_limit(client, session_
     add_solution(session_factory, small, ["$a$"])
     make_user(session_factory, "lena", Role.labeler)
     browser_login(client, "lena")
-    cells = re.findall(r'<td class="num" data-label="Labels waiting">([^<]*)</td>', client.get("/label").text)
+    cells = re.findall(r'<td class="num" data-label="For you">([^<]*)</td>', client.get("/label").text)
     assert sorted(cells) == ["1", "3+"]

@@ -4,9 +4,10 @@ gold, a screening longer than its items, an overlap past the labelers who may la
 from __future__ import annotations
 
 from app.db import session_scope
-from app.models import FinishReason, Project, User
+from app.models import FinishReason, Project, StandingDecision, User
 from app.projects.checks import unmet_settings
 from app.projects.members import add_member
+from app.quality.gate import decide_about
 from app.quality.gold import set_gold
 from app.reports.service import retire_problem
 from tests.conftest import browser_login, make_project, make_user
@@ -85,3 +86,16 @@ def test_gold_that_says_nothing_about_the_steps_is_no_item(session_factory) -> N
     import_bytes(session_factory, project, jsonl([record]))
     (said,) = _unmet(session_factory, project.id)
     assert said.startswith("Quality control is on, but the project has no gold items:")
+
+
+def test_a_retired_labeler_is_not_counted_among_those_who_may_label(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=2)
+    add_problem(session_factory, project, "1+1?", n_solutions=1)
+    lena = make_user(session_factory, "lena", "labeler")
+    make_user(session_factory, "leo", "labeler")
+    mona = make_user(session_factory, "mona", "manager")
+    assert _unmet(session_factory, project.id) == []
+    with session_scope(session_factory) as session:
+        decide_about(session, session.get(Project, project.id), lena.id, StandingDecision.retired, mona.id)
+    (said,) = _unmet(session_factory, project.id)
+    assert said.startswith("Overlap is 2, but only 1 active labeler may label here")
