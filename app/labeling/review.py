@@ -37,6 +37,7 @@ from app.labeling.schemas import (
 from app.labeling.service import check_ratings, own_labels, prm800k_step
 from app.models import FinishReason, Label, LabelingMode, Problem, Project, Solution, utcnow
 from app.projects.access import may_label
+from app.quality.service import taken_step
 from app.reports.service import carry_reports
 
 PAGE_SIZE = 20
@@ -202,18 +203,7 @@ def _phase1_shaped(label: Label) -> bool:
 
 def step_ratings(steps: list[dict[str, Any]]) -> list[tuple[int | None, bool]]:
     """(rating, flagged) of each labeled step, from PRM800K's step shape."""
-    found = []
-    for step in steps:
-        completions = step.get("completions") or [{}]
-        chosen = step.get("chosen_completion")
-        human = step.get("human_completion")
-        # A written step rated by its writer (phase-1 mode) is the step the labeler took.
-        if chosen is None and isinstance(human, dict) and human.get("rating") is not None:
-            found.append((human["rating"], bool(human.get("flagged"))))
-            continue
-        picked = completions[chosen] if chosen is not None and 0 <= chosen < len(completions) else completions[0]
-        found.append((picked.get("rating"), bool(picked.get("flagged"))))
-    return found
+    return [(taken.get("rating"), bool(taken.get("flagged"))) for taken in map(taken_step, steps)]
 
 
 def rating_counts(steps: list[dict[str, Any]]) -> RatingCounts:

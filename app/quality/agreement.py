@@ -7,7 +7,10 @@ left out, since nothing tells whether two of them came from one person. A labele
 current labels of one solution (an import can hold both) counts with the later one.
 
 - Step α: Krippendorff's ordinal α over units (solution, step index, alternative), values
-  −1 < 0 < +1; a phase-2 step has one alternative, a phase-1 step several. A step a labeler did
+  −1 < 0 < +1; a phase-2 step has one alternative, a phase-1 step several. An alternative is
+  known by its text, the solution's own step as such: where a solution was made from a PRM800K
+  phase-1 record's path, the step its labeler wrote is the solution's own, and the same unit as
+  that step rated by a label made here. A step a labeler did
   not rate (those after the first −1 when labeling stops there) is missing, not a value: it
   neither agrees nor disagrees. In phase 1, labelers who went on differently (another
   alternative, a step of their own) rate different steps after that point: a unit is a step
@@ -28,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -89,10 +93,11 @@ class ComparedLabel:
     name: str
     first_error: int | None
     label_id: int
-    # Each step's alternatives as rated (one in phase 2), and which one the labeler went on with:
-    # its index, "written" for a step of their own, None where they stopped.
-    alternatives: tuple[tuple[int | None, ...], ...]
-    path: tuple[int | str | None, ...]
+    # Each step's alternatives as rated, (key, rating) (one in phase 2), and which one the labeler
+    # went on with, by key (the text, None for the solution's own step: see _read), STOPPED where
+    # they stopped.
+    alternatives: tuple[tuple[tuple[str | None, int], ...], ...]
+    path: tuple[str | None | bool, ...]
     # The labeler's earlier current labels of the solution, which this one stands for.
     replaces: tuple[int, ...] = ()
 
@@ -154,14 +159,46 @@ def compared_labels(session: Session, project_id: int,
 @dataclass(frozen=True, slots=True)
 class _Read:
     first_error: int | None
-    alternatives: tuple[tuple[int | None, ...], ...]
-    path: tuple[int | str | None, ...]
+    alternatives: tuple[tuple[tuple[str | None, int], ...], ...]
+    path: tuple[str | None | bool, ...]
+
+
+# Where a label stopped, in its path: no key is False (keys are texts, or None for the solution's
+# own step).
+STOPPED = False
+
+
+def _key(completion: dict[str, Any]) -> str | None:
+    return completion.get("text")
 
 
 def _read(steps: list[dict]) -> _Read:
-    return _Read(first_error(steps),
-                 tuple(tuple([c.get("rating") for c in step.get("completions") or []]) for step in steps),
-                 tuple([_taken(step) for step in steps]))
+    """A label's ratings keyed by alternative: by its text, None for the solution's own step (a
+    completion stored without its text, or a step the labeler wrote where no completion is the
+    solution's own, as in a solution made from a PRM800K phase-1 record's path)."""
+    alternatives = []
+    path: list[str | None | bool] = []
+    for step in steps:
+        completions = step.get("completions") or []
+        rated = [(_key(c), c["rating"]) for c in completions if c.get("rating") is not None]
+        human = step.get("human_completion")
+        written = human if isinstance(human, str) else human.get("text") if isinstance(human, dict) else None
+        is_own = written is not None and all("text" in c for c in completions)
+        if isinstance(human, dict) and human.get("rating") is not None:
+            rated.append((None if is_own else written, human["rating"]))
+        alternatives.append(tuple(rated))
+        chosen = step.get("chosen_completion")
+        if chosen is not None and 0 <= chosen < len(completions):
+            path.append(_key(completions[chosen]))
+        elif written is not None:
+            path.append(None if is_own else written)
+        elif len(completions) == 1:
+            # A step of one completion is the solution's own, and every labeler goes on with it
+            # (a full-mode label rates on past a −1).
+            path.append(_key(completions[0]))
+        else:
+            path.append(STOPPED)
+    return _Read(first_error(steps), tuple(alternatives), tuple(path))
 
 
 def of_solutions(solution_ids: Iterable[int]) -> ColumnElement[bool]:
@@ -179,17 +216,6 @@ def _written_in(column: ColumnElement[int], ids: Iterable[int]) -> ColumnElement
     return column.in_(bindparam("ids", sorted(ids), expanding=True, literal_execute=True, unique=True))
 
 
-def _taken(step: dict) -> int | str | None:
-    """How the labeler went on from a step: a step of their own ("written"), the alternative
-    they chose, or None where they stopped. A step of one completion is the solution's own, and
-    every labeler goes on with it (a full-mode label rates on past a −1)."""
-    if step.get("chosen_completion") is None and isinstance(step.get("human_completion"), dict):
-        return "written"
-    if len(step.get("completions") or []) <= 1:
-        return 0
-    return step.get("chosen_completion")
-
-
 def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
     """Whether two labels of one solution disagree: an alternative of a step they both reached got
     different ratings (in phase 2 a step has one), or their first −1 differs. Where they went on
@@ -199,7 +225,8 @@ def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
     if a.alternatives == b.alternatives and a.path == b.path:
         return a.first_error != b.first_error  # the loop's answer, without walking it
     for rated_a, rated_b, took_a, took_b in zip(a.alternatives, b.alternatives, a.path, b.path, strict=False):
-        if any(x is not None and y is not None and x != y for x, y in zip(rated_a, rated_b, strict=False)):
+        by_key = dict(rated_b)
+        if any(by_key.get(key, rating) != rating for key, rating in rated_a):
             return True
         if took_a != took_b:
             return False
@@ -238,8 +265,8 @@ def project_agreement(session: Session, project: Project) -> ProjectAgreement:
     # A unit is an alternative of a step, reached the same way: labelers who went on differently
     # (phase 1) rate different steps after that. A way is numbered as it is first met, from the
     # way before it and how the labeler went on, so a step's unit is found without its prefix.
-    ways: dict[tuple[int, int, int | str | None], int] = {}
-    unit_of: dict[tuple[int, int, int], int] = {}
+    ways: dict[tuple[int, int, str | None | bool], int] = {}
+    unit_of: dict[tuple[int, int, str | None], int] = {}
     labeler_of: dict[tuple[str, int | str], int] = {}
     tallies: list[_Tally] = []
     # One entry a rating: its unit, its labeler, its column in RATINGS.
@@ -255,7 +282,7 @@ def project_agreement(session: Session, project: Project) -> ProjectAgreement:
             tallies[labeler].labels += 1
             way = 0
             for rated, took in zip(label.alternatives, label.path, strict=True):
-                for alternative, rating in enumerate(rated):
+                for alternative, rating in rated:
                     if rating in RATINGS:
                         rated_units.append(unit_of.setdefault((solution_id, way, alternative), len(unit_of)))
                         rated_by.append(labeler)

@@ -40,7 +40,7 @@ from app.models import (
     User,
     utcnow,
 )
-from app.quality.service import NOT_ABOUT_STEPS, first_error, graded
+from app.quality.service import NOT_ABOUT_STEPS, first_error, graded, taken_step
 
 # QC accuracy says nothing over fewer items than this; no one is paused before.
 PAUSE_MIN_ITEMS = 5
@@ -373,15 +373,7 @@ def gold_ratings(session: Session, project_id: int, solution_id: int) -> list[in
     gold = gold_of(session, project_id, [solution_id]).get(solution_id)
     if gold is None:
         return None
-    ratings: list[int | None] = []
-    for step in gold.steps:
-        completions = step.get("completions") or []
-        chosen = step.get("chosen_completion")
-        if chosen is not None and 0 <= chosen < len(completions):
-            ratings.append(completions[chosen].get("rating"))
-        else:
-            ratings.append(next((c.get("rating") for c in completions if c.get("rating") is not None), None))
-    return ratings
+    return [taken_step(step).get("rating") for step in gold.steps]
 
 
 # ---- the manager's view and decisions ---------------------------------------------------------

@@ -51,20 +51,32 @@ class AccurateLabelers:
     foreign_labelers: frozenset[str]
 
 
+def taken_step(step: dict[str, Any]) -> dict[str, Any]:
+    """The completion of `step` that stands for the solution's step there, in PRM800K's step
+    shape, where a completion without its text is the solution's own step (see
+    app.models.label): the alternative the labeler chose; else the solution's own step (one they
+    replaced with a step of their own, or phase 2's −1 step that ended the trajectory); else the
+    step they wrote, where it is the solution's (a solution made from a PRM800K phase-1 record's
+    path; PRM800K's labelers wrote a step only where the model's were wrong, and left it
+    unrated: +1); else the first completion rated."""
+    completions = step.get("completions") or []
+    chosen = step.get("chosen_completion")
+    if chosen is not None and 0 <= chosen < len(completions):
+        return completions[chosen]
+    own = next((c for c in completions if "text" not in c), None)
+    if own is not None:
+        return own
+    human = step.get("human_completion")
+    if isinstance(human, str):
+        return {"text": human, "rating": 1}
+    if isinstance(human, dict):
+        return {**human, "rating": 1 if human.get("rating") is None else human["rating"]}
+    return next((c for c in completions if c.get("rating") is not None), completions[0] if completions else {})
+
+
 def first_error(steps: Sequence[dict[str, Any]]) -> int | None:
-    """The index of the first step rated -1 on the labeled trajectory, or None."""
-    for i, step in enumerate(steps):
-        completions = step.get("completions") or []
-        chosen = step.get("chosen_completion")
-        if chosen is not None and 0 <= chosen < len(completions):
-            rating = completions[chosen].get("rating")
-        else:
-            # Nothing chosen: the trajectory ended here (phase 2's -1 step) or a human step
-            # replaced the model's; the model's own completion holds the verdict.
-            rating = next((c.get("rating") for c in completions if c.get("rating") is not None), None)
-        if rating == -1:
-            return i
-    return None
+    """The index of the first of the solution's steps rated -1 (see taken_step), or None."""
+    return next((i for i, step in enumerate(steps) if taken_step(step).get("rating") == -1), None)
 
 
 def _about_steps():  # type: ignore[no-untyped-def]

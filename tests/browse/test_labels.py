@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 
+import orjson
 import pytest
 from sqlalchemy import select, update
 
@@ -318,7 +319,9 @@ def _phase1_label(factory, project_id: int, solution_id: int, user_id: int, step
 
 def _step(ratings: list[int | None], chosen: int | None, written: int | None = None) -> dict:
     """A phase-1 step: its alternatives as rated, the one taken, or a step the labeler wrote."""
-    return {"completions": [{"text": f"alternative {i}", "rating": r, "flagged": False} for i, r in enumerate(ratings)],
+    # The first alternative is the solution's own step, stored without its text (see models.label).
+    return {"completions": [{**({"text": f"alternative {i}"} if i else {}), "rating": r, "flagged": False}
+                            for i, r in enumerate(ratings)],
             "chosen_completion": chosen,
             "human_completion": None if written is None else {"text": "my step", "rating": written, "flagged": False}}
 
@@ -338,6 +341,42 @@ def test_phase1_labelers_are_compared_on_the_alternatives_they_both_rated(sessio
         found = service.overlap(session, project.id)
     assert found.agreed == {same_rating_other_choice, wrote_or_stopped}
     assert found.disagreed == {rated_apart}
+
+
+def test_a_step_written_in_a_phase1_record_is_the_solution_step_a_label_made_here_rates(session_factory) -> None:  # type: ignore[no-untyped-def]
+    # The solution made from the record's path goes on with the step its labeler wrote, after
+    # rating the model's two alternatives -1; a labeler here who rates every step +1 agrees.
+    def completion(text: str, rating: int) -> dict:
+        return {"text": text, "rating": rating, "flagged": False}
+    record = {
+        "labeler": "ext-1", "timestamp": "2023-01-05T10:00:00", "generation": None,
+        "is_quality_control_question": False, "is_initial_screening_question": False,
+        "question": {"problem": "What is $1+1$?", "ground_truth_answer": "2"},
+        "label": {"steps": [
+            {"completions": [completion("We add.", 1)], "human_completion": None, "chosen_completion": 0},
+            {"completions": [completion("$1+1=3$.", -1), completion("$1+1=11$.", -1)], "chosen_completion": None,
+             "human_completion": {"text": "$1+1=2$.", "rating": None, "source": "human", "flagged": False,
+                                  "corrected_rating": None}},
+            {"completions": [completion("# Answer\n\n2", 1)], "human_completion": None, "chosen_completion": 0},
+        ], "total_time": 1000, "finish_reason": "solution"},
+    }
+    project = make_project(session_factory, overlap=2)
+    import_bytes(session_factory, project, (orjson.dumps(record) + b"\n"))
+    ann = make_user(session_factory, "ann", "labeler").id
+    with session_scope(session_factory) as session:
+        solution = session.scalar(select(Solution))
+        assert solution.steps == ["We add.", "$1+1=2$.", "# Answer\n\n2"]
+        imported = session.scalar(select(Label.id))
+    mine = _label(session_factory, project.id, solution.id, ann, [1, 1, 1])
+    with session_scope(session_factory) as session:
+        found = service.overlap(session, project.id)
+        report = project_agreement(session, session.get(Project, project.id))
+        rows = {row.label_id: row for row in service.list_labels(session, project.id, LabelFilters()).rows}
+    assert found.agreed == {solution.id} and not found.disagreed
+    assert (report.first_error_pairs, report.first_error_agreement) == (1, 1.0)
+    # Steps 1 and 3 are rated by both; the written step's rejected alternatives by the record alone.
+    assert report.confusion == [[0, 0, 0], [0, 0, 0], [0, 0, 4]]
+    assert [r for r, _ in rows[imported].ratings] == [1, 1, 1] == [r for r, _ in rows[mine].ratings]
 
 
 def test_a_gold_label_settles_a_disagreement_and_other_labels_are_not_compared(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]

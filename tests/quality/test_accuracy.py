@@ -51,9 +51,17 @@ def test_first_error_reads_the_labeled_trajectory() -> None:
     # Phase 1: an alternative rated -1 was not chosen, so the trajectory goes on.
     step = {"completions": [{"rating": -1}, {"rating": 1}], "chosen_completion": 1, "human_completion": None}
     assert first_error([step]) is None
-    # A human step replaced a model step the labeler rated -1.
+    # A human step replaced the solution's own step (stored without its text), rated -1.
     replaced = {"completions": [{"rating": -1}], "chosen_completion": None, "human_completion": {"text": "x"}}
     assert first_error([step, replaced]) == 1
+    # A solution made from a PRM800K phase-1 record's path goes on with the step its labeler wrote
+    # (no completion there is the solution's own), which its writer held correct.
+    written = {"completions": [{"text": "y", "rating": -1}], "chosen_completion": None, "human_completion": {"text": "x"}}
+    assert first_error([step, written]) is None
+    assert first_error([step, {**written, "human_completion": "x"}]) is None
+    assert first_error([step, {**written, "human_completion": {"text": "x", "rating": -1}}]) == 1
+    # Phase 2's last step: nothing chosen nor written, the solution's step rated -1 ended it.
+    assert first_error([step, {"completions": [{"rating": -1}], "chosen_completion": None}]) == 1
 
 
 def test_accuracy_per_labeler(session_factory, project) -> None:  # type: ignore[no-untyped-def]

@@ -242,9 +242,15 @@ def test_phase1_tallies_match_pairs_counted_one_by_one(monkeypatch, seed: int) -
     for solution in range(rng.randint(1, 10)):
         labels = []
         for who in rng.sample(range(5), rng.randint(2, 4)):
-            alternatives = tuple(tuple(rng.choice([-1, 0, 1, 1, None]) for _ in range(rng.choice([1, 1, 2, 3])))
-                                 for _ in range(rng.randint(0, 5)))
-            path = tuple(rng.choice([0, 1, "written", None]) if len(rated) > 1 else 0 for rated in alternatives)
+            # Alternatives by key: None for the solution's own step, the text for another.
+            widths = [rng.choice([1, 1, 2, 3]) for _ in range(rng.randint(0, 5))]
+            alternatives = tuple(
+                tuple((key, rating) for key, rating in ((None if j == 0 else f"alternative {j}",
+                                                         rng.choice([-1, 0, 1, 1, None])) for j in range(width))
+                      if rating is not None)
+                for width in widths)
+            path = tuple(rng.choice([None, "alternative 1", "written", agreement.STOPPED]) if width > 1 else None
+                         for width in widths)
             key = ("user", who) if who % 2 else ("imported", f"ext-{who}")
             labels.append(agreement.ComparedLabel(key, f"labeler {who}", rng.choice([None, 0, 1]), len(labels),
                                                   alternatives, path))
@@ -256,9 +262,8 @@ def test_phase1_tallies_match_pairs_counted_one_by_one(monkeypatch, seed: int) -
     for solution, labels in by_solution.items():
         for label in labels:
             for index, rated in enumerate(label.alternatives):
-                for alternative, rating in enumerate(rated):
-                    if rating is not None:
-                        units[(solution, label.path[:index], index, alternative)].append((label.name, rating))
+                for alternative, rating in rated:
+                    units[(solution, label.path[:index], index, alternative)].append((label.name, rating))
     confusion = [[0] * 3 for _ in range(3)]
     pairs: dict[str, list[bool]] = defaultdict(list)
     for rated in units.values():
