@@ -5,7 +5,9 @@
 #   docker build -t stepwise .
 #   docker build -t stepwise:cuda --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128 .
 
-ARG PYTHON_IMAGE=python:3.11-slim
+# Debian 12 (bookworm), named: the unnamed slim tag moved to Debian 13, whose PostgreSQL client
+# (17) writes restore SQL that the compose file's PostgreSQL 15 refuses (SET transaction_timeout).
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # --- build: vendor KaTeX and build the wheel that carries it --------------------------------
 # npm is needed once, to fetch KaTeX so that pages serve math rendering themselves (never from
@@ -34,7 +36,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 # pg_dump and pg_restore for `stepwise db backup|restore` (the README's nightly cron runs the
-# backup in this container); Debian's client is version 15, as the compose file's server.
+# backup in this container); bookworm's client is version 15, as the compose file's server.
 # ASYMPTOTE=yes also installs Asymptote, which draws MATH's [asy] figures (with TeX, some
 # hundreds of MB); without it they show as their source.
 ARG ASYMPTOTE=no

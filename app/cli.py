@@ -147,11 +147,25 @@ def db_upgrade(ctx: _Context, revision: str) -> None:
 # ignore_unknown_options: a relative revision such as -1 is an argument, not an option.
 @db.command("downgrade", context_settings={"ignore_unknown_options": True})
 @click.argument("revision")
+@click.option("--yes", is_flag=True, help="Revert without asking (scripts).")
 @pass_ctx
-def db_downgrade(ctx: _Context, revision: str) -> None:
-    """Revert migrations down to REVISION ('base' empties the database; -1 reverts one)."""
-    from app.migrate import downgrade
+def db_downgrade(ctx: _Context, revision: str, yes: bool) -> None:
+    """Revert migrations down to REVISION ('base' empties the database; -1 reverts one). What
+    each reverted migration added is dropped with its data; asks first unless --yes."""
+    from app.migrate import downgrade, reverted_by
 
+    reverted = reverted_by(ctx.settings.database_url, revision)
+    if not reverted:
+        click.echo("nothing to revert")
+        _say_revision(ctx)
+        return
+    if not yes:
+        click.echo("Reverting drops what each of these migrations added, with its data:")
+        for name, added in reverted:
+            click.echo(f"  {name}  {added.splitlines()[0] if added else ''}")
+        click.echo("Tokens made read-only or to expire are revoked first, as they would otherwise last, with full "
+                   "access. Back up first (stepwise db backup FILE); stop the server and workers.")
+        click.confirm(f"Revert {len(reverted)} migration{'s' if len(reverted) != 1 else ''}?", abort=True)
     downgrade(ctx.settings.database_url, revision)
     _say_revision(ctx)
 

@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import Engine
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app import api_docs
 from app.audit import endpoints as audit_api
@@ -40,7 +40,8 @@ from app.imports import pages as imports_pages
 from app.labeling import endpoints as labeling_api
 from app.labeling import pages as labeling_pages
 from app.ops import endpoints as ops_endpoints
-from app.ops.middleware import RequestObserver
+from app.ops.logs import REQUEST_ID
+from app.ops.middleware import HttpMiddleware, RequestObserver
 from app.ops.service import SchemaProblem, schema_reason
 from app.projects import endpoints as projects_api
 from app.projects import pages as projects_pages
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 
+    app.add_middleware(UnhandledErrors)
     app.add_middleware(BodyGuard, refuse=_body_refusal, uploads=UPLOAD_PATHS)
     app.add_middleware(SecurityHeaders)
     # Outermost, so that its timing and status include every other layer.
@@ -138,12 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-class SecurityHeaders:
-    """Adds the security headers to every response that does not set its own.
-
-    Plain ASGI rather than `@app.middleware("http")`: Starlette's BaseHTTPMiddleware runs each
-    request through an extra task and stream, a tenth of the server's time on a next-task call.
-    """
+class SecurityHeaders(HttpMiddleware):
+    """Adds the security headers to every response that does not set its own."""
 
     headers = (
         (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
@@ -151,14 +149,7 @@ class SecurityHeaders:
         (b"referrer-policy", b"same-origin"),
     )
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 given = {name.lower(): value for name, value in message.get("headers", ())}
@@ -173,6 +164,37 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class UnhandledErrors(HttpMiddleware):
+    """A request that fails on a bug is answered as every other error is, with the request id
+    to quote, after its traceback is logged; inside the other middleware, so that the answer
+    carries the request id and security headers too (the server's last-resort answer, plain
+    text, carried neither)."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def send_noting_start(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_noting_start)
+        except Exception:
+            if started:
+                raise
+            logger.exception("unhandled error")
+            request = Request(scope)
+            message = (f"the server failed on this request (a bug, logged): quote request id "
+                       f"{REQUEST_ID.get()} when you report it")
+            try:
+                response = _error_response(request, 500, message)
+            except Exception:
+                # The error page itself could not be made (its menu needs the database, say).
+                response = JSONResponse({"detail": message}, status_code=500)
+            await response(scope, receive, send)
 
 
 def _wants_json(request: Request) -> bool:

@@ -9,6 +9,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import RevisionError
 from alembic.util import CommandError
 
 from app.errors import BadInput
@@ -36,6 +37,30 @@ def downgrade(database_url: str, revision: str) -> None:
         command.downgrade(alembic_config(database_url), revision)
     except CommandError as exc:
         raise BadInput(f"cannot downgrade to {revision!r}: {exc}") from None
+
+
+def reverted_by(database_url: str, revision: str) -> list[tuple[str, str]]:
+    """(revision, what it added) of each migration a downgrade to `revision` reverts, newest
+    first; BadInput for a revision the migrations do not know."""
+    current = current_revision(database_url)
+    if current is None:
+        return []
+    scripts = _scripts()
+    try:
+        if revision.startswith("-") and revision[1:].isdigit():
+            # Relative: that many steps down the one line of migrations.
+            reverted = []
+            script = scripts.get_revision(current)
+            for _ in range(int(revision[1:])):
+                if script is None:
+                    break
+                reverted.append(script)
+                script = scripts.get_revision(script.down_revision) if script.down_revision else None
+        else:
+            reverted = list(scripts.iterate_revisions(current, revision))
+    except (CommandError, RevisionError) as exc:
+        raise BadInput(f"cannot downgrade to {revision!r}: {exc}") from None
+    return [(script.revision, (script.doc or "").strip()) for script in reverted]
 
 
 def current_revision(database_url: str) -> str | None:

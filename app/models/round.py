@@ -90,7 +90,10 @@ class Round(Base):
     # {"candidate": {...}, "served": {...}, "rule": str, "passed": bool, "picks": {...}}
     metrics: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
+    # Claims by a worker, one killed mid-round included (see STEPWISE_ROUND_MAX_CLAIMS), and
+    # attempts that failed on an error (STEPWISE_ROUND_MAX_ATTEMPTS).
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # A round queued again after an error is not claimed before this: a Hub that cannot be
     # reached, say, is given time to come back instead of three attempts in a second.
     retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session
 
 from app.machine_labels.service import is_human
 from app.models import Label, Project, User
-from app.quality.service import NOT_ABOUT_STEPS, first_error
+from app.quality.service import NOT_ABOUT_STEPS, taken_step
 
 RATINGS = (-1, 0, 1)
 COLUMN = {rating: column for column, rating in enumerate(RATINGS)}
@@ -168,6 +168,9 @@ class _Read:
 STOPPED = False
 
 
+_OWN_RATED = {rating: ((None, rating),) for rating in RATINGS}
+
+
 def _key(completion: dict[str, Any]) -> str | None:
     return completion.get("text")
 
@@ -178,8 +181,26 @@ def _read(steps: list[dict]) -> _Read:
     solution's own, as in a solution made from a PRM800K phase-1 record's path)."""
     alternatives = []
     path: list[str | None | bool] = []
-    for step in steps:
+    error: int | None = None
+    for i, step in enumerate(steps):
         completions = step.get("completions") or []
+        if len(completions) == 1 and step.get("human_completion") is None:
+            # A phase-2 step, read without building anything: the bulk of every project. Its one
+            # completion is the step taken (see taken_step).
+            only = completions[0]
+            key, rating = only.get("text"), only.get("rating")
+            if rating == -1 and error is None:
+                error = i
+            if rating is None:
+                alternatives.append(())
+            elif key is None and rating in _OWN_RATED:
+                alternatives.append(_OWN_RATED[rating])
+            else:
+                alternatives.append(((key, rating),))
+            path.append(key)
+            continue
+        if error is None and taken_step(step).get("rating") == -1:
+            error = i
         rated = [(_key(c), c["rating"]) for c in completions if c.get("rating") is not None]
         human = step.get("human_completion")
         written = human if isinstance(human, str) else human.get("text") if isinstance(human, dict) else None
@@ -198,7 +219,7 @@ def _read(steps: list[dict]) -> _Read:
             path.append(_key(completions[0]))
         else:
             path.append(STOPPED)
-    return _Read(first_error(steps), tuple(alternatives), tuple(path))
+    return _Read(error, tuple(alternatives), tuple(path))
 
 
 def of_solutions(solution_ids: Iterable[int]) -> ColumnElement[bool]:
@@ -225,9 +246,10 @@ def labels_disagree(a: ComparedLabel, b: ComparedLabel) -> bool:
     if a.alternatives == b.alternatives and a.path == b.path:
         return a.first_error != b.first_error  # the loop's answer, without walking it
     for rated_a, rated_b, took_a, took_b in zip(a.alternatives, b.alternatives, a.path, b.path, strict=False):
-        by_key = dict(rated_b)
-        if any(by_key.get(key, rating) != rating for key, rating in rated_a):
-            return True
+        if rated_a != rated_b:
+            by_key = dict(rated_b)
+            if any(by_key.get(key, rating) != rating for key, rating in rated_a):
+                return True
         if took_a != took_b:
             return False
     return a.first_error != b.first_error

@@ -63,9 +63,9 @@ def taken_step(step: dict[str, Any]) -> dict[str, Any]:
     chosen = step.get("chosen_completion")
     if chosen is not None and 0 <= chosen < len(completions):
         return completions[chosen]
-    own = next((c for c in completions if "text" not in c), None)
-    if own is not None:
-        return own
+    for completion in completions:
+        if "text" not in completion:
+            return completion
     human = step.get("human_completion")
     if isinstance(human, str):
         return {"text": human, "rating": 1}

@@ -137,19 +137,19 @@ def _clip(text: str, limit: int) -> str:
 MAX_RETRY_DELAY = timedelta(hours=1)
 
 
-def retry_delay(attempts: int, retry_after_s: float) -> timedelta:
-    """How long a round waits after its `attempts`-th attempt failed: `retry_after_s`, doubled
-    for each attempt before it (a claim by a worker that was killed counts too), so that what made
-    it fail (a Hub or a disk) has time to mend; an hour at most."""
-    return min(timedelta(seconds=retry_after_s * 2 ** min(max(0, attempts - 1), 20)), MAX_RETRY_DELAY)
+def retry_delay(failures: int, retry_after_s: float) -> timedelta:
+    """How long a round waits after its `failures`-th failed attempt: `retry_after_s`, doubled
+    for each failure before it, so that what made it fail (a Hub or a disk) has time to mend; an
+    hour at most."""
+    return min(timedelta(seconds=retry_after_s * 2 ** min(max(0, failures - 1), 20)), MAX_RETRY_DELAY)
 
 
 def give_up_or_retry(
     factory: sessionmaker[Session], round_id: int, owner: str, error: str, max_attempts: int,
     retry_after_s: float,
 ) -> RoundStatus | None:
-    """After an error: back to the queue, claimed again after `retry_delay`, while attempts
-    remain, else failed for good. `error`, the exception in one line, is kept and goes into the
+    """After an error: back to the queue, claimed again after `retry_delay`, while failed
+    attempts remain (a worker killed mid-round failed none), else failed for good. `error`, the exception in one line, is kept and goes into the
     message: what a researcher needs, and all that the pages and the API show. The traceback,
     with the server's paths, stays in the worker's log."""
     with session_scope(factory) as session:
@@ -164,13 +164,14 @@ def give_up_or_retry(
         round_.lease_expires_at = None
         round_.updated_at = now
         round_.eta_at = None
-        if round_.attempts >= max_attempts:
+        round_.failures += 1
+        if round_.failures >= max_attempts:
             round_.status = RoundStatus.failed
             round_.finished_at = now
-            message = f"failed at {round_.stage.value} after {round_.attempts} attempts"
+            message = f"failed at {round_.stage.value} after {round_.failures} failed attempts"
         else:
             round_.status = RoundStatus.queued
-            round_.retry_at = now + retry_delay(round_.attempts, retry_after_s)
+            round_.retry_at = now + retry_delay(round_.failures, retry_after_s)
             message = f"error at {round_.stage.value}; will retry at {round_.retry_at:%H:%M:%S} UTC"
         round_.message = _clip(f"{message}: {error}", MESSAGE_CHARS)
         return round_.status

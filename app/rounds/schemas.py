@@ -38,7 +38,9 @@ class RoundRead(BaseModel):
     promoted: bool | None
     metrics: dict[str, Any]
     error: str | None = Field(description="the last error, in one line; the worker's log has its traceback")
-    attempts: int
+    attempts: int = Field(description="claims by a worker, one that died mid-round included")
+    failures: int = Field(description="attempts that failed on an error (at STEPWISE_ROUND_MAX_ATTEMPTS the round "
+                          "fails for good)")
     retry_at: datetime | None = Field(
         description="a round queued again after an error is not claimed before this; null otherwise"
     )

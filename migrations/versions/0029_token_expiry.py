@@ -10,6 +10,8 @@ this revision have none (null) and last until revoked, as they did.
 
 from collections.abc import Sequence
 
+from datetime import datetime, timezone
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -25,5 +27,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # Without the column a token made to expire (or one expired already) would last until
+    # revoked: it is revoked now instead.
+    tokens = sa.table('api_tokens', sa.column('expires_at', sa.DateTime(timezone=True)), sa.column('revoked_at', sa.DateTime(timezone=True)))
+    op.execute(tokens.update().where(tokens.c.expires_at.is_not(None), tokens.c.revoked_at.is_(None))
+               .values(revoked_at=datetime.now(timezone.utc)))
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.drop_column('expires_at')

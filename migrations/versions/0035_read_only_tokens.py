@@ -9,6 +9,8 @@ Tokens made before this revision keep full access, as they had.
 
 from collections.abc import Sequence
 
+from datetime import datetime, timezone
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -24,5 +26,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # Without the column a read-only token would be a full one: it is revoked instead, as one
+    # that can be made again, read-only, once upgraded.
+    tokens = sa.table('api_tokens', sa.column('read_only', sa.Boolean()), sa.column('revoked_at', sa.DateTime(timezone=True)))
+    op.execute(tokens.update().where(tokens.c.read_only.is_(True), tokens.c.revoked_at.is_(None))
+               .values(revoked_at=datetime.now(timezone.utc)))
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.drop_column('read_only')

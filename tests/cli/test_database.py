@@ -50,9 +50,23 @@ def test_a_database_that_never_answers_is_given_up_on(stepwise, monkeypatch) -> 
 def test_a_relative_downgrade_says_where_the_database_is(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'steps.db'}"
     upgrade(url, "0007")
-    done = stepwise(url, "db", "downgrade", "-1")
+    done = stepwise(url, "db", "downgrade", "-1", "--yes")
     assert done.exit_code == 0 and done.output.strip().endswith("database at 0006"), done.output
-    assert stepwise(url, "db", "downgrade", "base").output.strip().endswith("database at base (no migration applied)")
+    assert stepwise(url, "db", "downgrade", "base", "--yes").output.strip().endswith("database at base (no migration applied)")
+
+
+def test_a_downgrade_says_what_it_drops_and_asks_first(stepwise, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'steps.db'}"
+    upgrade(url)
+    kept = stepwise(url, "db", "downgrade", "0033", input="n\n")
+    assert kept.exit_code == 1 and "Aborted" in kept.output
+    assert "0035  an API token may be read-only" in kept.output and "0034  a browser session records" in kept.output
+    assert "0033" not in kept.output.split("Revert", 1)[1].split("?", 1)[0]
+    assert "api_tokens" in inspect(create_engine(url)).get_table_names()
+    assert "read_only" in {c["name"] for c in inspect(create_engine(url)).get_columns("api_tokens")}
+    done = stepwise(url, "db", "downgrade", "0033", input="y\n")
+    assert done.exit_code == 0 and done.output.strip().endswith("database at 0033"), done.output
+    assert stepwise(url, "db", "downgrade", "0033").output.strip() == "nothing to revert\ndatabase at 0033"
 
 
 def test_an_unknown_revision_is_refused(stepwise, database_url: str) -> None:  # type: ignore[no-untyped-def]

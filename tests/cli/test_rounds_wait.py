@@ -89,7 +89,7 @@ def test_an_error_is_said_and_the_round_tried_again_here_once_due(database_url, 
     assert said[0].endswith("UTC: OSError: the Hub cannot be reached")
     # Tried again only once the retry was due, not at once.
     assert len(tries) == 2 and tries[1] - tries[0] >= timedelta(seconds=2)
-    assert outcome == ("round 1: failed at autolabel after 2 attempts: OSError: the Hub cannot be reached", False)
+    assert outcome == ("round 1: failed at autolabel after 2 failed attempts: OSError: the Hub cannot be reached", False)
 
 
 def test_the_hub_out_of_reach_is_logged_as_its_message_and_anything_else_with_its_traceback(database_url, session_factory,  # type: ignore[no-untyped-def]

@@ -199,7 +199,7 @@ def _stages(lines: list[str]) -> list[list[str]]:
 
 
 def test_image_is_python_311_slim(dockerfile):  # type: ignore[no-untyped-def]
-    assert "ARG PYTHON_IMAGE=python:3.11-slim" in dockerfile
+    assert "ARG PYTHON_IMAGE=python:3.11-slim-bookworm" in dockerfile
     assert all(stage[0].split()[1] == "${PYTHON_IMAGE}" for stage in _stages(dockerfile))
 
 

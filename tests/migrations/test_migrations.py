@@ -17,7 +17,7 @@ from app.db import create_db_engine, create_session_factory, session_scope
 from app.imports.records import SolutionIn, solution_hash
 from app.imports.records import problem_hash as problem_hash_of
 from app.migrate import downgrade, upgrade
-from app.models import AuthSession, Base, LabelingMode, Problem, Project, utcnow
+from app.models import ApiToken, AuthSession, Base, LabelingMode, Problem, Project, Role, User, utcnow
 from tests.conftest import _postgres_database
 
 
@@ -44,6 +44,33 @@ def test_upgrade_downgrade_upgrade(fresh_url: str) -> None:
     assert _tables(fresh_url) == set()
     upgrade(fresh_url)
     assert _tables(fresh_url) >= {"users", "labels", "assignments"}
+
+
+def test_a_downgrade_revokes_the_tokens_it_would_give_more_than_they_had(fresh_url: str) -> None:
+    # Dropped, read_only and expires_at would turn a read-only token into a full one, and bring
+    # one back that expired.
+    upgrade(fresh_url)
+    engine = create_db_engine(Settings(database_url=fresh_url))
+    try:
+        with session_scope(create_session_factory(engine)) as session:
+            ann = User(username="ann", password_hash="x", role=Role.admin)
+            session.add(ann)
+            session.flush()
+            later = utcnow() + timedelta(days=1)
+            for name, read_only, expires in (("full", False, None), ("reader", True, None), ("expiring", False, later)):
+                session.add(ApiToken(user_id=ann.id, name=name, token_hash=f"h-{name}", read_only=read_only,
+                                     expires_at=expires))
+        downgrade(fresh_url, "0034")
+        with engine.connect() as connection:
+            live = connection.execute(text("SELECT name FROM api_tokens WHERE revoked_at IS NULL ORDER BY name")).scalars().all()
+        assert live == ["expiring", "full"]
+        downgrade(fresh_url, "0028")
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            live = connection.execute(text("SELECT name FROM api_tokens WHERE revoked_at IS NULL")).scalars().all()
+        assert live == ["full"]
+    finally:
+        engine.dispose()
 
 
 def test_models_and_migrations_agree(fresh_url: str) -> None:

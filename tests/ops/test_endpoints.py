@@ -12,7 +12,7 @@ from app.config import Settings
 from app.deps import SESSION_COOKIE
 from app.main import create_app
 from app.migrate import upgrade
-from tests.conftest import add_solutions, api_headers, make_project, make_user
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 
 TOKEN = "scrape-me-0123456789"
 LOOPBACK = ("127.0.0.1", 40000)
@@ -53,6 +53,27 @@ def test_a_sane_incoming_request_id_is_kept_and_anything_else_replaced(client) -
     for forged in ("a b", "x" * 200, "line\\nbreak", "<script>"):
         echoed = client.get("/healthz", headers={"X-Request-ID": forged}).headers["x-request-id"]
         assert echoed != forged and len(echoed) == 32
+
+
+def test_a_bug_is_answered_as_any_error_with_the_request_id_to_quote(client, session_factory, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a bug")
+
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    monkeypatch.setattr("app.projects.service.list_projects", broken)
+    monkeypatch.setattr("app.labeling.service.list_projects", broken)
+    answer = client.get("/api/v1/projects", headers={**headers, "X-Request-ID": "support-1234"})
+    assert answer.status_code == 500 and answer.headers["x-request-id"] == "support-1234"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.json() == {"detail": "the server failed on this request (a bug, logged): quote request id "
+                                       "support-1234 when you report it"}
+    assert any(r.exc_info and "a bug" in str(r.exc_info[1]) for r in caplog.records)
+    browser_login(client, "lena")
+    page = client.get("/label", headers={"X-Request-ID": "support-5678"})
+    assert page.status_code == 500 and "text/html" in page.headers["content-type"]
+    assert "Something went wrong on our side" in page.text and "support-5678" in page.text
+    assert "content-security-policy" in page.headers
 
 
 def test_readyz_is_ready_on_a_migrated_database(client) -> None:  # type: ignore[no-untyped-def]

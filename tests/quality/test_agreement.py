@@ -25,6 +25,7 @@ from app.exports.service import write_export
 from app.models import FinishReason, Label, utcnow
 from app.quality import agreement
 from app.quality.agreement import NO_PAIRS, NO_VARIATION, project_agreement
+from app.quality.service import first_error
 from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 
 SOLUTION = FinishReason.solution
@@ -303,3 +304,18 @@ def test_the_agreement_benchmark_times_both_views_against_reading_the_steps(tmp_
         # Two labels a solution, a few of the records duplicates of others.
         assert 350 < run["labels"] <= 400
         assert run["baseline_read_steps_s"] > 0 and run["labels_tab_s"] > 0 and run["agreement_report_s"] > 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_label_read_for_comparing_has_the_first_error_the_gate_finds(seed: int) -> None:
+    # _read finds the first error as it walks the steps; quality.service.first_error is the rule.
+    rng = random.Random(seed)
+    for _ in range(200):
+        steps = []
+        for _ in range(rng.randint(0, 6)):
+            completions = [{**({"text": f"t{j}"} if rng.random() < 0.5 else {}), "rating": rng.choice([-1, 0, 1, None])}
+                           for j in range(rng.choice([1, 1, 2, 3]))]
+            human = rng.choice([None, None, "written", {"text": "w", "rating": rng.choice([None, -1, 1])}])
+            chosen = rng.choice([None, 0, len(completions) - 1])
+            steps.append({"completions": completions, "chosen_completion": chosen, "human_completion": human})
+        assert agreement._read(steps).first_error == first_error(steps)

@@ -90,7 +90,22 @@ def test_errors_are_retried_later_then_fail_for_good(session_factory, round_id) 
             assert lease.runnable_rounds(session) == [round_id]
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
-        assert round_.error == "boom" and "after 3 attempts" in round_.message
+        assert round_.error == "boom" and "after 3 failed attempts" in round_.message
+
+
+def test_a_worker_killed_mid_round_fails_no_attempt(session_factory, round_id) -> None:  # type: ignore[no-untyped-def]
+    # Two deploys while a round runs, then one error: the round is retried, not failed for good.
+    for owner in ("killed-1", "killed-2"):
+        assert claim(session_factory, round_id, owner)
+        with session_scope(session_factory) as session:
+            session.execute(update(Round).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    assert claim(session_factory, round_id, "w")
+    status = lease.give_up_or_retry(session_factory, round_id, "w", "boom", max_attempts=3, retry_after_s=60)
+    with session_scope(session_factory) as session:
+        round_ = session.get(Round, round_id)
+        assert (status, round_.attempts, round_.failures) == (RoundStatus.queued, 3, 1)
+        # The first failure's wait: a minute, not four.
+        assert round_.retry_at - utcnow() < timedelta(seconds=90)
 
 
 def test_a_failed_round_says_why_in_its_message(session_factory, worker_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -113,7 +128,7 @@ def test_a_failed_round_says_why_in_its_message(session_factory, worker_settings
     assert status == RoundStatus.failed
     cause = "ValueError: cannot load the tokenizer of no-such-org/no-such-model: OSError: offline xxx"
     assert re.match(rf"error at train; will retry at \d\d:\d\d:\d\d UTC: {re.escape(cause)}", messages[0])
-    assert messages[1].startswith(f"failed at train after 2 attempts: {cause}")
+    assert messages[1].startswith(f"failed at train after 2 failed attempts: {cause}")
     # Clipped to fit the column, whole in the round's error, which holds no traceback: no
     # server path reaches the pages or the API.
     assert len(messages[1]) == 500 and messages[1].endswith("…")
