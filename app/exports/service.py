@@ -18,7 +18,7 @@ from app.exports.query import LabelRow, label_query, labeler_of, stream_rows
 from app.exports.schemas import ExportFilters, ExportFormat
 from app.exports.trajectory import alternatives
 from app.exports.trl import trl_records
-from app.models import Label, LabelSource, Project
+from app.models import Label, LabelSource, Project, StepsSource
 from app.quality.agreement import agreeing_solutions
 from app.quality.service import accurate_labelers
 
@@ -150,11 +150,15 @@ class Export:
 
 def prm800k_record(row: LabelRow) -> dict[str, Any]:
     solution_steps = orjson.loads(row.solution_steps)
+    # A label made here rated the solution as given, as PRM800K's phase 2 does, also where the
+    # solution is a phase-1 labeler's path: rendered as phase 1, the path it rated was lost, and
+    # its import could not make the solution again (a -1 on the first step left no step at all).
+    steps_source = StepsSource.given if row.made_here else row.steps_source
     record = render_record(
         labeler=labeler_of(row),
         created_at=row.created_at,
         # An imported label keeps the generation its file gave it, null included.
-        generation=render_generation(row.generation, row.made_here, row.steps_source),
+        generation=render_generation(row.generation, row.made_here, steps_source),
         is_quality_control=row.is_quality_control,
         is_initial_screening=row.is_initial_screening,
         question=render_question(
@@ -162,7 +166,7 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
             row.answer,
             row.reference_solution,
             solution_steps,
-            row.steps_source,
+            steps_source,
             row.final_answer,
             row.verifier_score,
         ),

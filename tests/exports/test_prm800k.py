@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
 from app.exports.prm800k import UNROUNDED_GENERATION
 from app.models import Label, User
-from tests.conftest import make_project
+from tests.conftest import api_headers, make_project, make_user
 from tests.exports.conftest import export, label_in_stepwise
 from tests.imports.conftest import SAMPLE, import_bytes, jsonl, row_counts, sample_records
 
@@ -128,6 +129,31 @@ def test_labels_made_here_come_back_once_from_their_own_export(client, session_f
     elsewhere = import_bytes(session_factory, other, exported, filename="export.jsonl")
     assert elsewhere.added == {"problems": 1, "solutions": 1, "labels": 1}
     assert export(session_factory, other) == exported
+
+
+@pytest.mark.parametrize("ratings", [[-1], [1, -1], [1, 1, 1, 1, 1]])
+def test_a_label_made_here_on_a_solution_of_a_phase_1_path_comes_back_from_its_export(client, session_factory, ratings) -> None:  # type: ignore[no-untyped-def]
+    # The solution is a phase-1 labeler's path; a label made here rates it as given, as PRM800K's
+    # phase 2 does: rendered as phase 1, the path it rated was lost, and a -1 on its first step
+    # left nothing to make the solution of.
+    project = make_project(session_factory, overlap=2)
+    import_bytes(session_factory, project, jsonl([r for r in sample_records() if r["generation"] is None][:1]))
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    steps = task["solution"]["steps"]
+    ratings = (ratings + [1] * len(steps))[:len(steps)] if -1 not in ratings else ratings
+    submitted = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json={
+        "idempotency_key": "phase-1-path-0001", "ratings": [{"rating": r} for r in ratings],
+        "finish_reason": "found_error" if -1 in ratings else "solution", "total_time_ms": 1000})
+    assert submitted.status_code == 200, submitted.text
+    exported = export(session_factory, project)
+    made_here = orjson.loads(exported.splitlines()[-1])
+    assert made_here["question"]["pre_generated_steps"] == steps and made_here["generation"] == UNROUNDED_GENERATION
+    before = row_counts(session_factory)
+    again = import_bytes(session_factory, project, exported, filename="export.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0}
+    assert row_counts(session_factory) == {**before, "import_batches": before["import_batches"] + 1}
 
 
 def test_phase_1_record_comes_back_in_prm800k_shape(session_factory) -> None:  # type: ignore[no-untyped-def]
