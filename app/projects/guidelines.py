@@ -55,6 +55,18 @@ def _image_as_link(self, tokens, idx, options, env) -> str:
     return f'<a class="guidelines-image" href="{href}" target="_blank" rel="noopener noreferrer">{shown}</a>'
 
 
+# The guidelines sit under a title of their own: the dialog's <h2> on the labeling page, the
+# page's <h1> on theirs. A Markdown "#" is an <h3>, and each level one deeper, so that their
+# headings nest under that title in both places instead of being a second page title.
+_HEADING_SHIFT = 2
+
+
+def _nested_heading(self, tokens, idx, options, env) -> str:
+    token = tokens[idx]
+    token.tag = f"h{min(int(token.tag[1:]) + _HEADING_SHIFT, 6)}"
+    return self.renderToken(tokens, idx, options, env)
+
+
 def _math(tag: str, display: bool):
     # One shape for every kind of formula the plugins find (their own markup puts a <div> inside
     # a <p> for inline $$…$$): the source as text, and whether KaTeX draws it as a display.
@@ -75,6 +87,8 @@ _MARKDOWN = (
     .use(amsmath_plugin)
 )
 _MARKDOWN.add_render_rule("link_open", _new_tab)
+_MARKDOWN.add_render_rule("heading_open", _nested_heading)
+_MARKDOWN.add_render_rule("heading_close", _nested_heading)
 _MARKDOWN.add_render_rule("image", _image_as_link)
 _MARKDOWN.add_render_rule("math_inline", _math("span", display=False))
 _MARKDOWN.add_render_rule("math_inline_double", _math("span", display=True))

@@ -155,3 +155,68 @@ def test_without_single_key_shortcuts_tab_passes_over_steps_that_cannot_be_rated
     assert stops() == [0, 0, -1, -1, -1, -1, -1]
     page.get_by_role("checkbox", name="Single-key shortcuts").click()
     assert stops() == [-1] * 7
+
+
+def test_the_next_solution_is_announced_and_takes_the_focus(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)  # first error: step 2 waits for step 1
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, ["Let $x = 2$.", "# Answer\n\n4"], statement="What is $2 + 2$?", priority=2.0)
+    add_solution(session_factory, project, ["So $y = 3$.", "# Answer\n\n3"], statement="What is $1 + 2$?", priority=1.0)
+    login(page, "lena", f"/label/{project.id}")
+    announce = page.locator("#announce")
+    steps = page.locator("#steps > .step")
+    expect(announce).to_have_text("New solution, 2 steps. Problem: What is $2 + 2$?")
+    expect(steps.first).to_be_focused()
+    # Nowhere to go yet, the cursor stays on step 1, and says so as a move would.
+    page.keyboard.press("ArrowDown")
+    expect(announce).to_have_text("Step 1 of 2, not rated: Let $x = 2$.")
+    page.keyboard.press("ArrowUp")
+    expect(announce).to_have_text("Step 1 of 2, not rated: Let $x = 2$.\u00a0")
+
+    # A labeler on Tab alone (single keys off) sends the label and lands on the next one's step 1.
+    page.get_by_role("checkbox", name="Single-key shortcuts").click()
+    for step in range(2):
+        steps.nth(step).get_by_role("button", name="+1: correct, advances", exact=True).click()
+    page.keyboard.press("Enter")
+    expect(announce).to_have_text("New solution, 2 steps. Problem: What is $1 + 2$?")
+    expect(steps.first).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Go to step 1")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(steps.first.get_by_role("button", name="+1: correct, advances", exact=True)).to_be_focused()
+
+
+def test_arrows_scroll_a_tall_problem_in_focus(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode="full")
+    make_user(session_factory, "lena", "labeler")
+    tall = "\n\n".join(f"Condition {n}: $a_{{{n}}} = {n}$." for n in range(1, 30))
+    add_solution(session_factory, project, ["Let $x = 2$.", "# Answer\n\n4"], statement=tall, priority=2.0)
+    add_solution(session_factory, project, ["Let $x = 1$.", "# Answer\n\n1"], statement="What is $1 + 0$?")
+    login(page, "lena", f"/label/{project.id}")
+    panel = page.locator("#problem-text")
+    steps = page.locator("#steps > .step")
+    expect(steps.first).to_be_focused()
+    # The panel is the Tab stop before the steps, named as a region of the page.
+    page.keyboard.press("Shift+Tab")
+    expect(panel).to_be_focused()
+    expect(page.get_by_role("region", name="Problem statement")).to_have_attribute("tabindex", "0")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("() => document.querySelector('#problem-text').scrollTop > 0")
+    expect(steps.first).to_have_attribute("aria-current", "step")
+    screenshot(page, "labeler_problem_panel_focused.png")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    page.wait_for_function("() => document.querySelector('#problem-text').scrollTop === 0")
+    # Out of the panel, the arrows move between steps again.
+    page.keyboard.press("Tab")
+    expect(panel).not_to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(steps.nth(1)).to_have_attribute("aria-current", "step")
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.locator("#submit").click()
+    # A short problem does not scroll: no Tab stop, and no region.
+    expect(panel).to_contain_text("What is")
+    expect(panel).not_to_have_attribute("tabindex", "0")
+    expect(page.get_by_role("region", name="Problem statement")).to_have_count(0)

@@ -85,3 +85,24 @@ def test_a_bad_problem_report_reaches_the_manager(page: Page, session_factory) -
     expect(step).to_contain_text("flagged")
     expect(page.locator(".reason")).to_have_text("I cannot check the common denominator.")
     screenshot(page, "manage_label_view_rated.png")
+
+
+def test_the_actions_stay_in_sight_at_a_laptops_width(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    add_problem(session_factory, project, "Let $f(x) = \\frac{x^2 + 3x + 2}{x^2 - 1}$. Find every $a > 0$ with $f(a) = a$.", n_solutions=1)
+    labeler = make_user(session_factory, "omar.haddad.night-shift.contractor", "labeler")
+    make_user(session_factory, "maria", "manager")
+    # A pasted link is one long word, and a long username another: kept whole, they pushed the
+    # Actions column out of the table's box.
+    label_next(session_factory, project.id, labeler.id, FinishReason.bad_problem,
+               note="Copied wrong, see https://artofproblemsolving.com/wiki/index.php?title=2019_AMC_12B_Problems/Problem_17")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    login(page, "maria", f"/manage/projects/{project.id}/reports")
+    retire = page.get_by_role("button", name="Retire problem")
+    expect(retire).to_be_visible()
+    box = page.locator(".table-scroll").evaluate(
+        "b => ({right: b.getBoundingClientRect().right, scrolls: b.scrollWidth > b.clientWidth})")
+    button = retire.bounding_box()
+    assert button is not None
+    assert not box["scrolls"] and button["x"] + button["width"] <= min(box["right"], 1280), (box, button)
+    screenshot(page, "manage_reports_1280.png")

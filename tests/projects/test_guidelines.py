@@ -33,10 +33,15 @@ def stored_guidelines(factory, name: str = "algebra") -> str:  # type: ignore[no
 
 def test_markdown_renders_with_formulas_left_as_text_for_katex() -> None:
     shown = render_guidelines(GUIDELINES)
-    assert "<h1>Rating</h1>" in shown and "<strong>+1</strong>" in shown
+    assert "<h3>Rating</h3>" in shown and "<strong>+1</strong>" in shown
     assert '<span class="math" data-display="inline">\\frac{a}{b} &lt; 1</span>' in shown
     assert '<div class="math" data-display="block">\nx^2 + y^2 = z^2\n</div>' in shown
     assert '<a href="https://example.org/h" target="_blank" rel="noopener noreferrer">' in shown
+
+
+def test_headings_nest_under_the_title_of_the_dialog_or_page_they_are_shown_in() -> None:
+    shown = render_guidelines("# Ratings\n\n## Good steps\n\n### Edge cases\n\n#### Notes\n\n###### Aside\n")
+    assert shown == "<h3>Ratings</h3>\n<h4>Good steps</h4>\n<h5>Edge cases</h5>\n<h6>Notes</h6>\n<h6>Aside</h6>\n"
 
 
 def test_a_table_renders_and_prices_stay_text() -> None:
@@ -144,6 +149,8 @@ def test_labelers_read_the_guidelines_of_projects_they_may_label_only(client, se
     page = client.get(f"/label/{open_project.id}/guidelines")
     assert page.status_code == 200
     assert '<div class="math" data-display="block">' in page.text
+    # The guidelines' own "# Rating" is no second page title.
+    assert page.text.count("<h1") == 1
     listing = client.get("/label").text
     assert f'href="/label/{open_project.id}/guidelines"' in listing
     assert f'href="/label/{bare.id}/guidelines"' not in listing

@@ -192,9 +192,36 @@ function showTask(next) {
   render();
   updateLease();
   window.scrollTo({ top: 0 });
+  introduce();
+}
+
+// A new solution came in silence (the announcement kept the last one's words) with the focus left
+// on the page: it is said, and the focus goes to the step to rate, where Tab goes on from.
+function introduce() {
+  const n = state.n;
+  const what = correction ? "Your label to correct" : "New solution";
+  announce(`${what}, ${n} step${n === 1 ? "" : "s"}. Problem: ${task.problem.statement.slice(0, 300)}`);
+  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  if (!node || reasons.isOpen || guidelines.isOpen) return;
+  node.tabIndex = -1;
+  node.focus({ preventScroll: true });
 }
 
 const figureUrl = (problemId, n) => `/api/v1/problems/${problemId}/figures/${n}`;
+
+// A tall problem scrolls in its panel (labeler.css): then the panel is a stop for Tab, named, and
+// ↑ and ↓ scroll it while it has the focus (onKey), as ← and → scroll a wide formula.
+const problemPanel = $("problem-text");
+const problemScrolls = () => problemPanel.scrollHeight > problemPanel.clientHeight + 1;
+new ResizeObserver(() => {
+  if (problemScrolls()) {
+    problemPanel.tabIndex = 0;
+    problemPanel.setAttribute("role", "region");
+    problemPanel.setAttribute("aria-label", "Problem statement");
+  } else {
+    for (const name of ["tabindex", "role", "aria-label"]) problemPanel.removeAttribute(name);
+  }
+}).observe(problemPanel);
 
 function buildStep(text, i) {
   const node = stepTemplate.content.firstElementChild.cloneNode(true);
@@ -429,10 +456,11 @@ function focusCurrent() {
 
 // ---- actions --------------------------------------------------------------------------------
 
-// `said`, when given, words what changed for a screen reader: focus stays on the page while
-// keys rate and move, so nothing else reads the step or the rating out.
+// `said`, when given, words what changed for a screen reader: the focus does not follow keys
+// that rate and move, so nothing else reads the step or the rating out. Says whether anything
+// changed.
 function act(change, said = null) {
-  if (!change()) return;
+  if (!change()) return false;
   // A change made otherwise (a click, a move) ends a −1's change waiting for its second press.
   if (pendingChange) {
     pendingChange = null;
@@ -443,6 +471,7 @@ function act(change, said = null) {
   render();
   focusCurrent();
   if (said) announce(said());
+  return true;
 }
 
 function announce(text) {
@@ -496,7 +525,14 @@ function moveDown() {
     );
     return;
   }
-  act(() => state.moveCursor(1), describeCurrent);
+  move(1, describeCurrent);
+}
+
+// A move that cannot go on (past the first or last step, or to a step waiting for the one above
+// it, as every step but the first of a new solution in first-error mode) says where the cursor
+// stays, as a move says where it lands: a key is not met with silence.
+function move(delta, describe) {
+  if (!act(() => state.moveCursor(delta), describe)) announce(describe());
 }
 
 async function submit(reason, note) {
@@ -599,6 +635,8 @@ function onKey(event) {
     return;
   }
   if (ctrl || event.altKey) return;
+  // The browser's, to scroll a tall problem in focus.
+  if ((key === "ArrowUp" || key === "ArrowDown") && problemPanel.contains(event.target) && problemScrolls()) return;
   // Enter on a focused link or button is that control's own click.
   if (event.target.closest("a, button") && (key === "Enter" || key === " ")) return;
   // A held-down key must not rate step after step.
@@ -649,7 +687,7 @@ function giveUp() {
 }
 
 function otherKey(key) {
-  if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1), describeCurrent);
+  if (key === "ArrowUp" || key === "k") move(-1, describeCurrent);
   else if (key === "ArrowDown" || key === "j") moveDown();
   else if (key === "Enter") {
     if (state.isComplete()) submit();
@@ -688,8 +726,8 @@ function phase1Key(key) {
   if (Object.hasOwn(RATING_KEYS, key)) {
     if (state.onOwnRow()) notify("info", "Ratings are for the alternatives: move up to one, or press Enter to write your own step.");
     else rateAlternative(step, alt, RATING_KEYS[key]);
-  } else if (key === "ArrowUp" || key === "k") act(() => state.moveCursor(-1), describeAlternative);
-  else if (key === "ArrowDown" || key === "j") act(() => state.moveCursor(1), describeAlternative);
+  } else if (key === "ArrowUp" || key === "k") move(-1, describeAlternative);
+  else if (key === "ArrowDown" || key === "j") move(1, describeAlternative);
   else if (key === "Enter") phase1Enter();
   else if (key === "w") openEditor(step);
   else if (key === "f") flagAlternative(step, alt);

@@ -77,6 +77,7 @@ export function renderMathText(element, text, { inline = false } = {}) {
         if (i % 2) {
           const block = document.createElement("pre");
           block.className = "step-code";
+          block.dir = "ltr";  // in a right-to-left step too
           const code = document.createElement("code");
           code.textContent = part.replace(/\n$/, "");
           block.append(code);
@@ -102,6 +103,10 @@ export function renderMathText(element, text, { inline = false } = {}) {
   restoreDollars(element);
   quietErrors(element);
   for (const display of element.querySelectorAll(".katex-display")) hintScrolling(display);
+  // Left to right in any text (app.css), and passed over where the browser reads a text's
+  // direction from its first letters (dir="auto"): a Hebrew sentence that opens with $x$ is
+  // right to left.
+  for (const formula of element.querySelectorAll(".katex, .math-source")) formula.dir = "ltr";
 }
 
 // Which single dollars open and close a formula is decided here, not by KaTeX's auto-render,
@@ -349,6 +354,8 @@ export function figuresAsWords(text) {
 }
 
 export function renderProblemText(element, text, figureUrl) {
+  // Its own letters set its direction: a problem in Hebrew or Arabic reads right to left.
+  element.dir = "auto";
   renderWithFigures(element, text, (source, n) =>
     document.body.dataset.figures === "off" ? figureSource(source, null) : figure(source, figureUrl(n)),
   );
@@ -389,6 +396,7 @@ function figure(source, url) {
 function figureSource(source, url, why = "This server does not draw Asymptote figures (see make asymptote).") {
   const block = document.createElement("details");
   block.className = "asy-source";
+  block.dir = "ltr";  // English words and code, in a right-to-left problem too
   const summary = document.createElement("summary");
   summary.textContent = "figure not shown (Asymptote source)";
   const code = document.createElement("pre");
@@ -418,6 +426,7 @@ function isProse(answer) {
 
 // One step of a solution: text with math, and an answer section with its answer as math.
 export function renderStepText(element, text) {
+  element.dir = "auto";  // as a problem's (renderProblemText)
   if (ASY_BLOCK.test(text)) {
     // Drawn for problems only; a step's code as math text set its labels as formulas.
     renderWithFigures(element, text, (source) =>
@@ -441,7 +450,11 @@ export function renderStepText(element, text) {
   }
   const title = document.createElement("span");
   title.className = "answer-heading";
-  title.textContent = "# Answer";
+  // In its own run, which a right-to-left step would otherwise turn into "Answer #".
+  const titleWords = document.createElement("span");
+  titleWords.dir = "ltr";
+  titleWords.textContent = "# Answer";
+  title.append(titleWords);
   const value = document.createElement("span");
   value.className = "answer-value";
   // An answer with its own delimiters, or in words, is text with math like the rest of the step.
