@@ -353,21 +353,32 @@ def _update_user(ctx: _Context, username: str, **changes: object):  # type: igno
         return update_user(session, get_user_by_name(session, username), data, by=None)
 
 
+# Control characters (a tab and a line break among them) written as escapes: a name someone
+# chose (a token's, a project's) must not clear or colour an admin's terminal, nor break the
+# tab-separated columns.
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def _cell(text: str) -> str:
+    return text.translate(_CONTROL)
+
+
 @cli.command("audit")
 @click.option("--category", type=click.Choice([c.value for c in AuditCategory]), default=None)
 @click.option("--actor", default=None, help='a username, or "command line"')
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @pass_ctx
 def audit_command(ctx: _Context, category: str | None, actor: str | None, limit: int) -> None:
-    """Who changed accounts, roles, projects and members, or removed imports: newest first, one
-    event a line (time, who, target, what; tab-separated)."""
+    """Who changed accounts, roles, projects, members, imports, problems, gold, labelers' standing
+    and rounds, and logins: newest first, one event a line (time, who, target, what;
+    tab-separated)."""
     from app.audit.service import describe, list_events, who
 
     with ctx.session() as session:
         chosen = None if category is None else AuditCategory(category)
         for event in list_events(session, category=chosen, actor=actor, limit=limit).events:
-            click.echo("\t".join((event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), who(event),
-                                  event.target, describe(event))))
+            click.echo("\t".join(map(_cell, (event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), who(event),
+                                              event.target, describe(event)))))
 
 
 @cli.group(cls=_Group)
@@ -415,7 +426,7 @@ def tokens_list(ctx: _Context, username: str | None) -> None:
                 (" (read-only)" if record.read_only else "")
             columns = (str(record.id), record.name, when(record.created_at, ""),
                        when(record.last_used_at, "never used"), expires)
-            click.echo("\t".join(columns if username else (token.username, *columns)))
+            click.echo("\t".join(map(_cell, columns if username else (token.username, *columns))))
 
 
 @tokens.command("revoke")
@@ -529,7 +540,7 @@ def projects_list(ctx: _Context) -> None:
     with ctx.session() as session:
         for project in list_projects(session):
             access = "open" if project.open_to_all else "members only"
-            click.echo(f"{project.id}\t{project.name}\t{project.labeling_mode.value}\toverlap {project.overlap}\t{access}")
+            click.echo(f"{project.id}\t{_cell(project.name)}\t{project.labeling_mode.value}\toverlap {project.overlap}\t{access}")
 
 
 @projects.command("delete")

@@ -132,6 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 
+    app.add_middleware(HeadAsGet)
     app.add_middleware(UnhandledErrors)
     app.add_middleware(BodyGuard, refuse=_body_refusal, uploads=UPLOAD_PATHS)
     app.add_middleware(SecurityHeaders)
@@ -164,6 +165,23 @@ class SecurityHeaders(HttpMiddleware):
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class HeadAsGet(HttpMiddleware):
+    """HEAD answered as GET without the body, as HTTP has it: FastAPI routes a GET route's GET
+    alone, and monitors that check /healthz with HEAD read its 405 as the service down."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_without_body)
 
 
 class UnhandledErrors(HttpMiddleware):

@@ -20,8 +20,9 @@ def list_audit_events(
     session: SessionDep,
     query: Annotated[EventQuery, Query()],
 ) -> AuditEventPage:
-    """Who changed accounts, roles, projects, their settings and members, and who removed imported
-    files, newest first."""
+    """Who changed accounts, roles, projects, their settings and members, imported or removed
+    files, retired or restored problems, dismissed reports, made labels gold, admitted or retired
+    labelers, changed round settings or started or cancelled rounds, newest first."""
     page = service.list_events(session, category=query.category, actor=query.actor, limit=query.limit,
                                offset=query.offset)
     return AuditEventPage(total=page.total, events=[

@@ -24,7 +24,9 @@ class AuditEventRead(BaseModel):
     id: int
     at: datetime
     actor: str | None = Field(description="the username; null for the command line, run on the server (its "
-                                          "operating-system account is `details.os_user`)")
+                                          "operating-system account is `details.os_user`), and for a wrong "
+                                          "password (`login.failed`), whose maker is unknown (`target` names "
+                                          "the user it was tried for)")
     action: str
     target: str
     summary: str = Field(description="what was done, in words, after the target")

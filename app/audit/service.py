@@ -1,5 +1,7 @@
-"""The audit trail: who changed an account, a role, a project, its settings or members, or
-removed an imported file, who logged in or gave a wrong password and from where, and who
+"""The audit trail: who changed an account, a role, a project, its settings or members, imported
+or removed a file, retired or restored a problem, dismissed a report, made a label gold or took
+it off, admitted or retired a labeler, changed round settings or started or cancelled a round,
+who logged in and from where, which name a wrong password was tried for and from where, and who
 downloaded a project's labels, and when. Each service that makes such a change records it in
 the same transaction, so that a change and its record stand or fall together."""
 
@@ -11,7 +13,7 @@ import pwd
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app.models import AuditEvent, Project, User
@@ -25,6 +27,9 @@ class Category(enum.StrEnum):
     projects = "projects"
     members = "members"
     imports = "imports"
+    reports = "reports"
+    quality = "quality"
+    rounds = "rounds"
     logins = "logins"
     exports = "exports"
 
@@ -46,12 +51,26 @@ ACTIONS: dict[str, Category] = {
     "project.deleted": Category.projects,
     "member.added": Category.members,
     "member.removed": Category.members,
+    "import.added": Category.imports,
     "import.removed": Category.imports,
+    "problem.retired": Category.reports,
+    "problem.restored": Category.reports,
+    "report.dismissed": Category.reports,
+    "label.made_gold": Category.quality,
+    "label.gold_removed": Category.quality,
+    "labeler.admitted": Category.quality,
+    "labeler.retired": Category.quality,
+    "round.settings_changed": Category.rounds,
+    "round.started": Category.rounds,
+    "round.cancelled": Category.rounds,
     "login.succeeded": Category.logins,
     "login.failed": Category.logins,
     "address.unlocked": Category.logins,
     "export.downloaded": Category.exports,
 }
+# Whoever tried a wrong password is not known: such an event has no actor, as the command
+# line's has none, but it is not the command line's.
+ANONYMOUS_ACTIONS = ("login.failed",)
 PAGE_SIZE = 50
 
 
@@ -85,17 +104,21 @@ def who(event: AuditEvent) -> str:
     """Who made the change, as the page and the CLI say it."""
     if event.actor:
         return event.actor
+    if event.action in ANONYMOUS_ACTIONS:
+        # In parentheses, as "(blank)" is: no username has them.
+        return "(unknown)"
     os_user = (event.details or {}).get("os_user")
     return f"command line ({os_user})" if os_user else "command line"
 
 
 def record_wrong_password(session: Session, username: str, purpose: str, address: str | None) -> None:
     """A password that did not match, for a login or a check of a logged-in user's password
-    (`purpose`). Who is the name typed, whether or not such a user exists: what an admin asks
-    of these is whose account was tried, and from where. The login throttle bounds how many an
-    address can add."""
+    (`purpose`), against the name typed, whether or not such a user exists: what an admin asks
+    of these is whose account was tried, and from where. Who typed it is not known (anyone can
+    type any name), so it has no actor: filtering by a user lists what they did, not what was
+    tried against them. The login throttle bounds how many an address can add."""
     name = username.strip()[:64] or "(blank)"
-    session.add(AuditEvent(actor_id=None, actor=name, action="login.failed", target=f"user {name}",
+    session.add(AuditEvent(actor_id=None, actor=None, action="login.failed", target=f"user {name}",
                            details={"purpose": purpose, "address": address}))
 
 
@@ -120,7 +143,8 @@ def list_events(session: Session, *, category: Category | None = None, actor: st
     if category is not None:
         where.append(AuditEvent.action.in_([a for a, c in ACTIONS.items() if c == category]))
     if actor:
-        where.append(AuditEvent.actor.is_(None) if actor.strip().lower() == "command line"
+        where.append(and_(AuditEvent.actor.is_(None), AuditEvent.action.not_in(ANONYMOUS_ACTIONS))
+                     if actor.strip().lower() == "command line"
                      else func.lower(AuditEvent.actor) == actor.strip().lower())
     total = session.scalar(select(func.count()).select_from(AuditEvent).where(*where)) or 0
     events = session.scalars(select(AuditEvent).where(*where).order_by(AuditEvent.id.desc())
@@ -170,8 +194,43 @@ def describe(event: AuditEvent) -> str:
             return f"added to project {d.get('project')}"
         case "member.removed":
             return f"taken out of project {d.get('project')}"
+        case "import.added":
+            added = d.get("added", {})
+            skipped = f"; {_n(d['duplicates'], 'duplicate')} already there" if d.get("duplicates") else ""
+            return (f"imported into project {d.get('project')} as {d.get('format')}: "
+                    f"{_n(added.get('problems', 0), 'problem')}, {_n(added.get('solutions', 0), 'solution')} "
+                    f"and {_n(added.get('labels', 0), 'label')} added{skipped}")
         case "import.removed":
             return f"removed from project {d.get('project')}: {d.get('summary')}"
+        case "problem.retired":
+            dismissed = (f", {_n(d['reports_dismissed'], 'bad-problem report')} dismissed"
+                         if d.get("reports_dismissed") else "")
+            return (f"retired in project {d.get('project')}: {_n(d.get('slots_removed', 0), 'waiting queue slot')} "
+                    f"removed{dismissed}")
+        case "problem.restored":
+            return (f"restored to labeling in project {d.get('project')}: "
+                    f"{_n(d.get('slots_added', 0), 'queue slot')} added")
+        case "report.dismissed":
+            whose = f"{d['labeler']}'s" if d.get("labeler") else "a deleted user's"
+            return f"dismissed in project {d.get('project')}: {whose} {d.get('about')}"
+        case "label.made_gold":
+            screening = ", as a screening item" if d.get("screening") else ""
+            return f"made gold in project {d.get('project')}{screening}"
+        case "label.gold_removed":
+            return f"no longer gold in project {d.get('project')}"
+        case "labeler.admitted":
+            return f"admitted in project {d.get('project')}: labels there regardless of screening and QC"
+        case "labeler.retired":
+            handed = f"; {_n(d['leases'], 'lease')} handed back" if d.get("leases") else ""
+            return f"retired in project {d.get('project')}: given no more tasks there{handed}"
+        case "round.settings_changed":
+            return "round settings changed: " + "; ".join(_change(field, value) for field, value in sorted(d.items()))
+        case "round.started":
+            trigger = d.get("trigger")
+            why = "" if trigger == "manual" else f", as its {trigger} trigger said"
+            return f"round {d.get('round')} queued{why}"
+        case "round.cancelled":
+            return f"round {d.get('round')} cancelled while {d.get('status')}"
         case "login.succeeded":
             return f"logged in{_from(d)}"
         case "login.failed":
@@ -185,11 +244,17 @@ def describe(event: AuditEvent) -> str:
     return event.action
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun if count == 1 else noun + 's'}"
+
+
 def _from(details: dict[str, Any]) -> str:
     return f" from {details['address']}" if details.get("address") else ""
 
 
 def _change(field: str, value: Any) -> str:
     if isinstance(value, list) and len(value) == 2:
-        return f"{field} {value[0]} → {value[1]}"
+        # A round setting that is off (a trigger, say) is null: said as a word, not as Python's None.
+        was, now = ("none" if v is None else v for v in value)
+        return f"{field} {was} → {now}"
     return f"{field} {value}"

@@ -284,7 +284,9 @@ def issue_api_token(session: Session, user: User, name: str, expires_in_days: in
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
     if read_only and user.must_change_password:
         # Its one use until then would be POST /users/me/password, which it may not make.
-        raise Conflict(f"{user.username} must choose their own password first: a read-only token could not")
+        raise Conflict(f"{user.username} must choose their own password first, which a read-only token could not "
+                       "do: make the read-only token once they have logged in and chosen one (a full token can be "
+                       "made now)")
     if max_days is not None:
         if expires_in_days is not None and expires_in_days > max_days:
             raise BadInput(f"tokens last at most {max_days} days here (STEPWISE_TOKEN_MAX_DAYS): "

@@ -150,10 +150,14 @@ class Export:
 
 def prm800k_record(row: LabelRow) -> dict[str, Any]:
     solution_steps = orjson.loads(row.solution_steps)
-    # A label made here rated the solution as given, as PRM800K's phase 2 does, also where the
-    # solution is a phase-1 labeler's path: rendered as phase 1, the path it rated was lost, and
-    # its import could not make the solution again (a -1 on the first step left no step at all).
-    steps_source = StepsSource.given if row.made_here else row.steps_source
+    label_steps = orjson.loads(row.label_steps)
+    # A label made here by ratings rated the solution as given, as PRM800K's phase 2 does, also
+    # where the solution is a phase-1 labeler's path: rendered as phase 1, the path it rated was
+    # lost, and its import could not make the solution again (a -1 on the first step left no
+    # step at all). One made in phase-1 mode, with alternatives or a step of its own, is phase 1's.
+    rated_as_given = row.made_here and all(
+        len(step.get("completions") or []) == 1 and step.get("human_completion") is None for step in label_steps)
+    steps_source = StepsSource.given if rated_as_given else row.steps_source
     record = render_record(
         labeler=labeler_of(row),
         created_at=row.created_at,
@@ -171,7 +175,7 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
             row.verifier_score,
         ),
         solution_steps=solution_steps,
-        label_steps=orjson.loads(row.label_steps),
+        label_steps=label_steps,
         total_time_ms=row.total_time_ms,
         finish_reason=row.finish_reason,
         finish_note=row.finish_note,

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 from sqlalchemy import or_, select, true
 from sqlalchemy.orm import Session
 
+from app.audit import service as audit
 from app.errors import BadInput, BadLines, ServiceError
 from app.imports.candidates import MAX_SEPARATOR_LENGTH, parse_candidate, separator_from
 from app.imports.chunks import write_candidates, write_prm800k, write_problems
@@ -115,7 +116,11 @@ def import_file(
     session.add(batch)
     session.flush()
     with _cycle_collection_paused():
-        return _import_lines(session, project, batch, format_, step_separator, stream)
+        result = _import_lines(session, project, batch, format_, step_separator, stream)
+    # Named as its removal names it (app.imports.removal), so that the two read together.
+    audit.record(session, user, "import.added", f"imported file {batch.filename} (import {batch.id})",
+                 project=project.name, format=format_.value, added=result.added, duplicates=result.duplicates)
+    return result
 
 
 @contextmanager

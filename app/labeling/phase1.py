@@ -52,7 +52,7 @@ def check_alternatives(alternatives: list[list[str]], data: LabelSubmit) -> None
         _check_step(i, step, len(alternatives[i]))
         if i < len(sent) - 1 and not _continues(step):
             raise BadInput(f"step {i + 1} continues with nothing (choose an alternative or write a step), yet step {i + 2} follows")
-    if problem := data.missing_note():
+    if problem := data.note_problem():
         raise BadInput(problem)
     reason = data.finish_reason
     if reason in (FinishReason.give_up, FinishReason.bad_problem):

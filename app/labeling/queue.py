@@ -89,12 +89,15 @@ def add_slots(
 ) -> int:
     """Give each (solution id, priority, generation) the slots it lacks to reach the overlap,
     numbered with the lowest numbers free: a retired problem's waiting slots were taken out
-    from between leased or done ones, so a solution's numbers may have gaps."""
+    from between leased or done ones, so a solution's numbers may have gaps. Inserted in the
+    solutions' order (their files' order): the queue serves equal priorities oldest slot first,
+    and a database's rows come in no order unless asked (raising the overlap served a file's
+    solutions backwards)."""
     if not solutions:
         return 0
     have, labeled = _filled(session, [s[0] for s in solutions])
     rows = []
-    for solution_id, priority, generation in solutions:
+    for solution_id, priority, generation in sorted(solutions, key=lambda s: s[0]):
         taken = have.get(solution_id, set())
         lacking = project.overlap - labeled.get(solution_id, 0) - len(taken)
         free = (n for n in range(project.overlap + len(taken)) if n not in taken)
@@ -323,6 +326,8 @@ class LeasedTask:
     assignment_id: int
     solution_id: int
     expires_at: datetime
+    # The mode it was served in; None for a lease from before leases kept it.
+    served_mode: LabelingMode | None
     steps: list[str]
     problem_id: int
     statement: str
@@ -401,6 +406,7 @@ _LEASE_COLUMNS = (
     _SLOTS.c.id.label("assignment_id"),
     _SLOTS.c.solution_id,
     _SLOTS.c.expires_at,
+    _SLOTS.c.labeling_mode.label("served_mode"),
     *_task_columns(_SLOTS),
 )
 
@@ -543,6 +549,7 @@ def _take_best_slot_statement() -> Update:
             user_id=bindparam("user"),
             leased_at=bindparam("now"),
             expires_at=bindparam("until"),
+            labeling_mode=bindparam("mode"),
         )
         .returning(_SLOTS.c.id.label("assignment_id"))
     )
@@ -606,9 +613,10 @@ def lease_next(
         taken = verdict.resumed
         if taken is not None:
             session.execute(update(Assignment).where(Assignment.id == taken)
-                            .values(user_id=user_id, leased_at=now, expires_at=until))
+                            .values(user_id=user_id, leased_at=now, expires_at=until, labeling_mode=project.labeling_mode))
         elif verdict.solution_id is not None:
-            taken = gate.new_check_slot(session, project.id, user_id, verdict.solution_id, now, until)
+            taken = gate.new_check_slot(session, project.id, user_id, verdict.solution_id, now, until,
+                                        project.labeling_mode)
         if taken is not None:
             row = session.connection().execute(_TASK_OF_SLOT, {"assignment": taken}).one()
             return project, LeasedTask(**row._mapping), None
@@ -637,7 +645,7 @@ def _take_best_slot(
 ) -> LeasedTask | None:
     until = now + timedelta(minutes=project.lease_minutes)
     connection = session.connection()
-    taking = {"project": project.id, "user": user_id, "now": now, "until": until}
+    taking = {"project": project.id, "user": user_id, "now": now, "until": until, "mode": project.labeling_mode}
     if connection.dialect.name == "postgresql":
         row = connection.execute(_TAKE_BEST_SLOT_WITH_TASK, taking).first()
     else:
@@ -666,6 +674,21 @@ def waiting_count(session: Session, project_id: int, limit: int | None = None) -
     if limit is not None:
         waiting = waiting.limit(limit)
     return session.scalar(select(func.count()).select_from(waiting.subquery())) or 0
+
+
+def release_leases_of(session: Session, user_id: int) -> int:
+    """Put back in the queue every lease the user holds, in any project (they can label no
+    more): the slot forgets its holder, so that no late submit of theirs is taken, and their
+    check slots (see app.quality.gate), theirs by number, go."""
+    leased = Assignment.status == AssignmentStatus.leased
+    session.execute(delete(Assignment).where(leased, Assignment.slot == -user_id),
+                    execution_options={"synchronize_session": False})
+    result = session.execute(
+        update(Assignment).where(leased, Assignment.user_id == user_id)
+        .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None),
+        execution_options={"synchronize_session": False},
+    )
+    return result.rowcount or 0
 
 
 def open_to(session: Session, project_id: int, user_id: int, now: datetime, limit: int) -> int:

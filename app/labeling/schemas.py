@@ -81,16 +81,21 @@ class LabelSubmit(BaseModel):
     )
     finish_reason: FinishReason
     finish_note: str | None = Field(
-        default=None, max_length=5000, description="required for give_up and bad_problem"
+        default=None, max_length=5000, description="required for give_up and bad_problem, refused otherwise"
     )
     total_time_ms: int = Field(ge=0, le=7 * 24 * 3600 * 1000)
     started_at: datetime | None = None
 
-    def missing_note(self) -> str | None:
-        """What is wrong when a give-up or bad-problem label has no reason; None when fine."""
+    def note_problem(self) -> str | None:
+        """What is wrong with the label's finish_note, None when nothing: a give-up or bad-problem
+        label needs its reason, and any other takes none (no page or report would show it, yet
+        the export would carry it)."""
         reason = self.finish_reason
-        if reason in (FinishReason.give_up, FinishReason.bad_problem) and is_blank(self.finish_note or ""):
+        needs_note = reason in (FinishReason.give_up, FinishReason.bad_problem)
+        if needs_note and is_blank(self.finish_note or ""):
             return f"{reason.value} needs a reason in finish_note"
+        if not needs_note and not is_blank(self.finish_note or ""):
+            return f"finish_note is the reason for give_up or bad_problem; a {reason.value} label takes none"
         return None
 
     @field_validator("started_at")

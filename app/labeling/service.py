@@ -67,7 +67,8 @@ _HELD_ASSIGNMENT = (
         Assignment.generation,
         Assignment.leased_at,
         Assignment.slot,
-        Project.labeling_mode,
+        # The mode the task was served in, not the project's now (see Assignment.labeling_mode).
+        func.coalesce(Assignment.labeling_mode, Project.labeling_mode).label("labeling_mode"),
         Project.qc_feedback,
         Solution.steps,
         Solution.problem_id,
@@ -188,18 +189,20 @@ def next_task(session: Session, project_id: int, user_id: int, *, user_locked: b
     if leased is None:
         # Exact here: the page tells an empty-handed labeler how many slots wait for others.
         return NextTask(task=None, waiting=queue.waiting_count(session, project.id))
+    # A task under lease keeps the mode it was served in, as its submit does.
+    mode = leased.served_mode or project.labeling_mode
     task = Task(
         assignment_id=task_handles.handle_of(session, leased.assignment_id),
         project_id=project.id,
         project_name=project.name,
-        labeling_mode=project.labeling_mode,
+        labeling_mode=mode,
         expires_at=leased.expires_at,
         problem=TaskProblem(id=leased.problem_id, statement=leased.statement, answer=leased.answer),
         solution=TaskSolution(
             id=leased.solution_id,
             steps=leased.steps,
             alternatives=phase1.task_alternatives(session, leased.solution_id, leased.steps)
-            if project.labeling_mode == LabelingMode.phase1
+            if mode == LabelingMode.phase1
             else None,
         ),
     )
@@ -421,7 +424,7 @@ def check_ratings(mode: LabelingMode, n_steps: int, data: LabelSubmit) -> None:
     k = len(ratings)
     if k > n_steps:
         raise BadInput(f"{k} ratings for a solution of {n_steps} steps")
-    if problem := data.missing_note():
+    if problem := data.note_problem():
         raise BadInput(problem)
     reason = data.finish_reason
     if mode == LabelingMode.first_error:

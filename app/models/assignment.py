@@ -7,6 +7,7 @@ from sqlalchemy import Enum, Float, ForeignKey, Index, Integer, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
+from app.models.project import LabelingMode
 
 
 class AssignmentStatus(enum.StrEnum):
@@ -59,5 +60,8 @@ class Assignment(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     generation: Mapped[int | None] = mapped_column(Integer)
     leased_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The project's mode when the task was served: its label is taken by that mode's rules if a
+    # manager changes the mode meanwhile. None on slots no one leased since (and from before).
+    labeling_mode: Mapped[LabelingMode | None] = mapped_column(Enum(LabelingMode, native_enum=False, length=16))
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -10,8 +10,9 @@ from app.models.base import Base, JSONType, UTCDateTime, utcnow
 
 
 class AuditEvent(Base):
-    """Who changed an account, a role, a project or its members, or removed an import, and when:
-    what an admin reads back when something changed and nobody says they did it."""
+    """Who changed an account, a role, a project, its members, imports, problems, gold, labelers'
+    standing or rounds, and when (see app.audit.service): what an admin reads back when something
+    changed and nobody says they did it."""
 
     __tablename__ = "audit_events"
 
@@ -19,7 +20,8 @@ class AuditEvent(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # Kept when the user is gone, by name: the row says who it was then.
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
-    # A username, or None for the command line (whoever ran it on the server).
+    # A username, or None for the command line (whoever ran it on the server) and for a wrong
+    # password, whose typist is not known.
     actor: Mapped[str | None] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(String(40), index=True)
     # What it was done to, in words that outlive it ("user ann", "project Algebra").

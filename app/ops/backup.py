@@ -29,6 +29,9 @@ def backup(database_url: str, target: Path) -> None:
     if source is not None and not source.is_file():
         raise BadInput(f"no database at {source}: nothing to back up")
     with written_aside(output_file(target)) as partial:
+        # Made before either writer opens it, readable by its owner alone: a backup holds the
+        # password hashes, token digests and the instance's secrets.
+        os.close(os.open(partial, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600))
         if source is not None:
             _sqlite_copy(source, partial)
         else:

@@ -30,7 +30,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
-from app.models import Assignment, AssignmentStatus, Round, RoundStatus
+from app.models import Assignment, AssignmentStatus, Project, Round, RoundStatus
 from app.models.base import utcnow
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -80,10 +80,14 @@ class QueueCollector(Collector):
         now = utcnow()
         try:
             with session_scope(self.factory) as session:
+                # Every project, an empty queue at 0: a series that vanished at 0 never met an
+                # alert on `== 0`.
+                counted = (select(Assignment.project_id, func.count().label("slots"))
+                           .where(Assignment.status == AssignmentStatus.waiting)
+                           .group_by(Assignment.project_id).subquery())
                 for project_id, count in session.execute(
-                    select(Assignment.project_id, func.count())
-                    .where(Assignment.status == AssignmentStatus.waiting)
-                    .group_by(Assignment.project_id)
+                    select(Project.id, func.coalesce(counted.c.slots, 0))
+                    .outerjoin(counted, counted.c.project_id == Project.id).order_by(Project.id)
                 ):
                     waiting.add_metric([str(project_id)], count)
                 expired = Assignment.expires_at < now

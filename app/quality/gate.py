@@ -26,12 +26,14 @@ from typing import Any
 from sqlalchemy import and_, delete, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.audit import service as audit
 from app.errors import NotFound
 from app.models import (
     Assignment,
     AssignmentStatus,
     Label,
     LabelerStanding,
+    LabelingMode,
     Problem,
     Project,
     Role,
@@ -342,7 +344,7 @@ def _unlabeled_gold(session: Session, project_id: int, user_id: int, *, screenin
 
 
 def new_check_slot(session: Session, project_id: int, user_id: int, solution_id: int, now: datetime,
-                   until: datetime) -> int:
+                   until: datetime, labeling_mode: LabelingMode) -> int:
     """Lease the labeler a slot of their own on a gold solution."""
     solution = session.execute(
         select(Solution.priority, Solution.generation).where(Solution.id == solution_id)
@@ -357,6 +359,7 @@ def new_check_slot(session: Session, project_id: int, user_id: int, solution_id:
         user_id=user_id,
         leased_at=now,
         expires_at=until,
+        labeling_mode=labeling_mode,
     )
     session.add(slot)
     session.flush()
@@ -369,9 +372,10 @@ def is_screening_item(session: Session, project_id: int, solution_id: int) -> bo
 
 
 def gold_ratings(session: Session, project_id: int, solution_id: int) -> list[int | None] | None:
-    """The gold's rating of each step it rated, for feedback after a submit."""
+    """The gold's rating of each step it rated, for feedback after a submit; none for a
+    screening item, whose answers, shown, would reach the newcomers it screens."""
     gold = gold_of(session, project_id, [solution_id]).get(solution_id)
-    if gold is None:
+    if gold is None or gold.screening:
         return None
     return [taken_step(step).get("rating") for step in gold.steps]
 
@@ -473,21 +477,25 @@ def decide_about(
     standing.decision = decision
     standing.decided_by = manager_id
     standing.decided_at = utcnow()
+    handed_back = 0
     if decision == StandingDecision.retired:
         leases = and_(
             Assignment.project_id == project.id,
             Assignment.user_id == user_id,
             Assignment.status == AssignmentStatus.leased,
         )
-        session.execute(delete(Assignment).where(
+        checks = session.execute(delete(Assignment).where(
             Assignment.project_id == project.id, Assignment.slot == -user_id,
-            Assignment.status == AssignmentStatus.leased))
-        session.execute(
+            Assignment.status == AssignmentStatus.leased).execution_options(preserve_rowcount=True))
+        others = session.execute(
             update(Assignment)
             .where(leases)
             .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None)
-            .execution_options(synchronize_session=False)
+            .execution_options(synchronize_session=False, preserve_rowcount=True)
         )
+        handed_back = (checks.rowcount or 0) + (others.rowcount or 0)
+    audit.record(session, session.get(User, manager_id), f"labeler.{decision.value}", audit.user_target(user),
+                 project=project.name, leases=handed_back)
     session.flush()
     return _standing(session, project, user_id, user.username, standing)
 

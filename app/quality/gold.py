@@ -13,12 +13,16 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.audit import service as audit
 from app.errors import Conflict, NotFound
-from app.models import Label, LabelSource
+from app.models import Label, LabelSource, Project, User
 from app.quality.service import NOT_ABOUT_STEPS
 
 
-def set_gold(session: Session, project_id: int, label_id: int, *, gold: bool, screening: bool = False) -> Label:
+def set_gold(session: Session, project_id: int, label_id: int, *, gold: bool, screening: bool = False,
+             by: User | None = None) -> Label:
+    """Make the label gold (a screening item with `screening`) or an ordinary one again; `by` is
+    the manager, None at the command line."""
     label = session.scalar(
         select(Label).where(Label.id == label_id, Label.project_id == project_id).with_for_update()
     )
@@ -26,8 +30,14 @@ def set_gold(session: Session, project_id: int, label_id: int, *, gold: bool, sc
         raise NotFound(f"no label {label_id} in project {project_id}")
     if gold:
         _check_may_be_gold(session, label)
+    was = (label.is_quality_control, label.is_initial_screening)
     label.is_quality_control = gold
     label.is_initial_screening = gold and screening
+    if (label.is_quality_control, label.is_initial_screening) != was:
+        labeler = session.scalar(select(User.username).where(User.id == label.user_id)) or label.foreign_labeler
+        audit.record(session, by, "label.made_gold" if gold else "label.gold_removed",
+                     f"label {label.id}" + (f" by {labeler}" if labeler else ""),
+                     project=session.get_one(Project, project_id).name, screening=label.is_initial_screening)
     session.flush()
     return label
 

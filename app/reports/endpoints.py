@@ -71,11 +71,11 @@ def retire_problem(
     responses=error_responses(404),
 )
 def restore_problem(
-    project_id: RowId, problem_id: RowId, _: ManagerApiUser, session: SessionDep
+    project_id: RowId, problem_id: RowId, user: ManagerApiUser, session: SessionDep
 ) -> ProblemRestoration:
     """Undo a retirement: serve the problem's solutions again, each with the queue slots it
     lacks to reach the project's overlap. Idempotent."""
-    return service.restore_problem(session, project_id, problem_id)
+    return service.restore_problem(session, project_id, problem_id, user)
 
 
 @router.get("/labels/{label_id}", response_model=LabelView, responses=error_responses(404))
@@ -88,17 +88,17 @@ def get_label(
 
 @router.put("/labels/{label_id}/gold", response_model=LabelView, responses=error_responses(400, 404, 409))
 def make_gold(
-    project_id: RowId, label_id: RowId, body: GoldIn, _: ManagerApiUser, session: SessionDep
+    project_id: RowId, label_id: RowId, body: GoldIn, user: ManagerApiUser, session: SessionDep
 ) -> LabelView:
     """Take a person's current label as its solution's gold: a quality-control item from now
     on (a screening item with `screening`), grading the other labels of the solution. Idempotent."""
-    set_gold(session, project_id, label_id, gold=True, screening=body.screening)
+    set_gold(session, project_id, label_id, gold=True, screening=body.screening, by=user)
     return service.label_view(session, project_id, label_id)
 
 
 @router.delete("/labels/{label_id}/gold", response_model=LabelView, responses=error_responses(404))
-def remove_gold(project_id: RowId, label_id: RowId, _: ManagerApiUser, session: SessionDep) -> LabelView:
+def remove_gold(project_id: RowId, label_id: RowId, user: ManagerApiUser, session: SessionDep) -> LabelView:
     """Make the label an ordinary one again; its solution stays gold only if other gold labels
     remain. Idempotent."""
-    set_gold(session, project_id, label_id, gold=False)
+    set_gold(session, project_id, label_id, gold=False, by=user)
     return service.label_view(session, project_id, label_id)

@@ -184,7 +184,7 @@ def restore_problem(
     session: SessionDep,
     form: Annotated[ProblemForm, Form()],
 ) -> Response:
-    return _change_problem(service.restore_problem, session, project_id, problem_id, form, "restored")
+    return _change_problem(partial(service.restore_problem, by=user), session, project_id, problem_id, form, "restored")
 
 
 def _change_problem(
@@ -267,7 +267,7 @@ def gold_form(
 ) -> Response:
     project = get_project(session, project_id)
     try:
-        set_gold(session, project.id, label_id, gold=form.gold, screening=form.screening)
+        set_gold(session, project.id, label_id, gold=form.gold, screening=form.screening, by=user)
     except Conflict as exc:
         return _label_page(request, session, project, label_id, user, form.via,
                            [{"kind": "error", "text": f"Nothing changed: {exc.message}."}], status_code=409)

@@ -108,6 +108,8 @@ class LabelView(BaseModel):
     is_quality_control: bool = Field(description="gold: the reference its solution's other labels are graded by")
     is_initial_screening: bool = Field(description="on gold, a screening item; on a labeler's label, a screening answer")
     superseded: bool = Field(description="a correction replaced it")
+    corrected_by: int | None = Field(default=None, description="the correction that replaced it, if one did")
+    corrects: int | None = Field(default=None, description="the label it corrects, where it is a correction")
     other_gold: list[int] = Field(description="the other gold labels of its solution, whose majority is the reference")
     gold: GoldReference | None = Field(description="the reference, where its solution is a gold item")
     other_labels: list[OtherLabel] = Field(description="its solution's other current labels, oldest first")

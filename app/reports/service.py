@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session, aliased
 
+from app.audit import service as audit
 from app.errors import NotFound
 from app.exports.trajectory import RatedStep, trajectory
 from app.labeling.queue import add_slots
@@ -246,7 +247,21 @@ def dismiss_report(session: Session, project_id: int, report_id: int, user: User
         report.dismissed_at = utcnow()
         report.dismissed_by_id = user.id
         session.flush()
+        read = get_report(session, project_id, report_id)
+        audit.record(session, user, "report.dismissed", f"report {report.id}",
+                     project=session.get_one(Project, project_id).name, labeler=read.labeler,
+                     about=_what_was_reported(read))
+        return read
     return get_report(session, project_id, report_id)
+
+
+def _what_was_reported(report: ReportRead) -> str:
+    match report.kind:
+        case ReportKind.give_up:
+            return f"give-up on solution {report.solution_id}"
+        case ReportKind.bad_problem:
+            return f"bad-problem report on problem {report.problem_id}"
+    return f"flag on step {report.step} of solution {report.solution_id}"
 
 
 def is_retired(session: Session, project_id: int, problem_id: int) -> bool | None:
@@ -287,7 +302,8 @@ def retire_problem(session: Session, project_id: int, problem_id: int, by: User)
     and dismisses what was raised since.
     """
     problem = _locked_problem(session, project_id, problem_id)
-    if problem.retired_at is None:
+    newly = problem.retired_at is None
+    if newly:
         problem.retired_at = utcnow()
     dismissed = session.execute(
         update(Report)
@@ -308,17 +324,23 @@ def retire_problem(session: Session, project_id: int, problem_id: int, by: User)
         .execution_options(synchronize_session=False, preserve_rowcount=True)
     ).rowcount
     session.flush()
-    return ProblemRetirement(
+    retirement = ProblemRetirement(
         problem_id=problem.id, retired_at=problem.retired_at, slots_removed=removed or 0,
         reports_dismissed=dismissed or 0,
     )
+    # Called again, it is recorded only where it changed something (reports raised since).
+    if newly or retirement.reports_dismissed or retirement.slots_removed:
+        audit.record(session, by, "problem.retired", f"problem {problem.id}",
+                     project=session.get_one(Project, project_id).name, slots_removed=retirement.slots_removed,
+                     reports_dismissed=retirement.reports_dismissed)
+    return retirement
 
 
-def restore_problem(session: Session, project_id: int, problem_id: int) -> ProblemRestoration:
+def restore_problem(session: Session, project_id: int, problem_id: int, by: User | None = None) -> ProblemRestoration:
     """Undo a retirement: the problem is served again, and each of its solutions gets back the
     queue slots it lacks to reach the project's overlap (every solution of a project is queued,
     as an import or a round's generation queues it). A problem that is not retired is left as it
-    is."""
+    is. `by` is the manager, None at the command line."""
     problem = _locked_problem(session, project_id, problem_id)
     if problem.retired_at is None:
         return ProblemRestoration(problem_id=problem.id, slots_added=0)
@@ -326,7 +348,9 @@ def restore_problem(session: Session, project_id: int, problem_id: int) -> Probl
     solutions = session.execute(
         select(Solution.id, Solution.priority, Solution.generation).where(Solution.problem_id == problem.id)
     ).all()
-    added = add_slots(session, session.get_one(Project, project_id), [tuple(s) for s in solutions])
+    project = session.get_one(Project, project_id)
+    added = add_slots(session, project, [tuple(s) for s in solutions])
+    audit.record(session, by, "problem.restored", f"problem {problem.id}", project=project.name, slots_added=added)
     session.flush()
     return ProblemRestoration(problem_id=problem.id, slots_added=added)
 
@@ -357,6 +381,9 @@ def label_view(session: Session, project_id: int, label_id: int) -> LabelView:
         is_quality_control=label.is_quality_control,
         is_initial_screening=label.is_initial_screening,
         superseded=label.superseded_at is not None,
+        corrected_by=session.scalar(select(Label.id).where(Label.supersedes_id == label.id))
+        if label.superseded_at is not None else None,
+        corrects=label.supersedes_id,
         other_gold=[other.label_id for other in others if other.is_quality_control],
         gold=_gold_reference(session, label),
         other_labels=others,

@@ -72,8 +72,8 @@ def get_round(round_id: RowId, _: DataApiUser, session: SessionDep) -> RoundDeta
     response_model=RoundRead,
     responses=error_responses(409, described={409: "the round is no longer queued or running"}),
 )
-def cancel_round(round_id: RowId, _: ResearcherApiUser, session: SessionDep) -> RoundRead:
-    round_ = service.cancel_round(service.get_round(session, round_id))
+def cancel_round(round_id: RowId, user: ResearcherApiUser, session: SessionDep) -> RoundRead:
+    round_ = service.cancel_round(service.get_round(session, round_id), by=user)
     return RoundRead.model_validate(round_)
 
 
@@ -140,13 +140,13 @@ def get_round_settings(project_id: RowId, _: DataApiUser, session: SessionDep) -
     responses=error_responses(400, 409),
 )
 def update_round_settings(
-    project_id: RowId, body: RoundSettingsUpdate, _: ResearcherApiUser, session: SessionDep
+    project_id: RowId, body: RoundSettingsUpdate, user: ResearcherApiUser, session: SessionDep
 ) -> RoundSettingsRead:
     """Selection, training, promotion and trigger settings; a running round keeps the ones
     it started with."""
     get_project(session, project_id)
     return RoundSettingsRead.model_validate(
-        service.update_round_settings(session, project_id, body)
+        service.update_round_settings(session, project_id, body, by=user)
     )
 
 

@@ -132,7 +132,7 @@ def update_settings(
     # A nullable setting sent blank is turned off (null); one the post left out stays.
     changes = changes.model_copy(update={k: None for k in NULLABLE_SETTINGS if values.get(k) == ""})
     try:
-        service.update_round_settings(session, project.id, changes)
+        service.update_round_settings(session, project.id, changes, by=user)
     except BadInput as exc:
         errors = {item["field"]: item["message"] for item in exc.details} if exc.details else {"form": exc.message}
         return _overview(request, session, user, project, values=values, errors=errors, status_code=422)
@@ -263,7 +263,7 @@ def cancel_round(
 ) -> Response:
     round_ = service.get_round(session, round_id)
     try:
-        service.cancel_round(round_)
+        service.cancel_round(round_, by=user)
     except Conflict as exc:
         # Ended already (or cancelled from another tab): the page it went back to, saying so.
         messages = [{"kind": "error", "text": f"Nothing changed: {exc.message}."}]

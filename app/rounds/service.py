@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from active_learning.bases import BaseUnusable, check_base_name
 from active_learning.tracking import read_training_log
+from app.audit import service as audit
 from app.errors import BadInput, Conflict, NotFound
 from app.models import (
     ACTIVE_ROUND_STATUSES,
@@ -65,6 +66,9 @@ def start_round(
     except IntegrityError:
         raise Conflict(f"project {project.name!r} already has a round queued or running") from None
     round_settings(session, project.id)
+    # A trigger's round is started by the worker's sweep: recorded as its command line's.
+    audit.record(session, user, "round.started", audit.project_target(project), round=number, round_id=round_.id,
+                 trigger=trigger.value)
     return round_
 
 
@@ -94,12 +98,16 @@ def get_round(session: Session, round_id: int) -> Round:
     return round_
 
 
-def cancel_round(round_: Round) -> Round:
+def cancel_round(round_: Round, *, by: User | None = None) -> Round:
     """Stop a queued or running round; its worker notices at its next lease beat (a third of
     the lease; training stops at the step after it) or stage boundary, and nothing it has not
-    finished is served or enqueued."""
+    finished is served or enqueued. `by` is the researcher, None at the command line."""
     if round_.status not in ACTIVE_ROUND_STATUSES:
         raise Conflict(f"round {round_.number} is {round_.status.value}, not queued or running")
+    session = Session.object_session(round_)
+    assert session is not None, "a round loaded from the database"
+    audit.record(session, by, "round.cancelled", audit.project_target(session.get_one(Project, round_.project_id)),
+                 round=round_.number, round_id=round_.id, status=round_.status.value)
     now = utcnow()
     round_.status = RoundStatus.cancelled
     round_.message = "cancelled"
@@ -128,8 +136,9 @@ def round_settings(session: Session, project_id: int) -> RoundSettings:
 
 
 def update_round_settings(
-    session: Session, project_id: int, data: RoundSettingsUpdate
+    session: Session, project_id: int, data: RoundSettingsUpdate, *, by: User | None = None
 ) -> RoundSettings:
+    """Change the project's round settings; `by` is the researcher, None at the command line."""
     settings = round_settings(session, project_id)
     changes = data.model_dump(exclude_unset=True)
     for field, value in changes.items():
@@ -153,10 +162,12 @@ def update_round_settings(
             raise BadInput(f"selector_version_id: {why}", details=[{"field": "selector_version_id", "message": why}])
     # updated_at says when a setting last changed: a PATCH that changes nothing leaves it.
     changed = {field: value for field, value in changes.items() if getattr(settings, field) != value}
+    if changed:
+        audit.record(session, by, "round.settings_changed", audit.project_target(session.get_one(Project, project_id)),
+                     **{field: [getattr(settings, field), value] for field, value in changed.items()})
+        settings.updated_at = utcnow()
     for field, value in changed.items():
         setattr(settings, field, value)
-    if changed:
-        settings.updated_at = utcnow()
     session.flush()
     return settings
 

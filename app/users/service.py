@@ -14,6 +14,7 @@ from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, end_reads, hold_rule, one_named
 from app.errors import BadInput, Conflict, NotFound
+from app.labeling.queue import release_leases_of
 from app.models import LoginKeyKind, Role, User, utcnow
 from app.users.schemas import PasswordChange, UserCreate, UsersCreate, UserUpdate
 
@@ -192,6 +193,8 @@ def update_user(
         user.must_change_password = data.must_change_password
     if data.is_active is False:
         end_logins(session, user, keep=keep)
+        # Held until they ran out, their tasks waited on someone who could not come back.
+        release_leases_of(session, user.id)
     return user
 
 

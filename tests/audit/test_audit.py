@@ -1,7 +1,8 @@
-"""The audit trail: each change to accounts, roles, projects, settings and members, each
-removed import and each export, is recorded with who made it, whichever way it was made, and
-each browser login and wrong password with its address; admins read it on Users → Activity, by
-API and from the CLI; a refused change records nothing."""
+"""The audit trail: each change to accounts, roles, projects, settings and members, each import
+and removed import and each export, is recorded with who made it, whichever way it was made,
+each browser login with its address, and each wrong password with the name it was tried for and
+its address; admins read it on Users → Activity, by API and from the CLI; a refused change
+records nothing."""
 
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ def test_changes_are_recorded_with_who_made_them_and_read_back_by_admins(app, se
         ("boss", "user.reactivated", "user ann"),
         ("max", "member.added", "user ann"),
         ("max", "member.removed", "user ann"),
+        (None, "import.added", f"imported file <i>sample.jsonl (import {batch})"),
         ("max", "import.removed", f"imported file <i>sample.jsonl (import {batch})"),
         ("max", "project.deleted", target),
     ]
@@ -92,7 +94,7 @@ def test_changes_are_recorded_with_who_made_them_and_read_back_by_admins(app, se
     tokens = api.get("/api/v1/audit-events", headers=boss, params={"category": "tokens"}).json()["events"]
     assert [(e["actor"], e["summary"].split(" “")[0]) for e in tokens][-2:] == [
         ("max", f"given API token {tokens[-2]['details']['token']}"), ("boss", f"given API token {tokens[-1]['details']['token']}")]
-    assert api.get("/api/v1/audit-events", headers=boss, params={"actor": "command line"}).json()["total"] == 2
+    assert api.get("/api/v1/audit-events", headers=boss, params={"actor": "command line"}).json()["total"] == 3
     assert api.get("/api/v1/audit-events", headers=max_).status_code == 403
     assert api.get("/api/v1/audit-events", headers=boss, params={"category": "weather"}).status_code == 422
 
@@ -101,7 +103,7 @@ def test_changes_are_recorded_with_who_made_them_and_read_back_by_admins(app, se
     text = html.unescape(shown.text)
     assert "&lt;i&gt;sample.jsonl" in shown.text and "<i>sample" not in shown.text
     assert "removed from project Algebra: 8 problems, 8 solutions and 9 labels deleted" in text
-    assert len(re.findall(r'<tr id="event-\d+">', shown.text)) == 1
+    assert len(re.findall(r'<tr id="event-\d+">', shown.text)) == 2
     bad = page.get("/admin/activity", params={"category": "weather", "page": "two"})
     assert bad.status_code == 422 and 'id="category-error"' in bad.text and "Page: must be a whole number" in bad.text
     make_user(session_factory, "lena", "labeler")
@@ -131,9 +133,9 @@ def test_the_command_line_records_as_the_command_line_and_prints_the_trail(stepw
     assert settings[3] == "settings changed: guidelines changed", settings
 
 
-def _logins(factory) -> list[tuple[str | None, str, dict]]:  # type: ignore[no-untyped-def, type-arg]
+def _logins(factory) -> list[tuple[str | None, str, str, dict]]:  # type: ignore[no-untyped-def, type-arg]
     with session_scope(factory) as session:
-        return [(e.actor, e.action, e.details) for e in session.scalars(
+        return [(e.actor, e.action, e.target, e.details) for e in session.scalars(
             select(AuditEvent).where(AuditEvent.action.startswith("login.")).order_by(AuditEvent.id))]
 
 
@@ -150,20 +152,45 @@ def test_logins_and_wrong_passwords_are_recorded_with_their_address(app, session
     # A logged-in user's wrong password, checked before a change, is one too.
     assert ann.post("/api/v1/users/me/password", headers={"X-CSRF-Token": _csrf(ann)},
                     json={"current_password": "not it", "new_password": "drowsy lime pelicans"}).status_code == 403
+    # Whoever typed a wrong password is not known: the name it was tried for is its target.
     assert _logins(session_factory) == [
-        ("Ann", "login.failed", {"purpose": "browser login", "address": "testclient"}),
-        ("nobody", "login.failed", {"purpose": "API token", "address": "testclient"}),
-        ("(blank)", "login.failed", {"purpose": "API token", "address": "testclient"}),
-        ("ann", "login.succeeded", {"address": "testclient"}),
-        ("ann", "login.failed", {"purpose": "password change", "address": "testclient"}),
+        (None, "login.failed", "user Ann", {"purpose": "browser login", "address": "testclient"}),
+        (None, "login.failed", "user nobody", {"purpose": "API token", "address": "testclient"}),
+        (None, "login.failed", "user (blank)", {"purpose": "API token", "address": "testclient"}),
+        ("ann", "login.succeeded", "user ann", {"address": "testclient"}),
+        (None, "login.failed", "user ann", {"purpose": "password change", "address": "testclient"}),
     ]
     boss = TestClient(app)
     browser_login(boss, "boss")
     page = boss.get("/admin/activity", params={"category": "logins", "actor": "ann"}).text
-    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
-    assert "user ann logged in from testclient" in shown
-    assert "user ann wrong password (password change) from testclient" in shown
-    assert "user Ann wrong password (browser login) from testclient" in shown, "the name as typed, in any case"
+    assert "user ann logged in from testclient" in html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert len(re.findall(r'<tr id="event-\d+">', page)) == 1, "what was tried against ann is not by ann"
+    page = boss.get("/admin/activity", params={"category": "logins"}).text
+    rows = [html.unescape(re.sub(r"<[^>]+>", " ", row)).split() for row in re.findall(r'<tr id="event-\d+">(.*?)</tr>', page, re.S)]
+    assert [" ".join(cells[2:]) for cells in rows if "wrong" in cells] == [
+        "(unknown) user ann wrong password (password change) from testclient",
+        "(unknown) user (blank) wrong password (API token) from testclient",
+        "(unknown) user nobody wrong password (API token) from testclient",
+        "(unknown) user Ann wrong password (browser login) from testclient",
+    ], "the name as typed, in any case"
+    api = TestClient(app)
+    by_nobody = api.get("/api/v1/audit-events", headers=api_headers(api, "boss"),
+                        params={"actor": "nobody", "category": "logins"}).json()
+    assert by_nobody["total"] == 0
+    by_command_line = api.get("/api/v1/audit-events", headers=api_headers(api, "boss"),
+                              params={"actor": "command line", "category": "logins"}).json()
+    assert by_command_line["total"] == 0, "not the command line's either"
+
+
+def test_the_command_line_prints_a_wrong_password_as_by_nobody_known(app, stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "bx3", "labeler")
+    for _ in range(3):
+        assert api_failure(app, "bx3") == 401
+    assert api_failure(app, "nosuchuser") == 401
+    printed = [line.split("\t")[1:] for line in stepwise(database_url, "audit", "--category", "logins").stdout.splitlines()]
+    assert printed[0] == ["(unknown)", "user nosuchuser", "wrong password (API token) from testclient"]
+    assert printed[1:] == [["(unknown)", "user bx3", "wrong password (API token) from testclient"]] * 3
+    assert stepwise(database_url, "audit", "--actor", "bx3").stdout == ""
 
 
 def api_failure(app, username: str) -> int:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.models import AuditEvent
 from tests.cli.conftest import refused, stepwise  # noqa: F401 (a fixture)
-from tests.conftest import api_headers, browser_login, make_user
+from tests.conftest import PASSWORD, api_headers, browser_login, make_user
 
 
 def test_an_admin_lists_and_revokes_any_users_token(client, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -75,3 +75,16 @@ def test_the_command_line_lists_everyones_tokens_and_revokes_any(stepwise, datab
     assert done.exit_code == 0 and f"revoked token {lines[0][1]} (bo-job) of bo" in done.stdout
     refused(stepwise(database_url, "tokens", "revoke", lines[0][1]), "no token")
     assert [line.split("\t")[0] for line in stepwise(database_url, "tokens", "list").stdout.splitlines()] == ["ann"]
+
+
+def test_a_name_someone_chose_reaches_an_admins_terminal_escaped(client, session_factory, database_url, stepwise) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    # Raw, a token's name cleared the admin's screen and wrote what it liked in its place.
+    make_user(session_factory, "ann", "labeler")
+    forged = "\x1b[2J\x1b[31mFAKE: all tokens revoked\x1b[0m\r"
+    made = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD, "name": forged})
+    assert made.status_code == 201, made.text
+    for args in (["tokens", "list"], ["audit", "--category", "tokens"]):
+        shown = stepwise(database_url, *args)
+        assert shown.exit_code == 0, shown.output
+        assert "\x1b" not in shown.output and "\r" not in shown.output
+    assert "\\x1b[2J\\x1b[31mFAKE: all tokens revoked\\x1b[0m\\x0d" in stepwise(database_url, "tokens", "list").output

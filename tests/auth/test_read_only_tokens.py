@@ -11,7 +11,7 @@ from app.models import AuditEvent, Project, User
 from app.projects.members import add_member
 from tests.auth.route_table import UNSAFE, endpoints
 from tests.auth.test_roles import _call
-from tests.cli.conftest import stepwise  # noqa: F401 (a fixture)
+from tests.cli.conftest import refused, stepwise  # noqa: F401 (a fixture)
 from tests.conftest import PASSWORD, add_solutions, browser_login, make_project, make_user
 
 READ_ONLY = "this API token is read-only"
@@ -85,6 +85,19 @@ def test_a_user_who_must_choose_a_password_gets_no_read_only_token(client, sessi
     refused = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD, "read_only": True})
     assert refused.status_code == 409 and "choose their own password first" in refused.json()["detail"]
     assert client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD}).status_code == 201
+
+
+def test_the_command_line_says_what_to_do_instead_of_a_read_only_token(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "lb", "labeler")
+    with session_scope(session_factory) as session:
+        session.scalars(select(User).where(User.username == "lb")).one().must_change_password = True
+    result = stepwise(database_url, "tokens", "create", "--username", "lb", "--read-only")
+    refused(result, "lb must choose their own password first")
+    # The whole sentence: it ended at "a read-only token could not".
+    assert result.stderr.rstrip().endswith(
+        "which a read-only token could not do: make the read-only token once they have logged in and chosen one "
+        "(a full token can be made now)"), result.stderr
+    assert stepwise(database_url, "tokens", "create", "--username", "lb").exit_code == 0
 
 
 def test_the_account_page_makes_a_read_only_token_and_shows_which_are(client, session_factory) -> None:  # type: ignore[no-untyped-def]

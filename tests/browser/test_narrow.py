@@ -123,11 +123,11 @@ def test_the_labeler_page_fits_a_phone_and_rates_by_thumb(browser: Browser, live
     expect(page.get_by_role("heading", name="My stats")).to_be_visible()
     _assert_fits(page, "stats")
 
-    # The project list's rows stack: where labeling starts is on the screen, not in a table
-    # scrolled sideways.
+    # The project list's rows stack: where labeling goes on (the task rated above is still this
+    # labeler's) is on the screen, not in a table scrolled sideways.
     add_solution(session_factory, project, ["$1+1=2$.", "# Answer\n\n2"])
     page.goto("/label")
-    box = page.get_by_role("link", name="Start labeling").bounding_box()
+    box = page.get_by_role("link", name="Continue labeling").bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     expect(page.get_by_text("For you", exact=True)).to_be_hidden()
     _assert_fits(page, "label_projects")

@@ -15,7 +15,7 @@ from app.deps import CSRF_HEADER
 from app.labeling import queue, service
 from app.labeling.task_handles import assignment_of
 from app.main import create_app
-from app.models import Assignment, Label, Solution, utcnow
+from app.models import Assignment, Label, Project, Solution, utcnow
 from tests.conftest import (
     add_solutions,
     api_headers,
@@ -448,6 +448,20 @@ def test_a_lowered_overlap_leaves_no_slot_to_a_solution_it_already_has_enough_la
         slots = session.execute(select(Assignment.slot, Assignment.status).order_by(Assignment.slot)).all()
     assert [tuple(s) for s in slots] == [(0, "leased"), (1, "done")]
     assert leased is not None and _next_task(client, project, a3) is None
+
+
+def test_slots_are_added_in_the_solutions_order_whatever_order_they_come_in(session_factory):  # type: ignore[no-untyped-def]
+    # Raising the overlap read the solutions in no order, and equal priorities are served oldest
+    # slot first: a file's solutions came backwards.
+    project = make_project(session_factory, overlap=1)
+    ids = add_solutions(session_factory, project, 4, priority=0.0)
+    with session_scope(session_factory) as session:
+        raised = session.get(Project, project.id)
+        raised.overlap = 2
+        queue.add_slots(session, raised, [(i, 0.0, None) for i in reversed(ids)])
+    with session_scope(session_factory) as session:
+        added = session.scalars(select(Assignment.solution_id).where(Assignment.slot == 1).order_by(Assignment.id)).all()
+    assert added == sorted(ids)
 
 
 def test_a_raised_overlap_queues_nothing_of_a_retired_problem_until_it_returns(client, session_factory):  # type: ignore[no-untyped-def]

@@ -97,6 +97,18 @@ def test_a_correction_within_the_window_supersedes_and_exports_keep_only_it(clie
         assert before["label"]["finish_reason"] == "solution"
     assert client.get("/api/v1/me/stats", headers=headers).json()["labels"] == 1
 
+    # A manager follows the correction both ways.
+    make_user(session_factory, "mona", "manager")
+    mona = api_headers(client, "mona")
+    url = f"/api/v1/projects/{project.id}/labels"
+    assert client.get(f"{url}/{first}", headers=mona).json()["corrected_by"] == fixed
+    assert client.get(f"{url}/{fixed}", headers=mona).json()["corrects"] == first
+    browser_login(client, "mona")
+    page = client.get(f"/manage/projects/{project.id}/labels/{first}").text
+    assert f'by <a href="/manage/projects/{project.id}/labels/{fixed}">label {fixed}</a>' in page
+    page = client.get(f"/manage/projects/{project.id}/labels/{fixed}").text
+    assert f'of <a href="/manage/projects/{project.id}/labels/{first}">label {first}</a>' in page
+
 
 def test_a_correction_takes_no_slot_and_raising_the_overlap_counts_the_label_once(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     project, headers = _setup(client, session_factory)

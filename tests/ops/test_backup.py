@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import stat
 import sqlite3
 import subprocess
 import sys
@@ -57,6 +58,8 @@ def test_a_backup_restores_the_labels_as_they_were(backend, database_url, client
     made = _stepwise(database_url, "db", "backup", str(backup))
     assert made.returncode == 0, made.stderr
     assert backup.stat().st_size > 0 and not backup.with_name(backup.name + ".partial").exists()
+    # Password hashes and token digests: for its owner alone.
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
 
     db.execute(delete(Label))
     db.commit()

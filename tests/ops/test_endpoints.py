@@ -76,6 +76,19 @@ def test_a_bug_is_answered_as_any_error_with_the_request_id_to_quote(client, ses
     assert "content-security-policy" in page.headers
 
 
+def test_head_is_answered_as_get_without_the_body(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Monitors check /healthz and /readyz with HEAD: a 405 read as the service down.
+    for path in ("/healthz", "/readyz", "/login"):
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == got.status_code == 200 and head.content == b""
+        assert head.headers["content-type"] == got.headers["content-type"] and "x-request-id" in head.headers
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    assert client.head("/api/v1/projects", headers=headers).status_code == 200
+    assert client.head("/api/v1/projects").status_code == 401
+    assert client.head("/api/v1/projects/1/tasks/next", headers=headers).status_code == 405
+
+
 def test_readyz_is_ready_on_a_migrated_database(client) -> None:  # type: ignore[no-untyped-def]
     response = client.get("/readyz")
     assert response.status_code == 200 and response.json() == {"status": "ready"}
@@ -159,6 +172,10 @@ def test_metrics_count_requests_by_route_template_labels_and_the_queue(scraper, 
     assert grew("stepwise_http_requests_total", method="GET", route="/api/v1/projects/{project_id}", status="404") == 1
     # Three solutions, overlap 1: one leased and labeled, two waiting.
     assert _value(text, "stepwise_queue_waiting_slots", project_id=str(project.id)) == 2
+    # An empty queue is a 0, not a series gone: an alert on `== 0` must see it.
+    empty = make_project(session_factory, "empty")
+    assert ("stepwise_queue_waiting_slots", frozenset({("project_id", str(empty.id))})) in _samples(
+        scraper.get("/metrics").text)
     assert _value(text, "stepwise_leases", state="active") == 0
     assert _value(text, "stepwise_rounds", status="failed") == 0
     assert ("stepwise_rounds_stalled", frozenset()) in _samples(text) and _value(text, "stepwise_rounds_stalled") == 0

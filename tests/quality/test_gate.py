@@ -222,6 +222,23 @@ def test_a_gold_solution_served_as_an_ordinary_task_shows_its_gold_too(client, s
     assert _submit(client, ann, task, [1, 1, 1])["gold"] == [1, -1]
 
 
+def test_a_screening_items_answers_are_never_shown(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Screening items come in a fixed order to every newcomer: shown, their answers would be
+    # passed on to the next one. Met later as an ordinary task, the same.
+    project, regular = _project(session_factory, SCREENING, regular=1, screening_items=2, screening_pass_mark=0.0,
+                                qc_feedback=True, overlap=2)
+    screening = _gold_ids(session_factory, screening=True)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    receipts = []
+    for _ in range(4):
+        task = _next(client, project, ann)["task"]
+        if task is None:
+            break
+        receipts.append((task["solution"]["id"] in screening, _submit(client, ann, task, [1, 1, 1])["gold"]))
+    assert (True, None) in receipts and all(gold is None for is_screening, gold in receipts if is_screening)
+
+
 def test_low_qc_accuracy_pauses_until_admitted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     golds = [_gold(f"Q{i}", [1, -1]) for i in range(6)]
     project, regular = _project(session_factory, golds, qc_rate=1.0, qc_pause_below=0.5)

@@ -7,10 +7,10 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.errors import Conflict
-from app.models import LoginFailure, LoginKeyKind, Role, User
+from app.models import Assignment, AssignmentStatus, LoginFailure, LoginKeyKind, Role, User
 from app.users import service
 from app.users.schemas import UserUpdate
-from tests.conftest import PASSWORD, api_headers, make_user
+from tests.conftest import PASSWORD, add_solutions, api_headers, make_project, make_user
 
 
 @pytest.fixture
@@ -182,3 +182,18 @@ def test_a_user_made_an_admin_meanwhile_is_not_changed_without_your_password(ses
             other.get(User, ann.id).role = Role.admin  # type: ignore[union-attr]
         with pytest.raises(Conflict, match="ann became an admin meanwhile"):
             service.update_user(session, seen, UserUpdate(password="a new password"), by=boss)
+
+
+def test_deactivating_a_labeler_puts_their_tasks_back(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
+    # Held until their leases ran out (a day, at the longest lease), the tasks waited on someone
+    # who could not come back.
+    project = make_project(session_factory, lease_minutes=1440)
+    add_solutions(session_factory, project, 2)
+    ann = make_user(session_factory, "ann", "labeler")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=api_headers(client, "ann")).json()["task"]
+    assert task is not None
+    done = client.patch(f"/api/v1/users/{ann.id}", headers=headers, json={"is_active": False})
+    assert done.status_code == 200, done.text
+    with session_scope(session_factory) as session:
+        slots = session.execute(select(Assignment.status, Assignment.user_id)).all()
+    assert sorted(slots) == [(AssignmentStatus.waiting, None)] * 2
