@@ -144,6 +144,10 @@ def db_upgrade(ctx: _Context, revision: str) -> None:
     _say_revision(ctx)
 
 
+# The migrations whose downgrade revokes tokens (read-only ones, expiring ones).
+TOKEN_REVOKING_REVISIONS = {"0029", "0035"}
+
+
 # ignore_unknown_options: a relative revision such as -1 is an argument, not an option.
 @db.command("downgrade", context_settings={"ignore_unknown_options": True})
 @click.argument("revision")
@@ -163,8 +167,10 @@ def db_downgrade(ctx: _Context, revision: str, yes: bool) -> None:
         click.echo("Reverting drops what each of these migrations added, with its data:")
         for name, added in reverted:
             click.echo(f"  {name}  {added.splitlines()[0] if added else ''}")
-        click.echo("Tokens made read-only or to expire are revoked first, as they would otherwise last, with full "
-                   "access. Back up first (stepwise db backup FILE); stop the server and workers.")
+        if {name for name, _ in reverted} & TOKEN_REVOKING_REVISIONS:
+            click.echo("Tokens made read-only or to expire are revoked first: without those columns they would last, "
+                       "with full access.")
+        click.echo("Back up first (stepwise db backup FILE); stop the server and workers.")
         click.confirm(f"Revert {len(reverted)} migration{'s' if len(reverted) != 1 else ''}?", abort=True)
     downgrade(ctx.settings.database_url, revision)
     _say_revision(ctx)

@@ -49,13 +49,7 @@ def reverted_by(database_url: str, revision: str) -> list[tuple[str, str]]:
     try:
         if revision.startswith("-") and revision[1:].isdigit():
             # Relative: that many steps down the one line of migrations.
-            reverted = []
-            script = scripts.get_revision(current)
-            for _ in range(int(revision[1:])):
-                if script is None:
-                    break
-                reverted.append(script)
-                script = scripts.get_revision(script.down_revision) if script.down_revision else None
+            reverted = list(scripts.iterate_revisions(current, "base"))[:int(revision[1:])]
         else:
             reverted = list(scripts.iterate_revisions(current, revision))
     except (CommandError, RevisionError) as exc:

@@ -676,21 +676,6 @@ def waiting_count(session: Session, project_id: int, limit: int | None = None) -
     return session.scalar(select(func.count()).select_from(waiting.subquery())) or 0
 
 
-def release_leases_of(session: Session, user_id: int) -> int:
-    """Put back in the queue every lease the user holds, in any project (they can label no
-    more): the slot forgets its holder, so that no late submit of theirs is taken, and their
-    check slots (see app.quality.gate), theirs by number, go."""
-    leased = Assignment.status == AssignmentStatus.leased
-    session.execute(delete(Assignment).where(leased, Assignment.slot == -user_id),
-                    execution_options={"synchronize_session": False})
-    result = session.execute(
-        update(Assignment).where(leased, Assignment.user_id == user_id)
-        .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None),
-        execution_options={"synchronize_session": False},
-    )
-    return result.rowcount or 0
-
-
 def open_to(session: Session, project_id: int, user_id: int, now: datetime, limit: int) -> int:
     """How many solutions the queue would serve the labeler now, counted up to `limit`: those
     with a slot waiting, or leased by someone whose lease ran out (put back when asked for), that

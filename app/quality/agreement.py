@@ -31,7 +31,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
 
 import krippendorff
 import numpy as np
@@ -171,10 +170,6 @@ STOPPED = False
 _OWN_RATED = {rating: ((None, rating),) for rating in RATINGS}
 
 
-def _key(completion: dict[str, Any]) -> str | None:
-    return completion.get("text")
-
-
 def _read(steps: list[dict]) -> _Read:
     """A label's ratings keyed by alternative: by its text, None for the solution's own step (a
     completion stored without its text, or a step the labeler wrote where no completion is the
@@ -201,7 +196,7 @@ def _read(steps: list[dict]) -> _Read:
             continue
         if error is None and taken_step(step).get("rating") == -1:
             error = i
-        rated = [(_key(c), c["rating"]) for c in completions if c.get("rating") is not None]
+        rated = [(c.get("text"), c["rating"]) for c in completions if c.get("rating") is not None]
         human = step.get("human_completion")
         written = human if isinstance(human, str) else human.get("text") if isinstance(human, dict) else None
         is_own = written is not None and all("text" in c for c in completions)
@@ -210,13 +205,13 @@ def _read(steps: list[dict]) -> _Read:
         alternatives.append(tuple(rated))
         chosen = step.get("chosen_completion")
         if chosen is not None and 0 <= chosen < len(completions):
-            path.append(_key(completions[chosen]))
+            path.append(completions[chosen].get("text"))
         elif written is not None:
             path.append(None if is_own else written)
         elif len(completions) == 1:
             # A step of one completion is the solution's own, and every labeler goes on with it
             # (a full-mode label rates on past a −1).
-            path.append(_key(completions[0]))
+            path.append(completions[0].get("text"))
         else:
             path.append(STOPPED)
     return _Read(error, tuple(alternatives), tuple(path))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
@@ -463,6 +463,24 @@ def _standing(
     )
 
 
+def release_leases_of(session: Session, user_id: int, project_id: int | None = None) -> int:
+    """Put back in the queue the leases the user holds (in `project_id`, or in every project),
+    for someone who may label there no more: the slot forgets its holder, so that no late submit
+    of theirs is taken, and their check slots, theirs by number even once handed back, go. How
+    many were handed back."""
+    leased = [Assignment.status == AssignmentStatus.leased]
+    if project_id is not None:
+        leased.append(Assignment.project_id == project_id)
+    checks = session.execute(delete(Assignment).where(*leased, Assignment.slot == -user_id)
+                             .execution_options(synchronize_session=False, preserve_rowcount=True))
+    others = session.execute(
+        update(Assignment).where(*leased, Assignment.user_id == user_id)
+        .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None)
+        .execution_options(synchronize_session=False, preserve_rowcount=True)
+    )
+    return (checks.rowcount or 0) + (others.rowcount or 0)
+
+
 def decide_about(
     session: Session, project: Project, user_id: int, decision: StandingDecision, manager_id: int
 ) -> Standing:
@@ -477,23 +495,7 @@ def decide_about(
     standing.decision = decision
     standing.decided_by = manager_id
     standing.decided_at = utcnow()
-    handed_back = 0
-    if decision == StandingDecision.retired:
-        leases = and_(
-            Assignment.project_id == project.id,
-            Assignment.user_id == user_id,
-            Assignment.status == AssignmentStatus.leased,
-        )
-        checks = session.execute(delete(Assignment).where(
-            Assignment.project_id == project.id, Assignment.slot == -user_id,
-            Assignment.status == AssignmentStatus.leased).execution_options(preserve_rowcount=True))
-        others = session.execute(
-            update(Assignment)
-            .where(leases)
-            .values(status=AssignmentStatus.waiting, expires_at=None, user_id=None)
-            .execution_options(synchronize_session=False, preserve_rowcount=True)
-        )
-        handed_back = (checks.rowcount or 0) + (others.rowcount or 0)
+    handed_back = release_leases_of(session, user_id, project.id) if decision == StandingDecision.retired else 0
     audit.record(session, session.get(User, manager_id), f"labeler.{decision.value}", audit.user_target(user),
                  project=project.name, leases=handed_back)
     session.flush()

@@ -14,7 +14,7 @@ from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, end_reads, hold_rule, one_named
 from app.errors import BadInput, Conflict, NotFound
-from app.labeling.queue import release_leases_of
+from app.quality.gate import release_leases_of
 from app.models import LoginKeyKind, Role, User, utcnow
 from app.users.schemas import PasswordChange, UserCreate, UsersCreate, UserUpdate
 

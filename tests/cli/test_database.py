@@ -61,6 +61,7 @@ def test_a_downgrade_says_what_it_drops_and_asks_first(stepwise, tmp_path: Path)
     kept = stepwise(url, "db", "downgrade", "0033", input="n\n")
     assert kept.exit_code == 1 and "Aborted" in kept.output
     assert "0035  an API token may be read-only" in kept.output and "0034  a browser session records" in kept.output
+    assert "Tokens made read-only or to expire are revoked first" in kept.output
     assert "0033" not in kept.output.split("Revert", 1)[1].split("?", 1)[0]
     assert "api_tokens" in inspect(create_engine(url)).get_table_names()
     assert "read_only" in {c["name"] for c in inspect(create_engine(url)).get_columns("api_tokens")}
