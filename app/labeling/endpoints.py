@@ -86,7 +86,21 @@ async def submit(
     responses=error_responses(404, 409),
 )
 def release(assignment_id: RowId, user: ApiUser, session: SessionDep) -> None:
+    """Hand the lease back unlabeled: its slot waits in the queue again at once, for another
+    labeler, or for you when nobody else takes it."""
     service.release_task(session, user, assignment_id)
+
+
+@router.post(
+    "/assignments/{assignment_id}/skip",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, 409),
+)
+def skip(assignment_id: RowId, user: ApiUser, session: SessionDep) -> None:
+    """Pass over the task without labeling it: the solution is not served to you again in this
+    project, and its slot goes to another labeler. Release, by contrast, hands the lease back
+    and the solution may come back to you. A screening question cannot be skipped (409)."""
+    service.skip_task(session, user, assignment_id)
 
 
 @router.post(

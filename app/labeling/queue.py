@@ -51,6 +51,7 @@ from app.models import (
     Project,
     Report,
     ReportKind,
+    Skip,
     Solution,
     StandingDecision,
     User,
@@ -473,8 +474,8 @@ _HOLDS_SOLUTION = select(
 
 def _servable_to_user(slot: Any, *, current_leases_only: bool) -> list[ColumnElement[bool]]:
     """What makes `slot` (an alias of the slots) one the labeler (the `user` parameter) may
-    take, beside its own status: a solution they neither hold nor labeled, of a problem still
-    served to them. `current_leases_only` passes over a lease of theirs that ran out."""
+    take, beside its own status: a solution they neither hold, labeled nor skipped, of a problem
+    still served to them. `current_leases_only` passes over a lease of theirs that ran out."""
     mine = aliased(Assignment)
     # A labeler's finished slots are known by their labels; of their slots only the leased ones
     # need a look here. Checking done slots too made PostgreSQL, with statistics taken before
@@ -487,6 +488,8 @@ def _servable_to_user(slot: Any, *, current_leases_only: bool) -> list[ColumnEle
     labeled_by_user = exists().where(
         Label.solution_id == slot.solution_id, Label.user_id == bindparam("user")
     )
+    # The skips' primary key, one look-up.
+    skipped_by_user = exists().where(Skip.user_id == bindparam("user"), Skip.solution_id == slot.solution_id)
     # A retired problem is served to nobody, and one a labeler reported as bad is not served to
     # them again (its other solutions would meet the same fault), while the label that reported
     # it stands: a correction may take the report back, and a manager's dismissal keeps the
@@ -509,7 +512,7 @@ def _servable_to_user(slot: Any, *, current_leases_only: bool) -> list[ColumnEle
         problem.c.retired_at.is_(None),
         ~reported_by_user,
     )
-    return [~leased_by_user, ~labeled_by_user, servable_problem]
+    return [~leased_by_user, ~labeled_by_user, ~skipped_by_user, servable_problem]
 
 
 def _take_best_slot_statement() -> Update:

@@ -190,6 +190,7 @@ class LabelerStats(BaseModel):
     by_finish_reason: dict[str, int]
     median_time_ms: int | None
     active_leases: int
+    skipped: int = Field(description="solutions passed over unlabeled, across projects")
     recent: list[LabelSummary] = Field(description="the newest labels, newest first")
 
 

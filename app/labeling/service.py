@@ -37,6 +37,7 @@ from app.models import (
     Label,
     LabelingMode,
     Project,
+    Skip,
     Solution,
     User,
     utcnow,
@@ -355,6 +356,31 @@ def release_task(session: Session, user: User, task_id: int) -> None:
     assignment.user_id = None
 
 
+SCREENING_NOT_SKIPPED = (
+    "screening questions cannot be skipped: answer it, or give up on it with a reason"
+)
+
+
+def skip_task(session: Session, user: User, task_id: int) -> None:
+    """Pass over a leased solution without labeling it: the queue serves it to this labeler no
+    more, and its slot goes to the next one. A check item skipped goes as an ordinary task does
+    (a check item that came back would tell itself apart), except a screening item: skipping
+    every one would pass screening unscreened."""
+    assignment = _locked_own(session, user, task_id)
+    if assignment.status != AssignmentStatus.leased:
+        raise Conflict(f"assignment {task_id} is not leased")
+    if assignment.slot < 0:
+        if gate.is_screening_item(session, assignment.project_id, assignment.solution_id):
+            raise Conflict(SCREENING_NOT_SKIPPED)
+        session.delete(assignment)
+    else:
+        queue.release(assignment)
+        assignment.user_id = None
+    # Two tabs may skip the same lease: the second finds the first's skip.
+    if session.get(Skip, (user.id, assignment.solution_id)) is None:
+        session.add(Skip(user_id=user.id, solution_id=assignment.solution_id, project_id=assignment.project_id))
+
+
 def renew_lease(session: Session, user: User, task_id: int) -> LeaseRenewal:
     """Hold a task for a whole lease from now: the labeling page asks while its labeler is at
     work, so that a long solution is not taken from under them. A lease that ran out is taken
@@ -484,6 +510,7 @@ def labeler_stats(session: Session, user: User) -> LabelerStats:
         by_finish_reason=by_reason,
         median_time_ms=int(statistics.median(times)) if times else None,
         active_leases=active or 0,
+        skipped=session.scalar(select(func.count()).select_from(Skip).where(Skip.user_id == user.id)) or 0,
         recent=_recent_labels(session, user, RECENT_LABELS),
     )
 

@@ -20,6 +20,7 @@ from app.models.report import Report, ReportKind, ReportStatus
 from app.models.round import ACTIVE_ROUND_STATUSES, Round, RoundStage, RoundStatus, RoundTrigger
 from app.models.round_pick import PickReason, RoundPick
 from app.models.round_settings import PromoteMetric, RoundSettings, ScoreKind, SelectorMode
+from app.models.skip import Skip
 from app.models.solution import AnswerGrade, Solution, StepsSource
 from app.models.solution_score import SolutionScore
 from app.models.user import Role, User
@@ -72,6 +73,7 @@ __all__ = [
     "RoundTrigger",
     "ScoreKind",
     "SelectorMode",
+    "Skip",
     "Solution",
     "SolutionScore",
     "StandingDecision",

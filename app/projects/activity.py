@@ -15,11 +15,11 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
-from app.models import FinishReason, Label, User, utcnow
+from app.models import FinishReason, Label, Skip, User, utcnow
 from app.projects.schemas import CHART_DAYS, DailyCount
 from app.quality.service import LabelerAccuracy, labeler_accuracy
 
@@ -38,6 +38,8 @@ class LabelerActivity:
     median_seconds_per_step: float | None
     negative_share: float | None
     give_ups: int
+    # Solutions passed over unlabeled (app.labeling.service.skip_task).
+    skips: int
     qc_compared: int
     qc_accuracy: float | None
     fast: bool
@@ -72,6 +74,7 @@ class _Tally:
     rated: int = 0
     negative: int = 0
     give_ups: int = 0
+    skips: int = 0
     paces: list[float] = field(default_factory=list)
     last_label_at: datetime | None = None
     last_hour: int = 0
@@ -82,8 +85,8 @@ def project_activity(
     session: Session, project_id: int, accuracy: list[LabelerAccuracy] | None = None,
     *, now: datetime | None = None,
 ) -> ProjectActivity:
-    """Every labeler of the platform with a current label in the project, most labels first;
-    `accuracy` is labeler_accuracy's answer, when the caller has it already."""
+    """Every labeler of the platform with a current label or a skip in the project, most labels
+    first; `accuracy` is labeler_accuracy's answer, when the caller has it already."""
     now = now or utcnow()
     today = now.date()
     hour_ago = now - timedelta(hours=1)
@@ -110,6 +113,14 @@ def project_activity(
         day = (created_at.date() - since).days
         if 0 <= day < CHART_DAYS:
             tally.recent[day] += 1
+    skips = session.execute(
+        select(Skip.user_id, User.username, User.labeler_uuid, func.count())
+        .join(User, User.id == Skip.user_id)
+        .where(Skip.project_id == project_id)
+        .group_by(Skip.user_id, User.username, User.labeler_uuid)
+    )
+    for user_id, username, labeler_uuid, skipped in skips:
+        tallies.setdefault(user_id, _Tally(username, labeler_uuid)).skips = skipped
     medians = {
         user_id: statistics.median(t.paces) if t.paces else None for user_id, t in tallies.items()
     }
@@ -137,6 +148,7 @@ def project_activity(
                 median_seconds_per_step=median,
                 negative_share=tally.negative / tally.rated if tally.rated else None,
                 give_ups=tally.give_ups,
+                skips=tally.skips,
                 qc_compared=qc.compared if qc else 0,
                 qc_accuracy=qc.accuracy if qc else None,
                 fast=fast,

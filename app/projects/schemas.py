@@ -164,6 +164,7 @@ class LabelerActivityRead(BaseModel):
     median_seconds_per_step: float | None = Field(description="median of active time over rated steps, per label")
     negative_share: float | None = Field(description="share of rated steps rated -1")
     give_ups: int
+    skips: int = Field(description="solutions passed over unlabeled: not served to this labeler again")
     qc_compared: int = Field(description="quality-control items compared with their gold")
     qc_accuracy: float | None
     fast: bool = Field(description="flagged for review: median pace under a quarter of the project's")

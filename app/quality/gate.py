@@ -37,6 +37,7 @@ from app.models import (
     Problem,
     Project,
     Role,
+    Skip,
     Solution,
     StandingDecision,
     User,
@@ -315,8 +316,8 @@ def _held_screening_item(session: Session, project_id: int, user_id: int) -> int
 
 
 def _unlabeled_gold(session: Session, project_id: int, user_id: int, *, screening: bool) -> int | None:
-    """A gold item of the kind asked for that the labeler has neither labeled nor holds, of a
-    problem not retired: screening items in a fixed order, QC items at random. The labeler's own
+    """A gold item of the kind asked for that the labeler has neither labeled, held nor skipped,
+    of a problem not retired: screening items in a fixed order, QC items at random. The labeler's own
     bad-problem reports hold no gold back, or reporting would be a way out of the checks."""
     gold = gold_labels(project_id).subquery()
     screening_gold = select(gold.c.solution_id).where(gold.c.is_initial_screening.is_(True))
@@ -335,6 +336,7 @@ def _unlabeled_gold(session: Session, project_id: int, user_id: int, *, screenin
                 Assignment.status == AssignmentStatus.leased,
             ),
             ~exists().where(Assignment.solution_id == gold.c.solution_id, Assignment.slot == -user_id),
+            ~exists().where(Skip.user_id == user_id, Skip.solution_id == gold.c.solution_id),
         )
         .group_by(gold.c.solution_id)
         .order_by(gold.c.solution_id if screening else func.random())

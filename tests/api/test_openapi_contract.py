@@ -99,6 +99,7 @@ def test_every_operation_answers_as_documented(app, client, session_factory, mod
 HOLDER_OPERATIONS = {
     "/api/v1/assignments/{assignment_id}/submit": 200,
     "/api/v1/assignments/{assignment_id}/release": 204,
+    "/api/v1/assignments/{assignment_id}/skip": 204,
 }
 
 

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select, update
 
 from app.db import session_scope
-from app.models import Assignment, FinishReason, Label, Project, User, utcnow
+from app.models import Assignment, FinishReason, Label, Project, Skip, User, utcnow
 from tests.browser.conftest import add_solution, login, screenshot
 from tests.conftest import PASSWORD, make_project, make_user
 
@@ -478,6 +478,38 @@ def test_a_session_that_ends_mid_task_says_so_at_login_and_the_label_goes_after(
     page.wait_for_url(f"**/label/{project.id}")
     expect(page.locator("#notice")).to_contain_text("A label from your last visit has been saved.")
     assert len(_labels(session_factory)) == 1
+
+
+def test_skip_passes_the_solution_on_and_asks_twice_once_ratings_were_given(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_and_labeler(session_factory)
+    first = add_solution(session_factory, project, ["$a$", "$b$"], priority=3)
+    second = add_solution(session_factory, project, ["$c$", "$d$"], priority=2)
+    third = add_solution(session_factory, project, ["$e$", "$f$"], priority=1)
+    _start(page, project)
+    expect(page.locator("#task-ids")).to_have_text(f"Solution {first}")
+    # Nothing rated: one key skips.
+    page.keyboard.press("s")
+    expect(page.locator("#task-ids")).to_have_text(f"Solution {second}")
+    expect(page.locator("#notice")).to_contain_text("it will not come back to you")
+    # A rating given: the first press warns, another key keeps the rating, two presses skip.
+    page.keyboard.press("1")
+    page.keyboard.press("s")
+    expect(page.locator("#notice")).to_contain_text("Skipping drops the ratings you gave")
+    screenshot(page, "labeler_skip_asks_again.png")
+    page.keyboard.press("k")
+    expect(page.locator("#notice")).to_be_hidden()
+    page.keyboard.press("s")
+    expect(page.locator("#notice")).to_contain_text("Skipping drops the ratings you gave")
+    expect(page.locator("#task-ids")).to_have_text(f"Solution {second}")
+    page.get_by_role("button", name="Skip").click()
+    expect(page.locator("#task-ids")).to_have_text(f"Solution {third}")
+    page.reload(wait_until="domcontentloaded")
+    expect(page.locator("#task-ids")).to_have_text(f"Solution {third}")
+    page.keyboard.press("s")
+    expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    assert _labels(session_factory) == []
+    with session_scope(session_factory) as session:
+        assert set(session.scalars(select(Skip.solution_id))) == {first, second, third}
 
 
 def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

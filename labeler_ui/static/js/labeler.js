@@ -55,6 +55,8 @@ let recheck = null;
 let labeledToday = null;
 // A key that would change a -1, waiting for the same key again: { index, value }.
 let pendingChange = null;
+// A skip that would drop ratings given, waiting for a second press.
+let skipAsked = false;
 // Phase-1 mode: the step whose write-your-own editor is open, or null; and by step, text typed
 // in an editor closed without keeping it.
 let editing = null;
@@ -169,6 +171,7 @@ function showTask(next) {
   unsentSteps = {};
   missedSync = false;
   pendingChange = null;
+  skipAsked = false;
   state =
     next.labeling_mode === "phase1"
       ? new Phase1State(next.solution.alternatives ?? [])
@@ -243,7 +246,7 @@ function showEmpty(waiting, reason) {
   $("empty-text").textContent = reason
     ? reason
     : waiting
-    ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled, or of problems you reported as bad, and wait${waiting === 1 ? "s" : ""} for other labelers.`
+    ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled or skipped, or of problems you reported as bad, and wait${waiting === 1 ? "s" : ""} for other labelers.`
     : "Every solution in this project has the labels it needs. Check back later or choose another project.";
   setView("empty");
   recheck = setTimeout(() => loadNext({ unattended: true }), EMPTY_RECHECK_MS);
@@ -271,7 +274,7 @@ function render() {
   $("finish").classList.toggle("found-error", errorAt >= 0);
   $("finish-text").textContent = complete ? statusText(true, errorAt) : "";
   for (const id of ["submit", "finish-submit"]) $(id).disabled = busy || !complete;
-  for (const id of ["flag", "give-up", "bad-problem"]) $(id).disabled = busy;
+  for (const id of ["flag", "give-up", "bad-problem", "skip"]) $(id).disabled = busy;
   $("undo").disabled = busy || !state.canUndo();
   $("flag").setAttribute("aria-pressed", String(state.flags[state.cursor] ?? false));
 }
@@ -289,7 +292,7 @@ function renderPhase1() {
   $("finish").classList.toggle("found-error", complete && state.finishReason() === "found_error");
   $("finish-text").textContent = complete ? phase1Status(true) : "";
   for (const id of ["submit", "finish-submit"]) $(id).disabled = busy || !complete;
-  for (const id of ["flag", "give-up", "bad-problem"]) $(id).disabled = busy;
+  for (const id of ["flag", "give-up", "bad-problem", "skip"]) $(id).disabled = busy;
   $("undo").disabled = busy || !state.canUndo();
   const { step, alt } = state.cursor;
   $("flag").setAttribute("aria-pressed", String(state.flags[step]?.[alt] ?? false));
@@ -461,6 +464,7 @@ function focusCurrent() {
 // changed.
 function act(change, said = null) {
   if (!change()) return false;
+  skipAsked = false;
   // A change made otherwise (a click, a move) ends a −1's change waiting for its second press.
   if (pendingChange) {
     pendingChange = null;
@@ -649,6 +653,10 @@ function onKey(event) {
 }
 
 function handleKey(key) {
+  if (skipAsked && key !== "s") {
+    skipAsked = false;
+    clearNotice();
+  }
   if (key === "ArrowLeft" || key === "ArrowRight") return scrollFormula(key === "ArrowRight" ? 1 : -1);
   if (isPhase1()) return phase1Key(key);
   if (Object.hasOwn(RATING_KEYS, key)) {
@@ -686,6 +694,42 @@ function giveUp() {
   reasons.open("give_up", isPhase1() ? null : state.givenUpLoss());
 }
 
+// Passes the solution to other labelers, unlabeled (Label Studio's skip, Prodigy's ignore): the
+// queue serves it to this labeler no more. Ratings given are dropped, so with any given a second
+// press is asked for, as a −1's change is.
+async function skip() {
+  if (busy || !task || correction) return;
+  if (state.ratedCount() > 0 && !skipAsked) {
+    skipAsked = true;
+    const again = shortcuts.on ? "Press S again" : "Choose Skip again";
+    notify("warning", `Skipping drops the ratings you gave this solution. ${again} to skip it; anything else keeps them.`);
+    return;
+  }
+  skipAsked = false;
+  const draft = draftKey(task);
+  setBusy(true);
+  try {
+    await postJson(`/api/v1/assignments/${task.assignment_id}/skip`);
+  } catch (error) {
+    setBusy(false);
+    if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 409)) {
+      failed(error);
+      return;
+    }
+    if (error.status === 409 && task) {
+      // A screening question: it stays, with the server's words.
+      notify("warning", `Not skipped: ${error.message}.`);
+      return;
+    }
+    notify("warning", "Not skipped: this solution is no longer yours. Loading the next solution.");
+  }
+  drafts.clear(draft);
+  if ($("notice").hidden || !$("notice").classList.contains("warning")) {
+    notify("info", "Skipped: other labelers will label it; it will not come back to you.");
+  }
+  await loadNext();
+}
+
 function otherKey(key) {
   if (key === "ArrowUp" || key === "k") move(-1, describeCurrent);
   else if (key === "ArrowDown" || key === "j") moveDown();
@@ -696,6 +740,7 @@ function otherKey(key) {
   else if (key === "u") undo();
   else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
+  else if (key === "s") skip();
   else return false;
   return true;
 }
@@ -734,6 +779,7 @@ function phase1Key(key) {
   else if (key === "u") undo();
   else if (key === "g") giveUp();
   else if (key === "b") reasons.open("bad_problem");
+  else if (key === "s") skip();
   else return false;
   return true;
 }
@@ -841,6 +887,7 @@ onButton("flag", () => {
 onButton("undo", () => state && (pendingChange ? keepPendingError() : undo()));
 onButton("give-up", () => task && !busy && giveUp());
 onButton("bad-problem", () => task && !busy && reasons.open("bad_problem"));
+onButton("skip", () => skip());
 onButton("check-again", () => loadNext());
 setInterval(updateLease, 1000);
 // A page the browser kept in memory comes back as it was left: a lease since expired, or a label
