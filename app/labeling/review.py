@@ -6,8 +6,9 @@ exports, counts and training read only the latest. The project's correction wind
 moment the solution was first labeled, not from the last correction: correcting again does not
 keep a label open forever.
 
-A label keeps no mode of its own, and a project's mode may change after labeling, so a label is
-read, and corrected, by what its steps hold (see `_label_mode`), never by the project's mode alone.
+A project's mode may change after labeling, so a label is read, and corrected, in the mode it
+was made in, or where it does not know it (made before labels kept one), by what its steps hold
+(see `_label_mode`), never by the project's mode alone.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def correct_label(
         is_initial_screening=label.is_initial_screening,
         finish_reason=data.finish_reason,
         finish_note=(data.finish_note or "").strip() or None,
+        labeling_mode=label.labeling_mode,
         total_time_ms=data.total_time_ms,
         steps=[prm800k_step(r) for r in data.ratings],
         idempotency_key=data.idempotency_key,
@@ -171,12 +173,16 @@ def correction_window(session: Session, label: Label, project: Project, now: dat
 
 
 def _label_mode(project: Project, label: Label, n_steps: int) -> LabelingMode:
-    """The mode a label is read and corrected in, by what it holds: phase 1 for a label in phase
-    1's shape; full for one rating a step after a -1; first error for a found error with steps
-    left unrated (full mode rates them all). A label either mode would have taken is read in the
+    """The mode a label is read and corrected in: the one it was made in, where it knows it (a
+    phase-1 label in the ratings' shape is corrected as first error, which phase 1's path
+    follows: it ends at a -1); else by what it holds: phase 1 for a label in phase 1's shape;
+    full for one rating a step after a -1; first error for a found error with steps left
+    unrated (full mode rates them all). A label either mode would have taken is read in the
     project's mode (first error where that is phase 1, which has no rules for ratings)."""
     if _phase1_shaped(label):
         return LabelingMode.phase1
+    if label.labeling_mode is not None:
+        return LabelingMode.first_error if label.labeling_mode == LabelingMode.phase1 else label.labeling_mode
     ratings = [rating for rating, _ in step_ratings(label.steps) if rating is not None]
     if -1 in ratings[:-1]:
         return LabelingMode.full

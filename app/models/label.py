@@ -17,6 +17,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, JSONDocument, UTCDateTime, utcnow
+from app.models.project import LabelingMode
 
 
 class FinishReason(enum.StrEnum):
@@ -79,6 +80,11 @@ class Label(Base):
         Enum(FinishReason, native_enum=False, length=16)
     )
     finish_note: Mapped[str | None] = mapped_column(Text)
+    # The mode its task was served in (see Assignment.labeling_mode), which a correction keeps:
+    # the project's mode may change after labeling, and exports and corrections read each label
+    # by its own mode's rules. None for a label that came from a file or a machine: nothing says
+    # which rules it was made under.
+    labeling_mode: Mapped[LabelingMode | None] = mapped_column(Enum(LabelingMode, native_enum=False, length=16))
     total_time_ms: Mapped[int | None] = mapped_column(Integer)
     steps: Mapped[list[dict[str, Any]]] = mapped_column(JSONDocument)
     idempotency_key: Mapped[str | None] = mapped_column(String(100))

@@ -261,6 +261,9 @@ def test_pages_show_the_list_the_label_and_why_correcting_is_closed(client, sess
         # and what only the other mode allows is refused.
         ("first_error", [1, -1], "found_error", [-1, 1, 1], "first -1"),
         ("full", [1, -1, 1], "found_error", [1, -1], "every step rated"),
+        # Labels either mode would have taken: only the mode kept with the label tells.
+        ("first_error", [1, 1, 1], "solution", [1, -1, 1], "first -1"),
+        ("full", [1, 1, 1], "solution", [1, -1], "every step rated"),
     ],
 )
 def test_a_ratings_label_keeps_its_mode_when_the_project_changes_its(  # type: ignore[no-untyped-def]
@@ -288,6 +291,8 @@ def test_a_ratings_label_keeps_its_mode_when_the_project_changes_its(  # type: i
                         json=_correction("lena-fix-0015", ratings, reason))
     assert fixed.status_code == 200, fixed.text
     assert _labels(session_factory) == [(first, None, True), (fixed.json()["label_id"], first, False)]
+    # A correction keeps the mode, for the next correction.
+    assert client.get(f"/api/v1/me/labels/{fixed.json()['label_id']}", headers=headers).json()["labeling_mode"] == mode
 
 
 RATED = {"completions": [{"rating": 1, "flagged": False}], "human_completion": None, "chosen_completion": 0}

@@ -346,3 +346,32 @@ def test_sessions_open_at_the_upgrade_count_as_used_at_the_upgrade(fresh_url: st
     finally:
         engine.dispose()
     assert before - timedelta(seconds=5) <= last_seen <= utcnow(), "not when the session began: it would end at once"
+
+
+def test_labels_take_their_leases_mode_and_corrections_their_labels(fresh_url: str) -> None:
+    upgrade(fresh_url, "0039")
+    engine = create_engine(normalize_database_url(fresh_url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO projects (name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES ('p', '', 'full', 2, 30, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at) VALUES (1, 'What is 2 + 2?', 'ph', false, CURRENT_TIMESTAMP)"))
+            connection.execute(text(
+                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+                " VALUES (1, 1, '[\"4\"]', 'given', 'right', '{}', 0, 'sh', false, CURRENT_TIMESTAMP)"))
+            # A lease that kept the mode it was served in, and one from before leases kept any.
+            for slot, mode in ((0, "first_error"), (1, None)):
+                connection.execute(text("INSERT INTO assignments (project_id, solution_id, slot, priority, status, labeling_mode)"
+                                        " VALUES (1, 1, :slot, 0, 'done', :mode)"), {"slot": slot, "mode": mode})
+            label = text(
+                "INSERT INTO labels (project_id, solution_id, assignment_id, supersedes_id, is_quality_control, is_initial_screening, steps, extra, source, created_at)"
+                " VALUES (1, 1, :assignment, :supersedes, false, false, '[]', '{}', 'human', CURRENT_TIMESTAMP)")
+            # 1 and 2 made here; 3 corrects 1 and 4 corrects 3; 5 corrects 2; 6 came from a file.
+            for assignment, supersedes in ((1, None), (2, None), (None, 1), (None, 3), (None, 2), (None, None)):
+                connection.execute(label, {"assignment": assignment, "supersedes": supersedes})
+        upgrade(fresh_url)
+        with engine.connect() as connection:
+            modes = connection.scalars(text("SELECT labeling_mode FROM labels ORDER BY id")).all()
+    finally:
+        engine.dispose()
+    # Unknown stays unknown (read by what the label holds), not the project's mode now.
+    assert modes == ["first_error", None, "first_error", "first_error", None, None]
