@@ -263,7 +263,7 @@ def test_full_mode_counts_ratings_out_of_order_and_says_what_a_give_up_keeps(pag
     page.keyboard.press("1")
     expect(page.locator("#progress-text")).to_have_text("3 of 4 steps rated")
     page.keyboard.press("g")
-    expect(help_text).to_contain_text("The ratings you gave so far are kept.")
+    expect(help_text).to_contain_text("A give-up is a label, with the ratings you gave so far")
     page.locator("#reason-dialog").get_by_label("Reason").fill("The last step needs a table I do not have.")
     page.keyboard.press("Control+Enter")
     expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
@@ -503,13 +503,40 @@ def test_skip_passes_the_solution_on_and_asks_twice_once_ratings_were_given(page
     expect(page.locator("#task-ids")).to_have_text(f"Solution {second}")
     page.get_by_role("button", name="Skip").click()
     expect(page.locator("#task-ids")).to_have_text(f"Solution {third}")
+    # The warning that asked twice is answered: the skip is said instead.
+    expect(page.locator("#notice")).to_have_text(re.compile("^Skipped: "))
     page.reload(wait_until="domcontentloaded")
     expect(page.locator("#task-ids")).to_have_text(f"Solution {third}")
+    page.keyboard.press("u")
+    expect(page.locator("#notice")).to_have_text("Nothing to undo here.")
     page.keyboard.press("s")
     expect(page.get_by_role("heading", name="Queue empty")).to_be_visible()
+    # The solution in focus is gone: Enter on the queue's end checks again.
+    expect(page.get_by_role("button", name="Check again")).to_be_focused()
     assert _labels(session_factory) == []
     with session_scope(session_factory) as session:
         assert set(session.scalars(select(Skip.solution_id))) == {first, second, third}
+
+
+def test_on_a_laptop_screen_the_side_panel_keeps_progress_and_submit_in_sight(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # Taller than 720 px, the panel stuck at the top slid its progress and Submit under the bar.
+    project = _project_and_labeler(session_factory, "full")
+    add_solution(session_factory, project, [f"Step {i}: ${i} + {i} = {2 * i}$, " + "so on. " * 40 for i in range(6)])
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _start(page, project)
+    for _ in range(4):
+        page.keyboard.press("1")
+    expect(page.locator("#progress-text")).to_have_text("4 of 6 steps rated")
+    # Wherever the rating left the page, down to its foot.
+    page.evaluate("window.scrollTo({top: document.body.scrollHeight, behavior: 'instant'})")
+    page.wait_for_function("window.scrollY > 300 && window.scrollY + innerHeight >= document.body.scrollHeight - 2")
+    screenshot(page, "labeler_laptop_side_panel.png")
+    header = page.locator("header").first.bounding_box()
+    for part in ("#progress-text", "#submit"):
+        box = page.locator(part).bounding_box()
+        assert box is not None and header is not None
+        assert box["y"] >= header["y"] + header["height"] and box["y"] + box["height"] <= 720, (part, box)
+    screenshot(page, "labeler_laptop_side_panel.png")
 
 
 def test_reload_keeps_ratings_in_progress(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]

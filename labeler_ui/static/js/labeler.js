@@ -249,6 +249,9 @@ function showEmpty(waiting, reason) {
     ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled or skipped, or of problems you reported as bad, and wait${waiting === 1 ? "s" : ""} for other labelers.`
     : "Every solution in this project has the labels it needs. Check back later or choose another project.";
   setView("empty");
+  // The focus was on the solution, now gone: Enter checks again. A recheck leaves it where the
+  // labeler moved it.
+  if (!$("empty-view").contains(document.activeElement)) $("check-again").focus({ preventScroll: true });
   recheck = setTimeout(() => loadNext({ unattended: true }), EMPTY_RECHECK_MS);
 }
 
@@ -494,7 +497,13 @@ function describeCurrent() {
 const rate = (i, value) => act(() => state.rate(i, value), () => `Step ${i + 1} rated ${RATING_TEXT[value]}. ${$("status").textContent}`);
 const toggleFlag = (i) =>
   act(() => state.toggleFlag(i), () => `Step ${i + 1} ${state.flags[i] ? "flagged as unsure" : "no longer flagged"}.`);
-const undo = () => act(() => state.undo(), () => `Undone. ${$("status").textContent}`);
+// Nothing to undo is said, not met with silence (a reload, or a correction, starts without a history).
+const undo = () => act(() => state.undo(), () => `Undone. ${$("status").textContent}`) || nothingToUndo();
+
+function nothingToUndo() {
+  notify("info", "Nothing to undo here.");
+  announce("Nothing to undo here.");
+}
 
 function rateByKey(key) {
   const i = state.cursor;
@@ -706,17 +715,20 @@ async function skip() {
     return;
   }
   skipAsked = false;
+  // The warning that asked for this second press is answered.
+  clearNotice();
   const draft = draftKey(task);
   setBusy(true);
   try {
     await postJson(`/api/v1/assignments/${task.assignment_id}/skip`);
+    notify("info", "Skipped: other labelers will label it; it will not come back to you.");
   } catch (error) {
     setBusy(false);
     if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 409)) {
       failed(error);
       return;
     }
-    if (error.status === 409 && task) {
+    if (error.status === 409) {
       // A screening question: it stays, with the server's words.
       notify("warning", `Not skipped: ${error.message}.`);
       return;
@@ -724,9 +736,6 @@ async function skip() {
     notify("warning", "Not skipped: this solution is no longer yours. Loading the next solution.");
   }
   drafts.clear(draft);
-  if ($("notice").hidden || !$("notice").classList.contains("warning")) {
-    notify("info", "Skipped: other labelers will label it; it will not come back to you.");
-  }
   await loadNext();
 }
 

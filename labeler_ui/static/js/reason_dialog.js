@@ -6,7 +6,7 @@ import { showsNothing } from "./blank.js";
 const KINDS = {
   give_up: {
     title: "Give up on this solution",
-    help: "For a solution you cannot judge, for example one that needs knowledge you lack. The ratings you gave so far are kept.",
+    help: "For a solution you cannot judge, for example one that needs knowledge you lack. A give-up is a label, with the ratings you gave so far; to pass the solution on unlabeled, skip it instead.",
     confirm: "Give up",
     danger: false,
   },
