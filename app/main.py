@@ -181,7 +181,14 @@ class HeadAsGet(HttpMiddleware):
                 message = {**message, "body": b""}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+        as_get = {**scope, "method": "GET"}
+        try:
+            await self.app(as_get, receive, send_without_body)
+        finally:
+            # For the metrics and the access log outside, which read the route matched off the
+            # scope they were given: without it a HEAD counted as a path nothing matched.
+            if "route" in as_get:
+                scope["route"] = as_get["route"]
 
 
 class UnhandledErrors(HttpMiddleware):

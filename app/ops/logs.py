@@ -16,6 +16,7 @@ import uuid
 from contextvars import ContextVar
 from typing import Any
 
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from uvicorn.config import LOGGING_CONFIG
 
@@ -54,6 +55,9 @@ class Json(JsonFormatter):
             style="{",
             rename_fields={"levelname": "level", "name": "logger"},
             timestamp="time",
+            # uvicorn gives its records a copy of the message with terminal colour codes, for
+            # its own text lines: a collector would store the escapes.
+            reserved_attrs=[*RESERVED_ATTRS, "color_message"],
         )
 
 

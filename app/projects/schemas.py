@@ -149,7 +149,7 @@ class ProjectProgress(BaseModel):
     solutions_retired: int = Field(description="of retired problems: served to nobody, none of the three above")
     labels: int
     labels_to_go: int = Field(description="labels the queue still asks for: slots not yet labeled, waiting or in hand")
-    labels_per_day: list[DailyCount]
+    labels_per_day: list[DailyCount] = Field(description="each of the last 14 days (UTC), oldest first, zeros included")
     labels_per_hour: list[HourlyCount] = Field(
         description="each of the last 24 hours (UTC), oldest first, the hour under way last, zeros included")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from sqlalchemy import case, delete, func, select
 from sqlalchemy.orm import Session
@@ -211,7 +211,9 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
     solutions_retired = session.scalar(select(func.count()).select_from(retired.subquery())) or 0
     # A solution without slots already has all the labels it needs (imported with labels).
     done_count += solutions - solutions_retired - queued
-    since = now - timedelta(days=days)
+    # Whole UTC days, today's included: a dashboard plots each of them, zeros too.
+    first_day = now.date() - timedelta(days=days - 1)
+    since = datetime.combine(first_day, time.min, tzinfo=UTC)
     day = func.date(Label.created_at)
     per_day = session.execute(
         select(day, func.count())
@@ -242,9 +244,13 @@ def project_progress(session: Session, project: Project, days: int = 14) -> Proj
             .where(Label.project_id == project.id, Label.superseded_at.is_(None), is_human())
         )
         or 0,
-        labels_per_day=[DailyCount(day=_as_date(d), labels=n) for d, n in per_day],
+        labels_per_day=_every_day(first_day, days, {_as_date(d): n for d, n in per_day}),
         labels_per_hour=_labels_per_hour(session, project.id, now),
     )
+
+
+def _every_day(first: date, days: int, counts: dict[date, int]) -> list[DailyCount]:
+    return [DailyCount(day=day, labels=counts.get(day, 0)) for day in (first + timedelta(days=i) for i in range(days))]
 
 
 def _labels_per_hour(session: Session, project_id: int, now: datetime) -> list[HourlyCount]:

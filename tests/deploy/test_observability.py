@@ -92,6 +92,9 @@ def test_json_logs_name_the_request_and_never_a_secret(env: dict[str, str]) -> N
         assert secret not in stderr
     events = [json.loads(line) for line in stderr.splitlines() if line.strip()]
     assert all({"time", "level", "message"} <= e.keys() for e in events), "every line is one JSON event"
+    # uvicorn's own lines ("Started server process") carry no copy in terminal colours.
+    assert any(e.get("logger", "").startswith("uvicorn") for e in events)
+    assert "color_message" not in stderr and "\\u001b" not in stderr
     requests = [e for e in events if e.get("logger") == "stepwise.access"]
     mine = next(e for e in requests if e["request_id"] == "trace-42")
     assert mine["route"] == "/api/v1/users/me" and mine["status"] == 200 and mine["user_id"] == user_id

@@ -158,6 +158,8 @@ def test_metrics_count_requests_by_route_template_labels_and_the_queue(scraper, 
     for _ in range(2):  # the second is the same key again: stored once, counted once
         assert scraper.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json=label).status_code == 200
     scraper.get("/api/v1/projects/987654", headers=headers)
+    # A monitor's HEAD counts by its route, not with the paths nothing matched.
+    scraper.head("/healthz")
     after = scraper.get("/metrics")
     assert after.status_code == 200 and after.headers["content-type"].startswith("text/plain")
     text = after.text
@@ -170,6 +172,7 @@ def test_metrics_count_requests_by_route_template_labels_and_the_queue(scraper, 
     assert grew("stepwise_http_requests_total", method="POST", route=route, status="200") == 2
     assert grew("stepwise_http_request_duration_seconds_count", method="POST", route=route) == 2
     assert grew("stepwise_http_requests_total", method="GET", route="/api/v1/projects/{project_id}", status="404") == 1
+    assert grew("stepwise_http_requests_total", method="HEAD", route="/healthz", status="200") == 1
     # Three solutions, overlap 1: one leased and labeled, two waiting.
     assert _value(text, "stepwise_queue_waiting_slots", project_id=str(project.id)) == 2
     # An empty queue is a 0, not a series gone: an alert on `== 0` must see it.

@@ -150,7 +150,11 @@ def test_progress_counts_labels_of_the_last_days_not_of_days_to_come(client, ses
     import_bytes(session_factory, project, jsonl(records))
     progress = client.get(f"/api/v1/projects/{project.id}/progress", headers=headers).json()
     assert progress["labels"] == 2
-    assert progress["labels_per_day"] == [{"day": an_hour_ago.date().isoformat(), "labels": 1}]
+    # Each of the last 14 days, zeros included, as the activity's: a dashboard plots both alike.
+    today = datetime.now(UTC).date()
+    days = [(today - timedelta(days=13 - i)).isoformat() for i in range(14)]
+    assert [d["day"] for d in progress["labels_per_day"]] == days
+    assert {d["day"]: d["labels"] for d in progress["labels_per_day"] if d["labels"]} == {an_hour_ago.date().isoformat(): 1}
 
 
 def test_imported_labels_count_as_progress_once_the_overlap_asks_for_more(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
