@@ -660,12 +660,18 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     """Export a project's labels, streamed to a file (hf: a `datasets` directory)."""
     from app.exports.query import check_generations, check_labelers
     from app.audit import service as audit
-    from app.exports.schemas import ExportFilters, filters_query
+    from app.exports.schemas import ExportFilters, filters_query, refuse_unread
     from app.exports.service import write_export
     from app.ops.files import output_directory, output_file, written_aside
     from app.projects.service import get_project_by_name
 
-    _refuse_unused(fmt, neutral=("trl",), completions=("trl", "parquet", "hf"))
+    typed = click.get_current_context()
+    given = [name for name in ("neutral", "completions")
+             if typed.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    try:
+        refuse_unread(fmt, given, formats=("prm800k", "trl", "parquet", "hf"), spelled=lambda name: f"--{name}")
+    except BadInput as exc:
+        raise click.UsageError(exc.message) from None
     target = output_directory(output) if fmt == "hf" else output_file(output)
     filters = _validated(
         ExportFilters,
@@ -683,7 +689,9 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
     )
     # With every completion a label gives several records.
     what = "records" if completions == "all" else "labels"
-    with ctx.session() as session:
+    # Reading only, for as long as the export takes: on SQLite a session that may write holds
+    # the write lock that long, and every labeler's submit waits on it.
+    with session_scope(ctx.factory(), reads_only=True) as session:
         project = get_project_by_name(session, project_name)
         try:
             check_labelers(session, project.id, filters)
@@ -699,6 +707,7 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
         else:
             with written_aside(target) as partial, partial.open("wb") as sink:
                 count = write_export(session, project, fmt, filters, sink)
+    with ctx.session() as session:
         audit.record(session, None, "export.downloaded", audit.project_target(project), format=fmt,
                      filters=filters_query(filters), count=count)
         click.echo(f"exported {count} {what} to {output}")

@@ -126,7 +126,14 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(connection):  # type: ignore[no-untyped-def]
         # SQLite has no row locks: taking the write lock at BEGIN serialises writers, which is
         # what makes leasing a task safe there (PostgreSQL uses FOR UPDATE SKIP LOCKED instead).
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # A session that only reads (session_scope's reads_only) takes none: under WAL it reads
+        # a snapshot while writers go on.
+        reads_only = connection.get_execution_options().get(_READS_ONLY, False)
+        connection.exec_driver_sql("BEGIN DEFERRED" if reads_only else "BEGIN IMMEDIATE")
+
+
+# The execution option that marks a session's connection as reading only (see session_scope).
+_READS_ONLY = "stepwise_reads_only"
 
 
 class RuleLock(IntEnum):
@@ -177,8 +184,13 @@ def create_session_factory(engine: Engine) -> sessionmaker[Session]:
 
 
 @contextmanager
-def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+def session_scope(factory: sessionmaker[Session], *, reads_only: bool = False) -> Iterator[Session]:
+    """A session in one transaction, committed at the end, rolled back on any error.
+    `reads_only`: for a session that writes nothing and may last, as a streamed export does: on
+    SQLite it holds the write lock for as long, and every labeler's submit waited on it."""
     session = factory()
+    if reads_only:
+        session.connection(execution_options={_READS_ONLY: True})
     try:
         yield session
         session.commit()

@@ -19,8 +19,10 @@ from app.exports.schemas import (
     Generation,
     LabelerRef,
     filters_query,
+    refuse_unread,
 )
 from app.exports.service import MEDIA_TYPES, export_filename, stream_export
+from app.exports.streaming import ClosingStreamingResponse
 from app.models import utcnow
 from app.projects.service import get_project
 
@@ -61,12 +63,15 @@ def export_filters(
         Accuracy | None,
         Query(description="only solutions whose labelers agree on the first error at least this often (0 to 1)"),
     ] = None,
-    neutral: Annotated[Literal["positive", "negative"], Query(description="TRL: what a 0 rating becomes")] = "positive",
+    neutral: Annotated[
+        Literal["positive", "negative"],
+        Query(description="TRL only (refused with another format): what a 0 rating becomes"),
+    ] = "positive",
     completions: Annotated[
         Literal["chosen", "all"],
         Query(
-            description="TRL and Parquet: the labelers' paths only (chosen), or also every other "
-            "rated alternative as its own example, human-written steps marked (all)"
+            description="TRL and Parquet only (refused with another format): the labelers' paths only "
+            "(chosen), or also every other rated alternative as its own example, human-written steps marked (all)"
         ),
     ] = "chosen",
 ) -> ExportFilters:
@@ -114,13 +119,14 @@ def export(
     filters: Annotated[ExportFilters, Depends(export_filters)],
 ) -> StreamingResponse:
     """Labels of the project as PRM800K JSONL, TRL stepwise supervision JSONL, or Parquet."""
+    refuse_unread(fmt.value, request.query_params.keys())
     project = get_project(session, project_id)
     check_labelers(session, project.id, filters)
     check_generations(session, project.id, filters)
     audit.record(session, user, "export.downloaded", audit.project_target(project), format=fmt.value,
                  filters=filters_query(filters))
     filename = export_filename(project, fmt.value, utcnow().date())
-    return StreamingResponse(
+    return ClosingStreamingResponse(
         stream_export(request.app.state.session_factory, project.id, fmt.value, filters),
         media_type=MEDIA_TYPES[fmt],
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},

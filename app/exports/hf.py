@@ -52,18 +52,19 @@ COLUMNS = {
     "labeler's); null on the label's own row",
     "source": "who labeled: human, or a machine (rollout, judge, prm)",
     "source_detail": "for a machine label, JSON naming the model, its parameters and what it measured",
+    "labeling_mode": "the mode the label was made in: first_error, full or phase1; null where not known: "
+    "imported, made by a machine, or made before Stepwise kept it",
 }
 
 _MODES = {
     LabelingMode.first_error: (
-        "*first error* (PRM800K phase 2): steps are rated top to bottom and the first -1 ends the "
-        "label, so `ratings` stop at it; the steps after it were not judged, neither right nor "
-        "wrong"
+        "PRM800K phase 2's: steps are rated top to bottom and the first -1 ends the label, so "
+        "`ratings` stop at it; the steps after it were not judged, neither right nor wrong"
     ),
-    LabelingMode.full: "*full*: every step is rated, after a -1 too",
+    LabelingMode.full: "every step is rated, after a -1 too",
     LabelingMode.phase1: (
-        "*phase 1* (PRM800K phase 1): each step came with alternative completions, every one "
-        "rated; `steps` are the ones the labeler continued with (chosen or self-written)"
+        "PRM800K phase 1's: each step came with alternative completions, every one rated; `steps` "
+        "are the ones the labeler continued with (chosen or self-written)"
     ),
 }
 
@@ -126,9 +127,14 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "A step a labeler wrote themselves (PRM800K's `human_completion`) is rated 1 where its record "
         "left it unrated: PRM800K's labelers wrote their own step only as a correct one.",
         "",
-        f"Labeling mode of the project, for the labels made in Stepwise (imported ones keep their "
-        f"file's ratings): {_MODES[project.labeling_mode]}. A `give_up` or "
-        "`bad_problem` label keeps the ratings made before it, and its reason in `finish_note`.",
+        "A `give_up` or `bad_problem` label keeps the ratings made before it, and its reason in `finish_note`.",
+        "",
+        "## Labeling modes",
+        "",
+        "Each label made in Stepwise was made in the mode its `labeling_mode` names, the one its task was "
+        "served in (a project may change mode between labels):",
+        "",
+        *_mode_lines(own),
         "",
         *_guidelines_section(project.guidelines),
         "## Filters",
@@ -153,6 +159,19 @@ def dataset_card(project: Project, filters: ExportFilters, table: pa.Table) -> s
         "",
     ]
     return "\n".join(lines)
+
+
+def _mode_lines(labels: pa.Table) -> list[str]:
+    counts = _value_counts(labels["labeling_mode"])
+    lines = [f"- `{mode}` ({_labels(counts[mode])}): {_MODES[mode]}" for mode in LabelingMode if mode in counts]
+    if without := labels["labeling_mode"].null_count:
+        lines.append(f"- null ({_labels(without)}): not known: imported or made by a machine (the ratings are "
+                     "the file's or the machine's), or made before Stepwise kept each label's mode")
+    return lines or ["- no labels"]
+
+
+def _labels(count: int) -> str:
+    return f"{count} label{'' if count == 1 else 's'}"
 
 
 def _guidelines_section(guidelines: str) -> list[str]:

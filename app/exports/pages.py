@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.deps import DataPageUser, SessionDep
 from app.errors import BadInput
 from app.exports.query import check_generations, check_labelers
-from app.exports.schemas import ExportFilters, ExportFormat, filters_query
+from app.exports.schemas import FORMAT_PARAMETERS, ExportFilters, ExportFormat, filters_query, refuse_unread
 from app.exports.service import Export, ExportCount
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import Label, LabelSource, Project
@@ -100,6 +100,15 @@ def export_download(
                 check(session, project.id, filters)
             except BadInput as exc:
                 errors[field] = exc.message
+        if "format" not in errors:
+            # The form sends every field: one left at its default chooses nothing, and the API's
+            # link leaves it out.
+            chosen = [name for name in FORMAT_PARAMETERS
+                      if getattr(filters, name) != ExportFilters.model_fields[name].default]
+            try:
+                refuse_unread(form.format, chosen)
+            except BadInput as exc:
+                errors[exc.details[0]["field"]] = exc.message
     if form.sources_offered and not form.sources:
         errors["sources"] = "tick at least one source"
     if not errors and Export(session, project.id, form.format, filters).is_empty():

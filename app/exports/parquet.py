@@ -47,6 +47,7 @@ SCHEMA = pa.schema(
         ("flagged", pa.list_(pa.bool_())),
         ("source", pa.string()),
         ("source_detail", pa.string()),
+        ("labeling_mode", pa.string()),
     ]
 )
 EVERY_COMPLETION_SCHEMA = SCHEMA.append(pa.field("human_written", pa.list_(pa.bool_()))).append(
@@ -129,6 +130,7 @@ class ParquetStream:
             "flagged": [s.flagged for s in steps],
             "source": row.source.value,
             "source_detail": row.source_detail,
+            "labeling_mode": row.labeling_mode.value if row.labeling_mode else None,
         }
         if self._every_completion:
             values["human_written"] = [s.human for s in steps]

@@ -69,6 +69,10 @@ def label_query(
             Label.is_initial_screening,
             Label.finish_reason,
             Label.finish_note,
+            # Null where nothing says which rules a label was made under: one imported, made by a
+            # machine, or made before leases kept their mode (migration 0037), as the project's
+            # mode may have changed since.
+            Label.labeling_mode,
             Label.total_time_ms,
             cast(Label.steps, Text).label("label_steps"),
             cast(Label.extra, Text).label("extra"),

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable
 from datetime import date
 from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.errors import BadInput
 from app.models import INT32_MAX, LabelSource
 
 
@@ -13,6 +15,29 @@ class ExportFormat(StrEnum):
     prm800k = "prm800k"
     trl = "trl"
     parquet = "parquet"
+
+
+# The parameters only some formats read, and those formats (hf is the CLI's: the Parquet rows
+# in a `datasets` directory).
+FORMAT_PARAMETERS = {"neutral": ("trl",), "completions": ("trl", "parquet", "hf")}
+
+
+def refuse_unread(
+    fmt: str,
+    given: Iterable[str],
+    *,
+    formats: Collection[str] = tuple(ExportFormat),
+    spelled: Callable[[str], str] = str,
+) -> None:
+    """BadInput naming the first of the `given` parameters that `fmt` does not read, and the
+    `formats` (those the caller offers) that do: passed over in silence, it would leave its user
+    believing it took effect. `spelled` names a parameter as the caller's user types it."""
+    for name in given:
+        readers = FORMAT_PARAMETERS.get(name)
+        if readers is not None and fmt not in readers:
+            named = " or ".join(f for f in readers if f in formats)
+            message = f"{spelled(name)} applies to {spelled('format')} {named}, not {fmt}"
+            raise BadInput(message, [{"field": name, "message": message}])
 
 
 # Shared by the model and the API's query parameters, so that the OpenAPI schema states the

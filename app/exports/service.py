@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, BinaryIO
@@ -151,13 +151,18 @@ class Export:
 def prm800k_record(row: LabelRow) -> dict[str, Any]:
     solution_steps = orjson.loads(row.solution_steps)
     label_steps = orjson.loads(row.label_steps)
-    # A label made here by ratings rated the solution as given, as PRM800K's phase 2 does, also
-    # where the solution is a phase-1 labeler's path: rendered as phase 1, the path it rated was
-    # lost, and its import could not make the solution again (a -1 on the first step left no
-    # step at all). One made in phase-1 mode, with alternatives or a step of its own, is phase 1's.
-    rated_as_given = row.made_here and all(
-        len(step.get("completions") or []) == 1 and step.get("human_completion") is None for step in label_steps)
-    steps_source = StepsSource.given if rated_as_given else row.steps_source
+    # A label made here that went through the solution's own steps rated the solution as given,
+    # as PRM800K's phase 2 does (alternatives rated on the way included), also where the solution
+    # is a phase-1 labeler's path: rendered as phase 1, the path it rated was lost, and its import
+    # could not make the solution again (a -1 on the first step left no step at all). One that
+    # went on with an alternative or a step of its own rated another path than the solution's,
+    # which only phase 1's shape, whose steps are the path, describes: as phase 2's, the
+    # solution's step it left would read as the step it went on with.
+    if row.made_here:
+        follows = _follows_the_solution(len(solution_steps), label_steps)
+        steps_source = StepsSource.given if follows else StepsSource.label
+    else:
+        steps_source = row.steps_source
     record = render_record(
         labeler=labeler_of(row),
         created_at=row.created_at,
@@ -193,6 +198,17 @@ def prm800k_record(row: LabelRow) -> dict[str, Any]:
     return record
 
 
+def _follows_the_solution(n_solution_steps: int, label_steps: list[dict[str, Any]]) -> bool:
+    """Whether the label went on with nothing but the solution's own steps: at each step the
+    completion stored without text (see models.label) or none chosen, no step of the labeler's
+    own, and no step past the solution's (PRM800K's phase 2 rates none)."""
+    return len(label_steps) <= n_solution_steps and all(
+        step.get("human_completion") is None
+        and (step.get("chosen_completion") is None or "text" not in step["completions"][step["chosen_completion"]])
+        for step in label_steps
+    )
+
+
 def export_format(fmt: str) -> ExportFormat:
     try:
         return ExportFormat(fmt)
@@ -210,10 +226,10 @@ def write_export(session: Session, project: Project, fmt: str, filters: ExportFi
 
 def stream_export(
     factory: sessionmaker[Session], project_id: int, fmt: str, filters: ExportFilters
-) -> Iterator[bytes]:
-    """The export for an HTTP response, in a session of its own: the request's is closed by the
-    time the body streams."""
-    with session_scope(factory) as session:
+) -> Generator[bytes, None, None]:
+    """The export for an HTTP response, in a session of its own that reads only: the request's
+    is closed by the time the body streams, and a download takes as long as its client reads."""
+    with session_scope(factory, reads_only=True) as session:
         yield from Export(session, project_id, fmt, filters).chunks()
 
 

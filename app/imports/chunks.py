@@ -34,8 +34,16 @@ def write_problems(writer: BatchWriter, parsed: list[tuple[int, Any]]) -> int:
 
 
 def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> int:
-    records = [r for _, r in parsed]
-    problems, new_problems = writer.problems([r.problem for r in records])
+    every = [r for _, r in parsed]
+    problems, new_problems = writer.problems([r.problem for r in every])
+    # A label made here comes back from the project's own export as a record whose solution may
+    # be new (phase 1's, the labeler's path): it is the project's already, and so is its solution.
+    made_here = writer.labels_made_here([(problems[r.problem.hash], r.label) for r in every if r.label is not None])
+    records = [
+        r for r in every
+        if r.label is None
+        or (problems[r.problem.hash].id, r.label.foreign_labeler, r.label.created_at) not in made_here
+    ]
     solutions, new_solutions = writer.solutions(
         [(problems[r.problem.hash], r.solution) for r in records], new_problems
     )
@@ -49,7 +57,8 @@ def write_prm800k(writer: BatchWriter, parsed: list[tuple[int, PrmRecord]]) -> i
         labels.append((_label_hash(record, solution.hash, solution.id, extra), solution.id, record.label, extra))
     own = {s.id for s in solutions if s.hash in new_solutions or writer.wrote_solution(s.hash)}
     new_labels = writer.labels(labels, own)
-    return _duplicates(unlabeled, new_solutions) + _duplicates((h for h, *_ in labels), new_labels)
+    return (len(every) - len(records) + _duplicates(unlabeled, new_solutions)
+            + _duplicates((h for h, *_ in labels), new_labels))
 
 
 def _label_hash(record: PrmRecord, solution_hash: str, solution_id: int, extra: dict[str, Any]) -> str:

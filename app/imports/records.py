@@ -2,7 +2,7 @@
 
 The hashes make a re-import add nothing: problems are the same when statement and answer are,
 solutions when problem, steps, final answer and verifier score are, and labels when the whole
-record is (a label made in Stepwise, which has no file, is known by labeler, solution and time:
+record is (a label made in Stepwise, which has no file, is known by labeler, problem and time:
 see app.imports.writer). Labels are hashed from their parsed form, so a record that was exported and comes
 back with `null` where the original had no key at all is still the same label.
 """

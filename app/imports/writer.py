@@ -292,12 +292,9 @@ class BatchWriter:
                 {h for h, *_ in older},
             )
         )
-        made_here = self._labels_made_here(older)
         rows: dict[str, tuple[Any, ...]] = {}
         for h, solution_id, label, extra in items:
             if h in existing or h in rows:
-                continue
-            if (solution_id, label.foreign_labeler, label.created_at) in made_here:
                 continue
             reason = label.finish_reason
             rows[h] = (
@@ -323,30 +320,36 @@ class BatchWriter:
             self.added["labels"] += len(rows)
         return set(rows)
 
-    def _labels_made_here(
-        self, items: Sequence[tuple[str, int, LabelIn, dict[str, Any]]]
-    ) -> set[tuple[int, str, datetime]]:
-        """(solution id, labeler UUID, time) of this project's labels made here that `items` name.
+    def labels_made_here(self, items: Sequence[tuple[StoredProblem, LabelIn]]) -> set[tuple[int, str, datetime]]:
+        """(problem id, labeler UUID, time) of this project's labels made here that the
+        (problem, label) `items` name.
 
         A label made in Stepwise has no content hash of a file; its export names the labeler by
-        UUID and carries its exact time, which together with the solution identify it when the
-        export comes back.
+        UUID and carries its exact time, which together with the problem identify it when the
+        export comes back. Not with the solution: the record of a label that went on with an
+        alternative or a step of its own is phase 1's, whose solution is the labeler's path.
         """
-        uuids = {label.foreign_labeler for _, _, label, _ in items if label.foreign_labeler}
-        if not uuids:
+        # A problem this import wrote has no label made here.
+        wanted = [
+            (problem.id, label.foreign_labeler)
+            for problem, label in items
+            if label.foreign_labeler and not self._own.has("problems", problem.hash)
+        ]
+        if not wanted:
             return set()
-        # Labels made in Stepwise: none is in a COPY of this import.
+        # Labels made in Stepwise, and the solutions they rate: none is in a COPY of this import.
         rows = self.rows.execute(
-            select(Label.solution_id, User.labeler_uuid, Label.created_at)
+            select(Solution.problem_id, User.labeler_uuid, Label.created_at)
             .join(User, User.id == Label.user_id)
+            .join(Solution, Solution.id == Label.solution_id)
             .where(
                 Label.project_id == self.project_id,
-                self.rows.one_of(User.labeler_uuid, uuids),
-                self.rows.one_of(Label.solution_id, {s for _, s, _, _ in items}),
+                self.rows.one_of(User.labeler_uuid, {uuid for _, uuid in wanted}),
+                self.rows.one_of(Solution.problem_id, {problem_id for problem_id, _ in wanted}),
             ),
             beside_copies=True,
         )
-        return {(row.solution_id, row.labeler_uuid, row.created_at) for row in rows}
+        return {(row.problem_id, row.labeler_uuid, row.created_at) for row in rows}
 
     def wrote_solution(self, content_hash: str) -> bool:
         """Whether this import wrote the solution, as far as the writer knows."""

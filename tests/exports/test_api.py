@@ -6,6 +6,7 @@ import io
 
 import orjson
 import pyarrow.parquet as pq
+import pytest
 
 from tests.conftest import api_headers, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes, sample_records
@@ -121,3 +122,33 @@ def test_generation_1_on_labels_no_round_picked_is_refused_with_why(client, sess
     assert refused.json()["detail"] == (
         "no label in this project has generation 1: its labels' generations are none (labels of solutions no round "
         "picked have none: PRM800K exports write them as 1; leave the filter empty to keep them)")
+
+
+def test_a_parameter_the_format_does_not_read_is_refused_as_the_cli_refuses_it(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_with_sample(session_factory)
+    make_user(session_factory, "rex", "researcher")
+    headers = api_headers(client, "rex")
+    url = f"/api/v1/projects/{project.id}/export"
+    for params, field, message in (
+        ({"format": "prm800k", "completions": "all"}, "completions", "completions applies to format trl or parquet, not prm800k"),
+        ({"format": "prm800k", "neutral": "negative"}, "neutral", "neutral applies to format trl, not prm800k"),
+        # Given is given, the default value too: the CLI refuses `--neutral positive` alike.
+        ({"format": "parquet", "neutral": "positive"}, "neutral", "neutral applies to format trl, not parquet"),
+    ):
+        response = client.get(url, params=params, headers=headers)
+        assert response.status_code == 422, params
+        assert response.json()["detail"] == message
+        assert response.json()["errors"] == [{"field": field, "message": message}]
+    for params in ({"format": "trl", "neutral": "negative", "completions": "all"}, {"format": "parquet", "completions": "all"}):
+        assert client.get(url, params=params, headers=headers).status_code == 200, params
+
+
+def test_the_check_names_parameters_as_its_caller_spells_them() -> None:
+    from app.errors import BadInput
+    from app.exports.schemas import refuse_unread
+
+    refuse_unread("trl", ["neutral", "completions", "qc"])
+    with pytest.raises(BadInput) as refused:
+        refuse_unread("prm800k", ["qc", "completions"], formats=("prm800k", "trl", "parquet", "hf"),
+                      spelled=lambda name: f"--{name}")
+    assert refused.value.message == "--completions applies to --format trl or parquet or hf, not prm800k"

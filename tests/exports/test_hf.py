@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from app.cli import cli
 from app.config import get_settings
 from app.exports.parquet import SCHEMA
 from tests.conftest import make_project
-from tests.exports.conftest import export, label_in_stepwise
+from tests.exports.conftest import export, label_in_stepwise, labels_in_two_modes
 from tests.imports.conftest import SAMPLE, import_bytes
 
 datasets = pytest.importorskip("datasets", reason="the hf extra (pip install '.[hf]')")
@@ -49,7 +50,8 @@ def test_hf_export_loads_as_the_parquet_exports_rows(cli_env, session_factory, t
     card = (output / "README.md").read_text()
     assert "- `qc`: exclude" in card
     assert "- labels: 8" in card
-    assert "first -1 ends the label" in card
+    # Imported labels were made under no mode of this project.
+    assert "- null (8 labels): not known: imported or made by a machine" in card and "first -1 ends the label" not in card
     ratings = [r for row in parquet.column("ratings").to_pylist() for r in row]
     assert f"+1: {ratings.count(1)}, 0: {ratings.count(0)}, -1: {ratings.count(-1)}" in card
     assert all(f"| `{name}` |" in card for name in SCHEMA.names)
@@ -133,3 +135,17 @@ def test_hf_export_with_every_completion_has_the_marked_columns(cli_env, session
     reasons = sorted({row["finish_reason"] for row in labels})
     counted = ", ".join(f"{reason}: {sum(row['finish_reason'] == reason for row in labels)}" for reason in reasons)
     assert f"- finish reasons: {counted}" in card
+
+
+def test_the_card_counts_the_modes_the_labels_were_made_in(cli_env, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    project, *_ = labels_in_two_modes(session_factory)
+    _export_hf(project.name, tmp_path / "labels")
+    loaded = datasets.load_from_disk(str(tmp_path / "labels"))
+    assert Counter(loaded["labeling_mode"]) == {"first_error": 1, "full": 1, None: 10}
+    card = (tmp_path / "labels" / "README.md").read_text()
+    # Not the project's mode now: the mode of each label.
+    assert "- `first_error` (1 label): PRM800K phase 2's: steps are rated top to bottom" in card
+    assert "- `full` (1 label): every step is rated, after a -1 too" in card
+    assert "- null (10 labels): not known: imported or made by a machine" in card
+    assert "- `phase1`" not in card
+    assert "| `labeling_mode` | `string` |" in card

@@ -89,6 +89,10 @@ def test_filters_become_the_export_apis_query(client, session_factory, project) 
         ({"format": "trl", "min_agreement": "150"}, "min_agreement", "Give a percentage from 0 to 100"),
         ({"format": "trl", "labelers": "340d89bc-f5b7-45e9-b272-909ba68ee363, max"}, "labelers",
          "label in this project is by 'max': give a username"),
+        # Not a link to an API answer that refuses it; left at its default, a field chooses nothing.
+        ({"format": "prm800k", "neutral": "positive", "completions": "all"}, "completions",
+         "Completions applies to format trl or parquet, not prm800k"),
+        ({"format": "parquet", "neutral": "negative"}, "neutral", "Neutral applies to format trl, not parquet"),
     ],
 )
 def test_bad_filters_are_shown_on_the_form(client, session_factory, project, params, field, message) -> None:  # type: ignore[no-untyped-def]
@@ -178,7 +182,8 @@ def test_count_first_says_what_the_download_would_hold(client, session_factory, 
     make_user(session_factory, "max", "manager")
     browser_login(client, "max")
     url = f"/manage/projects/{project.id}/export/download"
-    params = {"format": fmt, "qc": "exclude", "completions": "all"}
+    # PRM800K records hold every completion whatever `completions` says, and refuse it.
+    params = {"format": fmt, "qc": "exclude", **({} if fmt == "prm800k" else {"completions": "all"})}
     counted = client.get(url, params={**params, "count": "true"})
     assert counted.status_code == 200 and "content-disposition" not in counted.headers
     note = html.unescape(counted.text).split('id="export-count"', 1)[1].split("</div></div>", 1)[0]
@@ -199,3 +204,4 @@ def test_count_first_says_what_the_download_would_hold(client, session_factory, 
         assert wanted is None or counted_number == wanted, (note, expected)
     # The form keeps what was chosen, for the Download that follows.
     assert f'name="format" value="{fmt}" checked' in counted.text
+

@@ -12,7 +12,9 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.exports.prm800k import UNROUNDED_GENERATION
-from app.models import Label, User
+from app.models import Label, Project, User
+from app.projects.schemas import ProjectUpdate
+from app.projects.service import update_project
 from tests.conftest import api_headers, make_project, make_user
 from tests.exports.conftest import export, label_in_stepwise
 from tests.imports.conftest import SAMPLE, import_bytes, jsonl, row_counts, sample_records
@@ -208,3 +210,171 @@ def test_give_up_made_here_keeps_its_note_in_prm800k_shape(client, session_facto
 def test_label_made_here_without_a_note_has_no_note_key(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     project, _ = label_in_stepwise(client, session_factory, [1, 1, 1], "solution")
     _assert_prm800k_shape(orjson.loads(export(session_factory, project)), PHASE_2_QUESTION)
+
+
+# The sample's phase-2 record of five pre-generated steps, rated with alternatives at the third.
+PHASE_2_RECORD = sample_records()[0]
+
+
+def _phase_1_task(client, session_factory, records, username="lena", overlap=3):  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode="phase1", overlap=overlap)
+    import_bytes(session_factory, project, jsonl(records))
+    make_user(session_factory, username, "labeler")
+    headers = api_headers(client, username)
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    return project, headers, task
+
+
+def _went_on(rated: list[int], chosen: int | None = 0, human: str | None = None) -> dict[str, Any]:
+    step: dict[str, Any] = {"ratings": [{"rating": r} for r in rated], "chosen": chosen}
+    if human is not None:
+        step["human"] = {"text": human, "rating": 1}
+    return step
+
+
+def _submit_alternatives(client, headers, task, steps, reason="solution", note=None):  # type: ignore[no-untyped-def]
+    response = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json={
+        "idempotency_key": f"alternatives-{task['assignment_id']}", "alternatives": steps,
+        "finish_reason": reason, "finish_note": note, "total_time_ms": 2000})
+    assert response.status_code == 200, response.text
+
+
+WRITTEN = "The largest such integer is $\\gcd(20!, 200{,}000)$."
+
+
+@pytest.mark.parametrize("went_on", ["alternative", "written step"])
+def test_a_phase_1_label_off_a_pre_generated_solution_exports_as_phase_1(client, session_factory, went_on) -> None:  # type: ignore[no-untyped-def]
+    project, headers, task = _phase_1_task(client, session_factory, [PHASE_2_RECORD])
+    alternatives = task["solution"]["alternatives"]
+    steps = PHASE_2_RECORD["question"]["pre_generated_steps"]
+    assert [len(a) for a in alternatives] == [1, 1, 3, 1, 1] and alternatives[2][0] == steps[2]
+    if went_on == "alternative":
+        # The solution's third step rated -1, the second alternative chosen.
+        sent = [_went_on([1]), _went_on([1]), _went_on([-1, 1, -1], chosen=1), _went_on([1]), _went_on([1])]
+        path = [steps[0], steps[1], alternatives[2][1], steps[3], steps[4]]
+    else:
+        sent = [_went_on([-1], chosen=None, human=WRITTEN), _went_on([1]), _went_on([1, 0, -1]), _went_on([1]),
+                _went_on([1])]
+        path = [WRITTEN, *steps[1:]]
+    _submit_alternatives(client, headers, task, sent)
+    exported = export(session_factory, project)
+    record = orjson.loads(exported.splitlines()[-1])
+    # Phase 1's shape: the path is the label's chosen and written steps, not the solution it left.
+    assert list(record["question"]) == PHASE_1_QUESTION
+    assert record["question"] == {"problem": PHASE_2_RECORD["question"]["problem"],
+                                  "ground_truth_answer": PHASE_2_RECORD["question"]["ground_truth_answer"]}
+    taken = [s["human_completion"]["text"] if s["human_completion"] else s["completions"][s["chosen_completion"]]["text"]
+             for s in record["label"]["steps"]]
+    assert taken == path and record["label"]["finish_reason"] == "solution"
+    before = row_counts(session_factory)
+    again = import_bytes(session_factory, project, exported, filename="export.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0} and again.duplicates == 2
+    assert row_counts(session_factory) == {**before, "import_batches": before["import_batches"] + 1}
+
+
+def test_a_phase_1_label_that_went_on_with_the_solutions_steps_exports_as_phase_2(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers, task = _phase_1_task(client, session_factory, [PHASE_2_RECORD])
+    _submit_alternatives(client, headers, task, [_went_on([1]), _went_on([1]), _went_on([-1, 0, -1], chosen=None)],
+                         reason="found_error")
+    exported = export(session_factory, project)
+    record = orjson.loads(exported.splitlines()[-1])
+    # What PRM800K's phase 2 records: the solution's steps rated, alternatives at the error.
+    _assert_prm800k_shape(record, PHASE_2_QUESTION)
+    assert record["question"]["pre_generated_steps"] == PHASE_2_RECORD["question"]["pre_generated_steps"]
+    assert [c["rating"] for c in record["label"]["steps"][2]["completions"]] == [-1, 0, -1]
+    again = import_bytes(session_factory, project, exported, filename="export.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0}
+
+
+def _phase_1_body(alternatives: list[list[str]], plan: str) -> tuple[list[dict[str, Any]], str, str | None]:
+    """A phase-1 label of the task's alternatives: (steps, finish reason, note)."""
+    good = [_went_on([1] * len(a)) for a in alternatives]
+    if plan == "alternative":
+        # Off the path at the first step that offers another alternative, else by a written step.
+        at = next((i for i, a in enumerate(alternatives) if len(a) > 1), None)
+        if at is None:
+            return [_went_on([-1], chosen=None, human=WRITTEN), *good[1:]], "solution", None
+        return [*good[:at], _went_on([-1] + [1] * (len(alternatives[at]) - 1), chosen=1), *good[at + 1:]], \
+            "solution", None
+    if plan == "written step":
+        return [*good[:-1], _went_on([-1] * len(alternatives[-1]), chosen=None, human=WRITTEN)], "solution", None
+    if plan == "found error":
+        return [_went_on([-1] * len(alternatives[0]), chosen=None)], "found_error", None
+    if plan == "give up":
+        return [_went_on([0] * len(alternatives[0]), chosen=None)], "give_up", "Not sure what step 1 claims."
+    if plan == "bad problem":
+        return [], "bad_problem", "The problem has no answer."
+    return good, "solution", None
+
+
+@pytest.mark.parametrize("plan", ["alternative", "written step"])
+def test_phase_1_labels_off_phase_1_paths_import_back_as_duplicates(client, session_factory, plan) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode="phase1", overlap=3)
+    # Phase 1's records: their solutions are the imported labelers' paths, one of them shorter
+    # than its label (a found error after the first step).
+    import_bytes(session_factory, project, jsonl([r for r in sample_records() if r["generation"] is None]))
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    for _ in range(2):
+        task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+        steps, reason, note = _phase_1_body(task["solution"]["alternatives"], plan)
+        _submit_alternatives(client, headers, task, steps, reason, note)
+    exported = export(session_factory, project)
+    assert [len(orjson.loads(line)["question"]) for line in exported.splitlines()] == [2, 2, 2, 2]
+    before = row_counts(session_factory)
+    again = import_bytes(session_factory, project, exported, filename="export.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0}
+    assert again.duplicates == 4 and again.queued == 0
+    assert row_counts(session_factory) == {**before, "import_batches": before["import_batches"] + 1}
+    assert export(session_factory, project) == exported
+
+
+def _ratings_body(mode: str, plan: str, n_steps: int, key: int) -> dict[str, Any]:
+    if plan == "found error":
+        # Full mode rates every step, after the -1 too.
+        ratings = [-1] + [1] * (n_steps - 1) if mode == "full" else [1] * (n_steps - 1) + [-1]
+        return {"idempotency_key": f"ratings-{key:04}", "ratings": [{"rating": r} for r in ratings],
+                "finish_reason": "found_error", "total_time_ms": 1000}
+    return {"idempotency_key": f"ratings-{key:04}", "ratings": [{"rating": 1}] if plan == "give up" else [],
+            "finish_reason": plan.replace(" ", "_"), "finish_note": "A note.", "total_time_ms": 1000}
+
+
+def test_a_projects_own_export_imports_back_as_duplicates_whatever_its_labels(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, labeling_mode="phase1", overlap=4)
+    # Phase-1 and phase-2 records: their solutions are paths and pre-generated steps.
+    import_bytes(session_factory, project, SAMPLE.read_bytes())
+    plans = {
+        "phase1": ["alternative", "written step", "found error", "give up", "bad problem", "alternative",
+                   "written step", "solution"],
+        "first_error": ["found error", "give up"],
+        "full": ["found error", "bad problem"],
+    }
+    made = 0
+    for mode, labels in plans.items():
+        with session_scope(session_factory) as session:
+            update_project(session, session.get(Project, project.id), ProjectUpdate(labeling_mode=mode))
+        for plan in labels:
+            made += 1
+            make_user(session_factory, f"labeler{made}", "labeler")
+            headers = api_headers(client, f"labeler{made}")
+            task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+            assert task is not None, "the queue ran dry"
+            if mode == "phase1":
+                steps, reason, note = _phase_1_body(task["solution"]["alternatives"], plan)
+                _submit_alternatives(client, headers, task, steps, reason, note)
+                continue
+            response = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers,
+                                   json=_ratings_body(mode, plan, len(task["solution"]["steps"]), made))
+            assert response.status_code == 200, response.text
+    exported = export(session_factory, project)
+    records = [orjson.loads(line) for line in exported.splitlines()]
+    made_here = records[len(sample_records()):]
+    assert len(made_here) == made
+    # Both shapes are there: labels off their solution are phase 1's, the others phase 2's.
+    assert {len(r["question"]) for r in made_here} == {len(PHASE_1_QUESTION), len(PHASE_2_QUESTION)}
+    before = row_counts(session_factory)
+    again = import_bytes(session_factory, project, exported, filename="export.jsonl")
+    assert again.added == {"problems": 0, "solutions": 0, "labels": 0}
+    assert again.duplicates == len(records) and again.queued == 0
+    assert row_counts(session_factory) == {**before, "import_batches": before["import_batches"] + 1}
+    assert export(session_factory, project) == exported

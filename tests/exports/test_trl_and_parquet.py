@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.conftest import api_headers, make_project, make_user
-from tests.exports.conftest import export, label_in_stepwise
+from tests.exports.conftest import export, label_in_stepwise, labels_in_two_modes
 from tests.imports.conftest import SAMPLE, import_bytes, jsonl
 
 GCF_START = "I want to find the largest positive integer"
@@ -156,3 +157,15 @@ def test_parquet_names_the_problem_and_solution_as_their_files_did(client, sessi
     assert row["problem_unique_id"] == "test/arith/7.json"
     origin = orjson.loads(row["solution_origin"])
     assert origin["meta"] == {"model": "gen-a", "temperature": 0.7} and origin["line"] == 1
+
+
+def test_parquet_says_which_mode_each_label_was_made_in(session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, first_error, full, unknown = labels_in_two_modes(session_factory)
+    table = pq.read_table(io.BytesIO(export(session_factory, project, "parquet")))
+    assert table.schema.field("labeling_mode").type == pa.string()
+    modes = {row["label_id"]: row["labeling_mode"] for row in table.to_pylist()}
+    assert {label_id: modes.pop(label_id) for label_id in (first_error, full, unknown)} == {
+        first_error: "first_error", full: "full", unknown: None}
+    # Imported labels were made under no mode of this project; the one from before labels kept
+    # theirs may have been made in either (the project changed mode).
+    assert len(modes) == 9 and set(modes.values()) == {None}
