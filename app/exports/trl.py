@@ -4,8 +4,10 @@ Labels are booleans, as TRL's PRM trainer reads them. A step rated -1 is the las
 what follows a first error says nothing the trainer can use. Steps left unrated end the record
 too, and a label with no rated step gives no record. `source` says who labeled (human, rollout,
 judge, prm); `label_id`, `solution_id` and `problem_id` are Stepwise's ids, to trace a record back
-and to split by problem (a problem's solutions in both train and test sets leak its answer).
-TRL's trainer ignores all four.
+and to split by problem (a problem's solutions in both train and test sets leak its answer);
+`labeler` is the PRM800K export's (the labeler's UUID, or an imported file's id), so that the
+records of two labelers of one solution can be told apart, kept or dropped. TRL's trainer ignores
+all five.
 
 With every completion (`completions="all"`), a label gives one record more for each rated
 alternative it did not continue with (the steps before it, then it), and each record says which
@@ -19,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from app.exports.query import LabelRow
+from app.exports.query import LabelRow, labeler_of
 from app.exports.trajectory import RatedStep, alternatives, trajectory
 
 
@@ -31,7 +33,8 @@ def trl_records(row: LabelRow, neutral_is_good: bool, every_completion: bool) ->
     for steps in paths:
         record = _record(row.statement, steps, neutral_is_good, every_completion, row.source.value)
         if record is not None:
-            yield {**record, "label_id": row.label_id, "solution_id": row.solution_id, "problem_id": row.problem_id}
+            yield {**record, "label_id": row.label_id, "solution_id": row.solution_id, "problem_id": row.problem_id,
+                   "labeler": labeler_of(row)}
 
 
 def _record(prompt: str, steps: list[RatedStep], neutral_is_good: bool, mark_human: bool,

@@ -25,8 +25,8 @@ def test_trl_records_are_boolean_and_stop_at_the_first_error(session_factory) ->
     records = _trl(session_factory, project)
     # 9 labels less the give_up and the bad_problem.
     assert len(records) == 7
-    assert all(set(r) == {"prompt", "completions", "labels", "source", "label_id", "solution_id", "problem_id"}
-               for r in records)
+    assert all(set(r) == {"prompt", "completions", "labels", "source", "label_id", "solution_id", "problem_id",
+                          "labeler"} for r in records)
     assert all(type(v) is bool for r in records for v in r["labels"])
     assert all(len(r["completions"]) == len(r["labels"]) for r in records)
     gcf = records[0]
@@ -38,7 +38,7 @@ def test_trl_records_are_boolean_and_stop_at_the_first_error(session_factory) ->
     human = next(r for r in records if r["prompt"].startswith("If $f(x)"))
     assert human["completions"][1] == "$g(-2) = (-2 - 1)^2 = (-3)^2 = 9$." and human["labels"] == [True, True, True]
     open_end = next(r for r in records if r["prompt"].startswith("How many positive divisors"))
-    ids = {key: open_end.pop(key) for key in ("label_id", "solution_id", "problem_id")}
+    ids = {key: open_end.pop(key) for key in ("label_id", "solution_id", "problem_id", "labeler")}
     assert open_end == {
         "prompt": "How many positive divisors does $36$ have?",
         "completions": ["$36 = 2^2 \\cdot 3^2$.", "So it has $2 \\cdot 2 = 4$ divisors."],
@@ -48,7 +48,8 @@ def test_trl_records_are_boolean_and_stop_at_the_first_error(session_factory) ->
     # The ids are Stepwise's, the Parquet export's for the same label.
     parquet = pq.read_table(io.BytesIO(export(session_factory, project, "parquet"))).to_pylist()
     same = next(r for r in parquet if r["label_id"] == ids["label_id"])
-    assert (same["solution_id"], same["problem_id"]) == (ids["solution_id"], ids["problem_id"])
+    assert (same["solution_id"], same["problem_id"], same["labeler"]) == (ids["solution_id"], ids["problem_id"], ids["labeler"])
+    assert ids["labeler"] is not None
     assert same["problem"] == "How many positive divisors does $36$ have?"
 
 
