@@ -10,7 +10,10 @@ STEPWISE_MAX_UPLOAD_MB); their other fields reach SQLite's own check (app.db).
 
 The size: FastAPI reads and parses a whole body before any field's bound or the caller's role is
 checked, so a 256 MB score request, each field within its bound, held the server at gigabytes
-before it could be refused.
+before it could be refused. An upload's body, a file spooled to disk as it comes, was read whole
+too, from anyone: an anonymous client could fill the server's disk before its 401. So a caller
+the upload route would turn away is turned away before a byte of the body is read, and an upload
+larger than STEPWISE_MAX_UPLOAD_MB is refused as soon as it says so or grows past it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ MESSAGE = "the request holds a NUL character (\\u0000), which no field may conta
 # as \uXXXX escapes (six bytes a character) by a client that escapes all but ASCII.
 MAX_BODY_BYTES = 16 * 1024 * 1024
 TOO_LARGE = f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MB, more than any field here takes"
+# Room in an upload's body, beyond its file, for the multipart boundaries and the other fields.
+UPLOAD_FORM_BYTES = 1024 * 1024
+
+
+class _UploadTooLarge(Exception):
+    """Raised into the upload route's reading of the body, to stop it."""
 
 
 def _pattern(kind: str) -> re.Pattern[bytes] | None:
@@ -44,13 +53,16 @@ def _pattern(kind: str) -> re.Pattern[bytes] | None:
 
 class BodyGuard:
     def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Awaitable[Response]],
+                 caller_refusal: Callable[[Request], Awaitable[Response | None]],
                  uploads: re.Pattern[str]) -> None:
         self.app = app
         # The paths whose multipart bodies are files, read as they come by their routes.
         self.uploads = uploads
         # The app's error answer (JSON for the API, a page otherwise; the route's login and
-        # role refusal first), given by app.main so that this module need not import it.
+        # role refusal first), and that login and role refusal alone (None: the caller may go
+        # on), given by app.main so that this module need not import them.
         self.refuse = refuse
+        self.caller_refusal = caller_refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
@@ -60,7 +72,7 @@ class BodyGuard:
         # The first Content-Type, as the routes read it: a second one must not hide the body.
         kind = headers.get("content-type", "").partition(";")[0].strip().lower()
         if kind == "multipart/form-data" and self.uploads.fullmatch(scope["path"]):
-            await self.app(scope, receive, send)
+            await self._upload(scope, receive, send, headers)
             return
         # Any other body is read whole by the route, whatever it says it is (FastAPI reads a JSON
         # route's body before looking at its type, and parses one without a type as JSON), so
@@ -94,6 +106,42 @@ class BodyGuard:
             return pending.pop() if pending else await receive()
 
         await self.app(scope, replay, send)
+
+    async def _upload(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
+        refusal = await self.caller_refusal(Request(scope))
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        limit_mb = scope["app"].state.settings.max_upload_mb
+        limit = limit_mb * 1024 * 1024 + UPLOAD_FORM_BYTES
+        too_large = f"the file is larger than the {limit_mb} MB upload limit"
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, 413, too_large)
+            return
+        size = 0
+        stopped = False
+
+        async def bounded() -> Message:
+            nonlocal size, stopped
+            message = await receive()
+            size += len(message.get("body", b""))
+            if size > limit:
+                stopped = True
+                raise _UploadTooLarge
+            return message
+
+        async def unless_stopped(message: Message) -> None:
+            # The route's own answer to a body cut short (a 400, or a 500) is not the one to give.
+            if not stopped:
+                await send(message)
+
+        try:
+            await self.app(scope, bounded, unless_stopped)
+        except _UploadTooLarge:
+            pass
+        if stopped:
+            await self._refuse(scope, receive, send, 413, too_large)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status_code: int, message: str) -> None:
         response = await self.refuse(Request(scope), status_code, message)

@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(HeadAsGet)
     app.add_middleware(UnhandledErrors)
-    app.add_middleware(BodyGuard, refuse=_body_refusal, uploads=UPLOAD_PATHS)
+    app.add_middleware(BodyGuard, refuse=_body_refusal, caller_refusal=_caller_refusal, uploads=UPLOAD_PATHS)
     app.add_middleware(SecurityHeaders)
     # Outermost, so that its timing and status include every other layer.
     app.add_middleware(RequestObserver)
@@ -263,16 +263,23 @@ async def _body_refusal(  # type: ignore[no-untyped-def]
 ) -> Response:
     """The answer to a body refused before the route's login and role checks ran: theirs, where
     they would turn the caller away."""
+    refusal = await _caller_refusal(request)
+    return refusal or _error_response(request, status_code, message, details, headers)
+
+
+async def _caller_refusal(request: Request) -> Response | None:
+    """The answer of the route's login and role checks, asked before they run, where they would
+    turn the caller away."""
     try:
         refusal = await anyio.to_thread.run_sync(access_refusal, request)
     except SQLAlchemyError:
-        # The database cannot say who is calling (down, say): what is wrong with the body holds.
+        # The database cannot say who is calling (down, say): the route will answer itself.
         refusal = None
     if isinstance(refusal, LoginRequired):
         return _login_redirect(refusal)
     if refusal is not None:
         return _service_error_response(request, refusal)
-    return _error_response(request, status_code, message, details, headers)
+    return None
 
 
 def _install_error_handlers(app: FastAPI) -> None:

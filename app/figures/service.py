@@ -142,15 +142,18 @@ def draw_all(settings: Settings, sources: list[str]) -> tuple[int, int]:
 def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
     with tempfile.TemporaryDirectory(prefix="stepwise-asy-") as work:
         Path(work, "figure.asy").write_text(PREAMBLE + source)
-        # -safe forbids system(), and writes outside the working directory are off by default
-        # (-globalwrite); -render 0 draws 3D scenes as vectors instead of through OpenGL. Its own
-        # session, so that a timeout kills the latex and dvisvgm it started too.
-        command = [*_limits(), asy, "-safe", "-noV", "-render", "0", "-f", "svg", "-o", "figure", "figure.asy"]
+        # -safe forbids system(), writes outside the working directory are off by default
+        # (-globalwrite), and -noglobalread turns reads outside it off too: a figure in a
+        # manager's import could read any file the server may, and draw it for every labeler
+        # (`input("/proc/self/environ")`). -render 0 draws 3D scenes as vectors instead of through
+        # OpenGL. Its own session, so that a timeout kills the latex and dvisvgm it started too.
+        command = [*_limits(), asy, "-safe", "-noglobalread", "-noV", "-render", "0", "-f", "svg", "-o", "figure",
+                   "figure.asy"]
         log_path = Path(work, "asy.log")
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 command, cwd=work, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, env={**os.environ, "HOME": work},
+                start_new_session=True, env=_figure_environment(work),
             )
             try:
                 process.wait(timeout=timeout_s)
@@ -169,6 +172,14 @@ def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
             return Figure(svg=sanitize_svg(drawing.read_bytes(), scale=SCREEN_SCALE), error=None)
         except UnsafeSvg as error:
             return Figure(svg=None, error=str(error))
+
+
+def _figure_environment(work: str) -> dict[str, str]:
+    """What a figure's run is given of the server's environment: what finds Asymptote's, TeX's and
+    the system's programs and files, and nothing that names a database or holds a secret."""
+    kept = {name: value for name, value in os.environ.items()
+            if name in ("PATH", "LANG", "LC_ALL") or name.startswith(("TEX", "ASYMPTOTE_"))}
+    return {**kept, "HOME": work}
 
 
 def _limits() -> list[str]:

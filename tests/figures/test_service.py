@@ -165,3 +165,23 @@ def test_a_figure_that_cannot_be_stored_leaves_no_temporary_file(settings: Setti
     with pytest.raises(OSError, match="No space left"):
         service._store(settings.model_copy(update={"figures_dir": tmp_path}), "key", service.Figure("<svg/>", None))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_figure_reads_no_file_outside_its_own_directory(settings: Settings, tmp_path: Path) -> None:
+    # Imported by a manager, drawn for every labeler: it could show any file the server may read.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("DATABASE_URL=postgresql://stepwise:hunter2@db/stepwise\n")
+    source = f'file f = input("{secret}"); string s = f; label(s, (0,0));'
+    figure = service.draw(settings.model_copy(update={"figures_dir": tmp_path / "figures"}), source)
+    assert figure.svg is None and "Read from other directories disabled" in (figure.error or "")
+
+
+def test_a_figure_is_drawn_without_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://stepwise:hunter2@db/stepwise")
+    monkeypatch.setenv("STEPWISE_METRICS_TOKEN", "scrape-me")
+    monkeypatch.setenv("TEXMFHOME", "/opt/texmf")
+    given = service._figure_environment("/tmp/work")
+    assert given["HOME"] == "/tmp/work" and given["TEXMFHOME"] == "/opt/texmf" and "PATH" in given
+    assert "hunter2" not in str(given) and "scrape-me" not in str(given)

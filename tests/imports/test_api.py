@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import anyio
+import httpx
 import orjson
 
 from app.demo.service import MATH500
@@ -105,3 +107,56 @@ def test_upload_over_the_limit_is_refused(client, app, session_factory) -> None:
     assert response.status_code == 413
     assert response.json()["detail"] == "the file is larger than the 1 MB upload limit"
     assert row_counts(session_factory)["problems"] == 0
+
+
+def _streamed_upload(app, path: str, headers: dict[str, str], megabytes: int, *, declared: bool):  # type: ignore[no-untyped-def]
+    """An upload of `megabytes` of file, sent a chunk at a time; the answer, and how many bytes
+    of the body the server read."""
+    boundary = "stepwise-test-boundary"
+    head = (f'--{boundary}\r\nContent-Disposition: form-data; name="format"\r\n\r\nmath\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.jsonl"\r\n'
+            "Content-Type: application/x-ndjson\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    chunk = b"x" * (64 * 1024)
+    chunks = megabytes * 16
+    sent = 0
+
+    async def body():  # type: ignore[no-untyped-def]
+        nonlocal sent
+        for part in [head, *[chunk] * chunks, tail]:
+            sent += len(part)
+            yield part
+
+    length = len(head) + len(chunk) * chunks + len(tail)
+    headers = {**headers, "Content-Type": f"multipart/form-data; boundary={boundary}",
+               **({"Content-Length": str(length)} if declared else {})}
+
+    async def call():  # type: ignore[no-untyped-def]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+            return await client.post(path, headers=headers, content=body())
+
+    return anyio.run(call), sent
+
+
+def test_an_upload_is_refused_before_its_body_is_read_by_whom_and_how_large(client, app, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # The body was spooled to disk whole, then refused: anyone could fill the server's disk.
+    project = make_project(session_factory)
+    make_user(session_factory, "mia", "manager")
+    make_user(session_factory, "lars", "labeler")
+    app.state.settings = app.state.settings.model_copy(update={"max_upload_mb": 1})
+    path = f"/api/v1/projects/{project.id}/imports"
+    nobody, read = _streamed_upload(app, path, {}, 8, declared=True)
+    assert nobody.status_code == 401 and read < 64 * 1024
+    labeler, read = _streamed_upload(app, path, api_headers(client, "lars"), 8, declared=True)
+    assert labeler.status_code == 403 and read < 64 * 1024
+    mia = api_headers(client, "mia")
+    said, read = _streamed_upload(app, path, mia, 8, declared=True)
+    assert said.status_code == 413 and read < 64 * 1024
+    # Not saying its length, it is cut off once past the limit.
+    unsaid, read = _streamed_upload(app, path, mia, 8, declared=False)
+    assert unsaid.status_code == 413 and read < 3 * 1024 * 1024
+    assert unsaid.json()["detail"] == "the file is larger than the 1 MB upload limit"
+    assert row_counts(session_factory)["problems"] == 0
+    # Within the limit, the same way in, it is taken.
+    taken, _ = _streamed_upload(app, path, mia, 0, declared=False)
+    assert taken.status_code == 422, taken.text
