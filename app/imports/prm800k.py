@@ -513,7 +513,9 @@ _TYPE_WORDS = {
 }
 _VALUE_WORDS = {
     "int": "a number",
-    "float": "a number",
+    # Where an integer is wanted: 1.5, or an integer msgspec could only read as a float (past
+    # 64 bits); "not a number" said of 99999999999999999999 read as nonsense.
+    "float": "a number with a fraction or too large for an integer",
     "str": "a string",
     "bool": "a boolean",
     "array": "an array",

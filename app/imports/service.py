@@ -61,7 +61,10 @@ def import_file(
         format_ = ImportFormat(fmt)
     except ValueError:
         raise BadInput(f"unknown import format {fmt!r}; expected one of {', '.join(ImportFormat)}") from None
-    filename = PurePath(filename.replace("\\", "/")).name.strip()[:255] or "upload.jsonl"
+    # The name's last part, no directory: ".." names none either (PurePath keeps it as a name).
+    filename = PurePath(filename.replace("\\", "/")).name.strip()[:255]
+    if filename in ("", ".", ".."):
+        filename = "upload.jsonl"
     step_separator = separator_from(separator)
     if not step_separator:
         raise BadInput("the step separator must not be empty")

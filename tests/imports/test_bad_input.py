@@ -255,3 +255,11 @@ def test_byte_order_mark_and_crlf_are_accepted(session_factory) -> None:  # type
     project = make_project(session_factory)
     data = b'\xef\xbb\xbf{"problem": "a", "answer": "1"}\r\n{"problem": "b", "answer": "2"}\r\n'
     assert import_bytes(session_factory, project, data, "math").added["problems"] == 2
+
+
+@pytest.mark.parametrize(("sent", "kept"), [("../../../../etc/passwd", "passwd"), ("..", "upload.jsonl"),
+                                            ("C:\\Users\\ann\\..", "upload.jsonl"), (" .", "upload.jsonl")])
+def test_an_uploads_name_keeps_no_directory(session_factory, sent: str, kept: str) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    result = import_bytes(session_factory, project, jsonl(sample_records()[:1]), filename=sent)
+    assert result.filename == kept

@@ -106,6 +106,9 @@ def _with(path: str, value: object) -> dict[str, Any]:
     [
         ("label/steps/0/completions/0/flagged", "yes", "label.steps[0].completions[0].flagged", "must be true, false or null, not a string"),
         ("label/steps/0/completions/0/rating", 2, "label.steps[0].completions[0].rating", "must be -1, 0, 1 or null, not 2"),
+        # A number, only not one that fits: "not a number" said of it read as nonsense.
+        ("label/steps/0/completions/0/rating", 0.5, "label.steps[0].completions[0].rating",
+         "must be -1, 0, 1 or null, not a number with a fraction"),
         ("label/steps/0/completions", {"text": "a"}, "label.steps[0].completions", "must be an array or null (in an empty step ending the label), not an object"),
         ("label/steps", None, "label.steps", "missing"),
         ("question/problem", None, "question.problem", "missing"),
@@ -127,6 +130,8 @@ HUGE_INTEGERS = [
     ("label/steps/0/human_completion", {"text": "mine", "n": "HUGE"}, "label.steps[0].human_completion", "out of range"),
     ("generation", "HUGE", "generation", "must be between"),
     ("label/steps/0/chosen_completion", "HUGE", "label.steps[0].chosen_completion", "index of one of"),
+    ("label/steps/0/completions/0/rating", "HUGE", "label.steps[0].completions[0].rating",
+     "must be -1, 0, 1 or null, not a number with a fraction or too large for an integer"),
 ]
 
 
