@@ -13,6 +13,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 import anyio
+from anyio.from_thread import start_blocking_portal
 import httpx
 import pytest
 from sqlalchemy import update
@@ -70,7 +71,9 @@ def test_a_client_that_goes_mid_stream_closes_the_chunks() -> None:
 
         await ClosingStreamingResponse(chunks())({"type": "http", "asgi": {"spec_version": "2.3"}}, receive, send)
 
-    anyio.run(run)
+    # A loop of its own, in a thread of its own: a test before may leave one running in this thread.
+    with start_blocking_portal() as portal:
+        portal.call(run)
     assert closed == [True]
 
 

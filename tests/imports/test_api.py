@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import anyio
 import httpx
+from anyio.from_thread import start_blocking_portal
 import orjson
 
 from app.demo.service import MATH500
@@ -135,7 +135,9 @@ def _streamed_upload(app, path: str, headers: dict[str, str], megabytes: int, *,
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
             return await client.post(path, headers=headers, content=body())
 
-    return anyio.run(call), sent
+    # A loop of its own, in a thread of its own: a test before may leave one running in this thread.
+    with start_blocking_portal() as portal:
+        return portal.call(call), sent
 
 
 def test_an_upload_is_refused_before_its_body_is_read_by_whom_and_how_large(client, app, session_factory) -> None:  # type: ignore[no-untyped-def]
