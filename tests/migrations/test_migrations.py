@@ -10,7 +10,7 @@ import orjson
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, delete, inspect, select, text
+from sqlalchemy import Connection, create_engine, delete, inspect, select, text
 
 from app.config import Settings, normalize_database_url
 from app.db import create_db_engine, create_session_factory, session_scope
@@ -298,16 +298,22 @@ def test_a_deleted_rows_id_is_never_given_again(fresh_url: str) -> None:
         engine.dispose()
 
 
+def _one_solution(connection: Connection, mode: str, overlap: int) -> None:
+    """Project 1, its problem 1 and that problem's solution 1, written as of an old revision."""
+    connection.execute(text("INSERT INTO projects (name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at)"
+                            " VALUES ('p', '', :mode, :overlap, 30, false, CURRENT_TIMESTAMP)"), {"mode": mode, "overlap": overlap})
+    connection.execute(text("INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at) VALUES (1, 'What is 2 + 2?', 'ph', false, CURRENT_TIMESTAMP)"))
+    connection.execute(text(
+        "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
+        " VALUES (1, 1, '[\"4\"]', 'given', 'right', '{}', 0, 'sh', false, CURRENT_TIMESTAMP)"))
+
+
 def test_labels_imported_with_a_blank_labeler_name_nobody_and_keep_it_for_the_export(fresh_url: str) -> None:
     upgrade(fresh_url, "0027")
     engine = create_engine(normalize_database_url(fresh_url))
     try:
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO projects (name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES ('p', '', 'first_error', 1, 30, false, CURRENT_TIMESTAMP)"))
-            connection.execute(text("INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at) VALUES (1, 'What is 2 + 2?', 'ph', false, CURRENT_TIMESTAMP)"))
-            connection.execute(text(
-                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
-                " VALUES (1, 1, '[\"4\"]', 'given', 'right', '{}', 0, 'sh', false, CURRENT_TIMESTAMP)"))
+            _one_solution(connection, "first_error", 1)
             label = text(
                 "INSERT INTO labels (project_id, solution_id, foreign_labeler, is_quality_control, is_initial_screening, steps, content_hash, extra, source, created_at)"
                 " VALUES (1, 1, :labeler, false, false, '[]', :h, :extra, 'human', CURRENT_TIMESTAMP)")
@@ -353,11 +359,7 @@ def test_labels_take_their_leases_mode_and_corrections_their_labels(fresh_url: s
     engine = create_engine(normalize_database_url(fresh_url))
     try:
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO projects (name, description, labeling_mode, overlap, lease_minutes, is_demo, created_at) VALUES ('p', '', 'full', 2, 30, false, CURRENT_TIMESTAMP)"))
-            connection.execute(text("INSERT INTO problems (project_id, statement, content_hash, is_demo, created_at) VALUES (1, 'What is 2 + 2?', 'ph', false, CURRENT_TIMESTAMP)"))
-            connection.execute(text(
-                "INSERT INTO solutions (project_id, problem_id, steps, steps_source, answer_grade, origin, priority, content_hash, is_demo, created_at)"
-                " VALUES (1, 1, '[\"4\"]', 'given', 'right', '{}', 0, 'sh', false, CURRENT_TIMESTAMP)"))
+            _one_solution(connection, "full", 2)
             # A lease that kept the mode it was served in, and one from before leases kept any.
             for slot, mode in ((0, "first_error"), (1, None)):
                 connection.execute(text("INSERT INTO assignments (project_id, solution_id, slot, priority, status, labeling_mode)"
