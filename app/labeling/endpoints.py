@@ -18,6 +18,7 @@ from app.labeling.schemas import (
     NextTask,
     OwnLabelDetail,
     OwnLabelPage,
+    OwnSkipPage,
 )
 from app.ops.metrics import LABELS_SUBMITTED
 
@@ -126,6 +127,21 @@ def my_labels(
     page: Annotated[int, Query(ge=1, le=100_000, description="20 labels a page, newest first")] = 1,
 ) -> OwnLabelPage:
     return review.list_own_labels(session, user.id, page)
+
+
+@router.get("/me/skips", response_model=OwnSkipPage)
+def my_skips(
+    user: ApiUser,
+    session: SessionDep,
+    page: Annotated[int, Query(ge=1, le=100_000, description="20 skips a page, newest first")] = 1,
+) -> OwnSkipPage:
+    return review.list_own_skips(session, user.id, page)
+
+
+@router.delete("/me/skips/{solution_id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404))
+def unskip(solution_id: RowId, user: ApiUser, session: SessionDep) -> None:
+    """Take back a skip: the solution may be served to you again while it still needs labels."""
+    service.unskip(session, user, solution_id)
 
 
 @router.get("/me/labels/{label_id}", response_model=OwnLabelDetail, responses=error_responses(404))

@@ -10,7 +10,7 @@ from markupsafe import Markup
 from pydantic import BaseModel, Field
 
 from app.deps import PageUser, SessionDep
-from app.errors import Conflict
+from app.errors import Conflict, NotFound
 from app.forms import PageId
 from app.labeling import review, service
 from app.labeling.queue import WAITING_COUNT_LIMIT
@@ -36,6 +36,8 @@ def my_stats(
     user: PageUser,
     session: SessionDep,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    skipped_page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    unskipped: Annotated[int | None, Query(ge=1)] = None,
 ) -> Response:
     return render(
         request,
@@ -43,8 +45,21 @@ def my_stats(
         {
             "stats": service.labeler_stats(session, user),
             "labels": review.list_own_labels(session, user.id, page),
+            "skips": review.list_own_skips(session, user.id, skipped_page),
+            "unskipped": unskipped,
         },
     )
+
+
+@router.post("/label/skips/{solution_id}/return")
+def unskip(solution_id: PageId, user: PageUser, session: SessionDep) -> Response:
+    """Take back a skip from My stats. One taken back already (another tab) is no error: the
+    labeler asked for what is so."""
+    try:
+        service.unskip(session, user, solution_id)
+    except NotFound:
+        pass
+    return RedirectResponse(f"/label/stats?unskipped={solution_id}#skipped", status_code=303)
 
 
 @router.get("/label/labels/{label_id}")

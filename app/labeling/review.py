@@ -17,7 +17,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -30,13 +30,15 @@ from app.labeling.schemas import (
     OwnLabel,
     OwnLabelDetail,
     OwnLabelPage,
+    OwnSkip,
+    OwnSkipPage,
     RatedAlternative,
     RatedStep,
     RatingCounts,
     StepRating,
 )
 from app.labeling.service import check_ratings, own_labels, prm800k_step
-from app.models import FinishReason, Label, LabelingMode, Problem, Project, Solution, utcnow
+from app.models import FinishReason, Label, LabelingMode, Problem, Project, Skip, Solution, utcnow
 from app.projects.access import may_label
 from app.quality.service import taken_step
 from app.reports.service import carry_reports
@@ -62,6 +64,36 @@ def list_own_labels(session: Session, user_id: int, page: int = 1) -> OwnLabelPa
     ).all()
     items = [_own_label(label, name, statement) for label, name, statement in rows]
     return OwnLabelPage(items=items, page=page, pages=pages, total=total)
+
+
+def list_own_skips(session: Session, user_id: int, page: int = 1) -> OwnSkipPage:
+    """The solutions the labeler skipped, in the projects they may still label (as their labels)."""
+    mine = {"user": user_id}
+    own = (Skip.user_id == bindparam("user")) & may_label(Skip.project_id)
+    total = session.scalar(select(func.count()).select_from(Skip).where(own), mine) or 0
+    pages = max(1, -(-total // PAGE_SIZE))
+    rows = session.execute(
+        select(Skip, Project.name, Problem.statement)
+        .join(Project, Project.id == Skip.project_id)
+        .join(Solution, Solution.id == Skip.solution_id)
+        .join(Problem, Problem.id == Solution.problem_id)
+        .where(own)
+        .order_by(Skip.skipped_at.desc(), Skip.solution_id.desc())
+        .offset((page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE),
+        mine,
+    ).all()
+    items = [
+        OwnSkip(
+            solution_id=skip.solution_id,
+            project_id=skip.project_id,
+            project_name=name,
+            problem_snippet=snippet_of(statement),
+            skipped_at=skip.skipped_at,
+        )
+        for skip, name, statement in rows
+    ]
+    return OwnSkipPage(items=items, page=page, pages=pages, total=total)
 
 
 def get_own_label(session: Session, user_id: int, label_id: int) -> OwnLabelDetail:

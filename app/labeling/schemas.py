@@ -190,7 +190,7 @@ class LabelerStats(BaseModel):
     by_finish_reason: dict[str, int]
     median_time_ms: int | None
     active_leases: int
-    skipped: int = Field(description="solutions passed over unlabeled, across projects")
+    skipped: int = Field(description="solutions passed over unlabeled, in the projects you may label")
     recent: list[LabelSummary] = Field(description="the newest labels, newest first")
 
 
@@ -218,6 +218,23 @@ class OwnLabel(BaseModel):
 
 class OwnLabelPage(BaseModel):
     items: list[OwnLabel] = Field(description="current labels (corrections replace what they correct), newest first")
+    page: int
+    pages: int
+    total: int
+
+
+class OwnSkip(BaseModel):
+    """A solution the labeler skipped (POST /assignments/{id}/skip)."""
+
+    solution_id: int
+    project_id: int
+    project_name: str
+    problem_snippet: str = Field(description="the problem's first characters")
+    skipped_at: datetime
+
+
+class OwnSkipPage(BaseModel):
+    items: list[OwnSkip] = Field(description="newest first, in the projects the labeler may label")
     page: int
     pages: int
     total: int

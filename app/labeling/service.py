@@ -383,6 +383,15 @@ def skip_task(session: Session, user: User, task_id: int) -> None:
         session.add(Skip(user_id=user.id, solution_id=assignment.solution_id, project_id=assignment.project_id))
 
 
+def unskip(session: Session, user: User, solution_id: int) -> None:
+    """Take back a skip: the solution may be served to the labeler again, while it still needs
+    labels (its slot went to the next labeler when it was skipped)."""
+    skip = session.get(Skip, (user.id, solution_id))
+    if skip is None:
+        raise NotFound(f"you have not skipped solution {solution_id}")
+    session.delete(skip)
+
+
 def renew_lease(session: Session, user: User, task_id: int) -> LeaseRenewal:
     """Hold a task for a whole lease from now: the labeling page asks while its labeler is at
     work, so that a long solution is not taken from under them. A lease that ran out is taken
@@ -512,7 +521,9 @@ def labeler_stats(session: Session, user: User) -> LabelerStats:
         by_finish_reason=by_reason,
         median_time_ms=int(statistics.median(times)) if times else None,
         active_leases=active or 0,
-        skipped=session.scalar(select(func.count()).select_from(Skip).where(Skip.user_id == user.id)) or 0,
+        skipped=session.scalar(
+            select(func.count()).select_from(Skip).where(Skip.user_id == user.id, may_label(Skip.project_id)), mine
+        ) or 0,
         recent=_recent_labels(session, user, RECENT_LABELS),
     )
 

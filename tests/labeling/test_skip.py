@@ -78,7 +78,7 @@ def test_skips_show_in_the_for_you_count_and_the_managers_activity(client, sessi
     page = client.get("/label").text
     row = " ".join(next(r for r in re.findall(r"<tr>(.*?)</tr>", page, re.S) if project.name in r).split())
     assert re.search(r'data-label="For you">2<', row), row
-    assert re.search(r"<dt>Skipped</dt><dd>1</dd>", client.get("/label/stats").text)
+    assert re.search(r'<h2>Skipped <span class="muted">· 1</span></h2>', client.get("/label/stats").text)
     # A labeler who skipped and labeled nothing is listed for the manager all the same.
     [activity] = client.get(f"/api/v1/projects/{project.id}/activity",
                             headers=api_headers(client, "boss")).json()["labelers"]
@@ -144,3 +144,65 @@ def test_a_screening_question_cannot_be_skipped(client, session_factory) -> None
     assert again["assignment_id"] == question["assignment_id"], "still theirs, as it was"
     with session_scope(session_factory) as session:
         assert session.scalar(select(func.count()).select_from(Skip)) == 0
+
+
+def test_a_skip_taken_back_serves_the_solution_again(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    [only] = add_solutions(session_factory, project, 1)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "bob", "labeler")
+    ann, bob = api_headers(client, "ann"), api_headers(client, "bob")
+    assert _skip(client, ann, _next(client, project, ann)["task"]).status_code == 204
+    assert _next(client, project, ann)["task"] is None
+    listed = client.get("/api/v1/me/skips", headers=ann).json()
+    assert (listed["total"], listed["pages"]) == (1, 1)
+    [row] = listed["items"]
+    assert (row["solution_id"], row["project_id"], row["project_name"]) == (only, project.id, project.name)
+    assert row["problem_snippet"] and row["skipped_at"]
+    # Another labeler's skips are not theirs to take back, nor to see.
+    assert client.delete(f"/api/v1/me/skips/{only}", headers=bob).status_code == 404
+    assert client.get("/api/v1/me/skips", headers=bob).json()["total"] == 0
+    assert client.delete(f"/api/v1/me/skips/{only}", headers=ann).status_code == 204
+    again = client.delete(f"/api/v1/me/skips/{only}", headers=ann)
+    assert again.status_code == 404 and "not skipped" in again.json()["detail"]
+    assert _next(client, project, ann)["task"]["solution"]["id"] == only
+    assert client.get("/api/v1/me/stats", headers=ann).json()["skipped"] == 0
+
+
+def test_my_stats_takes_a_skip_back_with_the_pages_token_only(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    [only] = add_solutions(session_factory, project, 1)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    assert _skip(client, ann, _next(client, project, ann)["task"]).status_code == 204
+    csrf = browser_login(client, "ann")
+    page = client.get("/label/stats").text
+    assert f'action="/label/skips/{only}/return"' in page and project.name in page
+    forged = client.post(f"/label/skips/{only}/return", data={"csrf_token": "not-it"}, follow_redirects=False)
+    assert forged.status_code == 403
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(Skip)) == 1, "a refused form changes nothing"
+    taken = client.post(f"/label/skips/{only}/return", data={"csrf_token": csrf}, follow_redirects=False)
+    assert taken.status_code == 303 and taken.headers["location"] == f"/label/stats?unskipped={only}#skipped"
+    shown = client.get(taken.headers["location"]).text
+    assert f"Solution {only} is no longer skipped" in shown and "None. A solution you skip" in shown
+    # Taken back already (another tab): the page says so again, no error.
+    assert client.post(f"/label/skips/{only}/return", data={"csrf_token": csrf},
+                       follow_redirects=False).status_code == 303
+
+
+def test_skips_in_a_project_the_labeler_left_are_neither_listed_nor_counted(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1, open_to_all=False)
+    add_solutions(session_factory, project, 1)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "boss", "manager")
+    boss = api_headers(client, "boss")
+    ann_id = client.get("/api/v1/users/me", headers=api_headers(client, "ann")).json()["id"]
+    added = client.post(f"/api/v1/projects/{project.id}/members", headers=boss, json={"username": "ann"})
+    assert added.status_code in (200, 201), added.text
+    ann = api_headers(client, "ann")
+    assert _skip(client, ann, _next(client, project, ann)["task"]).status_code == 204
+    assert client.get("/api/v1/me/skips", headers=ann).json()["total"] == 1
+    assert client.delete(f"/api/v1/projects/{project.id}/members/{ann_id}", headers=boss).status_code == 204
+    assert client.get("/api/v1/me/skips", headers=ann).json() == {"items": [], "page": 1, "pages": 1, "total": 0}
+    assert client.get("/api/v1/me/stats", headers=ann).json()["skipped"] == 0

@@ -721,7 +721,7 @@ async function skip() {
   setBusy(true);
   try {
     await postJson(`/api/v1/assignments/${task.assignment_id}/skip`);
-    notify("info", "Skipped: other labelers will label it; it will not come back to you.");
+    notify("info", "Skipped: other labelers will label it; it will not come back to you unless you take the skip back on My stats.");
   } catch (error) {
     setBusy(false);
     if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 409)) {
