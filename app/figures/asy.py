@@ -8,7 +8,7 @@ import re
 ASY_BLOCK = re.compile(r"\[asy\](.*?)\[/asy\]", re.DOTALL)
 # Part of every cache key: a change to how figures are drawn (scale, sanitiser) is a new key,
 # so that stale drawings are never served.
-DRAWING_VERSION = "asy-svg-2"
+DRAWING_VERSION = "asy-svg-3"
 
 
 def asy_sources(text: str) -> list[str]:

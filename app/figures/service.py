@@ -33,10 +33,16 @@ SCREEN_SCALE = 1.5
 MAX_SVG_BYTES = 2_000_000
 MAX_FILE_BYTES = 64 * 2**20
 MAX_MEMORY_BYTES = 2 * 2**30
-# MATH's figures come from AoPS, whose renderer imports modules before each figure; graph (Circle,
-# Arc, axes) and math (extension, intersection helpers) are the ones Debian ships. Figures that
-# need AoPS's own olympiad or cse5 fail and show their source.
-PREAMBLE = "import graph;\nimport math;\n"
+# MATH's figures come from AoPS, whose renderer imports modules before each figure: graph (Circle,
+# Arc, axes) and math (extension, intersection helpers), which Asymptote ships, and AoPS's own
+# olympiad, for which Stepwise ships a stand-in of the helpers MATH's figures call (modules/; with
+# TrigMacros, which figures import themselves). Figures that need cse5 fail and show their source.
+# A figure that sets no size would be drawn at one PostScript point a unit: MATH's triangles of
+# sides 2 to 10 came out a few points across under full-size labels (18 of the demo's 42). A
+# default width keeps them legible; a figure's own size() or unitsize() still wins.
+PREAMBLE = "import graph;\nimport math;\nimport olympiad;\nsize(180);\n"
+# Copied beside each figure: -noglobalread lets a figure read nothing outside its own directory.
+MODULES = Path(__file__).parent / "modules"
 ASY_MESSAGE = re.compile(r"figure\.asy: (\d+)\.\d+: (.*)")
 _drawing = threading.BoundedSemaphore(1)
 
@@ -142,6 +148,8 @@ def draw_all(settings: Settings, sources: list[str]) -> tuple[int, int]:
 def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
     with tempfile.TemporaryDirectory(prefix="stepwise-asy-") as work:
         Path(work, "figure.asy").write_text(PREAMBLE + source)
+        for module in MODULES.glob("*.asy"):
+            shutil.copyfile(module, Path(work, module.name))
         # -safe forbids system(), writes outside the working directory are off by default
         # (-globalwrite), and -noglobalread turns reads outside it off too: a figure in a
         # manager's import could read any file the server may, and draw it for every labeler

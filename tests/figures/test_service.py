@@ -185,3 +185,52 @@ def test_a_figure_is_drawn_without_the_servers_secrets(monkeypatch: pytest.Monke
     given = service._figure_environment("/tmp/work")
     assert given["HOME"] == "/tmp/work" and given["TEXMFHOME"] == "/opt/texmf" and "PATH" in given
     assert "hunter2" not in str(given) and "scrape-me" not in str(given)
+
+
+def _extent(svg: str) -> float:
+    """The drawing's larger side, in PostScript points (the view box is left unscaled)."""
+    return max(float(n) for n in svg.split('viewBox="', 1)[1].split('"', 1)[0].split()[2:])
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_aops_helpers_draw_and_compute_as_their_names_say(settings: Settings, tmp_path: Path) -> None:
+    # MATH's figures call olympiad's helpers without importing it (AoPS's renderer did), or
+    # import it themselves; asy's assert fails the drawing where a helper computes wrong.
+    checks = """
+pair A = (0,0), B = (4,0), C = (0,3);
+assert(abs(circumcenter(A, B, C) - (2, 1.5)) < 1e-9, "circumcenter");
+assert(abs(circumradius(A, B, C) - 2.5) < 1e-9, "circumradius");
+assert(abs(incenter(A, B, C) - (1, 1)) < 1e-9, "incenter");
+assert(abs(inradius(A, B, C) - 1) < 1e-9, "inradius");
+assert(abs(orthocenter(A, B, C) - A) < 1e-9, "orthocenter");
+assert(abs(centroid(A, B, C) - (4/3, 1)) < 1e-9, "centroid");
+assert(abs(foot((1,5), A, B) - (1, 0)) < 1e-9, "foot");
+assert(abs(dot(bisectorpoint(A, B) - (2, 0), B - A)) < 1e-9, "perpendicular bisector");
+pair m = bisectorpoint(B, A, C);
+assert(abs(degrees(m - A) - 45) < 1e-9, "angle bisector");
+draw(A--B--C--cycle); draw(rightanglemark(B, A, C)); draw(anglemark(A, B, C, 10, 12));
+draw(circumcircle(A, B, C)); draw(incircle(A, B, C));
+"""
+    figure_settings = settings.model_copy(update={"figures_dir": tmp_path})
+    for source in (checks, "import olympiad;\n" + checks):
+        figure = service.draw(figure_settings, source)
+        assert figure.error is None and figure.svg and "<path" in figure.svg
+    graph = "import TrigMacros;\nsize(300);\ntrig_axes(-2*pi, 2*pi, -3, 3, pi/2, 1);\nrm_trig_labels(-4, 4, 2);"
+    drawn = service.draw(figure_settings, graph)
+    assert drawn.error is None and drawn.svg
+    # A figure's own helper of the same name is the one it gets.
+    own = "path rightanglemark(pair A, pair B, pair C, real s=8) { return A--B--C--cycle; }\ndraw(rightanglemark((0,0),(1,0),(1,1)));"
+    assert service.draw(figure_settings, own).error is None
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_figure_without_a_size_is_drawn_legibly_and_one_with_its_own_keeps_it(settings: Settings, tmp_path: Path) -> None:
+    figure_settings = settings.model_copy(update={"figures_dir": tmp_path})
+    triangle = 'draw((0,0)--(2,0)--(2,4)--cycle); label("$T$", (0,0), SW);'
+    # One PostScript point a unit drew this 2 points wide under a 10-point label.
+    assert _extent(service.draw(figure_settings, triangle).svg or "") >= 150
+    assert _extent(service.draw(figure_settings, "size(60);\n" + triangle).svg or "") < 80
+    # 4 cm tall, and its label.
+    assert 4 * 28.35 < _extent(service.draw(figure_settings, "unitsize(1cm);\n" + triangle).svg or "") < 150
