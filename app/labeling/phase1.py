@@ -125,6 +125,24 @@ def stored_steps(
     return steps
 
 
+def same_choices(steps: list[dict[str, Any]], data: LabelSubmit) -> bool:
+    """Whether stored phase-1 steps hold what `data` rated, wrote and chose: a retry's check. The
+    alternatives' texts are the task's, not the labeler's, so only the labeler's part is compared."""
+    assert data.alternatives is not None
+    if len(steps) != len(data.alternatives):
+        return False
+    for stored, step in zip(steps, data.alternatives, strict=True):
+        rated = [(c["rating"], c["flagged"]) for c in stored["completions"]]
+        human = stored["human_completion"]
+        written = None if human is None else (human["text"], human["rating"], human["flagged"])
+        sent = None if step.human is None else (step.human.text, step.human.rating, step.human.flagged)
+        if (rated, stored["chosen_completion"], written) != (
+            [(r.rating, r.flagged) for r in step.ratings], step.chosen, sent
+        ):
+            return False
+    return True
+
+
 def _completion(text: str, rating: StepRating, own: str | None) -> dict[str, Any]:
     # The solution's own step is left out, as everywhere in Label.steps (see models.label).
     completion: dict[str, Any] = {"rating": rating.rating, "flagged": rating.flagged}

@@ -37,7 +37,7 @@ from app.labeling.schemas import (
     RatingCounts,
     StepRating,
 )
-from app.labeling.service import check_ratings, own_labels, prm800k_step
+from app.labeling.service import check_ratings, own_labels, prm800k_step, same_submission
 from app.models import FinishReason, Label, LabelingMode, Problem, Project, Skip, Solution, utcnow
 from app.projects.access import may_label
 from app.quality.service import taken_step
@@ -139,7 +139,7 @@ def correct_label(
     session: Session, user_id: int, label_id: int, data: LabelSubmit
 ) -> CorrectionReceipt:
     """Store `data` as the label that replaces `label_id`; a retried key gets its first receipt."""
-    retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
+    retried = _receipt_for_retry(session, user_id, label_id, data)
     if retried is not None:
         return retried
     label, project, solution, problem = _own(session, user_id, label_id, lock=True)
@@ -148,7 +148,7 @@ def correct_label(
     if not window.open:
         # The lock may have waited for a twin of this request, which has corrected the label
         # under the same key in the meantime: that is a retry, not a conflict.
-        retried = _receipt_for_retry(session, user_id, label_id, data.idempotency_key)
+        retried = _receipt_for_retry(session, user_id, label_id, data)
         if retried is not None:
             return retried
         raise Conflict(f"label {label_id} cannot be corrected: {window.reason}")
@@ -255,17 +255,22 @@ def rating_counts(steps: list[dict[str, Any]]) -> RatingCounts:
 
 
 def _receipt_for_retry(
-    session: Session, user_id: int, label_id: int, key: str
+    session: Session, user_id: int, label_id: int, data: LabelSubmit
 ) -> CorrectionReceipt | None:
+    """The receipt of the correction stored under the key, sent again; a key reused for other
+    ratings, outcome or note is refused (as a submit's), not answered as if stored."""
     earlier = session.execute(
-        select(Label.id, Label.supersedes_id).where(
-            Label.user_id == user_id, Label.idempotency_key == key
+        select(Label.id, Label.supersedes_id, Label.finish_reason, Label.finish_note, Label.steps).where(
+            Label.user_id == user_id, Label.idempotency_key == data.idempotency_key
         )
     ).first()
     if earlier is None:
         return None
     if earlier.supersedes_id != label_id:
         raise Conflict("this idempotency key was already used for another label")
+    if not same_submission(earlier.finish_reason, earlier.finish_note, earlier.steps, data):
+        raise Conflict("this idempotency key was already used for a different correction of this label: "
+                       "a retry sends the same ratings, outcome and note")
     return CorrectionReceipt(label_id=earlier.id, supersedes_id=label_id, duplicate=True)
 
 

@@ -424,13 +424,7 @@ def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data
     mistake, refused rather than answered with the first label's receipt as if stored."""
     if earlier.earlier_assignment_id != assignment_id:
         raise Conflict("this idempotency key was already used for another assignment")
-    same = (
-        earlier.earlier_finish_reason == data.finish_reason
-        and earlier.earlier_finish_note == ((data.finish_note or "").strip() or None)
-        # Phase 1 stores what the alternatives were; the outcome and note are checked there.
-        and (data.alternatives is not None or earlier.earlier_steps == [prm800k_step(r) for r in data.ratings])
-    )
-    if not same:
+    if not same_submission(earlier.earlier_finish_reason, earlier.earlier_finish_note, earlier.earlier_steps, data):
         raise Conflict("this idempotency key was already used for a different submission of this task: "
                        "a retry sends the same ratings, outcome and note")
     assert earlier.earlier_finish_reason is not None
@@ -442,6 +436,16 @@ def _receipt_for_retry(earlier: Row[Any], assignment_id: int, task_id: int, data
         # As the first answer had it: the page that resends a submit whose answer it lost shows it.
         gold=gold,
     )
+
+
+def same_submission(finish_reason: FinishReason | None, finish_note: str | None,
+                    steps: list[dict[str, Any]], data: LabelSubmit) -> bool:
+    """Whether a label stored under an idempotency key holds what `data` sends again."""
+    if finish_reason != data.finish_reason or finish_note != ((data.finish_note or "").strip() or None):
+        return False
+    if data.alternatives is not None:
+        return phase1.same_choices(steps, data)
+    return steps == [prm800k_step(r) for r in data.ratings]
 
 
 def prm800k_step(rating: StepRating) -> dict[str, object]:

@@ -216,3 +216,24 @@ def test_a_phase_1_label_stays_uncorrectable_after_the_project_leaves_phase_1(cl
         label = session.get(Label, label_id)
         assert label.superseded_at is None and label.steps[1]["human_completion"]["text"] == HUMAN
         assert session.scalar(select(func.count()).select_from(Label).where(Label.supersedes_id.is_not(None))) == 0
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"alternatives": [_step([0, -1], chosen=0), *GOOD[1:]]},
+        {"alternatives": [GOOD[0], _step([-1, -1], human={"text": HUMAN + " Checked.", "rating": 1}), GOOD[2]]},
+        {"alternatives": [GOOD[0], _step([-1, -1], human={"text": HUMAN, "rating": 1, "flagged": True}), GOOD[2]]},
+        {"alternatives": [GOOD[0], {"ratings": [{"rating": -1}, {"rating": 0, "flagged": False}],
+                                    "human": {"text": HUMAN, "rating": 1}}, GOOD[2]]},
+        {"finish_reason": "give_up", "finish_note": "too long"},
+    ],
+)
+def test_a_key_resent_with_other_choices_is_refused_and_the_label_stays(client, session_factory, changes) -> None:  # type: ignore[no-untyped-def]
+    _, headers, task = _setup(client, session_factory)
+    stored = _submit(client, headers, task, _label())
+    assert stored.status_code == 200, stored.text
+    refused = _submit(client, headers, task, _label(**changes))
+    assert refused.status_code == 409 and "different submission" in refused.json()["detail"], refused.text
+    again = _submit(client, headers, task, _label())
+    assert again.status_code == 200 and again.json()["duplicate"] and again.json()["label_id"] == stored.json()["label_id"]

@@ -348,3 +348,20 @@ def test_a_page_asked_for_what_it_cannot_show_says_so_once_and_offers_the_page(c
     # The API still names the part by where it is.
     api = client.get("/api/v1/me/labels", params={"page": "999999"}, headers=api_headers(client, "lena"))
     assert api.status_code == 422 and api.json()["errors"][0]["field"] == "query.page"
+
+
+def test_a_correction_key_resent_with_other_content_is_refused_not_answered_as_stored(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, headers = _setup(client, session_factory)
+    first = _label(client, headers, project, "lena-key-0001", [1, 1, 1])
+    url = f"/api/v1/me/labels/{first}/corrections"
+    stored = client.post(url, headers=headers, json=_correction("lena-fix-0001", [1, -1], "found_error"))
+    assert stored.status_code == 200, stored.text
+    for body in (_correction("lena-fix-0001", [1, 1, -1], "found_error"),
+                 _correction("lena-fix-0001", [0, 0, 0], "solution"),
+                 {**_correction("lena-fix-0001", [1, -1], "give_up"), "finish_note": "unsure"}):
+        refused = client.post(url, headers=headers, json=body)
+        assert refused.status_code == 409 and "different correction" in refused.json()["detail"], refused.text
+    assert client.post(url, headers=headers, json=_correction("lena-fix-0001", [1, -1], "found_error")).json()["duplicate"]
+    with session_scope(session_factory) as session:
+        steps = session.scalar(select(Label.steps).where(Label.id == stored.json()["label_id"]))
+    assert [s["completions"][0]["rating"] for s in steps] == [1, -1], "the correction as first sent"
