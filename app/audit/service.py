@@ -56,6 +56,7 @@ ACTIONS: dict[str, Category] = {
     "problem.retired": Category.reports,
     "problem.restored": Category.reports,
     "report.dismissed": Category.reports,
+    "skip.given_back": Category.reports,
     "label.made_gold": Category.quality,
     "label.gold_removed": Category.quality,
     "labeler.admitted": Category.quality,
@@ -213,6 +214,8 @@ def describe(event: AuditEvent) -> str:
         case "report.dismissed":
             whose = f"{d['labeler']}'s" if d.get("labeler") else "a deleted user's"
             return f"dismissed in project {d.get('project')}: {whose} {d.get('about')}"
+        case "skip.given_back":
+            return f"given back to {d.get('labeler')} in project {d.get('project')}: their skip is taken back"
         case "label.made_gold":
             screening = ", as a screening item" if d.get("screening") else ""
             return f"made gold in project {d.get('project')}{screening}"

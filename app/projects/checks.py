@@ -5,7 +5,7 @@ said on the overview, where a manager looks after saving."""
 
 from __future__ import annotations
 
-from sqlalchemy import Select, case, exists, func, select, union
+from sqlalchemy import Select, case, exists, func, or_, select, union
 from sqlalchemy.orm import Session, aliased
 
 from app.models import (
@@ -19,6 +19,7 @@ from app.models import (
     Report,
     ReportKind,
     Role,
+    Skip,
     Solution,
     StandingDecision,
     User,
@@ -61,12 +62,13 @@ def _labelers(project: Project) -> Select[tuple[int]]:
 
 def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]], how_many: int) -> int:
     """Solutions whose waiting slot no labeler who may label here will be served: each has
-    labeled the solution, or reported its problem as bad while that label stands, and the queue
-    serves neither (app.labeling.queue). A small team meets it after one bad-problem report.
+    labeled the solution, skipped it, or reported its problem as bad while that label stands, and
+    the queue serves none of those (app.labeling.queue). A small team meets it after one skip or
+    bad-problem report.
 
-    Only solutions of reported problems are looked at: one that still waits has fewer labels
-    than the overlap, so without a report it is stuck only where the labelers are fewer than the
-    overlap, which the overlap's own notice says. Counting every label of a 100,000-solution
+    Only solutions skipped or of reported problems are looked at: one that still waits has fewer
+    labels than the overlap, so without either it is stuck only where the labelers are fewer than
+    the overlap, which the overlap's own notice says. Counting every label of a 100,000-solution
     project took 0.16 s of each overview."""
     reporting = aliased(Label)
     reported = (
@@ -75,11 +77,12 @@ def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]]
         .where(Report.project_id == project.id, Report.kind == ReportKind.bad_problem,
                reporting.superseded_at.is_(None), Report.user_id.in_(labelers))
     )
+    skipped = select(Skip.solution_id).where(Skip.project_id == project.id, Skip.user_id.in_(labelers))
     waiting = (
         select(Assignment.solution_id)
         .join(Solution, Solution.id == Assignment.solution_id)
         .where(Assignment.project_id == project.id, Assignment.status == AssignmentStatus.waiting,
-               Assignment.slot >= 0, Solution.problem_id.in_(reported))
+               Assignment.slot >= 0, or_(Solution.problem_id.in_(reported), Solution.id.in_(skipped)))
     )
     passed_over = union(
         select(Label.solution_id.label("solution_id"), Label.user_id.label("user_id"))
@@ -89,6 +92,7 @@ def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]]
         .join(reporting, reporting.id == Report.label_id)
         .where(Solution.id.in_(waiting), Report.kind == ReportKind.bad_problem, reporting.superseded_at.is_(None),
                Report.user_id.in_(labelers)),
+        select(Skip.solution_id, Skip.user_id).where(Skip.solution_id.in_(waiting), Skip.user_id.in_(labelers)),
     ).subquery()
     stuck = (
         select(passed_over.c.solution_id)
@@ -128,6 +132,7 @@ def unmet_settings(session: Session, project: Project) -> list[str]:
         if stuck:
             it, its = ("it", "its") if stuck == 1 else ("each", "its")
             said.append(f"{stuck} solution{'s wait' if stuck != 1 else ' waits'} for a label that the queue will serve "
-                        f"to no one: every labeler who may label here has labeled {it} or reported {its} problem as "
-                        f"bad. Retire the problem (Reports, Retire problem), let more labelers in, or lower the overlap.")
+                        f"to no one: every labeler who may label here has labeled {it}, skipped {it} or reported {its} "
+                        f"problem as bad. Retire the problem (Reports, Retire problem), give skipped solutions back "
+                        f"(Skipped), let more labelers in, or lower the overlap.")
     return said

@@ -8,7 +8,7 @@ from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
 from app.models import INT32_MAX
 from app.projects.service import get_project
-from app.reports import service
+from app.reports import service, skips
 from app.quality.gold import set_gold
 from app.reports.schemas import (
     MAX_REPORTS_PER_PAGE,
@@ -19,6 +19,7 @@ from app.reports.schemas import (
     ReportFilters,
     ReportPage,
     ReportRead,
+    SkipPage,
 )
 
 router = APIRouter(
@@ -40,6 +41,30 @@ def list_reports(
     """Give-ups, bad-problem reports and flagged steps, newest first."""
     project = get_project(session, project_id)
     return service.list_reports(session, project.id, filters, limit=limit, offset=offset)
+
+
+@router.get("/skips", response_model=SkipPage, responses=error_responses(404))
+def list_skips(
+    project_id: RowId,
+    _: DataApiUser,
+    session: SessionDep,
+    labeler: Annotated[str | None, Query(max_length=100, description="a username")] = None,
+    order: Annotated[skips.SkipOrder, Query(description="newest first, or the most skipped solutions first")] = "newest",
+    page: Annotated[int, Query(ge=1, le=100_000, description=f"{skips.PAGE_SIZE} skips a page")] = 1,
+) -> SkipPage:
+    """The solutions labelers passed over unlabeled, and who; each row says how many labelers
+    skipped that solution."""
+    project = get_project(session, project_id)
+    return skips.list_skips(session, project.id, labeler, order, page)
+
+
+@router.delete("/skips/{solution_id}/{user_id}", status_code=204, responses=error_responses(404))
+def give_back_skip(
+    project_id: RowId, solution_id: RowId, user_id: RowId, user: ManagerApiUser, session: SessionDep
+) -> None:
+    """Take a labeler's skip back: the solution may be served to them again while it still needs
+    labels. 404 when they have no such skip in the project."""
+    skips.give_back(session, get_project(session, project_id), solution_id, user_id, user)
 
 
 @router.post(

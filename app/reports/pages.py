@@ -18,7 +18,7 @@ from app.forms import FormInvalid, PageId, row_id, validate_form
 from app.models import INT32_MAX, Project, User
 from app.projects.service import get_project
 from app.quality.gold import set_gold
-from app.reports import service
+from app.reports import service, skips
 from app.reports.csv_export import reports_csv
 from app.reports.schemas import MAX_REPORTS_PER_PAGE, ReportFilters, ReportPage
 from app.templating import render
@@ -287,3 +287,64 @@ def _label_page(request: Request, session: SessionDep, project: Project, label_i
     }
     address = f"/manage/projects/{project.id}/labels/{label_id}" + ("?via=reports" if via else "")
     return render(request, "manage/label.html", context, status_code=status_code, address=address)
+
+
+class SkipFilterForm(BaseModel):
+    labeler: str = Field(default="", max_length=100)
+    order: skips.SkipOrder = "newest"
+    page: int = Field(default=1, ge=1, le=100_000)
+
+
+def _skips_address(project_id: int, form: SkipFilterForm, **extra: object) -> str:
+    kept = {k: v for k, v in form.model_dump().items() if v and (k, v) not in (("order", "newest"), ("page", 1))}
+    query = urlencode({**kept, **extra})
+    return f"/manage/projects/{project_id}/skips{'?' + query if query else ''}"
+
+
+@router.get("/skips")
+def skips_page(
+    request: Request,
+    project_id: PageId,
+    user: DataPageUser,
+    session: SessionDep,
+    form: Annotated[SkipFilterForm, Query()],
+) -> Response:
+    project = get_project(session, project_id)
+    messages = []
+    given = row_id(request.query_params.get("given_back", ""))
+    if given is not None:
+        messages.append({"kind": "success", "text": f"Solution {given} is back in the labeler's queue: it may be "
+                         "served to them again while it still needs labels."})
+    page = skips.list_skips(session, project.id, form.labeler or None, form.order, form.page)
+    return render(
+        request,
+        "manage/skips.html",
+        {
+            "project": project,
+            "tab": "skips",
+            "page": page,
+            "values": form.model_dump(),
+            "labelers": skips.skipping_labelers(session, project.id),
+            "can_manage": has_role(user, MANAGE),
+            "messages": messages,
+            "address": partial(_skips_address, project.id, form),
+        },
+    )
+
+
+@router.post("/skips/{solution_id}/{user_id}/give-back")
+def give_back_skip(
+    project_id: PageId,
+    solution_id: PageId,
+    user_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[SkipFilterForm, Form()],
+) -> Response:
+    project = get_project(session, project_id)
+    try:
+        skips.give_back(session, project, solution_id, user_id, user)
+    except NotFound:
+        # Given back already, from another tab or by the labeler: what was asked is so.
+        pass
+    return RedirectResponse(_skips_address(project.id, form, given_back=solution_id), status_code=303)

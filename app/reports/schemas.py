@@ -40,6 +40,23 @@ class ReportPage(BaseModel):
     reports: list[ReportRead] = Field(description="newest first")
 
 
+class SkipRead(BaseModel):
+    solution_id: int
+    problem_id: int
+    problem_snippet: str = Field(description="the problem's first characters")
+    user_id: int
+    labeler: str = Field(description="username of the labeler who skipped")
+    skipped_at: datetime
+    skipped_by: int = Field(description="labelers who skipped this solution, this one included")
+
+
+class SkipPage(BaseModel):
+    total: int = Field(description="skips matching the filter, on every page")
+    page: int
+    pages: int
+    skips: list[SkipRead]
+
+
 class ProblemRetirement(BaseModel):
     problem_id: int
     retired_at: datetime

@@ -71,7 +71,7 @@ def test_a_solution_no_labeler_here_will_be_served_is_said(client, session_facto
     label_next(session_factory, project.id, leo.id, FinishReason.solution)
     (said,) = _unmet(session_factory, project.id)
     assert said.startswith("1 solution waits for a label that the queue will serve to no one: every labeler who "
-                           "may label here has labeled it or reported its problem as bad.")
+                           "may label here has labeled it, skipped it or reported its problem as bad.")
     # A third member who may take it clears it.
     make_user(session_factory, "lou", "labeler")
     with session_scope(session_factory) as session:
