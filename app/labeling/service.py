@@ -17,6 +17,7 @@ from app.projects.access import may_label, user_may_label
 from app.projects.service import list_projects
 from app.projects.guidelines import guidelines_version
 from app.quality import gate
+from app.quality.service import NOT_ABOUT_STEPS
 from app.reports.service import record_reports
 from app.labeling.schemas import (
     LabelerStats,
@@ -234,7 +235,7 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         # to send any more, a retry of a label already stored included.
         raise NotFound(_not_held(task_id))
     if held.earlier_id is not None:
-        return _receipt_for_retry(held, assignment_id, task_id, data, gold=_feedback(session, held))
+        return _receipt_for_retry(held, assignment_id, task_id, data, gold=_feedback(session, held, data))
     if held.user_id != user_id:
         # Someone else's assignment reads as missing: ids must not reveal other labelers' work.
         raise NotFound(_not_held(task_id))
@@ -303,14 +304,18 @@ def submit_label(session: Session, user_id: int, task_id: int, data: LabelSubmit
         assignment_id=task_id,
         finish_reason=data.finish_reason,
         duplicate=False,
-        gold=_feedback(session, held),
+        gold=_feedback(session, held, data),
     )
 
 
-def _feedback(session: Session, held: Row[Any]) -> list[int | None] | None:
+def _feedback(session: Session, held: Row[Any], data: LabelSubmit) -> list[int | None] | None:
     """The gold's ratings after a gold item is submitted, where the project shows them: a check
-    item, or a gold solution served as an ordinary task, which grades the labeler the same way."""
-    return gate.gold_ratings(session, held.project_id, held.solution_id) if held.qc_feedback else None
+    item, or a gold solution served as an ordinary task, which grades the labeler the same way.
+    Not after a give-up or a bad-problem report, which judge no step: QC does not grade them, and
+    a labeler could give up on every check item to read its gold at no cost."""
+    if not held.qc_feedback or data.finish_reason in NOT_ABOUT_STEPS:
+        return None
+    return gate.gold_ratings(session, held.project_id, held.solution_id)
 
 
 def _checked_steps(

@@ -212,6 +212,23 @@ def test_feedback_shows_the_gold_after_submitting(client, session_factory) -> No
     assert _submit(client, ann, regular, [1, 1, 1])["gold"] is None
 
 
+@pytest.mark.parametrize("reason", ["give_up", "bad_problem"])
+def test_a_give_up_or_bad_problem_on_a_check_item_shows_no_gold(client, session_factory, reason) -> None:  # type: ignore[no-untyped-def]
+    # Neither is graded: shown the gold, a labeler could give up on each check item to read it.
+    project, _ = _project(session_factory, [_gold("Q1", [1, -1])], qc_rate=1.0, qc_feedback=True)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    task = _next(client, project, ann)["task"]
+    assert task["problem"]["statement"] == "Problem Q1"
+    body = {"idempotency_key": "ann-check-0001", "ratings": [{"rating": 1}], "finish_reason": reason,
+            "finish_note": "cannot tell", "total_time_ms": 1000}
+    receipt = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=ann, json=body)
+    assert receipt.status_code == 200, receipt.text
+    assert receipt.json()["gold"] is None
+    again = client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=ann, json=body).json()
+    assert (again["duplicate"], again["gold"]) == (True, None)
+
+
 def test_a_gold_solution_served_as_an_ordinary_task_shows_its_gold_too(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     # Overlap 2: the imported gold label fills one slot, the other is an ordinary task.
     project, _ = _project(session_factory, [_gold("Q1", [1, -1])], regular=0, overlap=2, qc_feedback=True)
