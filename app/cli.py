@@ -24,6 +24,7 @@ from app.config import Settings, get_settings
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.errors import BadInput, BadLines, Conflict, ServiceError, field_error
 from app.models import INT32_MAX, Role
+from app.validation import AS_TEXT
 from app.ops.service import driver_reason, not_ready_reason
 
 
@@ -879,7 +880,7 @@ def _validated(model, given_as: dict[str, str] | None = None, **values):  # type
         return f"{name} (value {int(index) + 1})" if index.isdigit() else name
 
     try:
-        return model(**values)
+        return model.model_validate(values, context=AS_TEXT)
     except ValidationError as exc:
         # An error about several arguments at once is named by `given_as[""]`.
         raise BadInput("invalid arguments", _details(exc, option, model, given_as.get("", "arguments"))) from exc

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from app.deps import RowId
 from app.errors import plain_message
 from app.models import INT32_MAX
+from app.validation import AS_TEXT
 
 Schema = TypeVar("Schema", bound=BaseModel)
 
@@ -63,7 +64,7 @@ def validate_form(
     given = {k: v for k, v in values.items() if k in keep_blank or v not in ("", None)}
     errors = {k: "needs a value" for k in required if k in values and values[k] in ("", None)}
     try:
-        validated = schema.model_validate(given)
+        validated = schema.model_validate(given, context=AS_TEXT)
     except ValidationError as exc:
         raise FormInvalid({**_messages(schema, exc), **errors}) from None
     if errors:

@@ -9,27 +9,41 @@ from typing import Annotated, Any, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
-class NumbersNotTruthValues(BaseModel):
-    """Refuses JSON `true` and `false` for numbers: pydantic reads them as 1 and 0, so
-    `"selector_version_id": true` pinned version 1 and `"correction_window_hours": false`
-    closed corrections. Browser forms send text, which this leaves to the fields' own checks,
-    but for a truth value only "true" and "false" (not "yes", which pydantic takes for true).
-    Refuses "nan" and infinities too, which failed a 0-1 range as "must be at most 1.0"."""
+# The validation context of a browser form's or the command line's values, which come as text:
+# "3" is a number there. A JSON body says what it means, and "3" for a number is a client's bug.
+AS_TEXT = {"as_text": True}
+
+
+class ScalarsAsWritten(BaseModel):
+    """Numbers and truth values as they are written. In a JSON body (the API), text is refused
+    for them: pydantic's lax mode read `"flagged": "yes"` as true and stored every step flagged,
+    and `"is_active": "false"` deactivated a user. Browser forms and the command line send text,
+    validated with the AS_TEXT context, where only "true" and "false" are truth values (not
+    "yes", which pydantic takes for true). Everywhere JSON `true` and `false` are refused for
+    numbers: pydantic reads them as 1 and 0, so `"selector_version_id": true` pinned version 1
+    and `"correction_window_hours": false` closed corrections. "nan" and infinities are refused
+    too, which failed a 0-1 range as "must be at most 1.0"."""
 
     model_config = ConfigDict(allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
-    def _numbers_not_truth_values(cls, value: Any, info: ValidationInfo) -> Any:
+    def _scalars_as_written(cls, value: Any, info: ValidationInfo) -> Any:
         kinds = _kinds(cls.model_fields[info.field_name].annotation)
+        scalar = kinds & {bool, int, float}
+        if not scalar:
+            return value
+        values = list(value.values()) if isinstance(value, dict) else [value]
+        as_text = bool(info.context and info.context.get("as_text"))
+        if not as_text and str not in kinds and any(isinstance(item, str) for item in values):
+            # The words of pydantic's own type errors (app.errors.plain_message).
+            raise ValueError("must be true or false" if bool in scalar
+                             else "must be a number" if float in scalar else "must be a whole number")
         if bool in kinds:
             # pydantic reads "yes", "on", "1" and "t" as true; the forms send "true" or "false".
             if isinstance(value, str) and value not in ("true", "false"):
                 raise ValueError("must be true or false")
             return value
-        if not kinds & {int, float}:
-            return value
-        values = value.values() if isinstance(value, dict) else [value]
         if any(isinstance(item, bool) for item in values):
             raise ValueError("must be a number, not true or false")
         return value

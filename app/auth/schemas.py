@@ -5,12 +5,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.models import ApiToken
+from app.validation import ScalarsAsWritten
 
 # Ten years: past that an expiry is no expiry, and a typo of days for hours would go unnoticed.
 MAX_TOKEN_DAYS = 3650
 
 
-class TokenSettings(BaseModel):
+class TokenSettings(ScalarsAsWritten):
     """What a new token is: made by the API for a password, or on the account page."""
 
     model_config = ConfigDict(extra="forbid")

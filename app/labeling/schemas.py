@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, m
 
 from active_learning.data import is_blank
 from app.models import FinishReason, LabelingMode
+from app.validation import ScalarsAsWritten
 
 STARTED_AT_SKEW = timedelta(minutes=5)
 
@@ -14,7 +15,7 @@ STARTED_AT_SKEW = timedelta(minutes=5)
 Rating = Annotated[StrictInt, Field(ge=-1, le=1)]
 
 
-class StepRating(BaseModel):
+class StepRating(ScalarsAsWritten):
     # A misspelt "flaged" would drop the flag without a word.
     model_config = ConfigDict(extra="forbid")
 
@@ -22,7 +23,7 @@ class StepRating(BaseModel):
     flagged: bool = False
 
 
-class HumanStep(BaseModel):
+class HumanStep(ScalarsAsWritten):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1, max_length=5000, description="the step the labeler wrote")
@@ -38,7 +39,7 @@ class HumanStep(BaseModel):
         return value
 
 
-class AlternativesRated(BaseModel):
+class AlternativesRated(ScalarsAsWritten):
     """Phase-1 mode: one step's alternatives rated, and what the labeler continued with."""
 
     model_config = ConfigDict(extra="forbid")
@@ -60,7 +61,7 @@ class AlternativesRated(BaseModel):
         return self
 
 
-class LabelSubmit(BaseModel):
+class LabelSubmit(ScalarsAsWritten):
     model_config = ConfigDict(extra="forbid")
 
     idempotency_key: str = Field(

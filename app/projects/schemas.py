@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 
 from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
-from app.validation import NumbersNotTruthValues, named_by_rule
+from app.validation import ScalarsAsWritten, named_by_rule
 
 # Not ending in a space: "racer " beside "racer" is two projects that look like one.
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.\-]{0,98}[A-Za-z0-9_.\-])?$"
@@ -28,7 +28,7 @@ NAME_RULE = ("1-100 letters (A-Z, without accents), digits, space, _ . -, the fi
 ProjectName = named_by_rule(PROJECT_NAME_PATTERN, NAME_RULE, 100)
 
 
-class ProjectCreate(NumbersNotTruthValues):
+class ProjectCreate(ScalarsAsWritten):
     model_config = ConfigDict(extra="forbid")
 
     name: ProjectName
@@ -64,7 +64,7 @@ class ProjectCreate(NumbersNotTruthValues):
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
 
 
-class ProjectUpdate(NumbersNotTruthValues):
+class ProjectUpdate(ScalarsAsWritten):
     # A field this cannot change (is_demo, say) is refused by name, not dropped with a 200.
     model_config = ConfigDict(extra="forbid")
 

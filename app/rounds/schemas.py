@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from active_learning.data import check_source_weights, check_written_problem, check_written_steps
 from active_learning.generator_spec import check_generator_spec
 from app.models import ComparisonStatus, PickReason, PromoteMetric, RoundStage, RoundStatus, RoundTrigger, ScoreKind, SelectorMode
-from app.validation import NumbersNotTruthValues
+from app.validation import ScalarsAsWritten
 
 # active_learning.rollouts.METHODS, spelled out so that the API's schema lists them.
 RolloutMethod = Literal["mc", "binary"]
@@ -104,7 +104,7 @@ class ModelVersionRead(BaseModel):
     promoted_at: datetime | None
 
 
-class ModelComparisonIn(BaseModel):
+class ModelComparisonIn(ScalarsAsWritten):
     # Strict: `true` is not version 1.
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -213,7 +213,7 @@ def _null_only_where_allowed(schema: dict[str, Any]) -> None:
             field.update(kept[0])
 
 
-class RoundSettingsUpdate(NumbersNotTruthValues):
+class RoundSettingsUpdate(ScalarsAsWritten):
     """Fields left out stay as they are; send null for `every_new_labels` or `schedule_hours`
     to turn that trigger off, for `selector_version_id` to let the next round pin the served
     model as the fixed selector, and for `selector_min_step_auroc` to let any served model rank."""
@@ -283,7 +283,7 @@ class RoundSettingsUpdate(NumbersNotTruthValues):
         return weights
 
 
-class CandidateIn(BaseModel):
+class CandidateIn(ScalarsAsWritten):
     model_config = ConfigDict(extra="forbid")
 
     steps: list[Annotated[str, Field(max_length=20_000)]] = Field(min_length=1, max_length=200)
@@ -302,7 +302,7 @@ class CandidateIn(BaseModel):
 SCORE_REQUEST_CHARACTERS = 1_000_000
 
 
-class ScoreRequest(BaseModel):
+class ScoreRequest(ScalarsAsWritten):
     """A problem and candidate solutions to score with one model version, for best-of-N
     reranking from other systems. Bounded so that one request stays one batch."""
 

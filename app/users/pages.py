@@ -17,6 +17,7 @@ from app.deps import AdminPageUser, PagePrincipal, SessionDep, client_address
 from app.errors import BadInput, Conflict, NotFound, plain_message
 from app.forms import FormInvalid, PageId, row_id, validate_form
 from app.models import Role, User
+from app.validation import AS_TEXT
 from app.templating import render
 from app.users import service
 from app.users.schemas import MAX_NEW_USERS, UserCreate, UsersCreate, UserUpdate
@@ -106,7 +107,7 @@ def create_users(
     try:
         # Not validate_form, which says a list's first bad item: every bad name is said here.
         data = UsersCreate.model_validate({"usernames": names, "role": role,
-                                           "must_change_password": values["must_change_password"]})
+                                           "must_change_password": values["must_change_password"]}, context=AS_TEXT)
         made = service.create_users(session, data, by=admin)
     except ValidationError as exc:
         problems = {".".join(map(str, e["loc"])): plain_message(e, UsersCreate) for e in exc.errors(include_url=False)}

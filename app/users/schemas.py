@@ -7,7 +7,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from app.auth.security import guessable
 from app.models import Role
-from app.validation import named_by_rule
+from app.validation import ScalarsAsWritten, named_by_rule
 
 USERNAME_PATTERN = r"^[A-Za-z0-9_.\-]{2,64}$"
 
@@ -36,7 +36,7 @@ YourPassword = Annotated[str | None, Field(
 )]
 
 
-class UserCreate(BaseModel):
+class UserCreate(ScalarsAsWritten):
     # `"is_admin": true` was dropped with a 201: a field it does not know is refused by name.
     model_config = ConfigDict(extra="forbid")
 
@@ -65,7 +65,7 @@ class UserCreate(BaseModel):
 MAX_NEW_USERS = 100
 
 
-class UsersCreate(BaseModel):
+class UsersCreate(ScalarsAsWritten):
     """Several accounts of one role at once, each given a generated password."""
 
     model_config = ConfigDict(extra="forbid")
@@ -84,7 +84,7 @@ class UsersCreate(BaseModel):
         return role
 
 
-class UserUpdate(BaseModel):
+class UserUpdate(ScalarsAsWritten):
     # A field this cannot change (username, say) is refused by name, not dropped with a 200.
     model_config = ConfigDict(extra="forbid")
 

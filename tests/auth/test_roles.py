@@ -29,6 +29,8 @@ LABELER_API = {
     ("POST", "/api/v1/users/me/password"),
     ("GET", "/api/v1/me/stats"),
     ("GET", "/api/v1/me/labels"),
+    ("GET", "/api/v1/me/skips"),
+    ("DELETE", "/api/v1/me/skips/{solution_id}"),
     ("GET", "/api/v1/me/labels/{label_id}"),
     ("POST", "/api/v1/me/labels/{label_id}/corrections"),
     ("GET", "/api/v1/projects"),
