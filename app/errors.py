@@ -35,6 +35,12 @@ class Conflict(ServiceError):
     status_code = 409
 
 
+class Stale(ServiceError):
+    """A write made against a version the caller read, which has changed since (If-Match)."""
+
+    status_code = 412
+
+
 class Forbidden(ServiceError):
     status_code = 403
 
@@ -152,6 +158,7 @@ ERROR_MEANINGS = {
     403: "the caller's role may not do this, or a browser call came without its CSRF token",
     404: "no such object, or none the caller may see",
     409: "conflicts with what is stored, or with a write made at the same moment",
+    412: "If-Match names a version that has changed since: read the object again",
     413: "the upload is larger than STEPWISE_MAX_UPLOAD_MB",
     422: "invalid request: `errors` names each bad field",
     429: "too many failed logins for this username or from this address: retry after "

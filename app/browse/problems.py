@@ -3,6 +3,7 @@ how far labeling has come on each; a manager retires or restores one from here."
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -16,6 +17,13 @@ from app.machine_labels.service import is_human
 from app.models import Assignment, AssignmentStatus, Label, Problem, Solution
 
 PAGE_SIZE = 50
+
+# The ends of display math, after an even run of backslashes: after an odd one the first
+# character is escaped (\$$ is a dollar sign and a formula's start, \\[2pt] a row's spacing).
+# MATH writes the words after a display straight after it ("\[2x = 3y = -z\]is a line"), the
+# display's own line their only break; a one-line preview draws it inline, where the words ran
+# into the formula. Spaces inside math change nothing.
+DISPLAY_EDGE = re.compile(r"(?<!\\)((?:\\\\)*)(\$\$|\\\[|\\\]|\\(?:begin|end)\{[^}]*\})")
 
 
 class ProblemFilters(BaseModel):
@@ -37,6 +45,11 @@ class ProblemRow:
     solutions: int
     labels: int
     waiting: int
+
+    @property
+    def preview(self) -> str:
+        """The statement for the list's one-line preview: a space each side of every display."""
+        return DISPLAY_EDGE.sub(r"\1 \2 ", self.statement)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ it serves); once labelers or rounds have used them, deleting the project is the 
 
 from __future__ import annotations
 
-from sqlalchemy import Delete, Select, delete, exists, func, select
+from sqlalchemy import Delete, delete, exists, func, select
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
@@ -68,7 +68,8 @@ def remove_import(session: Session, project: Project, batch_id: int, *, by: User
     was made of them since (gold, a round's training data), and those solutions get back the
     queue slots the labels had filled (see drop_filled_slots). Refused (Conflict),
     changing nothing, while its solutions carry labels that did not come with it, are in a
-    labeler's hands, or were picked by a round, and during a worker's live work on the project.
+    labeler's hands, or were picked by a round (held_back), and during a worker's live work on the
+    project.
 
     The file may be imported again afterwards: its record, which told a second upload apart,
     is gone too.
@@ -89,9 +90,9 @@ def remove_import(session: Session, project: Project, batch_id: int, *, by: User
     # Slots first, as a submit locks its slot before its label names the solution.
     session.execute(select(Assignment.id).where(Assignment.solution_id.in_(own_solutions)).with_for_update())
     session.execute(own_solutions.with_for_update())
-    held_back = _held_back(session, batch, own_solutions)
-    if held_back:
-        raise Conflict(f"{batch.filename} cannot be removed: {held_back}")
+    reason = held_back(session, batch.id)
+    if reason:
+        raise Conflict(f"{batch.filename} cannot be removed: {reason}")
 
     labeled_earlier = labeled_earlier_solutions(session, batch.id)
     labels = _deleted(session, delete(Label).where(Label.import_batch_id == batch.id))
@@ -124,11 +125,20 @@ def remove_import(session: Session, project: Project, batch_id: int, *, by: User
     return removal
 
 
-def _held_back(session: Session, batch: ImportBatch, own_solutions: Select[tuple[int]]) -> str | None:
+def refusals(session: Session, project_id: int) -> dict[int, str]:
+    """Per import batch of the project that remove_import would refuse now, why: the project
+    page says so before a manager asks (a refusal for live work on the project aside, which
+    ends by itself)."""
+    batch_ids = session.scalars(select(ImportBatch.id).where(ImportBatch.project_id == project_id)).all()
+    return {batch_id: reason for batch_id in batch_ids if (reason := held_back(session, batch_id))}
+
+
+def held_back(session: Session, batch_id: int) -> str | None:
     """Why work done since keeps the batch, or None."""
+    own_solutions = select(Solution.id).where(Solution.import_batch_id == batch_id)
     foreign = session.scalar(
         select(func.count()).select_from(Label).where(
-            Label.solution_id.in_(own_solutions), Label.import_batch_id.is_distinct_from(batch.id),
+            Label.solution_id.in_(own_solutions), Label.import_batch_id.is_distinct_from(batch_id),
             # A corrected label and its correction are one label to whoever counts them.
             Label.superseded_at.is_(None),
         )

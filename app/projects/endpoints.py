@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Response, status
 
 from app.deps import ApiUser, DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
@@ -48,16 +50,29 @@ def create_project(body: ProjectCreate, manager: ManagerApiUser, session: Sessio
 
 
 @router.get("/{project_id}", response_model=ProjectRead, responses=error_responses(404))
-def get_project(project_id: RowId, user: ApiUser, session: SessionDep) -> ProjectRead:
-    return ProjectRead.model_validate(get_visible_project(session, user, project_id))
+def get_project(project_id: RowId, user: ApiUser, session: SessionDep, response: Response) -> ProjectRead:
+    """The project; its `ETag` header names its settings as they are, for a PATCH's If-Match."""
+    project = get_visible_project(session, user, project_id)
+    response.headers["ETag"] = service.settings_etag(project)
+    return ProjectRead.model_validate(project)
 
 
-@router.patch("/{project_id}", response_model=ProjectRead, responses=error_responses(400, 404, 409))
+@router.patch("/{project_id}", response_model=ProjectRead, responses=error_responses(400, 404, 409, 412))
 def update_project(
-    project_id: RowId, body: ProjectUpdate, manager: ManagerApiUser, session: SessionDep
+    project_id: RowId,
+    body: ProjectUpdate,
+    manager: ManagerApiUser,
+    session: SessionDep,
+    response: Response,
+    if_match: Annotated[str | None, Header(description="the ETag the caller read: 412 when the settings "
+                                                        "changed since, so that a change made meanwhile is not overwritten")] = None,
 ) -> ProjectRead:
+    """Change the settings given, leaving the others as stored."""
     project = service.get_project(session, project_id)
-    return ProjectRead.model_validate(service.update_project(session, project, body, by=manager))
+    service.check_if_match(project, if_match)
+    updated = service.update_project(session, project, body, by=manager)
+    response.headers["ETag"] = service.settings_etag(updated)
+    return ProjectRead.model_validate(updated)
 
 
 @router.delete(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Annotated, Any, Literal
 
+import orjson
+
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
@@ -56,6 +58,8 @@ class SettingsForm(BaseModel):
     qc_pause_below: str = Field(default="", max_length=NUMBER_TEXT)
     # Asked on the new-project form only: an existing project's access has a button of its own.
     open_to_all: str = Field(default="", max_length=50)
+    # The settings form's fingerprints of what it showed (service.settings_fingerprints).
+    seen: str = Field(default="", max_length=2000)
 
 
 # The settings a manager may leave blank; every other field of the form needs a value.
@@ -146,13 +150,31 @@ def update_settings(
 ) -> Response:
     project = service.get_project(session, project_id)
     values = sent_values(form, sent)
+    seen = _seen(values.pop("seen", ""))
     if "name" in values:
         values["name"] = values["name"].strip()
     try:
         changes = validate_form(ProjectUpdate, values, keep_blank=OPTIONAL_TEXTS,
-                                required=SettingsForm.model_fields.keys() - set(OPTIONAL_TEXTS))
+                                required=SettingsForm.model_fields.keys() - set(OPTIONAL_TEXTS) - {"seen"})
     except FormInvalid as exc:
         return _project_overview(request, session, user, project, values, exc.errors, 422)
+    if seen is not None:
+        # Only what this manager changed on the page is saved: the rest of a form opened before a
+        # colleague's change would put their overlap or QC rate back.
+        given = changes.model_dump(exclude_unset=True)
+        mine = {field for field, mark in service.settings_fingerprints(given).items() if mark != seen.get(field)}
+        stored = service.settings_fingerprints(service.current_settings(project))
+        clash = sorted(field for field in mine if stored[field] != seen.get(field))
+        if clash:
+            now = _settings_of(project)
+            errors = {field: f"changed by someone else to “{now[field]}” while you edited: save again to keep yours"
+                      if field not in ("description", "guidelines") else
+                      "changed by someone else while you edited: save again to keep yours" for field in clash}
+            kept = {field: value for field, value in values.items() if field in mine}
+            return _project_overview(request, session, user, project, kept, errors, 409, settings_clash=True)
+        if not mine:
+            return RedirectResponse(f"/manage/projects/{project.id}?saved=1", status_code=303)
+        changes = ProjectUpdate.model_validate({field: given[field] for field in mine})
     try:
         service.update_project(session, project, changes, by=user)
     except Conflict as exc:
@@ -286,6 +308,7 @@ def _project_overview(
     members_notice: str | None = None,
     delete_error: str | None = None,
     imports_error: str | None = None,
+    settings_clash: bool = False,
 ) -> Response:
     progress = service.project_progress(session, project, days=CHART_DAYS)
     accuracy = labeler_accuracy(session, project.id)
@@ -306,14 +329,19 @@ def _project_overview(
             "can_manage": has_role(user, MANAGE),
             # A field the post left out shows what is stored, as it stays.
             "values": {**_settings_of(project), **values},
+            "seen_settings": orjson.dumps(
+                {k: v for k, v in service.settings_fingerprints(service.current_settings(project)).items()
+                 if k in SettingsForm.model_fields}).decode(),
             "unmet": unmet_settings(session, project),
             "errors": errors,
+            "settings_clash": settings_clash,
             "messages": [{"kind": "success", "text": "Settings saved."}]
             if request.query_params.get("saved") == "1" and not errors
             else [],
             "tab": "overview",
             "batches": list_batches(session, project),
             "batch_contents": removal.batch_contents(session, project.id) if has_role(user, MANAGE) else {},
+            "removal_refusals": removal.refusals(session, project.id) if has_role(user, MANAGE) else {},
             "imports_error": imports_error,
             "imports_done": "The file was removed, with the problems, solutions and labels it added."
             if request.query_params.get("import_removed") == "1" and not imports_error else None,
@@ -370,6 +398,16 @@ def _screening_done(request: Request, standings: list[gate.Standing]) -> str | N
     if standing.decision == StandingDecision.admitted:
         return f"{standing.username} is admitted: screening is behind them, and their QC agreement counts afresh from now."
     return f"{standing.username} is retired from this project: it serves them no more tasks."
+
+
+def _seen(text: str) -> dict[str, str] | None:
+    """The fingerprints a settings form carried; None for a post without them (a script's),
+    which sets every field it sends."""
+    try:
+        seen = orjson.loads(text) if text else None
+    except orjson.JSONDecodeError:
+        return None
+    return seen if isinstance(seen, dict) and all(isinstance(v, str) for v in seen.values()) else None
 
 
 def _settings_of(project: Project) -> dict[str, Any]:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
+from enum import Enum
+from typing import Any
+
+import orjson
 
 from sqlalchemy import case, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.db import one_named
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, NotFound, Stale
 from app.labeling.queue import add_slots, trim_slots
 from app.machine_labels.service import is_human
 from app.models import (
@@ -108,6 +114,38 @@ def delete_project(session: Session, project: Project, *, by: User | None = None
     # does so with ON DELETE CASCADE (SQLite's foreign keys are on, app.db).
     session.execute(delete(Project).where(Project.id == project_id))
     return held
+
+
+def settings_fingerprints(settings: Mapping[str, Any]) -> dict[str, str]:
+    """Each setting's value as a short hash. The settings form carries those of what it showed,
+    so that a save changes only what its manager changed there; and the API's ETag is made of
+    them, so that a PATCH with If-Match refuses to overwrite a change it did not see. An empty
+    text and none are the same setting."""
+    def plain(value: Any) -> Any:
+        value = value.value if isinstance(value, Enum) else value
+        return "" if value is None else value
+
+    return {field: hashlib.sha256(orjson.dumps(plain(value))).hexdigest()[:12] for field, value in settings.items()}
+
+
+def current_settings(project: Project) -> dict[str, Any]:
+    """Every setting ProjectUpdate can change, as stored."""
+    return {field: getattr(project, field) for field in ProjectUpdate.model_fields}
+
+
+def settings_etag(project: Project) -> str:
+    fingerprints = settings_fingerprints(current_settings(project))
+    return '"' + hashlib.sha256(orjson.dumps(fingerprints, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20] + '"'
+
+
+def check_if_match(project: Project, if_match: str | None) -> None:
+    """Stale unless If-Match is absent, `*` or names the settings as they are now."""
+    if if_match is None or if_match.strip() == "*":
+        return
+    now = settings_etag(project)
+    if now not in (tag.strip().removeprefix("W/") for tag in if_match.split(",")):
+        raise Stale(f"the project's settings changed since you read them (ETag {now} now): "
+                    "read the project again and send your change with its ETag")
 
 
 def update_project(session: Session, project: Project, data: ProjectUpdate, *, by: User | None = None) -> Project:

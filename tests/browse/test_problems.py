@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import html
 
+import pytest
 from sqlalchemy import select
 
+from app.browse.problems import ProblemRow
 from app.db import session_scope
 from app.models import FinishReason, Problem
 from tests.conftest import browser_login, make_project, make_user
@@ -135,3 +137,21 @@ def test_the_tab_pages_by_fifty_and_a_page_past_the_last_leads_back(client, sess
     assert len(_rows(second)) == 1 and 'href="?text=%2B+1&amp;page=1">← Previous</a>' in second
     past = client.get(url, params={"page": "3"}).text
     assert "No problems on page 3" in past and "There are 2 pages." in past
+
+
+@pytest.mark.parametrize(
+    ("statement", "preview"),
+    [
+        ("satisfy\n\\[2x = 3y = -z\\]is a line.", "satisfy\n \\[ 2x = 3y = -z \\] is a line."),
+        ("Add:$$1 + 2$$is it.", "Add: $$ 1 + 2 $$ is it."),
+        ("\\begin{align*}a &= 1\\end{align*}Find $a$.", " \\begin{align*} a &= 1 \\end{align*} Find $a$."),
+        # An escaped first character is no display: a dollar sign, a row's spacing.
+        ("It costs $\\$$5 and $a \\\\[2pt] b$.", "It costs $\\$$5 and $a \\\\[2pt] b$."),
+        # A row's end just before the display's.
+        ("\\[a \\\\ b \\\\\\]so", " \\[ a \\\\ b \\\\ \\] so"),
+    ],
+)
+def test_the_preview_spaces_display_math_from_the_words_around_it(statement: str, preview: str) -> None:
+    row = ProblemRow(problem_id=1, source_id=None, statement=statement, answer=None, retired_at=None, solutions=0,
+                     labels=0, waiting=0)
+    assert row.preview == preview

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,7 @@ from sqlalchemy import delete, func, select, update
 
 from app.db import session_scope
 from app.errors import Conflict, NotFound
-from app.imports.removal import batch_contents, remove_import
+from app.imports.removal import batch_contents, refusals, remove_import
 from app.models import (
     Assignment,
     AssignmentStatus,
@@ -152,6 +153,9 @@ def test_work_done_on_a_files_solutions_keeps_it(session_factory) -> None:  # ty
     ann, bob = (make_user(session_factory, name, "labeler") for name in ("ann", "bob"))
 
     def refused(reason: str) -> None:
+        # The project page gives the reason before anyone asks: the same rule, the same words.
+        with session_scope(session_factory) as session:
+            assert re.search(reason, refusals(session, project.id)[batch])
         before = row_counts(session_factory)
         with session_scope(session_factory) as session, pytest.raises(Conflict, match=reason):
             remove_import(session, project, batch)
@@ -174,6 +178,7 @@ def test_work_done_on_a_files_solutions_keeps_it(session_factory) -> None:  # ty
     with session_scope(session_factory) as session:
         # A lease that ran out holds nothing.
         session.execute(update(Assignment).values(expires_at=utcnow() - timedelta(minutes=1)))
+        assert refusals(session, project.id) == {}
     assert _remove(session_factory, project, batch).solutions == 2
 
     batch = import_bytes(session_factory, project, jsonl(_candidates("One.", "Two.")), "solutions").batch_id
@@ -232,6 +237,11 @@ def test_the_overview_removes_a_file_or_says_why_not(client, session_factory) ->
     assert "What it added and is still here is deleted: 0 problems, 2 solutions, 0 labels. Refused" in page
     # The problems file: its problem stays, as the solution files use it.
     assert "Nothing it added would go; its record does. 1 problem it added stays: other files' solutions use it." in page
+    # A file the server would refuse to remove says why up front, with no form to try.
+    assert (f'id="refusal-{kept}">Cannot be removed: its solutions carry 1 label that did not come with it (made '
+            "here, or imported with another file), which would go with them; only deleting the project undoes it "
+            "now.</span>") in page
+    assert f"/imports/{kept}/remove" not in page and f"/imports/{wrong}/remove" in page
 
     refused = client.post(f"/manage/projects/{project.id}/imports/{kept}/remove", data={"csrf_token": csrf})
     assert refused.status_code == 409

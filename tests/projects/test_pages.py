@@ -356,3 +356,52 @@ def test_a_researcher_sees_progress_but_no_forms(client, session_factory) -> Non
     assert client.post("/manage/projects", data={"csrf_token": csrf, "name": "mine"}).status_code == 403
     assert client.get(f"/manage/projects/{project.id}/import").status_code == 403
     assert _projects(session_factory) == 1
+
+
+def test_a_form_opened_before_a_colleagues_change_saves_only_its_own(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    # The form posts every field: opened before a colleague set overlap and QC over the API, it
+    # put them back when its manager saved a new description.
+    project = make_project(session_factory, "algebra", **STORED)
+    url = f"/manage/projects/{project.id}/settings"
+    opened = form_fields(client.get(f"/manage/projects/{project.id}").text, url)
+    make_user(session_factory, "mia", "manager")
+    mia = api_headers(client, "mia")
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=mia,
+                        json={"overlap": 3, "qc_rate": 0.5}).status_code == 200
+    saved = client.post(url, data={**opened, "description": "mine"}, follow_redirects=False)
+    assert saved.status_code == 303
+    assert _settings(session_factory) == {**STORED, "overlap": 3, "qc_rate": 0.5, "description": "mine"}
+
+    # Both changed the same setting: nothing is saved, the field says what it is now, and
+    # saving the form as shown again keeps this manager's value.
+    opened = form_fields(client.get(f"/manage/projects/{project.id}").text, url)
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=mia, json={"overlap": 4}).status_code == 200
+    clash = client.post(url, data={**opened, "overlap": "5", "lease_minutes": "50"}, follow_redirects=False)
+    assert clash.status_code == 409
+    assert "Changed by someone else to “4” while you edited" in html.unescape(clash.text)
+    assert "Nothing was saved: someone else changed the settings marked below" in clash.text
+    assert _settings(session_factory)["overlap"] == 4 and _settings(session_factory)["lease_minutes"] == 45
+    again = form_fields(clash.text, url)
+    assert (again["overlap"], again["lease_minutes"]) == ("5", "50")
+    assert client.post(url, data=again, follow_redirects=False).status_code == 303
+    assert _settings(session_factory) == {**STORED, "overlap": 5, "lease_minutes": 50, "qc_rate": 0.5,
+                                          "description": "mine"}
+
+
+def test_a_patch_with_if_match_refuses_to_overwrite_a_change_it_did_not_see(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "algebra", **STORED)
+    make_user(session_factory, "mia", "manager")
+    mia = api_headers(client, "mia")
+    url = f"/api/v1/projects/{project.id}"
+    read = client.get(url, headers=mia)
+    etag = read.headers["etag"]
+    changed = client.patch(url, headers={**mia, "If-Match": etag}, json={"overlap": 3})
+    assert changed.status_code == 200 and changed.headers["etag"] != etag
+    assert client.get(url, headers=mia).headers["etag"] == changed.headers["etag"]
+    stale = client.patch(url, headers={**mia, "If-Match": etag}, json={"qc_rate": 0.75})
+    assert stale.status_code == 412 and changed.headers["etag"] in stale.json()["detail"]
+    assert _settings(session_factory)["qc_rate"] == 0.25, "a refused write changes nothing"
+    assert client.patch(url, headers={**mia, "If-Match": "*"}, json={"lease_minutes": 50}).status_code == 200
+    assert client.patch(url, headers=mia, json={"lease_minutes": 55}).status_code == 200
+    listed = f'"other", W/{client.get(url, headers=mia).headers["etag"]}'
+    assert client.patch(url, headers={**mia, "If-Match": listed}, json={"lease_minutes": 60}).status_code == 200
