@@ -11,6 +11,8 @@ import { Drafts } from "./drafts.js";
 import { GuidelinesDialog } from "./guidelines.js";
 import { ReasonDialog } from "./reason_dialog.js";
 import { ShortcutSetting } from "./shortcut_setting.js";
+import { spokenText } from "./spoken.js";
+import { watchFootClearance } from "./foot_clearance.js";
 import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
 
 const config = JSON.parse(document.getElementById("labeler-config").textContent);
@@ -99,17 +101,18 @@ function setBusy(value) {
   if (state) render();
 }
 
+// The notice is a live region that stays on the page, empty and drawn as nothing when there is
+// nothing to say (labeler.css): one un-hidden together with its words was often not read out.
 function notify(kind, text) {
   const notice = $("notice");
   notice.className = `flash ${kind}`;
   notice.textContent = text;
-  notice.hidden = false;
   clearTimeout(notify.timeout);
-  if (kind === "success" || kind === "info") notify.timeout = setTimeout(() => (notice.hidden = true), 3500);
+  if (kind === "success" || kind === "info") notify.timeout = setTimeout(clearNotice, 3500);
 }
 
 function clearNotice() {
-  $("notice").hidden = true;
+  $("notice").textContent = "";
 }
 
 function failed(error) {
@@ -148,7 +151,7 @@ async function loadNext({ unattended = false } = {}) {
     if (retried) clearNotice();
     serverClock.sync(serverDate);
     if (data.task) showTask(data.task);
-    else showEmpty(data.waiting, data.reason);
+    else showEmpty(data.waiting, data.reason, { asked: !unattended });
   } catch (error) {
     if (error instanceof ApiError && error.status === 409) {
       // The guidelines changed: the page comes back with the new ones, which open by themselves.
@@ -203,7 +206,7 @@ function showTask(next) {
 function introduce() {
   const n = state.n;
   const what = correction ? "Your label to correct" : "New solution";
-  announce(`${what}, ${n} step${n === 1 ? "" : "s"}. Problem: ${task.problem.statement.slice(0, 300)}`);
+  announce(`${what}, ${n} step${n === 1 ? "" : "s"}. Problem: ${spokenText($("problem-text"), 160)}`);
   const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
   if (!node || reasons.isOpen || guidelines.isOpen) return;
   node.tabIndex = -1;
@@ -226,6 +229,16 @@ new ResizeObserver(() => {
   }
 }).observe(problemPanel);
 
+// The side panel scrolls where the screen is too short for it (labeler.css): then it is a stop
+// for Tab too, so that the keys' legend at its foot can be scrolled to from the keyboard.
+const sidePanel = document.querySelector(".task-side");
+const sideObserver = new ResizeObserver(() => {
+  if (sidePanel.scrollHeight > sidePanel.clientHeight + 1) sidePanel.tabIndex = 0;
+  else sidePanel.removeAttribute("tabindex");
+});
+sideObserver.observe(sidePanel);
+for (const card of sidePanel.children) sideObserver.observe(card);
+
 function buildStep(text, i) {
   const node = stepTemplate.content.firstElementChild.cloneNode(true);
   node.dataset.index = String(i);
@@ -237,7 +250,9 @@ function buildStep(text, i) {
   return node;
 }
 
-function showEmpty(waiting, reason) {
+// `asked`: a labeler's own check, which is answered even when nothing changed.
+function showEmpty(waiting, reason, { asked = false } = {}) {
+  const again = root.dataset.view === "empty";
   task = null;
   state = null;
   // A labeler held back (screening, a QC pause, retired) is told why, as plain text.
@@ -249,6 +264,18 @@ function showEmpty(waiting, reason) {
     ? `Nothing is left for you in this project: its ${waiting} open slot${waiting === 1 ? " is" : "s are"} for solutions you have already labeled or skipped, or of problems you reported as bad, and wait${waiting === 1 ? "s" : ""} for other labelers.`
     : "Every solution in this project has the labels it needs. Check back later or choose another project.";
   setView("empty");
+  // Said, or a screen reader hears nothing of the solution gone: the announcement of the task
+  // view went out of hearing with it. A recheck nobody asked for says nothing new.
+  const checked = $("empty-checked");
+  if (!again) {
+    checked.textContent = "";
+    announce(`${$("empty-title").textContent}. ${$("empty-text").textContent}`);
+  } else if (asked) {
+    const now = new Date();
+    const time = [now.getHours(), now.getMinutes()].map((n) => String(n).padStart(2, "0")).join(":");
+    checked.textContent = `Still nothing to label — checked at ${time}.`;
+    announce(checked.textContent);
+  }
   // The focus was on the solution, now gone: Enter checks again. A recheck leaves it where the
   // labeler moved it.
   if (!$("empty-view").contains(document.activeElement)) $("check-again").focus({ preventScroll: true });
@@ -450,7 +477,8 @@ function focusCurrent() {
   const bottom = box.bottom - ahead;
   const margin = parseFloat(getComputedStyle(node).scrollMarginTop) || 0;
   const from = window.scrollY + ahead;
-  const height = window.innerHeight;
+  // What the sticky finish bar and the notice cover at the foot is no place to stop at.
+  const height = window.innerHeight - (parseFloat(getComputedStyle(document.documentElement).scrollPaddingBottom) || 0);
   if (bottom > (height * 2) / 3 && top > height / 3) {
     scrollToY(from + top - height / 3, behavior);
   } else if (top < margin || bottom - top > height - margin) {
@@ -491,14 +519,32 @@ function describeCurrent() {
   const i = state.cursor;
   const rating = state.ratings[i];
   const rated = rating === null ? "not rated" : `rated ${RATING_TEXT[rating]}`;
-  return `Step ${i + 1} of ${state.n}, ${rated}${state.flags[i] ? ", flagged" : ""}: ${task.solution.steps[i].slice(0, 300)}`;
+  const text = spokenText(stepNodes[i].querySelector(".step-text"), 300);
+  return `Step ${i + 1} of ${state.n}, ${rated}${state.flags[i] ? ", flagged" : ""}: ${text}`;
 }
 
 const rate = (i, value) => act(() => state.rate(i, value), () => `Step ${i + 1} rated ${RATING_TEXT[value]}. ${$("status").textContent}`);
 const toggleFlag = (i) =>
   act(() => state.toggleFlag(i), () => `Step ${i + 1} ${state.flags[i] ? "flagged as unsure" : "no longer flagged"}.`);
 // Nothing to undo is said, not met with silence (a reload, or a correction, starts without a history).
-const undo = () => act(() => state.undo(), () => `Undone. ${$("status").textContent}`) || nothingToUndo();
+function undo() {
+  if (isPhase1()) return act(() => state.undo(), () => `Undone. ${$("status").textContent}`) || nothingToUndo();
+  const before = { ratings: [...state.ratings], flags: [...state.flags] };
+  return act(() => state.undo(), () => `${undone(before)} ${$("status").textContent}`) || nothingToUndo();
+}
+
+// Which rating or flag an undo took back: "Undone." alone left the labeler to find it.
+function undone(before) {
+  const i = state.ratings.findIndex((r, k) => r !== before.ratings[k] || state.flags[k] !== before.flags[k]);
+  if (i < 0) return "Undone.";
+  const step = `step ${i + 1}`;
+  const was = before.ratings[i];
+  const now = state.ratings[i];
+  if (was !== now) {
+    return now === null ? `Undone: ${step}'s ${RATING_TEXT[was]} removed.` : `Undone: ${step}'s ${RATING_TEXT[now]} restored.`;
+  }
+  return state.flags[i] ? `Undone: ${step} flagged again.` : `Undone: ${step}'s flag removed.`;
+}
 
 function nothingToUndo() {
   notify("info", "Nothing to undo here.");
@@ -546,6 +592,17 @@ function moveDown() {
 // stays, as a move says where it lands: a key is not met with silence.
 function move(delta, describe) {
   if (!act(() => state.moveCursor(delta), describe)) announce(describe());
+  if (!shortcuts.on) focusRating();
+}
+
+// Without single keys the buttons are what rates: the focus follows the cursor to its step's
+// rating, or first button, so that Enter rates the step the arrows came to, not the one left.
+function focusRating() {
+  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  const buttons = [...(node?.querySelectorAll(".rate:not(:disabled)") ?? [])];
+  const button = buttons.find((b) => b.getAttribute("aria-pressed") === "true") ?? buttons[0];
+  // The cursor's move scrolls it into view (focusCurrent): a second, sudden scroll would cut in.
+  button?.focus({ preventScroll: true });
 }
 
 async function submit(reason, note) {
@@ -763,7 +820,8 @@ function describeAlternative() {
   const rating = state.ratings[step][alt];
   const rated = rating === null ? "not rated" : `rated ${RATING_TEXT[rating]}`;
   const flagged = state.flags[step]?.[alt] ? ", flagged" : "";
-  return `Step ${step + 1}, alternative ${phase1View.letter(alt)}, ${rated}${flagged}: ${state.alts[step][alt].slice(0, 300)}`;
+  const text = spokenText(phase1View.rowNode(stepNodes, state.cursor).querySelector(".alt-text"), 300);
+  return `Step ${step + 1}, alternative ${phase1View.letter(alt)}, ${rated}${flagged}: ${text}`;
 }
 
 // Keys and clicks alike: each change is said to a screen reader, as in phase 2.
@@ -969,6 +1027,7 @@ if (!mathAvailable()) {
   notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");
 }
 setView("loading");
+watchFootClearance($("finish"), $("notice"));
 // A new labeler reads the guidelines before a task is leased: reading them is not time on task.
 if (correction) serverClock.sync(correction.server_ms);
 const start = correction ? () => showTask(correction.task) : () => guidelines.showUnread().then(() => loadNext());
