@@ -7,20 +7,44 @@ platform's Content-Security-Policy allows neither. This page loads the copy vend
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
-from app.deps import visitor
+from app.deps import SESSION_COOKIE, visitor
 from app.templating import render
 
 DOCS_PATH = "/api/v1/docs"
 OPENAPI_PATH = "/api/v1/openapi.json"
 
 
+# How a caller says who they are; every operation asks for one unless it says `security: []`.
+# Named in the schema, Swagger UI offers Authorize and generated clients send the token.
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer",
+               "description": "an API token: POST /api/v1/auth/tokens, Your account → API tokens, or "
+                              "`stepwise tokens create`"},
+    "session": {"type": "apiKey", "in": "cookie", "name": SESSION_COOKIE,
+                "description": "a browser session; its writes need the X-CSRF-Token header too"},
+}
+
+
 def install(app: FastAPI) -> None:
     # A plain route, as FastAPI's own docs page is: open to anyone, like the schema it shows,
     # and no operation of the API itself.
     app.add_route(DOCS_PATH, _docs_page, methods=["GET"], include_in_schema=False)
+    generated = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generated()
+            schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+            schema["security"] = [{"bearer": []}, {"session": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _docs_page(request: Request) -> HTMLResponse:

@@ -14,7 +14,7 @@ from app.errors import error_responses
 router = APIRouter(prefix="/api/v1/audit-events", tags=["audit"])
 
 
-@router.get("", response_model=AuditEventPage, responses=error_responses(422))
+@router.get("", response_model=AuditEventPage, responses=error_responses(401, 403, 422))
 def list_audit_events(
     _: AdminApiUser,
     session: SessionDep,

@@ -23,6 +23,8 @@ everyone_router = APIRouter(prefix="/api/v1/api-tokens", tags=["auth"], response
         described={401: "wrong username or password", 403: "the right password, but the account is deactivated",
                    409: "a read-only token for a user who must choose their own password first"},
     ),
+    # The username and password are the credentials: no token or session is asked for.
+    openapi_extra={"security": []},
 )
 def create_token(body: TokenRequest, request: Request, session: SessionDep) -> TokenRead | JSONResponse:
     """Trade a username and password for a bearer token (shown once, stored hashed). Repeated

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
@@ -64,9 +64,25 @@ class ProjectCreate(ScalarsAsWritten):
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
 
 
+def _without_null(schema: dict[str, Any]) -> None:
+    """A field a PATCH may leave out but not send as null (`_changes_something`): the schema says
+    so, without the `null` that pydantic's `| None` shows (a client generated from it sent one)."""
+    for field in schema.get("properties", {}).values():
+        kinds = field.pop("anyOf", None)
+        if kinds is None:
+            continue
+        kept = [kind for kind in kinds if kind != {"type": "null"}]
+        if len(kept) == 1:
+            field.update(kept[0])
+        else:
+            field["anyOf"] = kept
+        if field.get("default", 0) is None:
+            del field["default"]
+
+
 class ProjectUpdate(ScalarsAsWritten):
     # A field this cannot change (is_demo, say) is refused by name, not dropped with a 200.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_without_null)
 
     name: ProjectName | None = None
     description: str | None = Field(default=None, max_length=5000)

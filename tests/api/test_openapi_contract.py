@@ -367,3 +367,15 @@ def test_unreadable_values_are_named_in_plain_words(client, session_factory):  #
                          data={"format": "math"}, files={"file": ("", b"{}", "application/json")})
     assert upload.status_code == 422
     assert upload.json()["errors"] == [{"field": "file", "message": "must be a file: a part with a file name"}]
+
+
+def test_the_schema_names_how_to_authenticate_and_what_a_patch_may_not_send(app):  # type: ignore[no-untyped-def]
+    # Without securitySchemes, Swagger UI had no Authorize button and generated clients sent no token.
+    schema = app.openapi()
+    assert set(schema["components"]["securitySchemes"]) == {"bearer", "session"}
+    assert schema["security"] == [{"bearer": []}, {"session": []}]
+    assert schema["paths"]["/api/v1/auth/tokens"]["post"]["security"] == [], "a password buys the token"
+    # A null is refused (422) for every setting: the schema must not offer one.
+    update = schema["components"]["schemas"]["ProjectUpdate"]["properties"]
+    assert all("null" not in str(field) for field in update.values()), update
+    assert {"401", "403"} <= set(schema["paths"]["/api/v1/audit-events"]["get"]["responses"])
