@@ -22,6 +22,10 @@ class ServiceError(Exception):
 class BadInput(ServiceError):
     status_code = 422
 
+    def __init__(self, message: str, details: Any = None, *, field: str | None = None) -> None:
+        # `field`: the body field to fix, named in `errors` as a schema error names it.
+        super().__init__(message, [{"field": field, "message": message}] if field else details)
+
 
 class BadLines(BadInput):
     """An import file with bad lines: `details` gives each one's file, line, field and message."""

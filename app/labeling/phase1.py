@@ -44,35 +44,42 @@ def task_alternatives(session: Session, solution_id: int, solution_steps: list[s
 def check_alternatives(alternatives: list[list[str]], data: LabelSubmit) -> None:
     """BadInput when the label does not fit the task's alternatives or phase 1's rules."""
     if data.ratings or data.alternatives is None:
-        raise BadInput("a phase-1 project takes `alternatives` (each step's alternatives rated), not `ratings`")
+        raise BadInput("a phase-1 project takes `alternatives` (each step's alternatives rated), not `ratings`",
+                       field="ratings" if data.ratings else "alternatives")
     sent = data.alternatives
     if len(sent) > len(alternatives):
-        raise BadInput(f"{len(sent)} steps sent for a task of {len(alternatives)} steps")
+        raise BadInput(f"{len(sent)} steps sent for a task of {len(alternatives)} steps", field="alternatives")
     for i, step in enumerate(sent):
         _check_step(i, step, len(alternatives[i]))
         if i < len(sent) - 1 and not _continues(step):
-            raise BadInput(f"step {i + 1} continues with nothing (choose an alternative or write a step), yet step {i + 2} follows")
+            raise BadInput(f"step {i + 1} continues with nothing (choose an alternative or write a step), "
+                           f"yet step {i + 2} follows", field=f"alternatives.{i}")
     if problem := data.note_problem():
-        raise BadInput(problem)
+        raise BadInput(problem, field="finish_note")
     reason = data.finish_reason
     if reason in (FinishReason.give_up, FinishReason.bad_problem):
         return
     if reason == FinishReason.found_error:
         if not sent or _continues(sent[-1]) or all(r.rating != -1 for r in sent[-1].ratings):
-            raise BadInput("found_error needs the last step to continue with nothing, with an alternative rated -1")
+            raise BadInput("found_error needs the last step to continue with nothing, with an alternative rated -1",
+                           field="finish_reason")
     elif len(sent) != len(alternatives) or not _continues(sent[-1]):
-        raise BadInput("solution needs every step rated, each continued with an alternative or a step of your own")
+        raise BadInput("solution needs every step rated, each continued with an alternative or a step of your own",
+                       field="finish_reason")
 
 
 def _check_step(i: int, step: AlternativesRated, n_alternatives: int) -> None:
     where = f"step {i + 1}"
     if len(step.ratings) != n_alternatives:
-        raise BadInput(f"{where}: {len(step.ratings)} ratings for {n_alternatives} alternatives; rate every one")
+        raise BadInput(f"{where}: {len(step.ratings)} ratings for {n_alternatives} alternatives; rate every one",
+                       field=f"alternatives.{i}.ratings")
     if step.chosen is not None:
         if step.chosen >= n_alternatives:
-            raise BadInput(f"{where}: chosen is {step.chosen}, but the alternatives are numbered 0 to {n_alternatives - 1}")
+            raise BadInput(f"{where}: chosen is {step.chosen}, but the alternatives are numbered 0 to {n_alternatives - 1}",
+                           field=f"alternatives.{i}.chosen")
         if step.ratings[step.chosen].rating == -1:
-            raise BadInput(f"{where}: the chosen alternative is rated -1; choose a good one or write your own step")
+            raise BadInput(f"{where}: the chosen alternative is rated -1; choose a good one or write your own step",
+                           field=f"alternatives.{i}.chosen")
 
 
 def _continues(step: AlternativesRated) -> bool:

@@ -465,23 +465,23 @@ def prm800k_step(rating: StepRating) -> dict[str, object]:
 
 def check_ratings(mode: LabelingMode, n_steps: int, data: LabelSubmit) -> None:
     if data.alternatives is not None:
-        raise BadInput("`alternatives` is for phase-1 projects; this project takes `ratings`")
+        raise BadInput("`alternatives` is for phase-1 projects; this project takes `ratings`", field="alternatives")
     ratings = [r.rating for r in data.ratings]
     k = len(ratings)
     if k > n_steps:
-        raise BadInput(f"{k} ratings for a solution of {n_steps} steps")
+        raise BadInput(f"{k} ratings for a solution of {n_steps} steps", field="ratings")
     if problem := data.note_problem():
-        raise BadInput(problem)
+        raise BadInput(problem, field="finish_note")
     reason = data.finish_reason
     if mode == LabelingMode.first_error:
         if -1 in ratings[:-1]:
-            raise BadInput("in first_error mode nothing is rated after the first -1")
+            raise BadInput("in first_error mode nothing is rated after the first -1", field="ratings")
         if reason == FinishReason.found_error and (k == 0 or ratings[-1] != -1):
-            raise BadInput("found_error needs the last rating to be -1")
+            raise BadInput("found_error needs the last rating to be -1", field="finish_reason")
     elif reason == FinishReason.found_error and (k != n_steps or -1 not in ratings):
-        raise BadInput("in full mode found_error needs every step rated and one of them -1")
+        raise BadInput("in full mode found_error needs every step rated and one of them -1", field="finish_reason")
     if reason == FinishReason.solution and (k != n_steps or -1 in ratings):
-        raise BadInput("solution needs every step rated and none of them -1")
+        raise BadInput("solution needs every step rated and none of them -1", field="finish_reason")
 
 
 def own_labels() -> ColumnElement[bool]:

@@ -53,3 +53,27 @@ def test_text_for_a_number_or_a_truth_value_is_refused_in_json_and_changes_nothi
     assert client.get("/api/v1/users/me", headers=ann).status_code == 200, "still active, token still good"
     token = client.post("/api/v1/auth/tokens", headers=ann, json={"name": "typed", "read_only": "true"})
     assert token.status_code == 422 and token.json()["errors"][0]["field"] == "read_only"
+
+
+def test_a_label_that_breaks_its_modes_rules_names_the_field_to_fix(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import add_solutions, make_project
+
+    project = make_project(session_factory, overlap=1)
+    add_solutions(session_factory, project, 1, steps=3)
+    make_user(session_factory, "ann", "labeler")
+    ann = api_headers(client, "ann")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=ann).json()["task"]
+    submit = f"/api/v1/assignments/{task['assignment_id']}/submit"
+    good = {"idempotency_key": "ann-rules-0001", "ratings": [{"rating": 1}] * 3, "finish_reason": "solution",
+            "total_time_ms": 1000}
+    for changed, field in (
+        ({"ratings": [{"rating": 1}] * 5}, "ratings"),
+        ({"finish_reason": "give_up"}, "finish_note"),
+        ({"ratings": [{"rating": 1}], "finish_reason": "found_error"}, "finish_reason"),
+        ({"ratings": [{"rating": -1}, {"rating": 1}], "finish_reason": "give_up", "finish_note": "x"}, "ratings"),
+        ({"alternatives": []}, "alternatives"),
+    ):
+        refused = client.post(submit, headers=ann, json={**good, **changed})
+        assert refused.status_code == 422, refused.text
+        body = refused.json()
+        assert body["errors"] == [{"field": field, "message": body["detail"]}], (changed, body)
