@@ -449,6 +449,7 @@ def _project_and_lease_statement() -> Select[tuple[object, ...]]:
             projects.c.screening_pass_mark,
             projects.c.qc_rate,
             projects.c.qc_pause_below,
+            projects.c.paused_at,
             retired.label("retired"),
             *_LEASE_COLUMNS,
         )
@@ -579,6 +580,9 @@ def holds_solution_elsewhere(session: Session, user_id: int, solution_id: int, a
     ).scalar_one()
 
 
+PAUSED = "A manager has paused labeling in this project: no new tasks until they resume it."
+
+
 def lease_next(
     session: Session, project_id: int, user_id: int, *, user_locked: bool = False
 ) -> tuple[LabelingProject, LeasedTask | None, str | None]:
@@ -607,6 +611,9 @@ def lease_next(
         return project, None, gate.RETIRED
     if row.assignment_id is not None:
         return project, LeasedTask(**{name: row._mapping[name] for name in _LEASED_TASK_FIELDS}), None
+    if row.paused_at is not None:
+        # A lease in hand is finished (above); nothing new is handed out.
+        return project, None, PAUSED
     if checks.enabled:
         # Only a project with screening or QC pays for the checks.
         verdict = gate.decide(session, project.id, checks, user_id, now)

@@ -163,7 +163,7 @@ def project_choices(session: Session, user: User, limit: int) -> list[ProjectCho
             waiting=queue.waiting_count(session, project.id, limit),
             for_you=queue.open_to(session, project.id, user.id, now, limit),
             holding=queue.holds_lease(session, project.id, user.id, now),
-            held_back=gate.HELD_BACK.get(standing.status),
+            held_back=queue.PAUSED if project.paused else gate.HELD_BACK.get(standing.status),
             screening=standing.status == "screening",
         ))
     return choices

@@ -65,3 +65,17 @@ class Project(Base):
     qc_pause_below: Mapped[float] = mapped_column(Float, default=0.0)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Set while a manager has paused labeling here: no new task is handed out (one in hand can
+    # still be submitted). `paused` is the setting the API and the audit speak of.
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        if not value:
+            self.paused_at = None
+        elif self.paused_at is None:
+            self.paused_at = utcnow()

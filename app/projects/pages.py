@@ -268,6 +268,23 @@ def remove_import(
     return RedirectResponse(f"/manage/projects/{project_id}?import_removed=1#imports", status_code=303)
 
 
+class PauseForm(BaseModel):
+    paused: bool
+
+
+@router.post("/{project_id}/pause")
+def set_paused(
+    project_id: PageId,
+    manager: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[PauseForm, Form()],
+) -> Response:
+    project = service.get_project(session, project_id)
+    # Pausing twice (another tab) keeps the first time: the setter leaves a set paused_at alone.
+    service.update_project(session, project, ProjectUpdate(paused=form.paused), by=manager)
+    return RedirectResponse(f"/manage/projects/{project.id}#pause", status_code=303)
+
+
 @router.post("/{project_id}/access")
 def set_access(
     project_id: PageId,

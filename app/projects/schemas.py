@@ -97,6 +97,8 @@ class ProjectUpdate(ScalarsAsWritten):
     qc_rate: float | None = Field(default=None, ge=0, le=1)
     qc_feedback: bool | None = None
     qc_pause_below: float | None = Field(default=None, ge=0, le=1)
+    paused: bool | None = Field(default=None, description="true: no new task is handed out here until "
+                                "set false again; tasks in hand can still be submitted")
 
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
 
@@ -131,6 +133,8 @@ class ProjectRead(BaseModel):
     is_demo: bool
     created_at: datetime
     guidelines_updated_at: datetime | None = Field(description="when the guidelines text last changed")
+    paused: bool = Field(description="labeling is paused: next-task hands out no new task")
+    paused_at: datetime | None = Field(description="since when labeling is paused")
 
     @computed_field(description="changes with every edit of the guidelines; null when there are none")  # type: ignore[prop-decorator]
     @property
