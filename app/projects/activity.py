@@ -38,6 +38,7 @@ class LabelerActivity:
     median_seconds_per_step: float | None
     negative_share: float | None
     give_ups: int
+    bad_problems: int
     # Solutions passed over unlabeled (app.labeling.service.skip_task).
     skips: int
     qc_compared: int
@@ -74,6 +75,7 @@ class _Tally:
     rated: int = 0
     negative: int = 0
     give_ups: int = 0
+    bad_problems: int = 0
     skips: int = 0
     paces: list[float] = field(default_factory=list)
     last_label_at: datetime | None = None
@@ -105,6 +107,7 @@ def project_activity(
         tally.rated += len(ratings)
         tally.negative += ratings.count(-1)
         tally.give_ups += reason == FinishReason.give_up
+        tally.bad_problems += reason == FinishReason.bad_problem
         if time_ms is not None and ratings:
             tally.paces.append(time_ms / 1000 / len(ratings))
         if tally.last_label_at is None or created_at > tally.last_label_at:
@@ -148,6 +151,7 @@ def project_activity(
                 median_seconds_per_step=median,
                 negative_share=tally.negative / tally.rated if tally.rated else None,
                 give_ups=tally.give_ups,
+                bad_problems=tally.bad_problems,
                 skips=tally.skips,
                 qc_compared=qc.compared if qc else 0,
                 qc_accuracy=qc.accuracy if qc else None,

@@ -184,6 +184,7 @@ class LabelerActivityRead(BaseModel):
     median_seconds_per_step: float | None = Field(description="median of active time over rated steps, per label")
     negative_share: float | None = Field(description="share of rated steps rated -1")
     give_ups: int
+    bad_problems: int = Field(description="labels that reported the problem as bad")
     skips: int = Field(description="solutions passed over unlabeled: not served to this labeler again")
     qc_compared: int = Field(description="quality-control items compared with their gold")
     qc_accuracy: float | None

@@ -51,7 +51,7 @@ def project(session_factory):  # type: ignore[no-untyped-def]
             label("dan", solutions[1], (1, 1, 1, 1), 1),
             label("dan", solutions[2], (1, 1, 1, 1), 1.5),
             label("eve", solutions[0], (1, 1, 1, 1), 1),
-            label("eve", solutions[1], (1, 1, 1, 1), 1),
+            label("eve", solutions[1], (1, 1, 1, 1), 1, FinishReason.bad_problem, finish_note="no answer"),
         ])
         session.flush()
         # A correction replaces what it corrects: cat's first label is counted once, as fixed.
@@ -80,6 +80,7 @@ def test_activity_numbers_and_the_fast_flag(session_factory, project) -> None:  
     assert (cat.qc_compared, cat.qc_accuracy) == (0, None), "a lone gold is not measured against itself"
     assert dan.median_seconds_per_step == 1 and dan.fast
     assert eve.median_seconds_per_step == 1 and not eve.fast, "two labels are too few to flag"
+    assert [(a.give_ups, a.bad_problems) for a in (ann, bob, cat, dan, eve)] == [(0, 0), (1, 0), (0, 0), (0, 0), (0, 1)]
     assert not any(a.fast for a in (ann, bob, cat))
 
 
@@ -95,6 +96,9 @@ def test_the_project_page_shows_the_table_and_the_flag(client, session_factory, 
     dan_row = table.split('<td data-label="Labeler">dan <span', 1)[1].split("</tr>", 1)[0]
     assert f">{dan_id}</span></td>" in dan_row
     assert "too fast: review" in dan_row and "under a quarter of the project's 8.0 s" in dan_row
+    # A count opens what it counts: eve's bad-problem report, bob's give-up.
+    assert f'href="/manage/projects/{project.id}/reports?kind=bad_problem&amp;labeler=eve">1</a>' in table
+    assert f'href="/manage/projects/{project.id}/reports?kind=give_up&amp;labeler=bob">1</a>' in table
     # All of dan's labels were made today: the last of his 14 bars holds them.
     today = utcnow().date()
     assert f"<title>{today.isoformat()}: 3 labels</title>" in dan_row
