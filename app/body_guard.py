@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 _FORM_NUL = re.compile(rb"%00")
 MESSAGE = "the request holds a NUL character (\\u0000), which no field may contain"
+NOT_UTF8 = "the body is not UTF-8 (it reads as UTF-16 or UTF-32): send JSON encoded as UTF-8"
 # The largest JSON or form body a route takes is a score request's million characters, written
 # as \uXXXX escapes (six bytes a character) by a client that escapes all but ASCII.
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -41,6 +42,15 @@ UPLOAD_FORM_BYTES = 1024 * 1024
 
 class _UploadTooLarge(Exception):
     """Raised into the upload route's reading of the body, to stop it."""
+
+
+def _wide(body: bytes) -> bool:
+    """Whether a body's NUL bytes are those of UTF-16 or UTF-32 text, as a Windows tool may send:
+    its ASCII characters come with zero bytes beside them (RFC 8259 asks for UTF-8)."""
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    head = body[:64]
+    return len(head) >= 4 and head.count(0) * 3 >= len(head)
 
 
 def _pattern(kind: str) -> re.Pattern[bytes] | None:
@@ -94,7 +104,7 @@ class BodyGuard:
             if not message.get("more_body", False):
                 body = b"".join(chunks)
                 if pattern is not None and (b"\x00" in body or pattern.search(body)):
-                    await self._refuse(scope, receive, send, 422, MESSAGE)
+                    await self._refuse(scope, receive, send, 422, NOT_UTF8 if _wide(body) else MESSAGE)
                     return
                 message = {"type": "http.request", "body": body, "more_body": False}
                 break

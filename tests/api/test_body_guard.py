@@ -78,3 +78,19 @@ def test_a_body_larger_than_any_route_takes_is_refused_unread(client, session_fa
     assert client.patch(url, content=big, headers={"content-type": "application/json"}).status_code == 401
     with session_scope(session_factory) as session:
         assert session.scalar(select(Project.description)) == "As it was."
+
+
+def test_a_utf16_body_is_said_to_be_not_utf8_rather_than_to_hold_a_nul(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "widened", description="kept")
+    make_user(session_factory, "max", "manager")
+    headers = {**api_headers(client, "max"), "Content-Type": "application/json"}
+    for encoding in ("utf-16", "utf-16-le", "utf-32"):
+        response = client.patch(f"/api/v1/projects/{project.id}", headers=headers,
+                                content='{"description": "changed"}'.encode(encoding))
+        assert response.status_code == 422, encoding
+        assert response.json()["detail"].startswith("the body is not UTF-8"), (encoding, response.text)
+    # A NUL escaped in UTF-8 JSON is still named as such.
+    nul = client.patch(f"/api/v1/projects/{project.id}", headers=headers, content=b'{"description": "a\\u0000b"}')
+    assert "NUL character" in nul.json()["detail"]
+    with session_scope(session_factory) as session:
+        assert session.scalars(select(Project.description).where(Project.id == project.id)).one() == "kept"
