@@ -197,19 +197,48 @@ def db_backup(ctx: _Context, file: Path) -> None:
 
 @db.command("restore")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="restore even while other sessions are connected to the database")
 @pass_ctx
-def db_restore(ctx: _Context, file: Path) -> None:
+def db_restore(ctx: _Context, file: Path, force: bool) -> None:
     """Replace the database's contents with a backup made by `db backup` (stop the server and
-    workers first). A backup made by an older version is restored as it was: run `stepwise db
-    upgrade` after it; one made by a newer version is refused."""
+    workers first: on PostgreSQL, other sessions connected are refused unless --force). A backup
+    made by an older version is restored as it was: run `stepwise db upgrade` after it; one made
+    by a newer version is refused."""
+    from collections import Counter
+
     from app.migrate import heads
     from app.ops.backup import restore
 
+    others = [] if force or ctx.settings.is_sqlite else _other_sessions(ctx.settings)
+    if others:
+        # Servers and workers would go on with the tables replaced under them (or hold locks
+        # the restore waits on); application_name says which, where the client set one.
+        named = Counter(name or "without an application_name" for name in others)
+        raise BadInput(
+            f"{len(others)} other session{'s are' if len(others) > 1 else ' is'} connected to the database at "
+            f"{_shown_url(ctx.settings)} ({', '.join(f'{n} {name}' for name, n in named.most_common())}): "
+            "stop the server and workers first, or pass --force")
     revision = restore(ctx.settings.database_url, file)
     click.echo(f"restored from {file}")
     if revision not in heads():
         click.echo(f"the backup's schema is at revision {revision}, older than this version's: "
                    "run `stepwise db upgrade` before using it", err=True)
+
+
+def _other_sessions(settings: Settings) -> list[str]:
+    """The application_name ('' where unset) of each other client connected to the PostgreSQL
+    database. A role sees other roles' sessions only with pg_read_all_stats; Stepwise's
+    processes share one role."""
+    from sqlalchemy import text
+
+    engine = create_db_engine(settings)
+    try:
+        with engine.connect() as connection:
+            return list(connection.execute(text(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")).scalars())
+    finally:
+        engine.dispose()
 
 
 @cli.group(cls=_Group)
@@ -1034,14 +1063,19 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
     metrics_host = metrics_host or "127.0.0.1"
 
     from app.ops.logs import logging_config
-    from app.rounds.worker import run_worker
+    from app.rounds.worker import run_worker, wait_for_database
 
-    # The database checked as every other command checks it: a worker started before `db
-    # upgrade`, or with PostgreSQL down, says so in a line instead of a traceback, and a
-    # mistyped SQLite path is not created empty. The worker opens its own engine, so the
-    # check's connection is closed.
-    ctx.factory().kw["bind"].dispose()
     logging.config.dictConfig(logging_config(ctx.settings.log_format, access_log=False))
+    # A PostgreSQL that is down or closed to connections is waited for, as the server waits
+    # for it (one started with it, or restarted in an outage); --once runs what waits now, and
+    # exits if it cannot. SIGTERM or SIGINT meanwhile ends the wait.
+    if not once and not wait_for_database(ctx.settings):
+        return
+    # The database checked as every other command checks it: a worker started before `db
+    # upgrade`, or with a wrong URL, says so in a line instead of a traceback, and a mistyped
+    # SQLite path is not created empty. The worker opens its own engine, so the check's
+    # connection is closed.
+    ctx.factory().kw["bind"].dispose()
     if metrics_port is not None:
         from prometheus_client import start_http_server
 

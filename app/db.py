@@ -94,6 +94,10 @@ def _configure_postgresql(engine: Engine) -> None:
         # Days are UTC days, as SQLite's and the pages' are: date() of a timestamptz is taken in
         # the session's time zone, which is the server's or PGTZ's unless set.
         dbapi_connection.execute("SET TIME ZONE 'UTC'")
+        # Named in pg_stat_activity: an operator (and `stepwise db restore`) sees whose sessions
+        # these are, unless DATABASE_URL names them otherwise.
+        if not dbapi_connection.info.parameter_status("application_name"):
+            dbapi_connection.execute("SET application_name = 'stepwise'")
         dbapi_connection.commit()
 
 

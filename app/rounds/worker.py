@@ -1,41 +1,72 @@
 """Round workers. `stepwise worker` on PostgreSQL runs procrastinate's worker; on SQLite, and in
 the embedded server's thread, a loop polls the rounds table. Both run the same jobs
 (`app.rounds.stages.run_round`, and `app.rounds.comparison.run_comparison` for comparisons of two
-model versions) and the same sweep: start due triggers, and find rounds and comparisons that are
-queued or whose worker died.
+model versions) and the same sweep: start due triggers, find rounds and comparisons that are
+queued or whose worker died, and clear away what cancelled rounds and dead workers left.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import select
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import create_db_engine, create_session_factory, session_scope
+from app.models import ACTIVE_ROUND_STATUSES, ComparisonStatus, ModelComparison, Round, RoundStage, RoundStatus, utcnow
 from app.ops.service import driver_reason
 from app.rounds.config import WorkerSettings, get_worker_settings
 from app.rounds.lease import runnable_rounds, worker_name
 from app.rounds.triggers import start_due_rounds
 
+if TYPE_CHECKING:
+    from procrastinate import App
+
 log = logging.getLogger("stepwise.rounds")
 
 
-def sweep(factory: sessionmaker[Session]) -> list[int]:
-    """Start due rounds; return the ids of rounds waiting for a worker."""
+def sweep(factory: sessionmaker[Session], worker: WorkerSettings) -> list[int]:
+    """Start due rounds, drop cancelled rounds' unfinished checkpoints; return the ids of rounds
+    waiting for a worker."""
     with session_scope(factory) as session:
         for round_ in start_due_rounds(session):
             log.info("round %s of project %s started by %s", round_.number, round_.project_id,
                      round_.trigger.value)
+    drop_cancelled_checkpoints(factory, worker)
     with session_scope(factory) as session:
         return runnable_rounds(session)
+
+
+def drop_cancelled_checkpoints(factory: sessionmaker[Session], worker: WorkerSettings) -> None:
+    """A round cancelled in training leaves its checkpoint, whole or a snapshot, on disk no
+    version points to (a version is recorded in the step that leaves training). Its own worker
+    removes it, unless that worker was dead when the round was cancelled. A lease after the
+    cancel, a live worker has stopped writing there."""
+    with session_scope(factory) as session:
+        rounds = session.execute(
+            select(Round.project_id, Round.number).where(
+                Round.status == RoundStatus.cancelled, Round.stage == RoundStage.train,
+                Round.finished_at < utcnow() - timedelta(seconds=worker.round_lease_s))).all()
+    for project_id, number in rounds:
+        # RoundRun.checkpoint_dir, and train()'s folder beside it.
+        output = worker.models_dir / f"project-{project_id}" / f"round-{number}"
+        for folder in (output, output.with_name(output.name + ".partial")):
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                log.info("removed %s: its round was cancelled", folder)
 
 
 def waiting_comparisons(factory: sessionmaker[Session]) -> list[int]:
@@ -78,7 +109,7 @@ class LocalWorker:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> int:
-        ids = sweep(self.factory)
+        ids = sweep(self.factory, self.worker)
         if ids:
             run_rounds(self.factory, ids, self.worker, self.owner, self._stop)
         comparisons = waiting_comparisons(self.factory)
@@ -122,20 +153,108 @@ def _factory(database_url: str) -> sessionmaker[Session]:
     return create_session_factory(create_db_engine(Settings(database_url=database_url)))
 
 
+# Set while a job of this process's runs (procrastinate runs one at a time here): a worker asked
+# to stop during an outage lets a round end, and waits for nothing else.
+_job_running = threading.Event()
+
+
+@contextmanager
+def _running_job() -> Iterator[None]:
+    _job_running.set()
+    try:
+        yield
+    finally:
+        _job_running.clear()
+
+
 def run_one(database_url: str, round_id: int) -> None:
     """The body of the PostgreSQL job."""
-    run_rounds(_factory(database_url), [round_id], get_worker_settings(), worker_name())
+    with _running_job():
+        run_rounds(_factory(database_url), [round_id], get_worker_settings(), worker_name())
 
 
 def compare_one(database_url: str, comparison_id: int) -> None:
     """The body of the PostgreSQL comparison job."""
     from app.rounds.comparison import run_comparison
 
-    run_comparison(_factory(database_url), comparison_id)
+    with _running_job():
+        run_comparison(_factory(database_url), comparison_id)
 
 
 # Seconds between a PostgreSQL worker's looks for a queued job.
 JOB_POLL_S = 2
+# Seconds a worker asked to stop, and running no job, gives procrastinate to end its job loop
+# (it unregisters the worker on the way out) before closing the loop's connections under it: in
+# an outage the loop waits 30 s for a connection, twice, where a healthy database ends it at once.
+STOP_GRACE_S = 5
+
+
+class StopSignals:
+    """SIGTERM and SIGINT for the whole life of a PostgreSQL worker, the database down or not:
+    the first asks it to stop (a round in progress ends first), a second stops it at once.
+    Procrastinate's own handlers would cover its job loop only, not the loop's start nor the
+    waits between two of its runs, and a stop they took would be lost to the next run."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        # Called, in the main thread, on the first signal: ends the job loop running then.
+        self.on_stop: Callable[[], None] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.requested.is_set():
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        log.info("stop requested (%s)", signal.Signals(signum).name)
+        self.requested.set()
+        if self.on_stop is not None:
+            self.on_stop()
+
+
+# What the driver says of a PostgreSQL that is down, starting, stopping, full or closed to
+# connections (ALLOW_CONNECTIONS false), all of which pass. Anything else (no such database or
+# role, a refused password, an unknown host) is the configuration's, which no wait mends.
+_PASSING = ("connection refused", "no such file or directory", "is not currently accepting connections",
+            "the database system is", "too many clients", "remaining connection slots", "timeout expired",
+            "connection timed out", "server closed the connection", "could not receive data")
+# The longest wait between two tries for a database that does not answer.
+DATABASE_WAIT_MAX_S = 30
+
+
+def wait_for_database(settings: Settings) -> bool:
+    """Wait for a PostgreSQL that does not answer yet, trying again with a back-off, as the
+    server waits for it. True once it answers, or fails for a reason that waiting would not
+    mend (the caller's check names it); False when a stop is asked for meanwhile."""
+    if settings.is_sqlite:
+        return True
+    import psycopg
+
+    from app.db import connect_timeout_args
+    from app.rounds.jobs import conninfo
+
+    delay = 1
+    with StopSignals() as signals:
+        while True:
+            try:
+                psycopg.connect(conninfo(settings.database_url), **connect_timeout_args(settings.database_url)).close()
+                return True
+            except psycopg.OperationalError as exc:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                if not any(words in str(exc).lower() for words in _PASSING):
+                    return True
+            log.warning("waiting for the database: %s; trying again in %s s", reason, delay)
+            if signals.requested.wait(delay):
+                return False
+            delay = min(delay * 2, DATABASE_WAIT_MAX_S)
 
 
 def run_postgres_worker(settings: Settings, once: bool = False) -> None:
@@ -152,61 +271,134 @@ def run_postgres_worker(settings: Settings, once: bool = False) -> None:
     stop = threading.Event()
 
     def sweep_once() -> None:
-        revive(queue, sweep(factory))
+        revive(queue, sweep(factory, worker))
         queue_comparisons(queue, waiting_comparisons(factory))
+        finish_orphaned_jobs(queue, settings.database_url, factory, worker)
 
     def sweeper() -> None:
-        while not stop.wait(worker.worker_poll_s):
+        while True:
             try:
                 sweep_once()
             except Exception as exc:  # noqa: BLE001 - the worker outlives any one sweep
                 log_failed_sweep("round sweep", exc)
-
-    sweep_once()
-    if not once:
-        threading.Thread(target=sweeper, name="round-sweeper", daemon=True).start()
-    try:
-        while True:
-            try:
-                make_job_app(settings.database_url).run_worker(
-                    queues=[QUEUE],
-                    concurrency=1,
-                    wait=not once,
-                    # Polled, not listened for: procrastinate's listener (3.10) dies with its
-                    # connection in a database outage and is not started again, leaving a worker
-                    # that polls all the same, with a traceback when it stops. A round waits at
-                    # most this long.
-                    listen_notify=False,
-                    fetch_job_polling_interval=JOB_POLL_S,
-                    delete_jobs="successful",
-                    update_heartbeat_interval=worker.round_lease_s / 3,
-                    stalled_worker_timeout=worker.round_lease_s,
-                )
+            if stop.wait(worker.worker_poll_s):
                 return
-            except (ConnectorException, psycopg.OperationalError) as exc:
-                # procrastinate's job loop ends on a query that fails, as one does once an outage
-                # outlasts the pool's 30 s wait for a connection. Rounds and their leases are in
-                # the database: the worker starts again rather than leave the queue unserved.
-                if once:
-                    raise
-                log.warning("the job queue lost the database; starting again in %s s (%s)",
-                            worker.worker_poll_s, driver_reason(exc.__cause__ or exc))  # type: ignore[arg-type]
-                if not _wait_unless_stopped(worker.worker_poll_s):
+
+    if once:
+        sweep_once()
+    else:
+        threading.Thread(target=sweeper, name="round-sweeper", daemon=True).start()
+    with StopSignals() as signals:
+        try:
+            while not signals.requested.is_set():
+                try:
+                    asyncio.run(_job_loop(
+                        make_job_app(settings.database_url), signals,
+                        queues=[QUEUE],
+                        concurrency=1,
+                        wait=not once,
+                        # Polled, not listened for: procrastinate's listener (3.10) dies with its
+                        # connection in a database outage and is not started again, leaving a
+                        # worker that polls all the same, with a traceback when it stops. A round
+                        # waits at most this long.
+                        listen_notify=False,
+                        fetch_job_polling_interval=JOB_POLL_S,
+                        delete_jobs="successful",
+                        update_heartbeat_interval=worker.round_lease_s / 3,
+                        stalled_worker_timeout=worker.round_lease_s,
+                    ))
                     return
-    finally:
-        stop.set()
+                except (ConnectorException, psycopg.OperationalError) as exc:
+                    # procrastinate's job loop ends on a query that fails, as one does once an
+                    # outage outlasts the pool's 30 s wait for a connection. Rounds and their
+                    # leases are in the database: the worker starts again rather than leave the
+                    # queue unserved, unless it was asked to stop, which is what ended the loop.
+                    if signals.requested.is_set():
+                        return
+                    if once:
+                        raise
+                    log.warning("the job queue lost the database; starting again in %s s (%s)",
+                                worker.worker_poll_s, driver_reason(exc.__cause__ or exc))  # type: ignore[arg-type]
+                    signals.requested.wait(worker.worker_poll_s)
+        finally:
+            stop.set()
 
 
-def _wait_unless_stopped(seconds: float) -> bool:
-    """Waits `seconds`; False as soon as SIGTERM or SIGINT comes, which stops the worker between
-    two runs of procrastinate's, whose own handlers are gone then."""
-    stopped = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+async def _job_loop(app: App, signals: StopSignals, **options: Any) -> None:
+    """One run of procrastinate's worker, which a stop request ends as procrastinate's own
+    signal handler would: no job is taken after it, and the one running ends first."""
+    from procrastinate import PsycopgConnector
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    connector = app.connector
+    assert task is not None and isinstance(connector, PsycopgConnector)
+
+    def stop_now() -> None:
+        task.cancel()
+        closing.append(loop.call_later(STOP_GRACE_S, close_if_idle))
+
+    def close_if_idle() -> None:
+        # Waiters for a connection fail at once on a closed pool, rather than after its timeout.
+        if not _job_running.is_set():
+            loop.create_task(connector.pool.close())
+
+    closing: list[asyncio.TimerHandle] = []
+    signals.on_stop = lambda: loop.call_soon_threadsafe(stop_now)
     try:
-        return not stopped.wait(seconds)
+        if signals.requested.is_set():
+            return
+        async with app.open_async():
+            await app.run_worker_async(install_signal_handlers=False, **options)
+    except asyncio.CancelledError:
+        if not signals.requested.is_set():
+            raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.on_stop = None
+        for handle in closing:
+            handle.cancel()
+
+
+def finish_orphaned_jobs(queue: App, database_url: str, factory: sessionmaker[Session],
+                         worker: WorkerSettings) -> None:
+    """End the jobs that dead workers left `doing` for rounds and comparisons that are over
+    (cancelled, say): revive() retries those of rounds still to run, and nothing else would end
+    these. Procrastinate prunes dead workers' rows only as a worker starts, which misses one
+    that died less than a lease before; pruned here, its jobs lose their worker."""
+    from procrastinate.exceptions import ConnectorException
+
+    from app.rounds.jobs import RUN_COMPARISON, RUN_ROUND
+
+    asyncio.run(_prune_dead_workers(database_url, worker.round_lease_s))
+    orphans = [job for job in queue.job_manager.list_jobs(status="doing") if job.worker_id is None]
+    if not orphans:
+        return
+    with session_scope(factory) as session:
+        open_rounds = set(session.scalars(select(Round.id).where(Round.status.in_(ACTIVE_ROUND_STATUSES))))
+        open_comparisons = set(session.scalars(select(ModelComparison.id).where(
+            ModelComparison.status.in_((ComparisonStatus.queued, ComparisonStatus.running)))))
+    for job in orphans:
+        assert job.id is not None
+        if job.task_name == RUN_ROUND and job.task_kwargs.get("round_id") in open_rounds or \
+                job.task_name == RUN_COMPARISON and job.task_kwargs.get("comparison_id") in open_comparisons:
+            continue
+        try:
+            # A `doing` job asked to abort fails when retried: procrastinate's one way, short of
+            # its worker, to end a job in hand.
+            queue.job_manager.cancel_job_by_id(job.id, abort=True)
+            queue.job_manager.retry_job_by_id(job.id, retry_at=datetime.now(UTC))
+        except ConnectorException:
+            # Another worker's sweep ended it first.
+            continue
+        log.info("job %s (%s %s) of a dead worker marked failed: its work is over", job.id,
+                 job.task_name, job.task_kwargs)
+
+
+async def _prune_dead_workers(database_url: str, lease_s: float) -> None:
+    from app.rounds.jobs import make_job_app
+
+    async with make_job_app(database_url, pool_size=1).open_async() as app:
+        await app.job_manager.prune_stalled_workers(lease_s)
 
 
 def warm_up() -> None:
@@ -313,9 +505,13 @@ def _run_or_wait(run: Callable[[], object | None], holder: Callable[[], str | No
 
 def log_failed_sweep(what: str, exc: Exception) -> None:
     """One line for a database down or without its schema, which the next sweep retries and a
-    traceback every poll would only bury; a traceback for anything else, which is a bug."""
-    if isinstance(exc, (OperationalError, ProgrammingError)):
+    traceback every poll would only bury; a traceback for anything else, which is a bug. The
+    queue's own connections (procrastinate's, psycopg's pool) fail in their own words."""
+    import psycopg
+    from procrastinate.exceptions import ConnectorException
+
+    if isinstance(exc, (OperationalError, ProgrammingError, psycopg.OperationalError, ConnectorException)):
         log.warning("%s failed, trying again: the database is not available or not migrated (%s)",
-                    what, driver_reason(exc))
+                    what, driver_reason(exc.__cause__ or exc if isinstance(exc, ConnectorException) else exc))  # type: ignore[arg-type]
     else:
         log.exception("%s failed; trying again", what)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import stat
 import sqlite3
@@ -12,6 +13,7 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete, select
@@ -66,7 +68,8 @@ def test_a_backup_restores_the_labels_as_they_were(backend, database_url, client
     assert _export(session_factory, project.id) == b""
 
     client.app.state.engine.dispose()  # no pooled connection holds the tables being replaced
-    restored = _stepwise(database_url, "db", "restore", str(backup))
+    # --force: this process's other connections (the job queue's, say) are no server to stop.
+    restored = _stepwise(database_url, "db", "restore", "--force", str(backup))
     assert restored.returncode == 0, restored.stderr
     assert _export(session_factory, project.id) == before
 
@@ -84,11 +87,12 @@ def test_a_failed_pg_dump_is_named_without_a_traceback(tmp_path) -> None:  # typ
     assert not (tmp_path / "x").exists()
 
 
-def _restore(monkeypatch, database_url: str, file: Path):  # type: ignore[no-untyped-def]
+def _restore(monkeypatch, database_url: str, file: Path, *, force: bool = True):  # type: ignore[no-untyped-def]
+    """--force unless told: the test's own pooled connections are no server to stop."""
     monkeypatch.setenv("DATABASE_URL", database_url)
     get_settings.cache_clear()
     try:
-        return CliRunner().invoke(cli, ["db", "restore", str(file)])
+        return CliRunner().invoke(cli, ["db", "restore", *(["--force"] if force else []), str(file)])
     finally:
         get_settings.cache_clear()
 
@@ -214,3 +218,28 @@ def test_a_backup_of_the_other_database_kind_is_named_as_such(monkeypatch, backe
     assert f"Error: {other} is a backup of a {kind} database, and DATABASE_URL names a" in result.stderr
     with session_factory() as session:
         assert [p.name for p in session.scalars(select(Project))] == [project.name]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_postgres_restore_is_refused_while_others_are_connected(monkeypatch, database_url, engine, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _postgres_only()
+    make_project(session_factory, "kept")
+    backup = tmp_path / "stepwise.dump"
+    assert _stepwise(database_url, "db", "backup", str(backup)).returncode == 0
+    make_project(session_factory, "made after the backup")
+    engine.dispose()
+    with psycopg.connect(database_url, application_name="stepwise-api"), \
+            psycopg.connect(database_url, application_name="stepwise-worker"):
+        result = _restore(monkeypatch, database_url, backup, force=False)
+        assert result.exit_code == 1, result.output
+        # (This process may hold a connection of its own too: the job queue's, from another test.)
+        assert re.search(r"Error: \d+ other sessions are connected to the database at .*: stop the server and "
+                         r"workers first, or pass --force", result.stderr), result.stderr
+        assert "1 stepwise-api" in result.stderr and "1 stepwise-worker" in result.stderr
+        with session_factory() as session:
+            assert len(session.scalars(select(Project)).all()) == 2
+        engine.dispose()
+        forced = _restore(monkeypatch, database_url, backup)
+    assert forced.exit_code == 0, forced.output
+    with session_factory() as session:
+        assert [p.name for p in session.scalars(select(Project))] == ["kept"]
