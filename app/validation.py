@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Annotated, Any, get_args
+from collections.abc import Mapping
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -16,8 +17,9 @@ AS_TEXT = {"as_text": True}
 
 class ScalarsAsWritten(BaseModel):
     """Numbers and truth values as they are written. In a JSON body (the API), text is refused
-    for them: pydantic's lax mode read `"flagged": "yes"` as true and stored every step flagged,
-    and `"is_active": "false"` deactivated a user. Browser forms and the command line send text,
+    for them, and numbers for truth values: pydantic's lax mode read `"flagged": "yes"` as true
+    and stored every step flagged, `"is_active": "false"` deactivated a user, and `"paused": 0`
+    resumed a project. Browser forms and the command line send text,
     validated with the AS_TEXT context, where only "true" and "false" are truth values (not
     "yes", which pydantic takes for true). Everywhere JSON `true` and `false` are refused for
     numbers: pydantic reads them as 1 and 0, so `"selector_version_id": true` pinned version 1
@@ -39,6 +41,8 @@ class ScalarsAsWritten(BaseModel):
             # The words of pydantic's own type errors (app.errors.plain_message).
             raise ValueError("must be true or false" if bool in scalar
                              else "must be a number" if float in scalar else "must be a whole number")
+        if not as_text and scalar == {bool} and any(type(item) in (int, float) for item in values):
+            raise ValueError("must be true or false")
         if bool in kinds:
             # pydantic reads "yes", "on", "1" and "t" as true; the forms send "true" or "false".
             if isinstance(value, str) and value not in ("true", "false"):
@@ -51,10 +55,14 @@ class ScalarsAsWritten(BaseModel):
 
 @cache
 def _kinds(annotation: Any) -> frozenset[Any]:
-    """The types an annotation names, its unions' and containers' included (once per field:
-    every request's every field asks)."""
+    """The types an annotation names, its unions' and containers' included, but a mapping's keys,
+    which JSON writes as text whatever they stand for (once per field: every request's every
+    field asks)."""
     kinds = {annotation}
-    for arg in get_args(annotation):
+    args = get_args(annotation)
+    if get_origin(annotation) in (dict, Mapping):
+        args = args[1:]
+    for arg in args:
         kinds |= _kinds(arg)
     return frozenset(kinds)
 

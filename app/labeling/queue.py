@@ -612,8 +612,11 @@ def lease_next(
     if row.assignment_id is not None:
         return project, LeasedTask(**{name: row._mapping[name] for name in _LEASED_TASK_FIELDS}), None
     if row.paused_at is not None:
-        # A lease in hand is finished (above); nothing new is handed out.
-        return project, None, PAUSED
+        # A lease in hand is finished (above), and one that ran out while nobody took its slot,
+        # as renew and a late submit take it: the page that comes back to it asks here. Nothing
+        # new is handed out.
+        lapsed = _lapsed_lease(session, project, user_id, now)
+        return project, lapsed, None if lapsed is not None else PAUSED
     if checks.enabled:
         # Only a project with screening or QC pays for the checks.
         verdict = gate.decide(session, project.id, checks, user_id, now)
@@ -631,6 +634,27 @@ def lease_next(
             row = session.connection().execute(_TASK_OF_SLOT, {"assignment": taken}).one()
             return project, LeasedTask(**row._mapping), None
     return project, _lease_new(session, project, user_id, now), None
+
+
+def _lapsed_lease(session: Session, project: LabelingProject, user_id: int, now: datetime) -> LeasedTask | None:
+    """The labeler's own slot whose lease ran out and that nobody has taken since (it still
+    names them), leased to them again, in the mode it was served in."""
+    lapsed = session.scalar(
+        select(Assignment)
+        .where(Assignment.project_id == project.id, Assignment.user_id == user_id,
+               Assignment.status.in_((AssignmentStatus.leased, AssignmentStatus.waiting)))
+        .order_by(Assignment.leased_at.desc())
+        .limit(ONE)
+        .with_for_update()
+    )
+    if lapsed is None:
+        return None
+    lapsed.status = AssignmentStatus.leased
+    lapsed.leased_at = now
+    lapsed.expires_at = now + timedelta(minutes=project.lease_minutes)
+    session.flush()
+    row = session.connection().execute(_TASK_OF_SLOT, {"assignment": lapsed.id}).one()
+    return LeasedTask(**row._mapping)
 
 
 def _lease_new(session: Session, project: LabelingProject, user_id: int, now: datetime) -> LeasedTask | None:

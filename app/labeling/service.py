@@ -392,7 +392,8 @@ def unskip(session: Session, user: User, solution_id: int) -> None:
     """Take back a skip: the solution may be served to the labeler again, while it still needs
     labels (its slot went to the next labeler when it was skipped)."""
     skip = session.get(Skip, (user.id, solution_id))
-    if skip is None:
+    # One of a project they may no longer label in is not theirs to change (nor to learn of).
+    if skip is None or not user_may_label(session, user, skip.project_id):
         raise NotFound(f"you have not skipped solution {solution_id}")
     session.delete(skip)
 

@@ -60,7 +60,11 @@ def _labelers(project: Project) -> Select[tuple[int]]:
     return query
 
 
-def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]], how_many: int) -> int:
+# Solutions the overview names of those it counts as waiting for no one.
+NAMED = 5
+
+
+def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]], how_many: int) -> tuple[int, list[int]]:
     """Solutions whose waiting slot no labeler who may label here will be served: each has
     labeled the solution, skipped it, or reported its problem as bad while that label stands, and
     the queue serves none of those (app.labeling.queue). A small team meets it after one skip or
@@ -99,7 +103,9 @@ def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]]
         .group_by(passed_over.c.solution_id)
         .having(func.count(func.distinct(passed_over.c.user_id)) >= how_many)
     )
-    return session.scalar(select(func.count()).select_from(stuck.subquery())) or 0
+    count = session.scalar(select(func.count()).select_from(stuck.subquery())) or 0
+    named = list(session.scalars(stuck.order_by(passed_over.c.solution_id).limit(NAMED))) if count else []
+    return count, named
 
 
 def unmet_settings(session: Session, project: Project) -> list[str]:
@@ -128,11 +134,12 @@ def unmet_settings(session: Session, project: Project) -> list[str]:
         said.append(f"Overlap is {project.overlap}, but only {how_many} active {who} may label here: no solution "
                     f"can get all its labels until more can.")
     elif how_many:
-        stuck = _unfillable(session, project, labelers, how_many)
+        stuck, named = _unfillable(session, project, labelers, how_many)
         if stuck:
             it, its = ("it", "its") if stuck == 1 else ("each", "its")
-            said.append(f"{stuck} solution{'s wait' if stuck != 1 else ' waits'} for a label that the queue will serve "
+            which = ", ".join(f"#{solution}" for solution in named) + (f" and {stuck - len(named)} more" if stuck > len(named) else "")
+            said.append(f"{stuck} solution{'s' if stuck != 1 else ''} ({which}) {'wait' if stuck != 1 else 'waits'} for a label that the queue will serve "
                         f"to no one: every labeler who may label here has labeled {it}, skipped {it} or reported {its} "
                         f"problem as bad. Retire the problem (Reports, Retire problem), give skipped solutions back "
-                        f"(Skipped), let more labelers in, or lower the overlap.")
+                        f"(Skipped), let more labelers in (or admit one you retired), or lower the overlap.")
     return said

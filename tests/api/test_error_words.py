@@ -54,6 +54,21 @@ def test_text_for_a_number_or_a_truth_value_is_refused_in_json_and_changes_nothi
     token = client.post("/api/v1/auth/tokens", headers=ann, json={"name": "typed", "read_only": "true"})
     assert token.status_code == 422 and token.json()["errors"][0]["field"] == "read_only"
 
+    # Numbers are no truth values either: 0 had resumed a paused project.
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"paused": True}).status_code == 200
+    for body in ({"paused": 0}, {"open_to_all": 1}, {"qc_feedback": 1.0}):
+        refused = client.patch(f"/api/v1/projects/{project.id}", headers=boss, json=body)
+        assert refused.status_code == 422, (body, refused.text)
+        assert refused.json()["errors"] == [{"field": next(iter(body)), "message": "must be true or false"}]
+    assert client.get(f"/api/v1/projects/{project.id}", headers=boss).json()["paused"] is True
+    assert client.patch(f"/api/v1/users/{ann_id}", headers=root, json={"is_active": 0}).status_code == 422
+    # A mapping's values as its own: text for a weight is refused, though its keys are text.
+    weights = client.patch(f"/api/v1/projects/{project.id}/round-settings", headers=root,
+                           json={"source_weights": {"human": "1"}})
+    assert weights.status_code == 422 and weights.json()["errors"][0]["field"] == "source_weights", weights.text
+    assert client.patch(f"/api/v1/projects/{project.id}/round-settings", headers=root,
+                        json={"source_weights": {"human": 1}}).status_code == 200
+
 
 def test_a_label_that_breaks_its_modes_rules_names_the_field_to_fix(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     from tests.conftest import add_solutions, make_project

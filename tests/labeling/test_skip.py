@@ -206,3 +206,7 @@ def test_skips_in_a_project_the_labeler_left_are_neither_listed_nor_counted(clie
     assert client.delete(f"/api/v1/projects/{project.id}/members/{ann_id}", headers=boss).status_code == 204
     assert client.get("/api/v1/me/skips", headers=ann).json() == {"items": [], "page": 1, "pages": 1, "total": 0}
     assert client.get("/api/v1/me/stats", headers=ann).json()["skipped"] == 0
+    # Nor can they take it back: the project's skip records are no longer theirs to change.
+    [skipped] = client.get(f"/api/v1/projects/{project.id}/skips", headers=boss).json()["skips"]
+    assert client.delete(f"/api/v1/me/skips/{skipped['solution_id']}", headers=ann).status_code == 404
+    assert client.get(f"/api/v1/projects/{project.id}/skips", headers=boss).json()["total"] == 1

@@ -3,8 +3,10 @@ gold, a screening longer than its items, an overlap past the labelers who may la
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
 from app.db import session_scope
-from app.models import FinishReason, Project, StandingDecision, User
+from app.models import Assignment, AssignmentStatus, FinishReason, Project, StandingDecision, User
 from app.projects.checks import unmet_settings
 from app.projects.members import add_member
 from app.quality.gate import decide_about
@@ -70,7 +72,10 @@ def test_a_solution_no_labeler_here_will_be_served_is_said(client, session_facto
     label_next(session_factory, project.id, leo.id, FinishReason.solution)
     label_next(session_factory, project.id, leo.id, FinishReason.solution)
     (said,) = _unmet(session_factory, project.id)
-    assert said.startswith("1 solution waits for a label that the queue will serve to no one: every labeler who "
+    with session_scope(session_factory) as session:
+        [unserved] = session.scalars(select(Assignment.solution_id).where(
+            Assignment.project_id == project.id, Assignment.status == AssignmentStatus.waiting))
+    assert said.startswith(f"1 solution (#{unserved}) waits for a label that the queue will serve to no one: every labeler who "
                            "may label here has labeled it, skipped it or reported its problem as bad.")
     # A third member who may take it clears it.
     make_user(session_factory, "lou", "labeler")

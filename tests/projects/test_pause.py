@@ -83,3 +83,29 @@ def test_the_overview_pauses_and_resumes_and_the_labeler_is_told(client, session
     client.post(f"/manage/projects/{project.id}/pause", data={"csrf_token": csrf, "paused": "false"})
     browser_login(client, "ann")
     assert PAUSED not in client.get("/label").text
+
+
+def test_a_lease_that_ran_out_in_a_paused_project_comes_back_to_its_labeler(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # The page that comes back to a tab left open asks next-task: renew and a late submit took
+    # the lease, but next-task said "paused" and the started solution was never shown again.
+    from datetime import timedelta
+
+    from app.labeling.task_handles import assignment_of
+    from app.models import Assignment, utcnow
+
+    project = make_project(session_factory, overlap=1, lease_minutes=1)
+    add_solutions(session_factory, project, 2)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "bob", "labeler")
+    make_user(session_factory, "max", "manager")
+    ann, bob, boss = (api_headers(client, name) for name in ("ann", "bob", "max"))
+    started = _next(client, project, ann)["task"]
+    assert client.patch(f"/api/v1/projects/{project.id}", headers=boss, json={"paused": True}).status_code == 200
+    with session_scope(session_factory) as session:
+        session.get(Assignment, assignment_of(session, started["assignment_id"])).expires_at = utcnow() - timedelta(minutes=5)
+    back = _next(client, project, ann)["task"]
+    assert back is not None and back["assignment_id"] == started["assignment_id"]
+    assert back["solution"]["id"] == started["solution"]["id"]
+    assert _next(client, project, bob)["reason"] == PAUSED, "nothing new for anyone else"
+    assert _submit(client, ann, back).status_code == 200
+    assert _next(client, project, ann)["reason"] == PAUSED

@@ -92,5 +92,5 @@ def test_a_solution_every_labeler_skipped_or_labeled_is_said_to_wait_for_no_one(
         assert client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=h["bob"], json=body).status_code == 200
     browser_login(client, "max")
     overview = " ".join(client.get(f"/manage/projects/{project.id}").text.split())
-    assert re.search(r"1 solution waits for a label that the queue will serve to no one: every labeler who may "
-                     r"label here has labeled it, skipped it or reported its problem as bad", overview), skipped
+    assert re.search(rf"1 solution \(#{skipped}\) waits for a label that the queue will serve to no one: every "
+                     r"labeler who may label here has labeled it, skipped it or reported its problem as bad", overview)
