@@ -19,8 +19,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.labeling.review import step_ratings
-from app.models import FinishReason, Label, Skip, User, utcnow
-from app.projects.schemas import CHART_DAYS, DailyCount
+from app.models import Assignment, AssignmentStatus, FinishReason, Label, Skip, Solution, User, utcnow
+from app.projects.schemas import CHART_DAYS, DailyCount, LeaseList, LeaseRead
 from app.quality.service import LabelerAccuracy, labeler_accuracy
 
 FAST_FRACTION = 0.25
@@ -164,3 +164,24 @@ def project_activity(
         )
     labelers.sort(key=lambda a: (-a.labels, a.username))
     return ProjectActivity(labelers=labelers, median_seconds_per_step=project_median)
+
+
+def leases_in_hand(session: Session, project_id: int, limit: int = 50) -> LeaseList:
+    """The tasks labelers hold now (leases not run out), the longest held first: who has what,
+    since when, behind the overview's "in progress"."""
+    held = (Assignment.project_id == project_id, Assignment.status == AssignmentStatus.leased,
+            Assignment.expires_at > utcnow())
+    total = session.scalar(select(func.count()).select_from(Assignment).where(*held)) or 0
+    rows = session.execute(
+        select(Assignment, User.username, Solution.problem_id)
+        .join(User, User.id == Assignment.user_id)
+        .join(Solution, Solution.id == Assignment.solution_id)
+        .where(*held)
+        .order_by(Assignment.leased_at, Assignment.id)
+        .limit(limit)
+    ).all()
+    return LeaseList(total=total, leases=[
+        LeaseRead(assignment_id=lease.id, solution_id=lease.solution_id, problem_id=problem_id, user_id=lease.user_id,
+                  labeler=username, check_item=lease.slot < 0, leased_at=lease.leased_at, expires_at=lease.expires_at)
+        for lease, username, problem_id in rows
+    ])

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Response, status
+from fastapi import APIRouter, Header, Query, Response, status
 
 from app.deps import ApiUser, DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import error_responses
 from app.models import StandingDecision
 from app.projects import guidelines_reads, members, service
 from app.projects.access import get_visible_project
-from app.projects.activity import project_activity
+from app.projects.activity import leases_in_hand, project_activity
 from app.projects.schemas import (
     GuidelinesReadersRead,
     GuidelinesReadIn,
@@ -17,6 +17,7 @@ from app.projects.schemas import (
     LabelerStandingRead,
     MemberCreate,
     MemberRead,
+    LeaseList,
     ProjectActivityRead,
     ProjectCreate,
     ProjectProgress,
@@ -191,3 +192,16 @@ def decide_about_labeler(
     decision = StandingDecision.admitted if body.decision == "admit" else StandingDecision.retired
     standing = gate.decide_about(session, service.get_project(session, project_id), user_id, decision, manager.id)
     return LabelerStandingRead.model_validate(standing, from_attributes=True)
+
+
+@router.get("/{project_id}/leases", response_model=LeaseList, responses=error_responses(404))
+def leases(
+    project_id: RowId,
+    _: DataApiUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> LeaseList:
+    """The tasks labelers hold now, the longest held first: labeler, solution, since when, until
+    when. A lease that runs out goes back to the queue by itself."""
+    project = service.get_project(session, project_id)
+    return leases_in_hand(session, project.id, limit)

@@ -18,7 +18,7 @@ from app.imports import removal
 from app.imports.service import list_batches
 from app.models import Project, StandingDecision, User, utcnow
 from app.projects import guidelines_reads, members, service
-from app.projects.activity import project_activity
+from app.projects.activity import leases_in_hand, project_activity
 from app.projects.checks import unmet_settings
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH
 from app.projects.schemas import CHART_DAYS, DailyCount, HourlyCount, MemberRead, ProjectCreate, ProjectUpdate
@@ -364,6 +364,7 @@ def _project_overview(
             if request.query_params.get("import_removed") == "1" and not imports_error else None,
             "accuracy": accuracy,
             "activity": activity,
+            "leases": leases_in_hand(session, project.id),
             "sparklines": {a.user_id: daily_bars(a.labels_per_day, today, height=SPARKLINE_HEIGHT, least=SPARKLINE_LEAST)
                            for a in activity.labelers},
             "sparkline_height": SPARKLINE_HEIGHT,

@@ -202,6 +202,24 @@ class ProjectActivityRead(BaseModel):
     labelers: list[LabelerActivityRead] = Field(description="most labels first")
 
 
+class LeaseRead(BaseModel):
+    """A task a labeler holds now."""
+
+    assignment_id: int = Field(description="the queue slot's row id (labelers see another handle)")
+    solution_id: int
+    problem_id: int
+    user_id: int
+    labeler: str
+    check_item: bool = Field(description="a quality-control or screening item")
+    leased_at: datetime
+    expires_at: datetime
+
+
+class LeaseList(BaseModel):
+    total: int = Field(description="tasks held now")
+    leases: list[LeaseRead] = Field(description="the longest held first, up to `limit`")
+
+
 class MemberCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

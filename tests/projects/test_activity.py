@@ -185,3 +185,25 @@ def test_labels_per_hour_over_the_last_day(client, session_factory, project) -> 
     assert f"{3 + others} labels in the last 24 hours, {1 + others} in the hour under way" in page
     tooltip = f"{hour.strftime('%Y-%m-%d %H:00')}–{(hour + timedelta(hours=1)).strftime('%H:00')}: {1 + others} labels"
     assert f"<title>{tooltip}</title>" in page
+
+
+def test_the_tasks_in_hand_say_who_holds_what_since_when(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "held", overlap=1)
+    add_solutions(session_factory, project, 3)
+    for name in ("ann", "bob"):
+        make_user(session_factory, name, "labeler")
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "rae", "researcher")
+    tasks = {name: client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=api_headers(client, name)).json()["task"]
+             for name in ("ann", "bob")}
+    listed = client.get(f"/api/v1/projects/{project.id}/leases", headers=api_headers(client, "rae")).json()
+    assert listed["total"] == 2
+    assert [(lease["labeler"], lease["solution_id"], lease["check_item"]) for lease in listed["leases"]] == [
+        ("ann", tasks["ann"]["solution"]["id"], False), ("bob", tasks["bob"]["solution"]["id"], False)]
+    assert all(lease["expires_at"] > lease["leased_at"] for lease in listed["leases"])
+    one = client.get(f"/api/v1/projects/{project.id}/leases?limit=1", headers=api_headers(client, "max")).json()
+    assert (one["total"], len(one["leases"])) == (2, 1)
+    assert client.get(f"/api/v1/projects/{project.id}/leases", headers=api_headers(client, "ann")).status_code == 403
+    browser_login(client, "max")
+    overview = client.get(f"/manage/projects/{project.id}").text
+    assert "2 tasks in hand now: who holds what" in overview and f"#{tasks['bob']['solution']['id']}" in overview
