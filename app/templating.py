@@ -39,7 +39,7 @@ templates.env.filters["percent_down"] = percent_down
 NOTICE_PARAMETERS = frozenset({
     "saved", "member_added", "member_removed", "access", "decided", "created", "role_set", "deactivated",
     "reactivated", "password_set", "password", "started", "compared", "retired", "restored", "gone", "gold",
-    "corrected", "deleted", "unskipped", "given_back",
+    "corrected", "deleted", "unskipped", "given_back", "all_given_back",
 })
 
 

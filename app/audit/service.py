@@ -215,6 +215,8 @@ def describe(event: AuditEvent) -> str:
             whose = f"{d['labeler']}'s" if d.get("labeler") else "a deleted user's"
             return f"dismissed in project {d.get('project')}: {whose} {d.get('about')}"
         case "skip.given_back":
+            if d.get("count"):
+                return f"{_n(d['count'], 'skipped solution')} given back to them in project {d.get('project')}"
             return f"given back to {d.get('labeler')} in project {d.get('project')}: their skip is taken back"
         case "label.made_gold":
             screening = ", as a screening item" if d.get("screening") else ""

@@ -20,6 +20,7 @@ from app.reports.schemas import (
     ReportPage,
     ReportRead,
     SkipPage,
+    SkipsGivenBack,
 )
 
 router = APIRouter(
@@ -56,6 +57,17 @@ def list_skips(
     skipped that solution."""
     project = get_project(session, project_id)
     return skips.list_skips(session, project.id, labeler, order, page)
+
+
+@router.delete("/skips", response_model=SkipsGivenBack, responses=error_responses(404))
+def give_back_skips(
+    project_id: RowId,
+    user: ManagerApiUser,
+    session: SessionDep,
+    labeler: Annotated[str, Query(min_length=1, max_length=100, description="a username")],
+) -> SkipsGivenBack:
+    """Take back every skip of one labeler in the project; 404 when they have none here."""
+    return SkipsGivenBack(given_back=skips.give_back_all(session, get_project(session, project_id), labeler, user))
 
 
 @router.delete("/skips/{solution_id}/{user_id}", status_code=204, responses=error_responses(404))

@@ -315,6 +315,10 @@ def skips_page(
     if given is not None:
         messages.append({"kind": "success", "text": f"Solution {given} is back in the labeler's queue: it may be "
                          "served to them again while it still needs labels."})
+    all_given = request.query_params.get("all_given_back", "")
+    if all_given.isdigit() and form.labeler:
+        messages.append({"kind": "success", "text": f"{int(all_given):,} skipped solution{'' if all_given == '1' else 's'} "
+                         f"given back to {form.labeler}: each may be served to them again while it still needs labels."})
     page = skips.list_skips(session, project.id, form.labeler or None, form.order, form.page)
     return render(
         request,
@@ -330,6 +334,27 @@ def skips_page(
             "address": partial(_skips_address, project.id, form),
         },
     )
+
+
+class GiveBackAllForm(BaseModel):
+    labeler: str = Field(min_length=1, max_length=100)
+
+
+@router.post("/skips/give-back")
+def give_back_all_skips(
+    project_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[GiveBackAllForm, Form()],
+) -> Response:
+    project = get_project(session, project_id)
+    try:
+        given = skips.give_back_all(session, project, form.labeler, user)
+    except NotFound:
+        # Given back already, from another tab.
+        given = 0
+    return RedirectResponse(_skips_address(project.id, SkipFilterForm(labeler=form.labeler), all_given_back=given),
+                            status_code=303)
 
 
 @router.post("/skips/{solution_id}/{user_id}/give-back")

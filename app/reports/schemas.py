@@ -57,6 +57,10 @@ class SkipPage(BaseModel):
     skips: list[SkipRead]
 
 
+class SkipsGivenBack(BaseModel):
+    given_back: int = Field(description="skips taken back")
+
+
 class ProblemRetirement(BaseModel):
     problem_id: int
     retired_at: datetime

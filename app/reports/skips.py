@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, aliased
 
 from app.audit import service as audit
@@ -69,3 +69,17 @@ def give_back(session: Session, project: Project, solution_id: int, user_id: int
     session.delete(skip)
     audit.record(session, by, "skip.given_back", f"solution {solution_id}", project=project.name, labeler=username)
     return username
+
+
+def give_back_all(session: Session, project: Project, labeler: str, by: User) -> int:
+    """Give back every skip of one labeler in the project (a labeler who skipped what they now
+    can label, say); how many. NotFound for a username that has none here."""
+    user_id = session.scalar(select(User.id).where(User.username == labeler))
+    given = session.execute(
+        delete(Skip).where(Skip.project_id == project.id, Skip.user_id == user_id)
+    ).rowcount if user_id is not None else 0
+    if not given:
+        raise NotFound(f"{labeler} has no skips in this project")
+    audit.record(session, by, "skip.given_back", f"user {labeler}", project=project.name, labeler=labeler,
+                 count=given)
+    return given

@@ -94,3 +94,28 @@ def test_a_solution_every_labeler_skipped_or_labeled_is_said_to_wait_for_no_one(
     overview = " ".join(client.get(f"/manage/projects/{project.id}").text.split())
     assert re.search(rf"1 solution \(#{skipped}\) waits for a label that the queue will serve to no one: every "
                      r"labeler who may label here has labeled it, skipped it or reported its problem as bad", overview)
+
+
+def test_all_of_a_labelers_skips_are_given_back_at_once(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, ids, users, h = _team(client, session_factory, overlap=2)
+    for _ in ids:
+        _skip_next(client, project, h["ann"])
+    _skip_next(client, project, h["bob"])
+    url = f"/api/v1/projects/{project.id}/skips"
+    assert client.delete(url, params={"labeler": "ann"}, headers=h["rae"]).status_code == 403
+    assert client.delete(url, params={"labeler": "ann"}, headers=h["max"]).json() == {"given_back": 3}
+    again = client.delete(url, params={"labeler": "ann"}, headers=h["max"])
+    assert again.status_code == 404 and "ann has no skips" in again.json()["detail"]
+    assert [s["labeler"] for s in client.get(url, headers=h["max"]).json()["skips"]] == ["bob"], "bob's stay"
+    _skip_next(client, project, h["ann"])
+    csrf = browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/skips?labeler=ann").text
+    assert "Give back all 1 to ann" in page
+    done = client.post(f"/manage/projects/{project.id}/skips/give-back", data={"csrf_token": csrf, "labeler": "ann"},
+                       follow_redirects=False)
+    assert done.status_code == 303
+    shown = client.get(done.headers["location"]).text
+    assert "1 skipped solution given back to ann" in shown and "No skips by ann" in shown
+    with session_scope(session_factory) as session:
+        events = session.scalars(select(AuditEvent).where(AuditEvent.action == "skip.given_back")).all()
+    assert [(e.target, e.details["count"]) for e in events] == [("user ann", 3), ("user ann", 1)]
