@@ -7,6 +7,7 @@ app.imports.prm800k; the others through `json_object`).
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,8 +114,12 @@ def json_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise Invalid(None, f"expected a JSON object, got {type_name(value)}")
     # PostgreSQL text cannot hold NUL; the escaped form is the only way one gets this far.
-    if b"\\u0000" in raw and (field := _nul_field(value, "")) is not None:
+    if b"\\u0000" in raw and (field := _field_holding(value, "", _NUL)) is not None:
         raise Invalid(field or None, "text contains a NUL character (\\u0000)")
+    if _BIDI_BYTES.search(raw) and (field := _field_holding(value, "", _BIDI_CONTROL)) is not None:
+        raise Invalid(field or None, "text contains a bidirectional override, embedding or isolate character "
+                      "(U+202A to U+202E, U+2066 to U+2069), which shows the text after it in another order "
+                      "than it is stored: a labeler would grade what is not there. Remove it")
     return value
 
 
@@ -131,18 +136,26 @@ def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> Invalid:
     return Invalid(field_at(raw, offset), f"invalid JSON: {exc.msg} (column {position + 1})")
 
 
-def _nul_field(value: Any, path: str) -> str | None:
-    """The path of the first string (or key) holding NUL; None if none does."""
+_NUL = re.compile("\x00")
+# Bidirectional embeddings, overrides and isolates ("Trojan Source"): the line after one reads
+# reversed or reordered on every page, while what is stored, exported and trained on is not.
+# Right-to-left text needs none of them; the marks U+200E and U+200F stay allowed.
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_BIDI_BYTES = re.compile(rb"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]|\\u20(?:2[a-eA-E]|6[6-9])")
+
+
+def _field_holding(value: Any, path: str, characters: re.Pattern[str]) -> str | None:
+    """The path of the first string (or key) holding one of `characters`; None if none does."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        return path if characters.search(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            if "\x00" in key:
+            if characters.search(key):
                 return where(path, key.replace("\x00", "\\u0000"))
-            if (found := _nul_field(item, where(path, key))) is not None:
+            if (found := _field_holding(item, where(path, key), characters)) is not None:
                 return found
     if isinstance(value, list):
         for i, item in enumerate(value):
-            if (found := _nul_field(item, where(path, i))) is not None:
+            if (found := _field_holding(item, where(path, i), characters)) is not None:
                 return found
     return None

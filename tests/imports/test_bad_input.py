@@ -54,6 +54,9 @@ CASES = [
     ("a JSON array", "prm800k", b"[1, 2]", None, "expected a JSON object"),
     ("non-UTF-8 bytes", "math", b'{"problem": "caf\xe9", "answer": "1"}', "problem", "not valid UTF-8"),
     ("a NUL character", "math", b'{"problem": "a\\u0000b", "answer": "1"}', "problem", "NUL"),
+    # Trojan Source: the rest of the line shows reversed on every page, as stored it is not.
+    ("a right-to-left override", "math", '{"problem": "2+2=\u202e4 ton si", "answer": "1"}'.encode(), "problem", "bidirectional override"),
+    ("an escaped isolate in a step", "solutions", b'{"problem_id": 1, "steps": ["ok", "a\\u2067b"]}', "steps[1]", "bidirectional"),
     ("generation as text", "prm800k", _record(_set("generation", "nine")), "generation", "must be an integer"),
     ("a boolean flag as text", "prm800k", _record(_set("is_quality_control_question", "yes")), "is_quality_control_question", "true, false or null"),
     ("a step that is a number", "prm800k", _record(_set("question/pre_generated_steps/2", 7)), "question.pre_generated_steps[2]", "must be a string"),
