@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import add_solution, login, screenshot
+from tests.browser.conftest import SCREENSHOTS, add_solution, login, screenshot
 from tests.conftest import make_project, make_user
 
 KEYS_OFF = "Single-key shortcuts"
@@ -84,9 +84,15 @@ def test_an_empty_queue_is_said_and_so_is_checking_again(page: Page, session_fac
     page.get_by_role("button", name="Check again").click()
     checked = page.locator("#empty-checked")
     expect(checked).to_be_visible()
-    expect(checked).to_have_text(re.compile(r"^Still nothing to label — checked at \d\d:\d\d\.$"))
+    expect(checked).to_have_text(re.compile(r"^Still nothing to label — checked at \d\d:\d\d:\d\d\.$"))
     expect(announce).to_have_text(checked.text_content())
     screenshot(page, "a11y_queue_checked_again.png")
+    # A second check within the minute reads differently, on the page and in the live region.
+    first = checked.text_content()
+    page.wait_for_timeout(1100)
+    page.get_by_role("button", name="Check again").click()
+    expect(checked).not_to_have_text(first)
+    expect(announce).to_have_text(checked.text_content())
 
 
 def test_the_notice_stays_a_live_region_while_it_is_empty(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
@@ -151,3 +157,32 @@ def test_the_keys_legend_scrolls_clear_of_the_notice(page: Page, session_factory
     assert last_box["y"] + last_box["height"] <= notice_box["y"], (last_box, notice_box)
     assert last_box["y"] + last_box["height"] <= panel_box["y"] + panel_box["height"]
     screenshot(page, "a11y_legend_clear_of_notice.png")
+
+
+def test_at_200_percent_zoom_the_cursor_is_shown_clear_of_the_saved_notice(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)  # first error: step 1 is where a solution starts
+    make_user(session_factory, "lena", "labeler")
+    add_solution(session_factory, project, ["Let $x = 2$.", "# Answer\n\n2"], priority=2.0)
+    add_solution(session_factory, project, ["Let $y = 3$.", "So $y + 1 = 4$.", "# Answer\n\n4"])
+    page.set_viewport_size({"width": 640, "height": 360})  # 1280x720 at 200%
+    login(page, "lena", f"/label/{project.id}")
+    expect(page.locator("#task-view")).to_be_visible()
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#announce")).to_contain_text("New solution, 3 steps.")
+    notice = page.locator("#notice")
+    expect(notice).to_have_text("Saved.")
+    # A slim line on a short screen, not a fifth of it.
+    assert notice.bounding_box()["height"] <= 40
+    # Step 1 starts below the screen: ↓, which cannot move past it yet, shows it, clear of the
+    # notice that a fast labeler keeps up.
+    page.keyboard.press("ArrowDown")
+    step = page.locator("#steps > .step").first
+    page.wait_for_function("() => { const b = document.querySelector('#steps > .step').getBoundingClientRect(); return b.top > 0 && b.bottom < innerHeight }")
+    page.wait_for_timeout(300)  # the smooth scroll's end
+    box, clear = step.bounding_box(), notice.bounding_box()
+    assert box["y"] >= 53 and box["y"] + box["height"] <= clear["y"], (box, clear)
+    # The screen as the labeler sees it: screenshot() would scroll back to the top.
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "a11y_zoomed_cursor_clear_of_notice.png"))

@@ -385,3 +385,22 @@ def test_phase1_fits_a_narrow_window(page: Page, session_factory) -> None:  # ty
         " a.querySelector('.rate.good').getBoundingClientRect().top]")
     assert choose_top > good_top, "Continue has a row of its own"
     screenshot(page, "labeler_phase1_narrow.png")
+
+
+def test_undo_names_what_it_takes_back_in_phase1(page: Page, session_factory) -> None:  # type: ignore[no-untyped-def]
+    _open_lenas_task(page, session_factory)
+    announce = page.locator("#announce")
+    for key in ("1", "3", "k", "Enter", "3", "3"):
+        page.keyboard.press(key)
+    expect(announce).to_contain_text("Step 2, alternative B rated −1.")
+    page.keyboard.press("w")
+    page.locator(".own-editor:visible textarea").fill(HUMAN)
+    page.keyboard.press("Control+Enter")
+    expect(announce).to_contain_text("Step 2: continued with your own step, rated +1.")
+    page.keyboard.press("u")
+    expect(announce).to_have_text(re.compile(r"^Undone: your own step 2 removed\. No alternative of step 2 is good"))
+    page.keyboard.press("u")
+    expect(announce).to_have_text(re.compile(r"^Undone: step 2, alternative B's −1 removed\. Step 2: rate alternative B"))
+    page.keyboard.press("u")
+    page.keyboard.press("u")
+    expect(announce).to_have_text(re.compile(r"^Undone: step 1 no longer continues with alternative A\."))

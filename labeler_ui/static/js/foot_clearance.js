@@ -2,7 +2,9 @@
 // narrow screens, and the notice. Their height is measured into --foot-clearance and
 // --notice-clearance, from which labeler.css keeps a focused control, and the side panel's last
 // lines, clear of them; a fixed guess would fail as soon as their text wraps.
-
+//
+// Returns the measuring itself, for a scroll that must not wait for the observer: it reports a
+// bar shown only after the layout that showed it.
 export function watchFootClearance(finish, notice) {
   const style = document.documentElement.style;
   const measure = () => {
@@ -18,4 +20,5 @@ export function watchFootClearance(finish, notice) {
   observer.observe(notice);
   window.addEventListener("resize", measure);
   measure();
+  return measure;
 }

@@ -29,6 +29,11 @@ const LEASE_WARN_MS = 5 * 60 * 1000;
 const EMPTY_RECHECK_MS = 30000;
 // A touch screen has no Enter key to name (the stylesheet hides the key hints by the same query).
 const SUBMIT_HINT = matchMedia("(hover: none) and (pointer: coarse)").matches ? "Tap Submit." : "Press Enter to submit.";
+// A short screen (a laptop at 200% zoom is 640x360) has little room beside a notice: "Saved.",
+// shown after every submit, goes sooner there, or a fast labeler would never be without it.
+const SHORT_SCREEN = matchMedia("(max-height: 500px)");
+const NOTICE_MS = 3500;
+const SHORT_NOTICE_MS = 2000;
 
 const serverClock = new ServerClock();
 const timer = new ActiveTimer((ms) => {
@@ -108,7 +113,9 @@ function notify(kind, text) {
   notice.className = `flash ${kind}`;
   notice.textContent = text;
   clearTimeout(notify.timeout);
-  if (kind === "success" || kind === "info") notify.timeout = setTimeout(clearNotice, 3500);
+  if (kind === "success" || kind === "info") {
+    notify.timeout = setTimeout(clearNotice, SHORT_SCREEN.matches ? SHORT_NOTICE_MS : NOTICE_MS);
+  }
 }
 
 function clearNotice() {
@@ -272,7 +279,8 @@ function showEmpty(waiting, reason, { asked = false } = {}) {
     announce(`${$("empty-title").textContent}. ${$("empty-text").textContent}`);
   } else if (asked) {
     const now = new Date();
-    const time = [now.getHours(), now.getMinutes()].map((n) => String(n).padStart(2, "0")).join(":");
+    // To the second: two checks in one minute read alike, and the second seemed not to have run.
+    const time = [now.getHours(), now.getMinutes(), now.getSeconds()].map((n) => String(n).padStart(2, "0")).join(":");
     checked.textContent = `Still nothing to label — checked at ${time}.`;
     announce(checked.textContent);
   }
@@ -477,7 +485,9 @@ function focusCurrent() {
   const bottom = box.bottom - ahead;
   const margin = parseFloat(getComputedStyle(node).scrollMarginTop) || 0;
   const from = window.scrollY + ahead;
-  // What the sticky finish bar and the notice cover at the foot is no place to stop at.
+  // What the sticky finish bar and the notice cover at the foot is no place to stop at. Measured
+  // now: the finish bar shown by this very rating is not in the observer's figure yet.
+  measureFoot();
   const height = window.innerHeight - (parseFloat(getComputedStyle(document.documentElement).scrollPaddingBottom) || 0);
   if (bottom > (height * 2) / 3 && top > height / 3) {
     scrollToY(from + top - height / 3, behavior);
@@ -486,7 +496,17 @@ function focusCurrent() {
   } else if (bottom > height) {
     scrollToY(from + bottom - height, behavior);
   }
+  // Single keys move the cursor, not the focus: left on step 1, it ended far above the screen,
+  // where Tab and a screen reader's cursor went on from. It follows, as the arrows take it to a
+  // rating without single keys (focusRating); a control the labeler is using keeps it.
+  if (shortcuts.on && followsCursor(document.activeElement)) {
+    node.tabIndex = -1;
+    node.focus({ preventScroll: true });
+  }
 }
+
+// The page itself, or a step or alternative that the focus was left on by the cursor.
+const followsCursor = (element) => !element || element === document.body || element.matches(".step, .alt");
 
 // ---- actions --------------------------------------------------------------------------------
 
@@ -528,7 +548,10 @@ const toggleFlag = (i) =>
   act(() => state.toggleFlag(i), () => `Step ${i + 1} ${state.flags[i] ? "flagged as unsure" : "no longer flagged"}.`);
 // Nothing to undo is said, not met with silence (a reload, or a correction, starts without a history).
 function undo() {
-  if (isPhase1()) return act(() => state.undo(), () => `Undone. ${$("status").textContent}`) || nothingToUndo();
+  if (isPhase1()) {
+    const before = state.snapshot();
+    return act(() => state.undo(), () => `${undoneAlternative(before)} ${$("status").textContent}`) || nothingToUndo();
+  }
   const before = { ratings: [...state.ratings], flags: [...state.flags] };
   return act(() => state.undo(), () => `${undone(before)} ${$("status").textContent}`) || nothingToUndo();
 }
@@ -544,6 +567,29 @@ function undone(before) {
     return now === null ? `Undone: ${step}'s ${RATING_TEXT[was]} removed.` : `Undone: ${step}'s ${RATING_TEXT[now]} restored.`;
   }
   return state.flags[i] ? `Undone: ${step} flagged again.` : `Undone: ${step}'s flag removed.`;
+}
+
+// Phase 1's undone(): the first step where the undo changed anything, and what there.
+function undoneAlternative(before) {
+  for (let i = 0; i < state.n; i += 1) {
+    const changed = before.ratings[i].findIndex((r, j) => r !== state.ratings[i][j] || before.flags[i][j] !== state.flags[i][j]);
+    if (changed >= 0) {
+      const name = `step ${i + 1}, alternative ${phase1View.letter(changed)}`;
+      const was = before.ratings[i][changed];
+      const now = state.ratings[i][changed];
+      if (was !== now) {
+        return now === null ? `Undone: ${name}'s ${RATING_TEXT[was]} removed.` : `Undone: ${name}'s ${RATING_TEXT[now]} restored.`;
+      }
+      return state.flags[i][changed] ? `Undone: ${name} flagged again.` : `Undone: ${name}'s flag removed.`;
+    }
+    if (before.human[i] !== null && JSON.stringify(before.human[i]) !== JSON.stringify(state.human[i])) {
+      return state.human[i] === null ? `Undone: your own step ${i + 1} removed.` : `Undone: your own step ${i + 1} restored as it was.`;
+    }
+    if (before.chosen[i] !== state.chosen[i] && before.chosen[i] !== null) {
+      return `Undone: step ${i + 1} no longer continues with alternative ${phase1View.letter(before.chosen[i])}.`;
+    }
+  }
+  return "Undone.";
 }
 
 function nothingToUndo() {
@@ -591,7 +637,11 @@ function moveDown() {
 // it, as every step but the first of a new solution in first-error mode) says where the cursor
 // stays, as a move says where it lands: a key is not met with silence.
 function move(delta, describe) {
-  if (!act(() => state.moveCursor(delta), describe)) announce(describe());
+  // Shown too: at 200% zoom a new solution's step 1 lies below the screen, or under the notice.
+  if (!act(() => state.moveCursor(delta), describe)) {
+    announce(describe());
+    focusCurrent();
+  }
   if (!shortcuts.on) focusRating();
 }
 
@@ -707,13 +757,14 @@ function onKey(event) {
   if (ctrl || event.altKey) return;
   // The browser's, to scroll a tall problem in focus.
   if ((key === "ArrowUp" || key === "ArrowDown") && problemPanel.contains(event.target) && problemScrolls()) return;
-  // Enter on a focused link or button is that control's own click.
-  if (event.target.closest("a, button") && (key === "Enter" || key === " ")) return;
-  // A held-down key must not rate step after step.
+  // A held-down key must not rate step after step, nor, once a rating hands the focus to Submit
+  // (focusSubmit), submit.
   if (event.repeat && !key.startsWith("Arrow")) {
     event.preventDefault();
     return;
   }
+  // Enter on a focused link or button is that control's own click.
+  if (event.target.closest("a, button") && (key === "Enter" || key === " ")) return;
   const handled = busy ? key === "Enter" : handleKey(key.length === 1 ? key.toLowerCase() : key);
   if (handled) event.preventDefault();
 }
@@ -911,9 +962,9 @@ function onPhase1Click(event) {
   const hit = phase1View.clickTarget(event.target);
   if (!hit || busy) return;
   if (event.detail > 0) event.target.closest("button")?.blur();
-  if (hit.action === "rate") rateAlternative(hit.step, hit.alt, hit.rating);
+  if (hit.action === "rate") focusSubmit(event, rateAlternative(hit.step, hit.alt, hit.rating));
   else if (hit.action === "flag") flagAlternative(hit.step, hit.alt);
-  else if (hit.action === "choose") chooseAlternative(hit.step, hit.alt);
+  else if (hit.action === "choose") focusSubmit(event, chooseAlternative(hit.step, hit.alt));
   else if (hit.action === "write") openEditor(hit.step);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(hit.step, hit.alt));
 }
@@ -930,9 +981,16 @@ function onStepClick(event) {
   // After a pointer's click focus goes back to the page, so that Enter afterwards submits
   // instead of clicking again; a keyboard's activation (detail 0) keeps it where the user is.
   if (event.detail > 0) button?.blur();
-  if (button?.classList.contains("rate")) rate(i, Number(button.dataset.rating));
+  if (button?.classList.contains("rate")) focusSubmit(event, rate(i, Number(button.dataset.rating)));
   else if (button?.classList.contains("flag-toggle")) toggleFlag(i);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(i));
+}
+
+// A rating or choice made on its button from the keyboard that leaves the solution complete hands
+// the focus to Submit: "Press Enter to submit", the status says, and on the button Enter would
+// only rate again. ↑ or Shift Tab go back to change a rating; each change comes back here.
+function focusSubmit(event, changed) {
+  if (changed && event.detail === 0 && state.isComplete()) $("finish-submit").focus();
 }
 
 function onButton(id, handler) {
@@ -1027,7 +1085,7 @@ if (!mathAvailable()) {
   notify("warning", "Math rendering is not installed on this server (python -m labeler_ui.vendor_assets): formulas show as LaTeX source.");
 }
 setView("loading");
-watchFootClearance($("finish"), $("notice"));
+const measureFoot = watchFootClearance($("finish"), $("notice"));
 // A new labeler reads the guidelines before a task is leased: reading them is not time on task.
 if (correction) serverClock.sync(correction.server_ms);
 const start = correction ? () => showTask(correction.task) : () => guidelines.showUnread().then(() => loadNext());
