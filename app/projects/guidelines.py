@@ -17,6 +17,7 @@ from hashlib import sha256
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markupsafe import Markup
 from mdit_py_plugins.amsmath import amsmath_plugin
@@ -56,15 +57,29 @@ def _image_as_link(self, tokens, idx, options, env) -> str:
 
 
 # The guidelines sit under a title of their own: the dialog's <h2> on the labeling page, the
-# page's <h1> on theirs. A Markdown "#" is an <h3>, and each level one deeper, so that their
-# headings nest under that title in both places instead of being a second page title.
-_HEADING_SHIFT = 2
+# page's <h1> on theirs, so their headings start at <h3>. Levels are relative to what the author
+# wrote, not shifted by a fixed amount: guidelines that start at "##", or go from "#" to "###",
+# would leave a gap in the outline (an <h4> under the <h2>, an <h5> under an <h3>) that a screen
+# reader's list of headings reads as a missing section. A heading sits one level below the
+# nearest earlier heading of a higher Markdown level, so the highest level used is an <h3> and
+# each step down is one level, however many the author skipped. HTML has nothing below <h6>:
+# deeper headings stay <h6>.
+_TOP_HEADING = 3
 
 
-def _nested_heading(self, tokens, idx, options, env) -> str:
-    token = tokens[idx]
-    token.tag = f"h{min(int(token.tag[1:]) + _HEADING_SHIFT, 6)}"
-    return self.renderToken(tokens, idx, options, env)
+def _nest_headings(state: StateCore) -> None:
+    written: list[int] = []  # the Markdown levels of the headings the next one may sit under
+    shown = ""
+    for token in state.tokens:
+        if token.type == "heading_open":
+            level = int(token.tag[1:])
+            while written and written[-1] >= level:
+                written.pop()
+            shown = f"h{min(_TOP_HEADING + len(written), 6)}"
+            written.append(level)
+            token.tag = shown
+        elif token.type == "heading_close":
+            token.tag = shown
 
 
 def _math(tag: str, display: bool):
@@ -87,8 +102,7 @@ _MARKDOWN = (
     .use(amsmath_plugin)
 )
 _MARKDOWN.add_render_rule("link_open", _new_tab)
-_MARKDOWN.add_render_rule("heading_open", _nested_heading)
-_MARKDOWN.add_render_rule("heading_close", _nested_heading)
+_MARKDOWN.core.ruler.push("nest_headings", _nest_headings)
 _MARKDOWN.add_render_rule("image", _image_as_link)
 _MARKDOWN.add_render_rule("math_inline", _math("span", display=False))
 _MARKDOWN.add_render_rule("math_inline_double", _math("span", display=True))

@@ -4,6 +4,7 @@ with math, never as markup of their own."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,26 @@ def test_markdown_renders_with_formulas_left_as_text_for_katex() -> None:
 def test_headings_nest_under_the_title_of_the_dialog_or_page_they_are_shown_in() -> None:
     shown = render_guidelines("# Ratings\n\n## Good steps\n\n### Edge cases\n\n#### Notes\n\n###### Aside\n")
     assert shown == "<h3>Ratings</h3>\n<h4>Good steps</h4>\n<h5>Edge cases</h5>\n<h6>Notes</h6>\n<h6>Aside</h6>\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "levels"),
+    [
+        # Guidelines that start at "##": their top level is still the one under the title.
+        ("## Ratings\n\n### Good steps\n", ["h3", "h4"]),
+        # A skipped level closes up, and a later heading of the skipped level sits beside it.
+        ("# Ratings\n\n### Edge cases\n\n## Good steps\n\n# Review\n", ["h3", "h4", "h4", "h3"]),
+        ("## Ratings\n\n#### Notes\n\n###### Aside\n", ["h3", "h4", "h5"]),
+        # A first heading deeper than a later one: both are top level, neither under the other.
+        ("### Note\n\n# Ratings\n\n## Good steps\n", ["h3", "h3", "h4"]),
+        # Setext headings, and one in a quote, take their place in the same outline.
+        ("Ratings\n=======\n\n> ### Quoted\n\nSteps\n-----\n", ["h3", "h4", "h4"]),
+    ],
+)
+def test_headings_are_relative_to_the_authors_top_level_and_skip_none(text: str, levels: list[str]) -> None:
+    shown = str(render_guidelines(text))
+    assert re.findall(r"<(h\d)>", shown) == levels
+    assert re.findall(r"</(h\d)>", shown) == levels
 
 
 def test_a_table_renders_and_prices_stay_text() -> None:

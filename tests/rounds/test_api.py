@@ -130,8 +130,9 @@ def test_a_base_model_no_worker_could_load_is_refused_where_it_is_typed(client, 
     page = client.post(f"/research/projects/{project.id}/settings",
                        data={"csrf_token": csrf, "base_model": "my base model", "picks_per_round": "31"})
     assert page.status_code == 422
-    field = re.search(r'<input name="base_model"[^>]*>\s*<span class="field-hint">[^<]*</span>\s*(.*?)</label>', page.text, re.S)
-    assert field and "aria-invalid" in field.group(0) and "names no base" in field.group(1)
+    field = re.search(r'<input name="base_model"([^>]*)>\s*</label>\s*<span class="field-hint" id="base_model-hint">[^<]*</span>'
+                      r'\s*<span class="field-hint error" id="base_model-error">([^<]*)</span>', page.text)
+    assert field and 'aria-invalid="true"' in field.group(1) and "names no base" in field.group(2)
     with session_scope(session_factory) as session:
         settings = session.get(RoundSettings, project.id)
         assert (settings.base_model, settings.picks_per_round) == ("Qwen/Qwen2.5-Math-1.5B", 100)
@@ -375,9 +376,14 @@ def test_the_picks_legend_explains_every_pick_reason(client, session_factory, pr
 
 def test_a_setting_that_is_not_a_finite_number_is_refused_as_such(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
     api = f"/api/v1/projects/{project.id}/round-settings"
+    headers = {**api_headers(client, "rita"), "Content-Type": "application/json"}
+    # JSON has no NaN: Python's reader takes the bare tokens, and text is no number at all.
+    for literal in (b"NaN", b"Infinity", b"-Infinity"):
+        response = client.patch(api, headers=headers, content=b'{"learning_rate": ' + literal + b"}")
+        assert response.status_code == 422 and "finite number" in response.text, (literal, response.text)
     for value in ("NaN", "nan", "inf", "-Infinity"):
-        response = client.patch(api, headers=api_headers(client, "rita"), json={"learning_rate": value})
-        assert response.status_code == 422 and "finite number" in response.text, (value, response.text)
+        response = client.patch(api, headers=headers, json={"learning_rate": value})
+        assert response.status_code == 422 and "must be a number" in response.text, (value, response.text)
     csrf = browser_login(client, "rita")
     page = client.post(f"/research/projects/{project.id}/settings",
                        data={"csrf_token": csrf, "learning_rate": "nan", "train_epochs": "inf"})
