@@ -11,14 +11,13 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
 from app.db import session_scope
 from app.models import Project, Round, RoundStage, utcnow
 from app.rounds.config import get_worker_settings
 from app.rounds.jobs import defer_round, sender
 from app.rounds.service import cancel_round, start_round
-from app.rounds.worker import run_postgres_worker
 from tests.conftest import make_project
+from tests.rounds.test_worker import run_worker, worker_env
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -50,10 +49,11 @@ def test_a_new_worker_ends_what_a_dead_one_left_of_a_cancelled_round(
     partial.mkdir(parents=True)
     (partial / "snapshot.pt").write_bytes(b"...")
 
-    try:
-        run_postgres_worker(Settings(database_url=database_url), once=True)
-    finally:
-        get_worker_settings.cache_clear()
+    # A process of its own, as `stepwise worker --once` runs: in this one an earlier test may
+    # leave an event loop running, where the worker's asyncio.run refuses to start.
+    get_worker_settings.cache_clear()
+    rc, log = run_worker(worker_env(database_url, tmp_path), tmp_path / "sweep.log", timeout=120)
+    assert rc == 0, log
 
     with psycopg.connect(database_url, autocommit=True) as connection:
         connection.execute("SET search_path TO procrastinate")
