@@ -98,14 +98,15 @@ def _unfillable(session: Session, project: Project, labelers: Select[tuple[int]]
                Report.user_id.in_(labelers)),
         select(Skip.solution_id, Skip.user_id).where(Skip.solution_id.in_(waiting), Skip.user_id.in_(labelers)),
     ).subquery()
-    stuck = (
-        select(passed_over.c.solution_id)
+    # The window counts the groups HAVING kept, so one query gives both the total and the first few.
+    stuck = session.execute(
+        select(passed_over.c.solution_id, func.count().over())
         .group_by(passed_over.c.solution_id)
         .having(func.count(func.distinct(passed_over.c.user_id)) >= how_many)
-    )
-    count = session.scalar(select(func.count()).select_from(stuck.subquery())) or 0
-    named = list(session.scalars(stuck.order_by(passed_over.c.solution_id).limit(NAMED))) if count else []
-    return count, named
+        .order_by(passed_over.c.solution_id)
+        .limit(NAMED)
+    ).all()
+    return (stuck[0][1] if stuck else 0), [solution_id for solution_id, _ in stuck]
 
 
 def unmet_settings(session: Session, project: Project) -> list[str]:

@@ -279,10 +279,8 @@ def set_paused(
     session: SessionDep,
     form: Annotated[PauseForm, Form()],
 ) -> Response:
-    project = service.get_project(session, project_id)
     # Pausing twice (another tab) keeps the first time: the setter leaves a set paused_at alone.
-    service.update_project(session, project, ProjectUpdate(paused=form.paused), by=manager)
-    return RedirectResponse(f"/manage/projects/{project.id}#pause", status_code=303)
+    return _switch(session, project_id, manager, ProjectUpdate(paused=form.paused), "#pause")
 
 
 @router.post("/{project_id}/access")
@@ -292,10 +290,15 @@ def set_access(
     session: SessionDep,
     form: Annotated[AccessForm, Form()],
 ) -> Response:
-    project = service.get_project(session, project_id)
-    service.update_project(session, project, ProjectUpdate(open_to_all=form.open_to_all), by=manager)
     access = "open" if form.open_to_all else "members"
-    return RedirectResponse(f"/manage/projects/{project.id}?access={access}#members", status_code=303)
+    return _switch(session, project_id, manager, ProjectUpdate(open_to_all=form.open_to_all), f"?access={access}#members")
+
+
+def _switch(session: SessionDep, project_id: int, manager: User, changes: ProjectUpdate, back_to: str) -> Response:
+    """One of the overview's single-setting buttons: no form to show again, so back to the overview."""
+    project = service.get_project(session, project_id)
+    service.update_project(session, project, changes, by=manager)
+    return RedirectResponse(f"/manage/projects/{project.id}{back_to}", status_code=303)
 
 
 @router.post("/{project_id}/screening/{user_id}")

@@ -295,8 +295,12 @@ class SkipFilterForm(BaseModel):
     page: int = Field(default=1, ge=1, le=100_000)
 
 
+def _skips_filters(form: SkipFilterForm) -> dict[str, object]:
+    return {k: v for k, v in form.model_dump(exclude={"page"}).items() if v and (k, v) != ("order", "newest")}
+
+
 def _skips_address(project_id: int, form: SkipFilterForm, **extra: object) -> str:
-    kept = {k: v for k, v in form.model_dump().items() if v and (k, v) not in (("order", "newest"), ("page", 1))}
+    kept = _skips_filters(form) | ({"page": form.page} if form.page > 1 else {})
     query = urlencode({**kept, **extra})
     return f"/manage/projects/{project_id}/skips{'?' + query if query else ''}"
 
@@ -331,7 +335,7 @@ def skips_page(
             "labelers": skips.skipping_labelers(session, project.id),
             "can_manage": has_role(user, MANAGE),
             "messages": messages,
-            "address": partial(_skips_address, project.id, form),
+            "query": urlencode(_skips_filters(form)),
         },
     )
 

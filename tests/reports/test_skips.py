@@ -119,3 +119,23 @@ def test_all_of_a_labelers_skips_are_given_back_at_once(client, session_factory)
     with session_scope(session_factory) as session:
         events = session.scalars(select(AuditEvent).where(AuditEvent.action == "skip.given_back")).all()
     assert [(e.target, e.details["count"]) for e in events] == [("user ann", 3), ("user ann", 1)]
+
+
+def test_the_skipped_tabs_pages_keep_the_filters_and_a_page_past_the_last_leads_back(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    ids = add_solutions(session_factory, project, 52)
+    ann = make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "max", "manager")
+    with session_scope(session_factory) as session:
+        session.add_all(Skip(user_id=ann.id, solution_id=solution_id, project_id=project.id) for solution_id in ids)
+    browser_login(client, "max")
+    tab = f"/manage/projects/{project.id}/skips"
+
+    first = client.get(f"{tab}?labeler=ann").text
+    assert 'href="?labeler=ann&amp;page=2">Older →' in first and "Page 1 of 2" in first and "← Newer" not in first
+    second = client.get(f"{tab}?labeler=ann&page=2").text
+    assert 'href="?labeler=ann&amp;page=1">← Newer' in second and "Older →" not in second
+    by_count = client.get(f"{tab}?order=most_skipped").text
+    assert 'href="?order=most_skipped&amp;page=2">Next →' in by_count
+    past = client.get(f"{tab}?labeler=ann&page=3").text
+    assert "No skips on page 3" in past and 'href="?labeler=ann">Back to the newest' in past
