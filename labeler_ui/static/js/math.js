@@ -65,11 +65,25 @@ export function mathAvailable() {
 // those in the line.
 const INLINE_DELIMITERS = DELIMITERS.map((d) => (d.left.startsWith("\\begin") ? d : { ...d, display: false }));
 
+// A display set in the line loses the line break around it, and MATH writes "$$1 + 2$$is
+// equivalent to 13": a space keeps it from running into the words on either side, but not
+// into an opening bracket before it or punctuation after it.
+const DISPLAY_MATH = /(?<!\\)\$\$[\s\S]+?\$\$|\\\[[\s\S]+?\\\]/g;
+
+function displaysApart(text) {
+  return text.replace(DISPLAY_MATH, (display, at) => {
+    const before = text[at - 1] ?? " ";
+    const after = text[at + display.length] ?? " ";
+    return `${/[\s([{]/.test(before) ? "" : " "}${display}${/[\s.,;:!?)\]}…]/.test(after) ? "" : " "}`;
+  });
+}
+
 // A fenced code block in a step (models write Python to check their arithmetic): shown as code,
 // its indentation kept and nothing in it read as math.
 const CODE_FENCE = /```[^\n`]*\n([\s\S]*?)```/g;
 
 export function renderMathText(element, text, { inline = false } = {}) {
+  if (inline) text = displaysApart(text);
   if (!inline && text.includes("```")) {
     const parts = text.split(CODE_FENCE);
     if (parts.length > 1) {
