@@ -212,6 +212,10 @@ def describe(event: AuditEvent) -> str:
             return (f"restored to labeling in project {d.get('project')}: "
                     f"{_n(d.get('slots_added', 0), 'queue slot')} added")
         case "report.dismissed":
+            if d.get("count"):
+                shown = ", ".join(f"{name} {value}" for name, value in sorted((d.get("filters") or {}).items()))
+                return (f"dismissed at once in project {d.get('project')}, every open one "
+                        f"{'with ' + shown if shown else 'of any kind'}{' up to report ' + str(d['through']) if d.get('through') else ''}")
             whose = f"{d['labeler']}'s" if d.get("labeler") else "a deleted user's"
             return f"dismissed in project {d.get('project')}: {whose} {d.get('about')}"
         case "skip.given_back":

@@ -19,6 +19,8 @@ from app.reports.schemas import (
     ReportFilters,
     ReportPage,
     ReportRead,
+    ReportsDismissal,
+    ReportsDismissed,
     SkipPage,
     SkipsGivenBack,
 )
@@ -77,6 +79,18 @@ def give_back_skip(
     """Take a labeler's skip back: the solution may be served to them again while it still needs
     labels. 404 when they have no such skip in the project."""
     skips.give_back(session, get_project(session, project_id), solution_id, user_id, user)
+
+
+@router.post("/reports/dismiss", response_model=ReportsDismissed, responses=error_responses(404))
+def dismiss_reports(
+    project_id: RowId, body: ReportsDismissal, user: ManagerApiUser, session: SessionDep
+) -> ReportsDismissed:
+    """Dismiss every open report of a kind, a labeler, or both, at once (one audit event): the
+    flagged steps a retired problem left, say. `through` stops at the newest report the caller
+    listed. 0 when none is open."""
+    project = get_project(session, project_id)
+    filters = ReportFilters(kind=body.kind, labeler=body.labeler)
+    return ReportsDismissed(dismissed=service.dismiss_reports(session, project, filters, body.through, user))
 
 
 @router.post(

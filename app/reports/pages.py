@@ -20,10 +20,13 @@ from app.projects.service import get_project
 from app.quality.gold import set_gold
 from app.reports import service, skips
 from app.reports.csv_export import reports_csv
-from app.reports.schemas import MAX_REPORTS_PER_PAGE, ReportFilters, ReportPage
+from app.reports.schemas import ReportFilters, ReportPage
 from app.templating import render
 
 router = APIRouter(prefix="/manage/projects/{project_id}", include_in_schema=False)
+
+# Reports a page of the tab shows; the CSV holds every one the filters keep.
+REPORTS_PAGE_SIZE = 100
 
 
 class FilterForm(BaseModel):
@@ -32,6 +35,14 @@ class FilterForm(BaseModel):
     kind: str = Field(default="", max_length=50)
     status: str = Field(default="", max_length=50)
     labeler: str = Field(default="", max_length=200)
+
+
+class ReportsView(FilterForm):
+    page: int = Field(default=1, ge=1, le=100_000)
+
+
+class DismissAllForm(FilterForm):
+    through: int | None = Field(default=None, ge=1, le=INT32_MAX)
 
 
 class ProblemForm(FilterForm):
@@ -68,7 +79,7 @@ def reports_page(
     project_id: PageId,
     user: DataPageUser,
     session: SessionDep,
-    form: Annotated[FilterForm, Query()],
+    form: Annotated[ReportsView, Query()],
 ) -> Response:
     project = get_project(session, project_id)
     messages = _problem_notices(request, session, project.id)
@@ -81,13 +92,20 @@ def reports_page(
     if gone is not None and not service.report_exists(session, project.id, gone):
         messages.append({"kind": "info", "text": f"Report {gone} is no longer there: the labeler corrected "
                          "the label and no longer raises it, so there is nothing to dismiss."})
+    all_dismissed = request.query_params.get("all_dismissed", "")
+    if all_dismissed.isdigit():
+        n = int(all_dismissed)
+        messages.append({"kind": "success", "text": f"{n:,} report{'' if n == 1 else 's'} dismissed."} if n else
+                        {"kind": "info", "text": "No open report matched: nothing was dismissed."})
     try:
         filters = _filters(form)
     except FormInvalid as exc:
         page = ReportPage(total=0, reports=[])
-        return _render(request, session, user, project, form, page, exc.errors, messages, 422)
-    page = service.list_reports(session, project.id, filters, limit=MAX_REPORTS_PER_PAGE)
-    return _render(request, session, user, project, form, page, {}, messages, 200)
+        return _render(request, session, user, project, form, page, (0, None), exc.errors, messages, 422)
+    page = service.list_reports(session, project.id, filters, limit=REPORTS_PAGE_SIZE,
+                                offset=(form.page - 1) * REPORTS_PAGE_SIZE)
+    open_shown = service.open_reports_shown(session, project.id, filters)
+    return _render(request, session, user, project, form, page, open_shown, {}, messages, 200)
 
 
 def _render(
@@ -95,13 +113,14 @@ def _render(
     session: SessionDep,
     user: User,
     project: Project,
-    form: FilterForm,
+    form: ReportsView,
     page: ReportPage,
+    open_shown: tuple[int, int | None],
     errors: dict[str, str],
     messages: list[dict[str, str]],
     status_code: int,
 ) -> Response:
-    values = form.model_dump()
+    values = form.model_dump(exclude={"page"})
     return render(
         request,
         "manage/reports.html",
@@ -109,6 +128,8 @@ def _render(
             "project": project,
             "tab": "reports",
             "page": page,
+            "listing": {"page": form.page, "pages": max(1, -(-page.total // REPORTS_PAGE_SIZE))},
+            "open_shown": open_shown,
             "values": values,
             "query": urlencode({k: v for k, v in values.items() if v}),
             "labelers": service.reporting_labelers(session, project.id),
@@ -147,22 +168,43 @@ def download_reports(
     )
 
 
+@router.post("/reports/dismiss-all")
+def dismiss_all_reports(
+    request: Request,
+    project_id: PageId,
+    user: ManagerPageUser,
+    session: SessionDep,
+    form: Annotated[DismissAllForm, Form()],
+) -> Response:
+    project = get_project(session, project_id)
+    try:
+        filters = _filters(form)
+    except FormInvalid as exc:
+        view = ReportsView(**form.model_dump(exclude={"through"}))
+        return _render(request, session, user, project, view, ReportPage(total=0, reports=[]), (0, None),
+                       exc.errors, [], 422)
+    dismissed = service.dismiss_reports(session, project, filters.model_copy(update={"status": None}), form.through, user)
+    return _back_to_reports(project.id, form, all_dismissed=dismissed)
+
+
 @router.post("/reports/{report_id}/dismiss")
 def dismiss_report(
     project_id: PageId,
     report_id: PageId,
     user: ManagerPageUser,
     session: SessionDep,
-    form: Annotated[FilterForm, Form()],
+    form: Annotated[ReportsView, Form()],
 ) -> Response:
+    # Back to the page the manager was reading: a dismissed report stays listed where it was.
+    on_page = {"page": form.page} if form.page > 1 else {}
     try:
         service.dismiss_report(session, project_id, report_id, user)
     except NotFound:
         # A labeler's correction withdraws the open reports it no longer raises: the list the
         # manager clicked in may be older than that.
         get_project(session, project_id)
-        return _back_to_reports(project_id, form, gone=report_id)
-    return _back_to_reports(project_id, form, dismissed=report_id)
+        return _back_to_reports(project_id, form, **on_page, gone=report_id)
+    return _back_to_reports(project_id, form, **on_page, dismissed=report_id)
 
 
 @router.post("/problems/{problem_id}/retire")

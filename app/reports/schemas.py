@@ -4,9 +4,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.models import FinishReason, LabelSource, ReportKind, ReportStatus
+from app.models import INT32_MAX, FinishReason, LabelSource, ReportKind, ReportStatus
+from app.validation import ScalarsAsWritten
 
-# A page of reports in the API: the Reports page shows at most this many too.
+# The most reports one page of the API returns.
 MAX_REPORTS_PER_PAGE = 500
 
 
@@ -55,6 +56,24 @@ class SkipPage(BaseModel):
     page: int
     pages: int
     skips: list[SkipRead]
+
+
+class ReportsDismissal(ScalarsAsWritten):
+    """Which open reports to dismiss at once: every one of the kind and labeler given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ReportKind | None = None
+    labeler: str | None = Field(default=None, min_length=1, max_length=100, description="username")
+    through: int | None = Field(
+        default=None, ge=1, le=INT32_MAX,
+        description="the newest report id to dismiss, as listed when the choice was made: one sent since then "
+                    "stays open; by default every open report now matching",
+    )
+
+
+class ReportsDismissed(BaseModel):
+    dismissed: int = Field(description="reports dismissed now; those dismissed before are not counted")
 
 
 class SkipsGivenBack(BaseModel):

@@ -255,6 +255,36 @@ def dismiss_report(session: Session, project_id: int, report_id: int, user: User
     return get_report(session, project_id, report_id)
 
 
+def open_reports_shown(session: Session, project_id: int, filters: ReportFilters) -> tuple[int, int | None]:
+    """How many open reports the filters keep, and the newest one's id: what Dismiss all names,
+    and where it stops."""
+    count, newest = session.execute(
+        _filtered(select(func.count(), func.max(Report.id)).select_from(Report), project_id, filters)
+        .where(Report.status == ReportStatus.open)
+    ).one()
+    return count, newest
+
+
+def dismiss_reports(session: Session, project: Project, filters: ReportFilters, through: int | None, user: User) -> int:
+    """Dismiss every open report the filters keep, up to report `through` (the newest the manager
+    saw: one sent while they looked is left open for them to read); how many. One audit event
+    names the filters and the count."""
+    chosen = _filtered(select(Report.id), project.id, filters).where(Report.status == ReportStatus.open)
+    if through is not None:
+        chosen = chosen.where(Report.id <= through)
+    dismissed = session.execute(
+        update(Report)
+        .where(Report.id.in_(chosen))
+        .values(status=ReportStatus.dismissed, dismissed_at=utcnow(), dismissed_by_id=user.id)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if dismissed:
+        shown = filters.model_dump(exclude_none=True, mode="json")
+        audit.record(session, user, "report.dismissed", f"{dismissed} report{'s' if dismissed != 1 else ''}",
+                     project=project.name, count=dismissed, filters=shown, through=through)
+    return dismissed
+
+
 def _what_was_reported(report: ReportRead) -> str:
     match report.kind:
         case ReportKind.give_up:

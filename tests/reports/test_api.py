@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from app.db import session_scope
-from app.models import Assignment, FinishReason, Problem
+from app.audit.service import describe
+from app.models import Assignment, AuditEvent, FinishReason, Problem, User
 from tests.conftest import api_headers, make_project, make_user
 from tests.reports.builders import add_problem, label_next
 
@@ -125,3 +126,37 @@ def test_one_label_as_submitted(client, session_factory) -> None:  # type: ignor
     assert [(s["rating"], s["flagged"]) for s in body["steps"]] == [(1, True), (1, False), (1, False)]
     other = make_project(session_factory, "other")
     assert client.get(f"/api/v1/projects/{other.id}/labels/{report['label_id']}", headers=headers).status_code == 404
+
+
+def test_open_reports_are_dismissed_at_once_by_kind_labeler_and_as_listed(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _setup(session_factory)
+    manager = api_headers(client, "max")
+    url = f"/api/v1/projects/{project.id}/reports"
+    dismiss = f"{url}/dismiss"
+    for name in ("rae", "ann"):
+        assert client.post(dismiss, headers=api_headers(client, name), json={}).status_code == 403
+    for body in ({"kind": "rude"}, {"through": "5"}, {"through": 0}, {"labeler": ""}, {"status": "open"}):
+        assert client.post(dismiss, headers=manager, json=body).status_code == 422, body
+    assert client.post("/api/v1/projects/999/reports/dismiss", headers=manager, json={}).status_code == 404
+
+    assert client.post(dismiss, headers=manager, json={"kind": "flagged_step"}).json() == {"dismissed": 1}
+    assert client.post(dismiss, headers=manager, json={"kind": "flagged_step"}).json() == {"dismissed": 0}
+    listed = client.get(url, headers=manager, params={"status": "open"}).json()["reports"]
+    assert [(r["kind"], r["labeler"]) for r in listed] == [("bad_problem", "ann")]
+    # A report sent after the caller listed stays open for them to read.
+    newest = listed[0]["id"]
+    with session_scope(session_factory) as session:
+        ann_id = session.scalar(select(User.id).where(User.username == "ann"))
+    label_next(session_factory, project.id, ann_id, FinishReason.give_up, ratings=[], note="lost")
+    assert client.post(dismiss, headers=manager, json={"labeler": "ann", "through": newest}).json() == {"dismissed": 1}
+    still_open = client.get(url, headers=manager, params={"status": "open"}).json()["reports"]
+    assert [(r["kind"], r["labeler"]) for r in still_open] == [("give_up", "ann")]
+    dismissed = client.get(url, headers=manager, params={"status": "dismissed"}).json()["reports"]
+    assert {r["dismissed_by"] for r in dismissed} == {"max"} and len(dismissed) == 2
+    with session_scope(session_factory) as session:
+        events = session.scalars(select(AuditEvent).where(AuditEvent.action == "report.dismissed")
+                                 .order_by(AuditEvent.id)).all()
+        said = [describe(event) for event in events]
+    assert [(e.target, e.details["count"], e.details["filters"]) for e in events] == [
+        ("1 report", 1, {"kind": "flagged_step"}), ("1 report", 1, {"labeler": "ann"})]
+    assert said[1] == f"dismissed at once in project {project.name}, every open one with labeler ann up to report {newest}"

@@ -254,3 +254,44 @@ def test_a_labelers_earlier_label_of_a_solution_names_the_later_one_compared_ins
     assert "the later one counts; 1 left out here" in client.get(f"/manage/projects/{project.id}").text
     assert client.get(f"/api/v1/projects/{project.id}/agreement", headers=api_headers(client, "max")
                       ).json()["earlier_labels"] == 1
+
+
+def test_all_open_reports_the_filters_show_are_dismissed_at_once(client, project) -> None:  # type: ignore[no-untyped-def]
+    browser_login(client, "rae")
+    assert "Dismiss all" not in client.get(f"/manage/projects/{project.id}/reports").text, "researchers read"
+    csrf = browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/reports").text
+    assert "Dismiss all 3 open</button>" in page
+    newest = max(int(r["report_id"]) for r in _csv(client.get(f"/manage/projects/{project.id}/reports/download").text))
+    assert f'name="through" value="{newest}"' in page
+    bobs = client.get(f"/manage/projects/{project.id}/reports", params={"labeler": "bob"}).text
+    assert "Dismiss all 2 open</button>" in bobs and 'data-confirm="Dismiss all 2 open reports these filters show?"' in bobs
+
+    action = f"/manage/projects/{project.id}/reports/dismiss-all"
+    refused = client.post(action, data={"csrf_token": csrf, "kind": "rude", "through": newest}, follow_redirects=False)
+    assert refused.status_code == 422 and "Dismiss all" not in refused.text
+    done = client.post(action, data={"csrf_token": csrf, "labeler": "bob", "through": newest}, follow_redirects=False)
+    assert done.headers["location"] == f"/manage/projects/{project.id}/reports?labeler=bob&all_dismissed=2"
+    after = client.get(done.headers["location"]).text
+    assert "2 reports dismissed." in after and "Dismiss all" not in after and after.count('class="inactive"') == 2
+    left = _csv(client.get(f"/manage/projects/{project.id}/reports/download", params={"status": "open"}).text)
+    assert [r["labeler"] for r in left] == ["ann"], "another labeler's report stays open"
+    again = client.post(action, data={"csrf_token": csrf, "labeler": "bob", "through": newest}, follow_redirects=False)
+    assert "No open report matched: nothing was dismissed." in client.get(again.headers["location"]).text
+
+
+def test_the_tab_pages_its_reports_and_a_dismiss_goes_back_to_the_page(client, project, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("app.reports.pages.REPORTS_PAGE_SIZE", 2)
+    csrf = browser_login(client, "max")
+    tab = f"/manage/projects/{project.id}/reports"
+    first = client.get(tab).text
+    assert first.count('<tr id="report-') == 2 and 'href="?page=2">Older →' in first and "Page 1 of 2" in first
+    second = client.get(tab, params={"page": 2}).text
+    assert second.count('<tr id="report-') == 1 and 'href="?page=1">← Newer' in second
+    oldest = min(int(r["report_id"]) for r in _csv(client.get(f"{tab}/download").text))
+    assert f'id="report-{oldest}"' in second and '<input type="hidden" name="page" value="2">' in second
+    done = client.post(f"{tab}/{oldest}/dismiss", data={"csrf_token": csrf, "page": "2"}, follow_redirects=False)
+    assert done.headers["location"] == f"{tab}?page=2&dismissed={oldest}"
+    past = client.get(tab, params={"page": 3}).text
+    assert "No reports on page 3" in past and 'href="?">Back to the newest' in past
+    assert client.get(tab, params={"page": 0}).status_code == 422
