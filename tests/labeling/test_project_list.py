@@ -126,3 +126,19 @@ def test_a_retired_labeler_is_told_so_and_gets_no_task_where_nothing_is_checked(
     row = _row(client, project)
     assert "No tasks for you" in row and "retired you" in row and "Start labeling" not in row
     assert held is not None
+
+
+def test_a_task_in_hand_in_a_paused_project_says_the_project_is_paused(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # "Continue labeling" came first and alone: nothing said that no task follows the one in hand.
+    project = make_project(session_factory)
+    add_solutions(session_factory, project, 2)
+    make_user(session_factory, "lena", Role.labeler)
+    make_user(session_factory, "boss", Role.manager)
+    assert _next(client, project, api_headers(client, "lena"))["task"] is not None
+    paused = client.patch(f"/api/v1/projects/{project.id}", headers=api_headers(client, "boss"), json={"paused": True})
+    assert paused.status_code == 200
+    browser_login(client, "lena")
+    row = _row(client, project)
+    assert "Continue labeling" in row and '<span class="badge warn">paused</span>' in row
+    assert "A manager has paused labeling in this project" in row
+    assert "You can still finish the task you hold." in row

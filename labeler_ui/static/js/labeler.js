@@ -14,6 +14,7 @@ import { ShortcutSetting } from "./shortcut_setting.js";
 import { spokenText } from "./spoken.js";
 import { watchFootClearance } from "./foot_clearance.js";
 import { ActiveTimer, ServerClock, formatDuration } from "./timers.js";
+import { TOUCH_ONLY } from "./touch.js";
 
 const config = JSON.parse(document.getElementById("labeler-config").textContent);
 // How the API's 403 for a user whose password an admin chose begins (app.deps.PASSWORD_NOT_CHOSEN).
@@ -28,7 +29,7 @@ const RATING_TEXT = { [GOOD]: "+1", [OKAY]: "0", [BAD]: "−1" };
 const LEASE_WARN_MS = 5 * 60 * 1000;
 const EMPTY_RECHECK_MS = 30000;
 // A touch screen has no Enter key to name (the stylesheet hides the key hints by the same query).
-const SUBMIT_HINT = matchMedia("(hover: none) and (pointer: coarse)").matches ? "Tap Submit." : "Press Enter to submit.";
+const SUBMIT_HINT = TOUCH_ONLY ? "Tap Submit." : "Press Enter to submit.";
 // A short screen (a laptop at 200% zoom is 640x360) has little room beside a notice: "Saved.",
 // shown after every submit, goes sooner there, or a fast labeler would never be without it.
 const SHORT_SCREEN = matchMedia("(max-height: 500px)");
@@ -72,8 +73,8 @@ let unsentSteps = {};
 let missedSync = false;
 
 const isPhase1 = () => state instanceof Phase1State;
-// A single key named in a sentence, while single keys act.
-const keyHint = (keys) => (shortcuts.on ? ` (${keys})` : "");
+// A single key named in a sentence, while single keys act and there is a keyboard to press them.
+const keyHint = (keys) => (shortcuts.on && !TOUCH_ONLY ? ` (${keys})` : "");
 
 // ---- views and notices ----------------------------------------------------------------------
 
@@ -349,10 +350,14 @@ function phase1Status(complete) {
     const { step, alt } = waiting;
     const ratings = state.ratings[step];
     const left = ratings.filter((r) => r === null).length;
-    const then = state.continues(step) ? "." : `, then continue with a good one (Enter) or write your own${keyHint("W")}.`;
+    const then = state.continues(step) ? "."
+      : TOUCH_ONLY ? ", then tap Continue on a good one or Write your own step."
+      : `, then continue with a good one (Enter) or write your own${keyHint("W")}.`;
     return `Step ${step + 1}: rate alternative ${phase1View.letter(alt)} (${left} of ${ratings.length} left)${then}`;
   }
-  return `Step ${Math.min(state.reach(), state.n - 1) + 1}: continue with a good alternative (Enter), or write your own step${keyHint("W")}.`;
+  const next = Math.min(state.reach(), state.n - 1) + 1;
+  if (TOUCH_ONLY) return `Step ${next}: tap Continue on a good alternative, or Write your own step.`;
+  return `Step ${next}: continue with a good alternative (Enter), or write your own step${keyHint("W")}.`;
 }
 
 function unratedNotice(i) {
@@ -818,7 +823,8 @@ async function skip() {
   if (busy || !task || correction) return;
   if (state.ratedCount() > 0 && !skipAsked) {
     skipAsked = true;
-    const again = shortcuts.on ? "Press S again" : "Choose Skip again";
+    // A phone has no S key to press: the button is what it has.
+    const again = TOUCH_ONLY ? "Tap Skip again" : shortcuts.on ? "Press S again" : "Choose Skip again";
     notify("warning", `Skipping drops the ratings you gave this solution. ${again} to skip it; anything else keeps them.`);
     return;
   }

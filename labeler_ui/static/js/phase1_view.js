@@ -3,6 +3,7 @@
 
 import { showsNothing } from "./blank.js";
 import { renderStepText } from "./math.js";
+import { TOUCH_ONLY } from "./touch.js";
 
 const RATING_CLASS = { 1: "good", 0: "okay", [-1]: "bad" };
 const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -124,8 +125,15 @@ function renderOwn(state, row, i, busy, editing) {
 
 function stepNote(state, i) {
   if (i !== state.reach()) return "";
-  if (state.endsInError()) return "No alternative is good: write your own step (W), or submit: the solution ends here.";
-  if (state.fullyRated(i)) return "Continue with a good alternative (Enter), or write your own step (W).";
+  // On a touch screen the buttons are named, not keys it has not got.
+  if (state.endsInError()) {
+    return TOUCH_ONLY ? "No alternative is good: tap Write your own step, or Submit: the solution ends here."
+      : "No alternative is good: write your own step (W), or submit: the solution ends here.";
+  }
+  if (state.fullyRated(i)) {
+    return TOUCH_ONLY ? "Tap Continue on a good alternative, or Write your own step."
+      : "Continue with a good alternative (Enter), or write your own step (W).";
+  }
   return "";
 }
 
