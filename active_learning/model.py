@@ -244,4 +244,24 @@ def load_checkpoint(directory: str | Path, device: str = "cpu"):
     if STEP_MARKER not in tokenizer.get_vocab():
         raise ValueError(f"{directory}'s tokenizer has no step marker {STEP_MARKER!r}: it is not a PRM checkpoint")
     model.config.use_cache = False  # as in load_base; older checkpoints have it on
-    return model.to(device).eval(), tokenizer, meta
+    return _in_process_memory(model.to(device)).eval(), tokenizer, meta
+
+
+def _in_process_memory(model):
+    """The model with every CPU tensor copied out of the checkpoint's file.
+
+    On the CPU, transformers and safetensors load zero-copy: the tensors are pages of
+    model.safetensors mapped into memory. A model kept loaded (the API's scoring cache, a round's
+    stages) would then read the file on each forward pass, and a file truncated or overwritten in
+    place since (a `cp` over it) is a SIGBUS that kills the process without a log line. Tensors on
+    a GPU were already copied there by `.to(device)`, so only the CPU's are cloned."""
+    with torch.no_grad():
+        # `.data` replaced on the Parameter itself, so weights tied to each other stay one object.
+        for parameter in model.parameters():
+            if parameter.device.type == "cpu":
+                parameter.data = parameter.data.clone()
+        for module in model.modules():
+            for name, buffer in module._buffers.items():
+                if buffer is not None and buffer.device.type == "cpu":
+                    module._buffers[name] = buffer.clone()
+    return model

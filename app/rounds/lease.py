@@ -120,13 +120,20 @@ def finish(session: Session, round_id: int, owner: str, stage: RoundStage, messa
     )
 
 
-def fail(session: Session, round_id: int, owner: str, message: str) -> None:
+def fail(session: Session, round_id: int, owner: str, message: str, error: str | None = None) -> None:
+    """Fails the round for good, with no retry. `error` is given when an attempt failed on one
+    (a base no attempt can load, training that diverged): it is kept and counted as
+    give_up_or_retry keeps and counts one, so that the API's `error` and `failures` agree with the
+    message. A round whose workers kept dying failed on none, and is given none."""
     now = utcnow()
-    report(session, round_id, owner, status=RoundStatus.failed, message=message, finished_at=now,
-           eta_at=None, lease_owner=None, lease_expires_at=None)
+    on_error = {} if error is None else {"error": _clip(error, ERROR_CHARS), "failures": Round.failures + 1,
+                                         "retry_at": None}
+    report(session, round_id, owner, status=RoundStatus.failed, message=_clip(message, MESSAGE_CHARS),
+           finished_at=now, eta_at=None, lease_owner=None, lease_expires_at=None, **on_error)
 
 
 MESSAGE_CHARS = 500  # Round.message's column
+ERROR_CHARS = 4000  # kept of an error: Round.error is text, but a page shows it whole
 
 
 def _clip(text: str, limit: int) -> str:
@@ -159,7 +166,7 @@ def give_up_or_retry(
         if round_ is None or round_.status != RoundStatus.running:
             return None
         now = utcnow()
-        round_.error = _clip(error, 4000)
+        round_.error = _clip(error, ERROR_CHARS)
         round_.lease_owner = None
         round_.lease_expires_at = None
         round_.updated_at = now

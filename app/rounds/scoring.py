@@ -28,16 +28,43 @@ from app.rounds.schemas import CandidateScore, ScoreRequest, ScoreResponse
 logger = logging.getLogger(__name__)
 
 LOADED_MODELS = 2
-_loaded: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+# path -> (the checkpoint's files as they were when loaded, model, tokenizer)
+_loaded: OrderedDict[str, tuple[tuple, Any, Any]] = OrderedDict()
 _lock = threading.Lock()
 
 
+def _files(path: str) -> tuple:
+    """What tells one checkpoint from another written to the same directory: each file's size,
+    modification time and inode. A `cp` over the weights keeps the inode but not the time; a
+    round rewritten by `save_pretrained` makes new files."""
+    stats = []
+    try:
+        files = sorted(Path(path).iterdir())
+    except OSError:  # the directory gone since it was looked at: loading it says so
+        return ()
+    for file in files:
+        try:
+            stat = file.stat()
+        except FileNotFoundError:  # removed while listed: the next request sees it gone
+            continue
+        stats.append((file.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(stats)
+
+
 def _model(path: str, device: str) -> tuple[Any, Any]:
+    # The cached model holds its weights in this process's memory (load_checkpoint copies them out
+    # of the file), so a changed file cannot crash it; it would only answer for a checkpoint that
+    # is no longer there. So a changed checkpoint is loaded again, or refused as it is now.
+    files = _files(path)
     if path in _loaded:
-        _loaded.move_to_end(path)
-        return _loaded[path]
+        loaded_files, model, tokenizer = _loaded[path]
+        if loaded_files == files:
+            _loaded.move_to_end(path)
+            return model, tokenizer
+        del _loaded[path]
+        logger.info("checkpoint %s changed since it was loaded: loading it again", path)
     model, tokenizer, _ = load_checkpoint(path, device)
-    _loaded[path] = (model, tokenizer)
+    _loaded[path] = (files, model, tokenizer)
     while len(_loaded) > LOADED_MODELS:
         _loaded.popitem(last=False)
     return model, tokenizer

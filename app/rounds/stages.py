@@ -94,9 +94,10 @@ def run_round(
         # Another attempt with the same settings diverges, or finds the base as it is, the same
         # way: fail now and say why.
         log.warning("round id %s: %s", round_id, hopeless)
-        why = f"the base model cannot be used: {hopeless}" if isinstance(hopeless, BaseUnusable) else hopeless
+        why = f"the base model cannot be used: {hopeless}" if isinstance(hopeless, BaseUnusable) else str(hopeless)
         with session_scope(factory) as session:
-            lease.fail(session, round_id, owner, f"failed: {why}")
+            # The error is the message's own words, so a round's page quotes it once, not twice.
+            lease.fail(session, round_id, owner, f"failed: {why}", error=why)
         return RoundStatus.failed
     except Exception as exc:
         if isinstance(exc, BaseOutOfReach):

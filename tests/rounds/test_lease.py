@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from app.rounds import lease
 from app.rounds.run import RoundRun
 from app.rounds.service import cancel_round, start_round
 from app.rounds.stages import run_round
-from tests.conftest import make_project
+from tests.conftest import api_headers, make_project
 
 
 @pytest.fixture
@@ -144,6 +146,8 @@ def test_a_round_whose_workers_keep_dying_is_failed(session_factory, round_id, w
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert round_.status == RoundStatus.failed and "died 20 times" in round_.message
+        # Killed, not failed on an error: none counted, none made up.
+        assert (round_.error, round_.failures) == (None, 0)
 
 
 def test_a_round_whose_training_diverges_fails_at_once_and_says_why(  # type: ignore[no-untyped-def]
@@ -166,6 +170,27 @@ def test_a_round_whose_training_diverges_fails_at_once_and_says_why(  # type: ig
         round_ = session.get(Round, round_id)
         assert round_.status == RoundStatus.failed and round_.attempts == 1
         assert round_.message == "failed: training diverged by step 40 (mean loss nan) with peak learning rate 0.5"
+        assert (round_.error, round_.failures) == (round_.message.removeprefix("failed: "), 1)
+
+
+def test_a_round_failed_for_good_shows_its_reason_once_and_its_api_counts_it(  # type: ignore[no-untyped-def]
+    client, session_factory, round_id
+) -> None:
+    from tests.conftest import browser_login, make_user
+
+    why = "the base model cannot be used: HF_HUB_OFFLINE is set and org/model is not in this machine's cache"
+    assert claim(session_factory, round_id, "w")
+    with session_scope(session_factory) as session:
+        lease.fail(session, round_id, "w", f"failed: {why}", error=why)
+        project_id = session.get(Round, round_id).project_id
+    make_user(session_factory, "rita", "researcher")
+    answer = client.get(f"/api/v1/rounds/{round_id}", headers=api_headers(client, "rita")).json()
+    assert (answer["status"], answer["error"], answer["failures"], answer["attempts"]) == ("failed", why, 1, 1)
+    browser_login(client, "rita")
+    # The message quotes the error whole: each page says it once, with no "error" box repeating it.
+    for page in (f"/research/rounds/{round_id}", f"/research/projects/{project_id}"):
+        text = client.get(page).text
+        assert text.count("HF_HUB_OFFLINE is set and org/model") == 1, page
 
 
 def test_a_rounds_eta_follows_its_stages_pace_and_its_own_attempts(worker_settings) -> None:  # type: ignore[no-untyped-def]
@@ -250,25 +275,56 @@ def test_a_round_cancelled_as_its_training_ends_leaves_no_checkpoint(  # type: i
         assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0
 
 
-def test_a_round_on_a_base_no_attempt_can_load_fails_at_once(session_factory, worker_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def _bad_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, Callable[[], object]]:
+    # A model directory whose tokenizer file is damaged: every attempt reads it the same.
+    from active_learning.model import load_base, save_checkpoint
+
+    base = tmp_path / "backbone"
+    save_checkpoint(*load_base("tiny"), base, {})
+    (base / "tokenizer.json").write_text("not a tokenizer")
+    return str(base), f"cannot load the tokenizer of {base}", lambda: None
+
+
+def _deleted_after_queueing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, Callable[[], object]]:
+    # A whole model directory when the round was asked for, gone when a worker takes it.
+    from active_learning.model import load_base, save_checkpoint
+
+    base = tmp_path / "backbone"
+    save_checkpoint(*load_base("tiny"), base, {})
+    return str(base), f"{base} is not a model directory here", lambda: shutil.rmtree(base)
+
+
+def _hub_id_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, Callable[[], object]]:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    name = "stepwise-tests/no-such-model"
+    return name, f"HF_HUB_OFFLINE is set and {name} is not in this machine's cache", lambda: None
+
+
+@pytest.mark.parametrize("unusable", [_bad_tokenizer, _deleted_after_queueing, _hub_id_offline])
+def test_a_round_on_a_base_no_attempt_can_load_fails_at_once(  # type: ignore[no-untyped-def]
+    session_factory, worker_settings, tmp_path, monkeypatch, unusable
+) -> None:
     from app.models import RoundSettings
+    from app.rounds.schemas import RoundRead
     from tests.rounds.conftest import synthetic_project
 
-    # Accepted by an API process that has no such directory, as beside GPU workers; on the worker
-    # it holds weights' config but no tokenizer.
-    base = tmp_path / "backbone"
-    base.mkdir()
-    (base / "config.json").write_text("{}")
-    project = synthetic_project(session_factory, "no-tokenizer")
+    base, why, after_queueing = unusable(tmp_path, monkeypatch)
+    project = synthetic_project(session_factory, "unusable-base")
     with session_scope(session_factory) as session:
-        session.get(RoundSettings, project.id).base_model = str(base)
+        session.get(RoundSettings, project.id).base_model = base
         round_id = start_round(session, session.get(Project, project.id)).id
+    after_queueing()
     assert run_round(session_factory, round_id, "w", worker_settings) == RoundStatus.failed
     with session_scope(session_factory) as session:
         round_ = session.get(Round, round_id)
         assert (round_.status, round_.attempts, round_.stage) == (RoundStatus.failed, 1, RoundStage.train)
-        assert round_.message == (f"failed: the base model cannot be used: {base} has no tokenizer files (one of "
-                                  "tokenizer.json, tokenizer.model, vocab.json, vocab.txt, spiece.model, "
-                                  "sentencepiece.bpe.model); save the tokenizer beside the model "
-                                  "(tokenizer.save_pretrained)")
+        assert round_.message.startswith(f"failed: the base model cannot be used: {why}")
+        # What the API answers: the failed attempt counted and its error kept, as a round that
+        # failed on any other error has them; the message quotes the error, so pages show it once.
+        read = RoundRead.model_validate(round_)
+        assert read.error is not None and read.error.startswith(f"the base model cannot be used: {why}")
+        assert read.message == f"failed: {read.error}"
+        assert (read.failures, read.retry_at) == (1, None)
         assert session.scalar(select(func.count()).select_from(ModelVersion)) == 0

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -18,6 +22,7 @@ from app.db import session_scope
 from app.main import create_app
 from app.models import ModelVersion
 from tests.conftest import PASSWORD, api_headers, make_project, make_user
+from tests.rounds.conftest import untrained_checkpoint
 
 PROBLEM = "Start with 10. Subtract 2, then multiply by 3."
 # A bound on waits for what should come at once; reached only when it does not.
@@ -190,3 +195,74 @@ def test_a_burst_past_the_scoring_queue_is_told_to_retry(  # type: ignore[no-unt
         # Its turn given back, the next one is scored.
         assert client.post(url, headers=headers, json=body).status_code == 200
     app.state.engine.dispose()
+
+
+# Run apart: on a model still mapped from its file, the truncation below is a SIGBUS, which would
+# end the test run itself rather than fail this test.
+CUT_SHORT_AFTER_LOADING = """
+import json, os, sys
+from active_learning.data import Solution
+from active_learning.score import score_solutions
+from app.rounds import scoring
+
+path, problem, candidates = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+solutions = [Solution("p", problem, steps) for steps in candidates]
+model, tokenizer = scoring._model(path, "cpu")
+before = [s.step_scores for s in score_solutions(model, tokenizer, solutions, max_length=1024)]
+os.truncate(os.path.join(path, "model.safetensors"), 100)
+after = [s.step_scores for s in score_solutions(model, tokenizer, solutions, max_length=1024)]
+print(json.dumps({"before": before, "after": after}))
+"""
+
+
+def test_a_cached_model_reads_nothing_from_its_file_after_loading(checkpoint: Path, tmp_path: Path) -> None:
+    copy = shutil.copytree(checkpoint, tmp_path / "prm")
+    done = subprocess.run([sys.executable, "-c", CUT_SHORT_AFTER_LOADING, str(copy), PROBLEM, json.dumps(CANDIDATES)],
+                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    scores = json.loads(done.stdout.splitlines()[-1])
+    assert scores["after"] == scores["before"]
+
+
+def test_a_changed_checkpoint_is_loaded_again_or_refused(  # type: ignore[no-untyped-def]
+    client, session_factory, checkpoint: Path, tmp_path: Path, caplog
+) -> None:
+    served = shutil.copytree(checkpoint, tmp_path / "served")
+    other = untrained_checkpoint(tmp_path / "other", seed=1)
+    version_id = _version(session_factory, served)
+    make_user(session_factory, "rita", "researcher")
+    headers = api_headers(client, "rita")
+    url = f"/api/v1/model-versions/{version_id}/score"
+    body = {"problem": PROBLEM, "solutions": [{"steps": s} for s in CANDIDATES]}
+
+    def scores() -> list[float]:
+        response = client.post(url, headers=headers, json=body)
+        assert response.status_code == 200, response.text
+        return [step for s in response.json()["solutions"] for step in s["step_scores"]]
+
+    def expected(path: Path) -> list[float]:
+        model, tokenizer, _ = load_checkpoint(path)
+        solutions = [Solution("p", PROBLEM, steps) for steps in CANDIDATES]
+        return [step for s in score_solutions(model, tokenizer, solutions, max_length=1024) for step in s.step_scores]
+
+    first, second = expected(checkpoint), expected(other)
+    assert first != pytest.approx(second, abs=1e-5)  # else the test could not tell them apart
+    assert scores() == pytest.approx(first, abs=1e-5)
+    weights = served / "model.safetensors"
+    # Another model's weights renamed into place (a new file, as a rewrite makes): that model answers.
+    shutil.copyfile(other / "model.safetensors", tmp_path / "incoming")
+    os.replace(tmp_path / "incoming", weights)
+    assert scores() == pytest.approx(second, abs=1e-5)
+    # Copied over the file in place (the same inode, a new modification time): the first again.
+    shutil.copyfile(checkpoint / "model.safetensors", weights)
+    assert scores() == pytest.approx(first, abs=1e-5)
+    # Replaced by a damaged file: refused as one damaged before any load is, not served from memory.
+    (tmp_path / "incoming").write_bytes((checkpoint / "model.safetensors").read_bytes()[:100])
+    os.replace(tmp_path / "incoming", weights)
+    refused = client.post(url, headers=headers, json=body)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["detail"] == f"model version {version_id}'s checkpoint cannot be loaded; the server log says why"
+    assert any("cannot load the checkpoint" in r.getMessage() and str(served) in r.getMessage() for r in caplog.records)
+    # Mended, it is served again.
+    shutil.copyfile(checkpoint / "model.safetensors", weights)
+    assert scores() == pytest.approx(first, abs=1e-5)
