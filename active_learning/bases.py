@@ -65,9 +65,25 @@ def refuse_without_tokenizer_files(directory: str | Path) -> None:
 
 
 def check_base_directory(directory: str | Path) -> None:
+    """What a local base directory lacks, for the one training from it (`prm train`, a worker):
+    they see this disk. An API caller typing a name gets only not_a_model_directory."""
     if not os.path.isfile(os.path.join(directory, "config.json")):
         raise BaseUnusable(f"{directory} has no config.json: it is not a model saved with save_pretrained")
     refuse_without_tokenizer_files(directory)
+
+
+def is_model_directory(directory: str | Path) -> bool:
+    """A model saved with save_pretrained, with one of its tokenizer's files beside it."""
+    return os.path.isfile(os.path.join(directory, "config.json")) and any(
+        os.path.exists(os.path.join(directory, name)) for name in TOKENIZER_FILES)
+
+
+def not_a_model_directory(base: str) -> BaseUnusable:
+    """One answer for every path that names no model: a researcher who was told "there is no
+    directory", "is a file" or "has no config.json" apart learnt which of the server's paths exist
+    and what they hold, one request a path."""
+    return BaseUnusable(f"{base} is not a model directory here: give the full path of a directory holding a "
+                        "model saved with save_pretrained (config.json) and its tokenizer (tokenizer.save_pretrained)")
 
 
 def check_base_name(base: str, *, directories_here: bool) -> None:
@@ -83,12 +99,12 @@ def check_base_name(base: str, *, directories_here: bool) -> None:
     if base.startswith("~"):
         raise BaseUnusable(f"{base}: give the directory's full path (~ is not expanded)")
     if directories_here and os.path.isdir(base):
-        check_base_directory(base)
+        if not is_model_directory(base):
+            raise not_a_model_directory(base)
         return
     if names_a_path(base):
         if directories_here:
-            raise BaseUnusable(f"{base} is a file, not a model directory" if os.path.exists(base)
-                               else f"there is no directory {base}")
+            raise not_a_model_directory(base)
         # Looking here would tell a caller which of this machine's paths exist, and nothing of
         # what the workers will find.
         return

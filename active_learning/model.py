@@ -16,6 +16,7 @@ from active_learning.bases import (
     PRESETS,
     BaseUnusable,
     Preset,
+    check_base_directory,
     check_base_name,
     files_only_here,
     is_preset,
@@ -82,6 +83,8 @@ def load_base(base: str, dtype: torch.dtype = torch.float32, attn: str = "sdpa")
     unless `base` is already a Stepwise checkpoint. A base whose tokenizer is missing or reads
     nothing is refused before its weights are loaded: BaseUnusable, unless a hub download failed,
     which may work on another try (ValueError)."""
+    if os.path.isdir(base):
+        check_base_directory(base)
     check_base_name(base, directories_here=True)
     if is_preset(base):
         return _from_preset(PRESETS[base], dtype, attn)

@@ -62,6 +62,7 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
+API_PREFIX = "/api/v1"
 
 
 logger = logging.getLogger(__name__)
@@ -151,11 +152,20 @@ class SecurityHeaders(HttpMiddleware):
     )
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The API answers one caller with what their token may read (their labels, an export,
+        # their account): a shared proxy or the browser's disk cache must not keep a copy for the
+        # next person. Not the schema, which is the same for everyone and holds nobody's data. A
+        # route that may be cached says so itself (a figure's drawing); an ETag still serves
+        # If-Match.
+        path = scope["path"]
+        api = (path == API_PREFIX or path.startswith(f"{API_PREFIX}/")) and path != api_docs.OPENAPI_PATH
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 given = {name.lower(): value for name, value in message.get("headers", ())}
                 missing = [(n, v) for n, v in self.headers if n not in given]
-                if given.get(b"content-type", b"").startswith(b"text/html") and b"cache-control" not in given:
+                html = given.get(b"content-type", b"").startswith(b"text/html")
+                if (html or api) and b"cache-control" not in given:
                     # A page holds one person's state (a task under lease, a label that may have
                     # been corrected since): Back shows it fetched anew, not a copy whose forms
                     # would only fail on submit.

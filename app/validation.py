@@ -10,6 +10,22 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
+# Bidirectional embeddings, overrides and isolates ("Trojan Source"): the text after one reads
+# reversed or reordered on every page, while what is stored, exported and trained on is not.
+# Right-to-left text needs none of them; the marks U+200E and U+200F stay allowed.
+BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+BIDI_REFUSED = ("text contains a bidirectional override, embedding or isolate character (U+202A to U+202E, "
+                "U+2066 to U+2069), which shows the text after it in another order than it is stored")
+
+
+def refuse_bidi_controls(value: object) -> object:
+    """A field validator: the imports refuse these characters in what labelers grade, and a
+    project's description and guidelines are read by the same labelers."""
+    if isinstance(value, str) and BIDI_CONTROL.search(value):
+        raise ValueError(f"{BIDI_REFUSED}: a labeler would read what is not there. Remove it")
+    return value
+
+
 # The validation context of a browser form's or the command line's values, which come as text:
 # "3" is a number there. A JSON body says what it means, and "3" for a number is a client's bug.
 AS_TEXT = {"as_text": True}

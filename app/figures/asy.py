@@ -6,9 +6,10 @@ import hashlib
 import re
 
 ASY_BLOCK = re.compile(r"\[asy\](.*?)\[/asy\]", re.DOTALL)
-# Part of every cache key: a change to how figures are drawn (scale, sanitiser) is a new key,
-# so that stale drawings are never served.
-DRAWING_VERSION = "asy-svg-3"
+# Part of every cache key: a change to how figures are drawn (scale, sanitiser, what a figure may
+# read) is a new key, so that stale drawings are never served: 4 drops any that a figure drew from
+# a server file before app.figures.guard.
+DRAWING_VERSION = "asy-svg-4"
 
 
 def asy_sources(text: str) -> list[str]:

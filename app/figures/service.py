@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.errors import NotFound
 from app.figures.asy import asy_sources, figure_key
+from app.figures.guard import refusal
 from app.figures.svg import UnsafeSvg, sanitize_svg
 from app.models import Problem
 from app.projects.access import may_label
@@ -33,6 +34,23 @@ SCREEN_SCALE = 1.5
 MAX_SVG_BYTES = 2_000_000
 MAX_FILE_BYTES = 64 * 2**20
 MAX_MEMORY_BYTES = 2 * 2**30
+# Labels are TeX, and dvisvgm runs their PostScript specials in a Ghostscript it never puts in
+# SAFER mode: `label("\special{ps: (/etc/passwd) (r) file …}")` drew any file the server may read.
+# So dvisvgm runs with --no-specials=ps. Asymptote itself uses them only to turn and scale labels
+# (\ASYalignT) and to colour them (`ps:… setrgbcolor`); LABEL_TEX says the same with dvisvgm's raw
+# SVG and colour specials, which read no file, so that such labels are drawn as before. (\relax
+# ends the number in Asymptote's `\catcode`\#=11` before the special's text is read, with # as
+# a letter.)
+LABEL_TEX = r"""\makeatletter
+\AtBeginDocument{%
+\long\def\ASYalignT(#1,#2)(#3,#4)#5#6{\ASYaligned(#1,#2)(#3,#4){\special{dvisvgm:raw <g transform='translate({?x} {?y}) matrix(#5 0 0) translate(-{?x} -{?y})'>}}{\special{dvisvgm:raw </g>}}{#6}}%
+\let\ASY@special\special
+\def\special{\relax\ASY@colour}%
+\def\ASY@colour#1{\in@{setrgbcolor}{#1}\ifin@\ASY@rgb#1\ASY@end\else\in@{setgray}{#1}\ifin@\ASY@gray#1\ASY@end\else\in@{setcmykcolor}{#1}\ifin@\ASY@cmyk#1\ASY@end\else\ASY@special{#1}\fi\fi\fi}%
+\def\ASY@rgb ps:#1 setrgbcolor\ASY@end{\ASY@special{color rgb #1}}%
+\def\ASY@gray ps:#1 setgray\ASY@end{\ASY@special{color gray #1}}%
+\def\ASY@cmyk ps:#1 setcmykcolor\ASY@end{\ASY@special{color cmyk #1}}%
+}\makeatother"""
 # MATH's figures come from AoPS, whose renderer imports modules before each figure: graph (Circle,
 # Arc, axes) and math (extension, intersection helpers), which Asymptote ships, and AoPS's own
 # olympiad, for which Stepwise ships a stand-in of the helpers MATH's figures call (modules/; with
@@ -40,10 +58,13 @@ MAX_MEMORY_BYTES = 2 * 2**30
 # A figure that sets no size would be drawn at one PostScript point a unit: MATH's triangles of
 # sides 2 to 10 came out a few points across under full-size labels (18 of the demo's 42). A
 # default width keeps them legible; a figure's own size() or unitsize() still wins.
-PREAMBLE = "import graph;\nimport math;\nimport olympiad;\nsize(180);\n"
+PREAMBLE = f'import graph;\nimport math;\nimport olympiad;\nsize(180);\ntexpreamble("{LABEL_TEX}");\n'
 # Copied beside each figure: -noglobalread lets a figure read nothing outside its own directory.
 MODULES = Path(__file__).parent / "modules"
 ASY_MESSAGE = re.compile(r"figure\.asy: (\d+)\.\d+: (.*)")
+# Any absolute, home or parent path in what Asymptote, TeX or dvisvgm said: a labeler is told why
+# the figure failed, not which files the server has.
+SERVER_PATH = re.compile(r"""(?:^|(?<=[\s'"`(=:]))(?:~|\.\.)?/[^\s'"`):]*""")
 _drawing = threading.BoundedSemaphore(1)
 
 
@@ -94,6 +115,9 @@ def cached(settings: Settings, key: str) -> Figure | None:
 
 def draw(settings: Settings, source: str) -> Figure:
     """The figure from the cache, or drawn now (bounded by the timeout) and cached."""
+    refused = refusal(source)
+    if refused is not None:
+        return Figure(svg=None, error=refused)
     key = figure_key(source)
     known = cached(settings, key)
     if known is not None:
@@ -155,8 +179,9 @@ def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
         # manager's import could read any file the server may, and draw it for every labeler
         # (`input("/proc/self/environ")`). -render 0 draws 3D scenes as vectors instead of through
         # OpenGL. Its own session, so that a timeout kills the latex and dvisvgm it started too.
-        command = [*_limits(), asy, "-safe", "-noglobalread", "-noV", "-render", "0", "-f", "svg", "-o", "figure",
-                   "figure.asy"]
+        # None of these flags stops `import "/etc/passwd"`: guard.refusal does, before this runs.
+        command = [*_limits(), asy, "-safe", "-noglobalread", "-noV", "-render", "0",
+                   "-dvisvgmOptions", "--no-specials=ps", "-f", "svg", "-o", "figure", "figure.asy"]
         log_path = Path(work, "asy.log")
         with log_path.open("wb") as log:
             process = subprocess.Popen(
@@ -172,7 +197,7 @@ def _run_asymptote(asy: str, source: str, timeout_s: float) -> Figure:
         drawing = Path(work, "figure.svg")
         if process.returncode != 0 or not drawing.exists():
             with log_path.open("rb") as log:
-                output = log.read(64_000).decode(errors="replace")
+                output = log.read(64_000).decode(errors="replace").replace(f"{work}/", "")
             return Figure(svg=None, error=f"Asymptote failed: {_first_error(output)}")
         if drawing.stat().st_size > MAX_SVG_BYTES:
             return Figure(svg=None, error="the drawing is too large")
@@ -187,7 +212,10 @@ def _figure_environment(work: str) -> dict[str, str]:
     the system's programs and files, and nothing that names a database or holds a secret."""
     kept = {name: value for name, value in os.environ.items()
             if name in ("PATH", "LANG", "LC_ALL") or name.startswith(("TEX", "ASYMPTOTE_"))}
-    return {**kept, "HOME": work}
+    # TeX Live lets LaTeX read any file (openin_any = a): a label's \input{/etc/passwd} was
+    # typeset into the drawing. Paranoid mode reads only below the figure's directory and TeX's
+    # own trees, and no shell escape runs at all.
+    return {**kept, "HOME": work, "openin_any": "p", "openout_any": "p", "shell_escape": "f"}
 
 
 def _limits() -> list[str]:
@@ -200,15 +228,16 @@ def _limits() -> list[str]:
 
 def _first_error(output: str) -> str:
     """The line that says why: Asymptote echoes the failing code first and ends with "could not
-    load module"."""
+    load module". Paths in it are left out but for the figure's own file, named relative to its
+    directory."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     for line in lines:
         located = ASY_MESSAGE.match(line)
         if located:
             line_in_figure = int(located.group(1)) - PREAMBLE.count("\n")
-            return f"line {line_in_figure}: {located.group(2)}"[:300]
+            return SERVER_PATH.sub("…", f"line {line_in_figure}: {located.group(2)}")[:300]
     reasons = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
-    return reasons[0][:300]
+    return SERVER_PATH.sub("…", reasons[0])[:300]
 
 
 def _store(settings: Settings, key: str, figure: Figure) -> None:

@@ -5,10 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 
 from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
-from app.errors import error_responses
+from app.errors import BadInput, error_responses
 from app.imports import removal, service
 from app.imports.candidates import MAX_SEPARATOR_LENGTH
 from app.imports.schemas import ImportBatchRead, ImportRemoval, ImportResult
+from app.imports.upload_form import ONE_FILE, FileParts
 from app.models import ImportFormat
 from app.projects.service import get_project
 
@@ -42,6 +43,7 @@ def import_upload(
     response: Response,
     user: ManagerApiUser,
     session: SessionDep,
+    file_parts: FileParts,
     file: Annotated[UploadFile, File(description="JSONL, one record a line")],
     fmt: Annotated[ImportFormat, Form(alias="format", description="prm800k, math or solutions")],
     separator: Annotated[
@@ -51,6 +53,8 @@ def import_upload(
 ) -> ImportResult:
     """Import a file: all of it, or nothing if any line is bad."""
     project = get_project(session, project_id)
+    if file_parts > 1:
+        raise BadInput(ONE_FILE.format(count=file_parts), field="file")
     service.check_upload_size(file.size, request.app.state.settings.max_upload_mb)
     result = service.import_file(
         session,

@@ -13,6 +13,7 @@ from app.forms import PageId
 from app.imports.candidates import MAX_SEPARATOR_LENGTH
 from app.imports.schemas import ImportResult
 from app.imports.service import UploadTooLarge, check_upload_size, import_file
+from app.imports.upload_form import ONE_FILE, FileParts
 from app.models import ImportFormat, Project
 from app.projects.service import get_project
 from app.templating import render
@@ -34,12 +35,15 @@ def import_upload(
     project_id: PageId,
     user: ManagerPageUser,
     session: SessionDep,
+    file_parts: FileParts,
     file: Annotated[UploadFile | None, File()] = None,
     fmt: Annotated[str, Form(alias="format", max_length=50)] = "",
     separator: Annotated[str, Form(max_length=MAX_SEPARATOR_LENGTH)] = "",
 ) -> Response:
     project = get_project(session, project_id)
     values = {"format": fmt, "separator": separator}
+    if file_parts > 1:
+        return _import_form(request, project, values, {"message": ONE_FILE.format(count=file_parts)}, 422)
     if file is None or not file.filename:
         return _import_form(request, project, values, {"message": "choose a file to upload"}, 422)
     try:

@@ -17,6 +17,7 @@ import orjson
 
 from app.imports.fields import Invalid, type_name, where
 from app.imports.json_guard import check_depth, field_at
+from app.validation import BIDI_CONTROL, BIDI_REFUSED
 
 MAX_LINE_BYTES = 10 * 1024 * 1024
 _BLOCK = 1024 * 1024
@@ -116,10 +117,8 @@ def json_object(raw: bytes) -> dict[str, Any]:
     # PostgreSQL text cannot hold NUL; the escaped form is the only way one gets this far.
     if b"\\u0000" in raw and (field := _field_holding(value, "", _NUL)) is not None:
         raise Invalid(field or None, "text contains a NUL character (\\u0000)")
-    if _BIDI_BYTES.search(raw) and (field := _field_holding(value, "", _BIDI_CONTROL)) is not None:
-        raise Invalid(field or None, "text contains a bidirectional override, embedding or isolate character "
-                      "(U+202A to U+202E, U+2066 to U+2069), which shows the text after it in another order "
-                      "than it is stored: a labeler would grade what is not there. Remove it")
+    if _BIDI_BYTES.search(raw) and (field := _field_holding(value, "", BIDI_CONTROL)) is not None:
+        raise Invalid(field or None, f"{BIDI_REFUSED}: a labeler would grade what is not there. Remove it")
     return value
 
 
@@ -137,10 +136,8 @@ def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> Invalid:
 
 
 _NUL = re.compile("\x00")
-# Bidirectional embeddings, overrides and isolates ("Trojan Source"): the line after one reads
-# reversed or reordered on every page, while what is stored, exported and trained on is not.
-# Right-to-left text needs none of them; the marks U+200E and U+200F stay allowed.
-_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# BIDI_CONTROL's characters as a line's bytes hold them, raw or escaped: most lines hold none, and
+# are not walked field by field.
 _BIDI_BYTES = re.compile(rb"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]|\\u20(?:2[a-eA-E]|6[6-9])")
 
 

@@ -10,6 +10,8 @@ from app.models import FinishReason, LabelingMode
 from app.validation import ScalarsAsWritten
 
 STARTED_AT_SKEW = timedelta(minutes=5)
+TOO_EARLY = "is too far in the past: it is before the year 1 in UTC"
+IN_THE_FUTURE = "is in the future: a label cannot start after it is sent"
 
 # Strict: a Literal of ints takes whatever equals one of them, and true == 1 == 1.0 in Python.
 Rating = Annotated[StrictInt, Field(ge=-1, le=1)]
@@ -106,12 +108,14 @@ class LabelSubmit(ScalarsAsWritten):
             return None
         try:
             value = value.astimezone(UTC)
-        except OverflowError:
-            # Year 1 with a positive offset, say: no such instant in UTC.
-            raise ValueError("is out of range") from None
+        except (OverflowError, ValueError):
+            # No such instant in UTC: year 1 with a positive offset (or without one, read in the
+            # server's zone), year 9999 with a negative one. Python's own words ("year 0 is out of
+            # range") named a year the client never sent.
+            raise ValueError(TOO_EARLY if value.year < 5000 else IN_THE_FUTURE) from None
         # A start after the submit would make time on task up; a client's clock may run a little ahead.
         if value > datetime.now(UTC) + STARTED_AT_SKEW:
-            raise ValueError("is in the future: a label cannot start after it is sent")
+            raise ValueError(IN_THE_FUTURE)
         return value
 
 

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 
 from app.models import LabelingMode
 from app.projects.guidelines import GUIDELINES_MAX_LENGTH, guidelines_version
-from app.validation import ScalarsAsWritten, named_by_rule
+from app.validation import ScalarsAsWritten, named_by_rule, refuse_bidi_controls
 
 # Not ending in a space: "racer " beside "racer" is two projects that look like one.
 PROJECT_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.\-]{0,98}[A-Za-z0-9_.\-])?$"
@@ -62,6 +62,7 @@ class ProjectCreate(ScalarsAsWritten):
     )
 
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
+    _in_order = field_validator("description", "guidelines")(refuse_bidi_controls)
 
 
 def _without_null(schema: dict[str, Any]) -> None:
@@ -101,6 +102,7 @@ class ProjectUpdate(ScalarsAsWritten):
                                 "set false again; tasks in hand can still be submitted")
 
     _typed = field_validator("description", "guidelines", mode="before")(_as_typed)
+    _in_order = field_validator("description", "guidelines")(refuse_bidi_controls)
 
     @model_validator(mode="after")
     def _changes_something(self) -> ProjectUpdate:

@@ -81,7 +81,7 @@ def give_back_skip(
     skips.give_back(session, get_project(session, project_id), solution_id, user_id, user)
 
 
-@router.post("/reports/dismiss", response_model=ReportsDismissed, responses=error_responses(404))
+@router.post("/reports/dismiss", response_model=ReportsDismissed, responses=error_responses(400, 404))
 def dismiss_reports(
     project_id: RowId, body: ReportsDismissal, user: ManagerApiUser, session: SessionDep
 ) -> ReportsDismissed:

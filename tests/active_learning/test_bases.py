@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -23,13 +24,14 @@ def test_presets_and_hub_ids_are_names_of_bases(base: str) -> None:
     check_base_name(base, directories_here=True)
 
 
+NOT_A_MODEL = ("is not a model directory here: give the full path of a directory holding a model saved with "
+               "save_pretrained (config.json) and its tokenizer (tokenizer.save_pretrained)")
+
+
 def test_a_directory_needs_a_model_and_its_tokenizer(tmp_path) -> None:  # type: ignore[no-untyped-def]
     check_base_name(str(model_dir(tmp_path, "config.json", "tokenizer.json")), directories_here=True)
     (tmp_path / "backbone" / "tokenizer.json").unlink()
-    with pytest.raises(BaseUnusable, match="has no tokenizer files"):
-        check_base_name(str(tmp_path / "backbone"), directories_here=True)
-    (tmp_path / "backbone" / "config.json").unlink()
-    with pytest.raises(BaseUnusable, match="has no config.json: it is not a model saved with save_pretrained"):
+    with pytest.raises(BaseUnusable, match=re.escape(f"{tmp_path / 'backbone'} {NOT_A_MODEL}")):
         check_base_name(str(tmp_path / "backbone"), directories_here=True)
     # Where the workers' directories are elsewhere, this machine's are not looked at: an answer
     # would only tell a caller which of its paths exist.
@@ -38,20 +40,29 @@ def test_a_directory_needs_a_model_and_its_tokenizer(tmp_path) -> None:  # type:
 
 def test_a_missing_directory_is_refused_only_where_the_workers_directories_are(tmp_path) -> None:  # type: ignore[no-untyped-def]
     missing = str(tmp_path / "models" / "gone")
-    with pytest.raises(BaseUnusable, match=f"there is no directory {missing}"):
+    with pytest.raises(BaseUnusable, match=re.escape(f"{missing} {NOT_A_MODEL}")):
         check_base_name(missing, directories_here=True)
     # An API process beside GPU workers: the directory may be mounted on theirs.
     check_base_name(missing, directories_here=False)
-    with pytest.raises(BaseUnusable, match="there is no directory ./checkpoints"):
+    with pytest.raises(BaseUnusable, match=re.escape(f"./checkpoints {NOT_A_MODEL}")):
         check_base_name("./checkpoints", directories_here=True)
-    # A file named instead of its directory (a data file, say) is said to be one.
-    data = tmp_path / "synth.jsonl"
-    data.write_text("{}\n")
-    with pytest.raises(BaseUnusable, match=f"{data} is a file, not a model directory"):
-        check_base_name(str(data), directories_here=True)
     for here in (True, False):
         with pytest.raises(BaseUnusable, match="give the directory's full path"):
             check_base_name("~/models/qwen", directories_here=here)
+
+
+def test_every_path_that_names_no_model_gets_one_answer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Told apart ("there is no directory", "is a file", "has no config.json"), the answers showed a
+    # researcher which of the server's paths exist and what they hold.
+    data = tmp_path / "synth.jsonl"
+    data.write_text("{}\n")
+    weights_only = model_dir(tmp_path, "config.json")
+    answers = set()
+    for path in (tmp_path / "gone", data, tmp_path, weights_only, "/etc/passwd", "/etc"):
+        with pytest.raises(BaseUnusable) as refused:
+            check_base_name(str(path), directories_here=True)
+        answers.add(str(refused.value).replace(str(path), "PATH", 1))
+    assert answers == {f"PATH {NOT_A_MODEL}"}
 
 
 @pytest.mark.parametrize("base", ["my model", "org/name!", "a--b", "-x", "Qwen/Qwen 2"])

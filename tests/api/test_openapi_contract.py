@@ -204,9 +204,12 @@ def test_a_405_from_the_static_files_keeps_their_allow_header(client):  # type: 
 
 
 @pytest.mark.parametrize(("started_at", "message"), [
-    ("0001-01-01T00:00:00+05:00", "is out of range"),
+    ("0001-01-01T00:00:00+05:00", "is too far in the past: it is before the year 1 in UTC"),
+    # Python's own arithmetic said "year 0 is out of range", of a year nobody sent.
+    ("0001-01-01T00:00:00", "is too far in the past: it is before the year 1 in UTC"),
     # Time on task counts from it: a start after the submit would make it up.
     ("2999-01-01T00:00:00Z", "is in the future: a label cannot start after it is sent"),
+    ("9999-12-31T23:59:59-05:00", "is in the future: a label cannot start after it is sent"),
 ])
 def test_a_start_time_with_no_instant_in_utc_or_in_the_future_is_a_422(client, session_factory, started_at, message):  # type: ignore[no-untyped-def]
     make_user(session_factory, "early", "labeler")

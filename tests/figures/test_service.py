@@ -97,6 +97,8 @@ def test_asymptote_draws_a_clean_cached_svg(figure_client, figure_settings, sess
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "image/svg+xml"
     assert "default-src 'none'" in response.headers["content-security-policy"]
+    # Its own caching, not the API's no-store: a drawing changes only with its code.
+    assert response.headers.get_list("cache-control") == ["private, max-age=86400"]
     assert response.text.startswith("<svg xmlns=\"http://www.w3.org/2000/svg\"")
     assert "<path" in response.text and "<script" not in response.text
     cached = figure_settings.figures_dir / f"{figure_key(ASY)}.svg"
@@ -178,12 +180,67 @@ def test_a_figure_reads_no_file_outside_its_own_directory(settings: Settings, tm
     assert figure.svg is None and "Read from other directories disabled" in (figure.error or "")
 
 
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_figure_imports_no_file_of_the_server(settings: Settings, tmp_path: Path) -> None:
+    # -noglobalread stops input() but not import: the module's value was drawn for every labeler,
+    # and an include of /etc/passwd echoed its first line in the error.
+    module = tmp_path / "secret.asy"
+    module.write_text('string token = "hunter2";\n')
+    figure_settings = settings.model_copy(update={"figures_dir": tmp_path / "figures"})
+    for source in (f'import "{module}" as e;\nlabel(e.token, (0,0));', f'include "{module}";\nlabel(token, (0,0));',
+                   f'eval("import \\"{module}\\" as e; label(e.token, (0,0));", true);', 'include "/etc/passwd";'):
+        figure = service.draw(figure_settings, source)
+        assert figure.svg is None and figure.error is not None
+        assert figure.error.startswith("a figure ") and "hunter2" not in figure.error and "root:" not in figure.error
+    # Refused before Asymptote ran: nothing drawn, nothing cached.
+    assert not figure_settings.figures_dir.exists()
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_label_reads_no_file_through_tex_or_postscript(settings: Settings, tmp_path: Path) -> None:
+    # Labels are LaTeX, and dvisvgm ran their PostScript: either drew a file's text as glyphs.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET\n")
+    figure_settings = settings.model_copy(update={"figures_dir": tmp_path / "figures"})
+    read = "/Times-Roman findfont 12 scalefont setfont 0 0 moveto"
+    for special in ("ps:", "!"):
+        source = f'draw((0,0)--(1,1));\nlabel("\\special{{{special} {read} ({secret}) (r) file 20 string readstring pop show}}", (0,0));'
+        svg = service.draw(figure_settings, source).svg or ""
+        # The line and nothing else: the file's text came out as one more path a letter.
+        assert svg.count("<path") == 1
+    included = service.draw(figure_settings, f'label(graphic("{secret}"), (0,0));')
+    assert included.svg is None and included.error is not None
+    assert str(tmp_path) not in included.error and "…" in included.error
+
+
+@pytest.mark.skipif(not HAS_ASY, reason="Asymptote (Debian package asymptote) is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_turned_and_coloured_labels_are_drawn_without_postscript(settings: Settings, tmp_path: Path) -> None:
+    # Asymptote turns and colours labels with PostScript specials, which dvisvgm no longer runs.
+    source = 'label(rotate(90)*"up", (0,0), blue);\nlabel(scale(.85)*"small", (1,1), red);\nlabel("$g$", (2,0), gray(0.5));'
+    svg = service.draw(settings.model_copy(update={"figures_dir": tmp_path}), source).svg or ""
+    assert 'transform="matrix(0 -1 1 0 ' in svg and 'transform="matrix(.85 0 0 .85 ' in svg
+    assert 'fill="#00f"' in svg and 'fill="#f00"' in svg and 'fill="#808080"' in svg
+
+
+def test_an_error_names_no_file_of_the_server() -> None:
+    output = "/usr/share/asymptote/plain.asy: 12.3: runtime: could not load module '/srv/stepwise/.env'\n"
+    assert service._first_error(output) == "…: 12.3: runtime: could not load module '…'"
+    located = f"figure.asy: {service.PREAMBLE.count(chr(10)) + 2}.1: no matching variable 'x' in /srv/data/x.asy"
+    assert service._first_error(located) == "line 2: no matching variable 'x' in …"
+    assert service._first_error("error: cannot open ~/secrets and ../config/app.ini") == "error: cannot open … and …"
+
+
 def test_a_figure_is_drawn_without_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://stepwise:hunter2@db/stepwise")
     monkeypatch.setenv("STEPWISE_METRICS_TOKEN", "scrape-me")
     monkeypatch.setenv("TEXMFHOME", "/opt/texmf")
     given = service._figure_environment("/tmp/work")
     assert given["HOME"] == "/tmp/work" and given["TEXMFHOME"] == "/opt/texmf" and "PATH" in given
+    # TeX Live's default (openin_any = a) let a label \input any file.
+    assert given["openin_any"] == given["openout_any"] == "p" and given["shell_escape"] == "f"
     assert "hunter2" not in str(given) and "scrape-me" not in str(given)
 
 

@@ -59,6 +59,23 @@ def test_bad_upload_answers_422_with_every_bad_line(client, session_factory) -> 
     assert row_counts(session_factory)["problems"] == 0
 
 
+def test_two_files_at_once_are_refused_and_neither_is_imported(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # FastAPI hands the route the last file part: the first was dropped without a word.
+    project = make_project(session_factory)
+    make_user(session_factory, "mia", "manager")
+    line = b'{"problem": "What is $1+1$?", "answer": "2"}\n'
+    response = client.post(
+        f"/api/v1/projects/{project.id}/imports",
+        headers=api_headers(client, "mia"),
+        files=[("file", ("a.jsonl", line, "application/x-ndjson")), ("file", ("b.jsonl", line, "application/x-ndjson"))],
+        data={"format": "math"},
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"] == "one file at a time: the upload holds 2 files; import each on its own"
+    assert response.json()["errors"][0]["field"] == "file"
+    assert row_counts(session_factory)["import_batches"] == 0
+
+
 def test_candidates_with_a_separator_through_the_api(client, session_factory) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     make_user(session_factory, "mia", "manager")

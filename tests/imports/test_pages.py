@@ -120,6 +120,22 @@ def test_a_wrong_format_or_empty_file_is_refused(client, session_factory, manage
     assert row_counts(session_factory)["import_batches"] == 0
 
 
+def test_two_files_at_once_are_refused_and_neither_is_imported(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
+    # FastAPI hands the route the last file part: the first was dropped without a word.
+    project = make_project(session_factory)
+    response = client.post(
+        f"/manage/projects/{project.id}/import",
+        data={"csrf_token": manager, "format": "math"},
+        files=[("file", ("first.jsonl", jsonl(PROBLEMS[:1]), "application/x-ndjson")),
+               ("file", ("second.jsonl", jsonl(PROBLEMS[1:]), "application/x-ndjson"))],
+    )
+    assert response.status_code == 422
+    text = html.unescape(response.text)
+    assert "One file at a time: the upload holds 2 files; import each on its own." in text
+    assert "Nothing was imported." in text
+    assert row_counts(session_factory)["import_batches"] == 0 and row_counts(session_factory)["problems"] == 0
+
+
 def test_a_missing_file_is_asked_for(client, session_factory, manager) -> None:  # type: ignore[no-untyped-def]
     project = make_project(session_factory)
     response = client.post(f"/manage/projects/{project.id}/import", data={"csrf_token": manager, "format": "math"})

@@ -39,6 +39,21 @@ def test_invalid_new_projects_get_422_naming_the_field(client, headers, body, fi
     assert client.get("/api/v1/projects", headers=headers).json() == []
 
 
+@pytest.mark.parametrize("field", ["description", "guidelines"])
+@pytest.mark.parametrize("control", ["\u202e", "\u2067"])
+def test_a_bidirectional_override_in_a_projects_texts_is_refused_as_imports_refuse_it(client, headers, field, control) -> None:  # type: ignore[no-untyped-def]
+    # Labelers read both: the words after a right-to-left override show reversed, as in an import.
+    text = f"Rate each step: {control}tcerroc si"
+    created = client.post("/api/v1/projects", headers=headers, json={"name": "rtl", field: text})
+    assert created.status_code == 422
+    assert [e["field"] for e in created.json()["errors"]] == [field]
+    assert f"{field}: text contains a bidirectional override" in created.json()["detail"]
+    project = client.post("/api/v1/projects", headers=headers, json={"name": "rtl", field: "Plain \u200f marks stay"}).json()
+    patched = client.patch(f"/api/v1/projects/{project['id']}", headers=headers, json={field: text})
+    assert patched.status_code == 422 and [e["field"] for e in patched.json()["errors"]] == [field]
+    assert client.get(f"/api/v1/projects/{project['id']}", headers=headers).json()[field] == "Plain \u200f marks stay"
+
+
 def test_a_duplicate_name_gets_409(client, session_factory, headers) -> None:  # type: ignore[no-untyped-def]
     make_project(session_factory, "algebra")
     response = client.post("/api/v1/projects", headers=headers, json={"name": "algebra"})

@@ -163,6 +163,8 @@ def test_the_settings_form_saves_and_a_larger_overlap_adds_queue_slots(client, s
         ({"labeling_mode": "sometimes"}, "'first_error', 'full' or 'phase1'"),
         ({"description": "d" * 5001}, "at most 5000 characters"),
         ({"description": "d" * 20_000}, "at most 5000 characters"),
+        # As an import refuses it: labelers read the guidelines, reordered after the override.
+        ({"guidelines": "Mark \u202edrawkcab"}, "bidirectional override, embedding or isolate character"),
         # Emptied, a setting that cannot be empty stayed as stored under "saved".
         ({"correction_window_hours": ""}, "Needs a value"),
         ({"overlap": "21", "lease_minutes": ""}, "Needs a value"),

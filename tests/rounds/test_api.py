@@ -116,14 +116,22 @@ def test_a_base_model_no_worker_could_load_is_refused_where_it_is_typed(client, 
         assert response.status_code == 422 and why in response.json()["detail"], response.text
         assert response.json()["errors"][0]["field"] == "base_model"
     # SQLite's workers are on this machine, so its directories are checked; PostgreSQL's workers
-    # may mount what this API does not have, and its disk is not probed for a caller.
-    for path, why in [(str(no_tokenizer), "has no tokenizer files"), (str(tmp_path), "has no config.json"),
-                      ("/models/qwen-math", "there is no directory /models/qwen-math")]:
+    # may mount what this API does not have, and its disk is not probed for a caller. Whatever
+    # the path holds, or if nothing is there, the answer is the same: it tells no one which of
+    # the server's files exist.
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    details = set()
+    for path in (str(no_tokenizer), str(tmp_path), str(a_file), "/models/qwen-math", "/etc/passwd"):
         response = client.patch(url, headers=headers, json={"base_model": path})
         if backend == "sqlite":
-            assert response.status_code == 422 and why in response.json()["detail"], response.text
+            assert response.status_code == 422 and response.json()["errors"][0]["field"] == "base_model", response.text
+            details.add(response.json()["detail"].replace(path, "PATH", 1))
         else:
             assert response.status_code == 200, response.text
+    if backend == "sqlite":
+        assert details == {"base_model: PATH is not a model directory here: give the full path of a directory holding "
+                           "a model saved with save_pretrained (config.json) and its tokenizer (tokenizer.save_pretrained)"}
     assert client.patch(url, headers=headers, json={"base_model": "Qwen/Qwen2.5-Math-1.5B"}).status_code == 200
 
     csrf = browser_login(client, "rita")
