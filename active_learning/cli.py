@@ -17,6 +17,18 @@ from active_learning.config import BOOTSTRAP_SAMPLES, PretrainConfig, TrainConfi
 prm = click.Group("prm", help="Process reward model: synthesise data, train, score, evaluate.")
 
 
+# click's ranges are named "integer range" and "float range", a name their conversion error
+# borrows: `--port abc` said "'abc' is not a valid integer range", as if a range were asked for.
+# Named as click.INT and click.FLOAT are, they say "'abc' is not a valid integer", and the help
+# shows INTEGER with the range beside it. Every command of `stepwise` (app.cli too) takes these.
+class IntRange(click.IntRange):
+    name = "integer"
+
+
+class FloatRange(click.FloatRange):
+    name = "float"
+
+
 def quiet_transformers() -> None:
     from transformers.utils import logging
 
@@ -97,13 +109,13 @@ def _add_options(command, config_class):
 
 @prm.command()
 @click.option("--output", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
-@click.option("--problems", default=200, show_default=True, type=click.IntRange(min=1), help="Number of problems.")
-@click.option("--solutions-per-problem", default=4, show_default=True, type=click.IntRange(min=1),
+@click.option("--problems", default=200, show_default=True, type=IntRange(min=1), help="Number of problems.")
+@click.option("--solutions-per-problem", default=4, show_default=True, type=IntRange(min=1),
               help="Candidates per problem.")
 @click.option("--seed", default=0, show_default=True, help="Different seeds give different problems.")
 @click.option("--full/--first-error", default=False, show_default=True,
               help="Rate every step, or stop at the first -1 as PRM800K phase 2 did.")
-@click.option("--error-rate", default=0.6, show_default=True, type=click.FloatRange(0, 1),
+@click.option("--error-rate", default=0.6, show_default=True, type=FloatRange(0, 1),
               help="Share of solutions with a mistake; 0 writes reference solutions to pretrain on.")
 def synth(output, problems, solutions_per_problem, seed, full, error_rate):
     """Write oracle-labeled synthetic solutions as PRM800K JSONL."""
@@ -167,10 +179,10 @@ def pretrain(data, **settings):
               help="JSONL, one line per input record, in order (blank input lines have none).")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
               help="Whether a step rated 0 counts as correct in step and solution scores.")
-@click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
+@click.option("--batch-tokens", type=IntRange(min=1), default=None,
               help="Padded tokens per batch. Default: STEPWISE_SCORE_BATCH_TOKENS, else 65536 on CUDA, "
                    "16384 on CPU.")
-@click.option("--max-length", default=None, type=click.IntRange(min=1),
+@click.option("--max-length", default=None, type=IntRange(min=1),
               help="Tokens per window (default: the checkpoint's training --max-length, else 2048): a longer "
                    "solution is read in windows, each step after the first window with up to half a window "
                    "of what precedes it; a step longer than this alone gets no score (truncated).")
@@ -217,15 +229,15 @@ def score(model_dir, input_file, output, neutral_as_correct, batch_tokens, max_l
 @click.option("--format", "data_format", type=click.Choice(["labels", "processbench"]), default="labels",
               show_default=True, help="labels: PRM800K or TRL records with step labels; processbench: records of "
               "{problem, steps, label: first wrong step or -1}; either as JSONL or one JSON array.")
-@click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
+@click.option("--threshold", default=0.5, show_default=True, type=FloatRange(0, 1),
               help="A step with P(correct) below this is predicted to be an error.")
 @click.option("--neutral-as-correct/--neutral-as-wrong", default=True, show_default=True,
               help="Whether a step labeled 0 counts as correct, in the labels and in the model's score alike.")
-@click.option("--max-length", default=None, type=click.IntRange(min=1),
+@click.option("--max-length", default=None, type=IntRange(min=1),
               help="Tokens per window, as prm score reads them (default: the checkpoint's training "
                    "--max-length, as its card's metrics were measured, else 2048); a step longer than this "
                    "alone gets no score (counted under n_truncated).")
-@click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=click.IntRange(min=0),
+@click.option("--bootstrap", default=BOOTSTRAP_SAMPLES, show_default=True, type=IntRange(min=0),
               help="Resamples behind each metric's 95% interval, printed under ci95; 0 for none. Labels: "
               "problems, each with all its solutions; processbench: records.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import make_url
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
-from active_learning.cli import prm, quiet_transformers
+from active_learning.cli import FloatRange, IntRange, prm, quiet_transformers
 from app.audit.service import Category as AuditCategory
 from app.auth.schemas import MAX_TOKEN_DAYS
 from app.config import Settings, get_settings
@@ -60,6 +60,11 @@ class _Context:
 pass_ctx = click.make_pass_decorator(_Context)
 
 
+class _BadArguments(BadInput):
+    """Arguments Stepwise's own checks refuse (see _validated): exit status 2, as those click
+    refuses are, so that a script tells a command it got wrong from a command that failed."""
+
+
 class _Group(click.Group):
     """Service errors become a one-line message and exit status 1, not a traceback; a file with
     bad lines exits 2, as bad arguments do, so that a script can tell bad data from a failure."""
@@ -74,7 +79,7 @@ class _Group(click.Group):
                 click.echo(f"  {_format_detail(detail)}", err=True)
             if len(details) > 50:
                 click.echo(f"  … and {len(details) - 50} more", err=True)
-            ctx.exit(2 if isinstance(exc, BadLines) else 1)
+            ctx.exit(2 if isinstance(exc, (BadLines, _BadArguments)) else 1)
         except (OperationalError, DatabaseError) as exc:
             # The database down, unreachable or gone mid-command, or a file that is no database:
             # nothing a traceback would help with. Its subclasses (a constraint, a bad value) are
@@ -197,18 +202,24 @@ def db_backup(ctx: _Context, file: Path) -> None:
 
 @db.command("restore")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--force", is_flag=True, help="restore even while other sessions are connected to the database")
+@click.option("--force", is_flag=True, help="restore even while other sessions (PostgreSQL) or other processes "
+                                            "(SQLite) have the database open")
 @pass_ctx
 def db_restore(ctx: _Context, file: Path, force: bool) -> None:
     """Replace the database's contents with a backup made by `db backup` (stop the server and
-    workers first: on PostgreSQL, other sessions connected are refused unless --force). A backup
-    made by an older version is restored as it was: run `stepwise db upgrade` after it; one made
-    by a newer version is refused."""
+    workers first: on PostgreSQL, other sessions connected are refused unless --force; on
+    SQLite, which lists no sessions, another process with the database open, as a server or
+    worker keeps it, is refused unless --force). A backup made by an older version is restored
+    as it was: run `stepwise db upgrade` after it; one made by a newer version is refused."""
     from collections import Counter
 
     from app.migrate import heads
-    from app.ops.backup import restore
+    from app.ops.backup import restore, sqlite_open_elsewhere
 
+    if not force and ctx.settings.is_sqlite and sqlite_open_elsewhere(ctx.settings.database_url):
+        # Their connections would go on over the tables replaced under them.
+        raise BadInput(f"another process has the database at {_shown_url(ctx.settings)} open (a server or worker): "
+                       "stop the server and workers first, or pass --force")
     others = [] if force or ctx.settings.is_sqlite else _other_sessions(ctx.settings)
     if others:
         # Servers and workers would go on with the tables replaced under them (or hold locks
@@ -271,7 +282,8 @@ def users_create(ctx: _Context, username: str, role: str, must_change_password: 
 
 @users.command("create-many")
 @click.option("--role", required=True, type=click.Choice([r.value for r in Role if r != Role.admin]))
-@click.argument("names", type=click.File("r", encoding="utf-8"))
+# utf-8-sig: a BOM (Notepad writes one) is no part of the first name.
+@click.argument("names", type=click.File("r", encoding="utf-8-sig"))
 @click.option("--must-change-password/--no-must-change-password", default=True,
               help="each chooses their own password at their first login (the default)")
 @pass_ctx
@@ -281,16 +293,25 @@ def users_create_many(ctx: _Context, role: str, names: TextIO, must_change_passw
     from app.users.schemas import UsersCreate
     from app.users.service import create_users
 
-    usernames = [line.strip() for line in names if line.strip()]
-    data = _validated(UsersCreate, {"usernames": "name"}, usernames=usernames, role=role,
+    # Standard input has no name where it is not a terminal's (a test's, say).
+    source = getattr(names, "name", "<stdin>")
+    # Each name with its line in NAMES: blank lines are skipped, and a name to fix is named by
+    # the line an editor shows it on.
+    try:
+        named = [(number, line.strip()) for number, line in enumerate(names, start=1) if line.strip()]
+    except UnicodeDecodeError:
+        raise BadInput(f"{source}: not UTF-8 text") from None
+    lines = [number for number, _ in named]
+    data = _validated(UsersCreate, {"usernames": "NAMES"}, usernames=[name for _, name in named], role=role,
                       must_change_password=must_change_password)
     with ctx.session() as session:
         try:
-            made = create_users(session, data, by=None)
+            made = create_users(session, data, by=None, listed_at=lambda index: f"on line {lines[index]}")
         except BadInput as exc:
-            # Named as a line of NAMES, not by the API's field.
-            details = [{**d, "field": f"name {int(d['field'].rpartition('.')[2]) + 1}"} for d in exc.details or []]
-            raise BadInput(exc.message, details) from None
+            # Named as a line of NAMES, not by the API's field; bad data, as an import's bad lines.
+            details = [{"file": source, "line": lines[int(d["field"].rpartition(".")[2])], "message": d["message"]}
+                       for d in exc.details or []]
+            raise BadLines(exc.message, details) from None
     for account in made:
         click.echo(f"{account.user.username}\t{account.password}")
     then = "; each chooses their own at their first login" if must_change_password else ""
@@ -402,7 +423,7 @@ def _cell(text: str) -> str:
 @cli.command("audit")
 @click.option("--category", type=click.Choice([c.value for c in AuditCategory]), default=None)
 @click.option("--actor", default=None, help='a username, or "command line"')
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--limit", type=IntRange(1, 10_000), default=50, show_default=True)
 @pass_ctx
 def audit_command(ctx: _Context, category: str | None, actor: str | None, limit: int) -> None:
     """Who changed accounts, roles, projects, members, imports, problems, gold, labelers' standing
@@ -425,7 +446,7 @@ def tokens() -> None:
 @tokens.command("create")
 @click.option("--username", required=True)
 @click.option("--name", default="cli", show_default=True)
-@click.option("--expires-in-days", type=click.IntRange(1, MAX_TOKEN_DAYS), default=None,
+@click.option("--expires-in-days", type=IntRange(1, MAX_TOKEN_DAYS), default=None,
               help="refused from then on (default: until revoked, or STEPWISE_TOKEN_MAX_DAYS where set)")
 @click.option("--read-only", is_flag=True, help="GET requests and scoring only: a script that reads, leaked, changes nothing")
 @pass_ctx
@@ -467,7 +488,7 @@ def tokens_list(ctx: _Context, username: str | None) -> None:
 
 @tokens.command("revoke")
 @click.option("--username", default=None, help="whose it must be (default: anyone's)")
-@click.argument("token_id", type=click.IntRange(1, INT32_MAX))
+@click.argument("token_id", type=IntRange(1, INT32_MAX))
 @pass_ctx
 def tokens_revoke(ctx: _Context, username: str | None, token_id: int) -> None:
     """Revoke a token by its id (see `tokens list`)."""
@@ -560,7 +581,8 @@ def _read_guidelines(file: BinaryIO) -> str:
     # reading it whole.
     raw = file.read(4 * GUIDELINES_MAX_LENGTH + 1)
     if len(raw) > 4 * GUIDELINES_MAX_LENGTH:
-        raise BadInput(f"{file.name}: guidelines may be {GUIDELINES_MAX_LENGTH:,} characters at most")
+        # Exit status 2, as the same refusal by ProjectUpdate (_validated) for fewer bytes.
+        raise _BadArguments(f"{file.name}: guidelines may be {GUIDELINES_MAX_LENGTH:,} characters at most")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -749,15 +771,15 @@ def export(ctx: _Context, project_name: str, fmt: str, output: Path, since: str 
 @cli.command("autolabel")
 @click.option("--project", "project_name", required=True)
 @click.option("--generator", "spec", required=True, help="a model directory or hub id (transformers), vllm:MODEL, or an OpenAI-compatible http(s)://host/v1[#model]")
-@click.option("--rollouts", type=click.IntRange(1), default=8, show_default=True, help="completions sampled per step prefix")
+@click.option("--rollouts", type=IntRange(1), default=8, show_default=True, help="completions sampled per step prefix")
 @click.option("--method", type=click.Choice(["mc", "binary"]), default="mc", show_default=True, help="mc: every step; binary: search for the first error")
 @click.option("--threshold", type=float, default=0.0, show_default=True, help="a step is +1 when its share of right completions exceeds this")
 @click.option("--temperature", type=float, default=0.7, show_default=True)
 @click.option("--top-p", type=float, default=1.0, show_default=True)
-@click.option("--max-new-tokens", type=click.IntRange(1), default=256, show_default=True)
-@click.option("--batch-size", type=click.IntRange(1), default=16, show_default=True, help="prefixes per generator call")
+@click.option("--max-new-tokens", type=IntRange(1), default=256, show_default=True)
+@click.option("--batch-size", type=IntRange(1), default=16, show_default=True, help="prefixes per generator call")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--limit", type=click.IntRange(1), default=None, help="label at most this many solutions this run")
+@click.option("--limit", type=IntRange(1), default=None, help="label at most this many solutions this run")
 @click.option("--device", default="auto", show_default=True, help="transformers: cpu, cuda or auto")
 @pass_ctx
 def autolabel(ctx: _Context, project_name: str, spec: str, rollouts: int, method: str, threshold: float, temperature: float, top_p: float, max_new_tokens: int, batch_size: int, seed: int, limit: int | None, device: str) -> None:
@@ -816,8 +838,8 @@ def agreement(ctx: _Context, project_name: str) -> None:
 
 @cli.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, type=click.IntRange(0, 65535), show_default=True)
-@click.option("--workers", default=1, type=click.IntRange(min=1), show_default=True, help="server processes")
+@click.option("--port", default=8000, type=IntRange(0, 65535), show_default=True)
+@click.option("--workers", default=1, type=IntRange(min=1), show_default=True, help="server processes")
 @click.option("--access-log", is_flag=True, help="log a line for every request")
 @pass_ctx
 def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -> None:
@@ -842,21 +864,25 @@ def serve(ctx: _Context, host: str, port: int, workers: int, access_log: bool) -
 
 @cli.command("demo")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, type=click.IntRange(0, 65535), show_default=True)
+@click.option("--port", default=8000, type=IntRange(0, 65535), show_default=True)
 @click.option("--no-serve", is_flag=True, help="load the demo data and stop")
 @pass_ctx
 def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
     """Migrate, load the MATH-500 demo project and demo users, print their logins, serve."""
-    from app.demo.service import load_demo
+    from app.demo.service import default_problems_file, load_demo, read_problems
     from app.migrate import upgrade
 
     if ctx.settings.environment == "production":
         # Demo accounts, one an admin, with passwords printed to a terminal and its scrollback.
         raise click.ClickException("the demo adds demo accounts (an admin among them) and a demo project: "
                                    "not with STEPWISE_ENV=production")
+    # Read before the database is made or migrated: a wrong STEPWISE_DEMO_PROBLEMS stops here,
+    # and leaves no database behind.
+    source = default_problems_file()
+    read_problems(source)
     upgrade(ctx.settings.database_url)
     with ctx.session() as session:
-        report = load_demo(session)
+        report = load_demo(session, source)
     click.echo(report.describe())
     if not no_serve:
         # The first start would wait a minute for MATH-500's figures; they are drawn while the
@@ -912,7 +938,7 @@ def _validated(model, given_as: dict[str, str] | None = None, **values):  # type
         return model.model_validate(values, context=AS_TEXT)
     except ValidationError as exc:
         # An error about several arguments at once is named by `given_as[""]`.
-        raise BadInput("invalid arguments", _details(exc, option, model, given_as.get("", "arguments"))) from exc
+        raise _BadArguments("invalid arguments", _details(exc, option, model, given_as.get("", "arguments"))) from exc
 
 
 def _comma_list(text: str | None) -> list[str] | None:
@@ -1051,7 +1077,7 @@ def rounds_compare(ctx: _Context, project_name: str, version_a: str, version_b: 
 
 @cli.command("worker")
 @click.option("--once", is_flag=True, help="run the rounds waiting now, then exit")
-@click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, help="serve this worker's round metrics for Prometheus on this port")
+@click.option("--metrics-port", type=IntRange(1, 65535), default=None, help="serve this worker's round metrics for Prometheus on this port")
 @click.option("--metrics-host", default=None, help="address the metrics port listens on  [default: 127.0.0.1]")
 @pass_ctx
 def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: str | None) -> None:
@@ -1092,26 +1118,26 @@ def worker(ctx: _Context, once: bool, metrics_port: int | None, metrics_host: st
 @click.option("--output", default=None, type=click.Path(dir_okay=False, path_type=Path), help="JSON results, an SVG beside it (default bench/results/active_learning.json for paper, active_learning_iterative.json for iterative)")
 @click.option("--seed", default=0, show_default=True, help="seed of the pool, the held-out set and training (paper: the first seed)")
 @click.option("--rounds", "n_rounds", default=None, type=int, help="iterative: rounds after the seed round")
-@click.option("--seed-labels", default=None, type=click.IntRange(1), help="iterative: uniform labels both arms start from")
+@click.option("--seed-labels", default=None, type=IntRange(1), help="iterative: uniform labels both arms start from")
 @click.option("--labels-per-round", default=None, type=int, help="iterative: new labels each round")
-@click.option("--epochs", default=None, type=click.FloatRange(0, min_open=True), help="iterative: training passes over an arm's labels each round")
-@click.option("--pool-problems", default=None, type=click.IntRange(1))
+@click.option("--epochs", default=None, type=FloatRange(0, min_open=True), help="iterative: training passes over an arm's labels each round")
+@click.option("--pool-problems", default=None, type=IntRange(1))
 @click.option("--score", type=click.Choice(["product", "minimum"]), default=None, help="solution score the active arm ranks by (default: product)")
 @click.option("--errors", default=None, help="kinds of injected mistakes, comma-separated, from result,operand,carry,remark,restate")
-@click.option("--pretrain-steps", default=None, type=click.IntRange(0), help="pretrain the base this many steps first (0: none)")
-@click.option("--train-steps", default=None, type=click.IntRange(0), help="optimizer steps of every PRM (iterative: 0 uses --epochs)")
+@click.option("--pretrain-steps", default=None, type=IntRange(0), help="pretrain the base this many steps first (0: none)")
+@click.option("--train-steps", default=None, type=IntRange(0), help="optimizer steps of every PRM (iterative: 0 uses --epochs)")
 @click.option("--base", default=None, help="PRM backbone: a preset (tiny, 100m, 500m) or a directory")
-@click.option("--pool-size", default=None, type=click.IntRange(1), help="paper: candidates per pool problem (K, default 64)")
+@click.option("--pool-size", default=None, type=IntRange(1), help="paper: candidates per pool problem (K, default 64)")
 @click.option("--ladder", default=None, help="paper: samples per problem at each rung (default 1,2,4)")
-@click.option("--seeds", default=None, type=click.IntRange(1), help="paper: seeds run (default 3)")
+@click.option("--seeds", default=None, type=IntRange(1), help="paper: seeds run (default 3)")
 @click.option("--arms", default=None, help="paper: arms, from active,uniform,retrain,uncertainty,mixed,warm (default: all but mixed and warm)")
-@click.option("--selector-labels", default=None, type=click.IntRange(1), help="paper: uniform samples per problem the fixed selector learns from")
-@click.option("--wrong-share", default=None, type=click.FloatRange(0, 1), help="paper: share of active picks that are convincing wrong answers")
-@click.option("--warm-labels", default=None, type=click.IntRange(1), help="paper: uniform samples per problem the warm arm draws before it picks by a selector trained on them (default 4)")
-@click.option("--control-share", default=None, type=click.FloatRange(0, 1), help="paper: share of the mixed arm's picks drawn uniformly first, as a round's control slice (default 0.1)")
+@click.option("--selector-labels", default=None, type=IntRange(1), help="paper: uniform samples per problem the fixed selector learns from")
+@click.option("--wrong-share", default=None, type=FloatRange(0, 1), help="paper: share of active picks that are convincing wrong answers")
+@click.option("--warm-labels", default=None, type=IntRange(1), help="paper: uniform samples per problem the warm arm draws before it picks by a selector trained on them (default 4)")
+@click.option("--control-share", default=None, type=FloatRange(0, 1), help="paper: share of the mixed arm's picks drawn uniformly first, as a round's control slice (default 0.1)")
 @click.option("--metric", type=click.Choice(["best_of_n", "step_auroc", "first_error_f1"]), default=None, help="paper: quality the ratio is read from (default best_of_n)")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="paper: where to train and score (default auto)")
-@click.option("--jobs", default=None, type=click.IntRange(1), help="paper: seeds run at once, each in a process of its own (default 3)")
+@click.option("--jobs", default=None, type=IntRange(1), help="paper: seeds run at once, each in a process of its own (default 3)")
 @click.option("--bases", default=None, type=click.Path(file_okay=False), help="paper: directory keeping each seed's pretrained base for later runs, reused when its settings match")
 @click.option("--ablations", default="", help="paper: named ablations to run beside it, comma-separated, from pool_16,selector_4_labels,wrong_share_half,minimum_score,control_half")
 @click.option("--quick", is_flag=True, help="a smoke run of seconds to minutes, not a measurement")
@@ -1172,12 +1198,12 @@ def _diverged_as_message() -> Iterator[None]:
 @cli.command("generate")
 @click.option("--project", "project_name", required=True)
 @click.option("--model", "model_name", required=True, help="a local directory or a hub id of a causal LM")
-@click.option("--samples", default=4, show_default=True, type=click.IntRange(1, 1000), help="solutions per problem")
-@click.option("--max-new-tokens", default=512, show_default=True, type=click.IntRange(1, 32768))
-@click.option("--temperature", default=0.7, show_default=True, type=click.FloatRange(0, 5))
-@click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--samples", default=4, show_default=True, type=IntRange(1, 1000), help="solutions per problem")
+@click.option("--max-new-tokens", default=512, show_default=True, type=IntRange(1, 32768))
+@click.option("--temperature", default=0.7, show_default=True, type=FloatRange(0, 5))
+@click.option("--top-p", default=0.95, show_default=True, type=FloatRange(0, 1))
 @click.option("--seed", default=0, show_default=True)
-@click.option("--limit", default=None, type=click.IntRange(1), help="only the first N problems")
+@click.option("--limit", default=None, type=IntRange(1), help="only the first N problems")
 @pass_ctx
 def generate(ctx: _Context, project_name: str, model_name: str, samples: int, max_new_tokens: int, temperature: float, top_p: float, seed: int, limit: int | None) -> None:
     """Sample solutions to the project's problems, grade them and add them to the pool."""

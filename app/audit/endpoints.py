@@ -14,7 +14,8 @@ from app.errors import error_responses
 router = APIRouter(prefix="/api/v1/audit-events", tags=["audit"])
 
 
-@router.get("", response_model=AuditEventPage, responses=error_responses(401, 403, 422))
+@router.get("", response_model=AuditEventPage, responses=error_responses(
+    401, 403, 422, described={422: "a bad filter, or an `actor` no user has and no event keeps"}))
 def list_audit_events(
     _: AdminApiUser,
     session: SessionDep,

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from app.audit import service
 from app.audit.schemas import EventFilters
 from app.deps import AdminPageUser, SessionDep
+from app.errors import BadInput
 from app.forms import FormInvalid, validate_form
 from app.templating import render
 
@@ -39,9 +40,14 @@ def activity_page(request: Request, _: AdminPageUser, session: SessionDep,
         filters = validate_form(ActivityFilters, {**values, "page": form.page})
     except FormInvalid as exc:
         errors = exc.errors
-    listing = None if errors else service.list_events(
-        session, category=filters.category, actor=filters.actor,
-        limit=service.PAGE_SIZE, offset=(filters.page - 1) * service.PAGE_SIZE)
+    listing = None
+    if not errors:
+        try:
+            listing = service.list_events(session, category=filters.category, actor=filters.actor,
+                                          limit=service.PAGE_SIZE, offset=(filters.page - 1) * service.PAGE_SIZE)
+        except BadInput as exc:
+            # A name nobody has: said at the field, not as "No events match these filters".
+            errors = {"actor": exc.message}
     chosen = {k: v for k, v in values.items() if v and k not in errors}
     return render(request, "admin/activity.html", {
         "values": values,

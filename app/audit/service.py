@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
+from app.errors import BadInput
 from app.models import AuditEvent, Project, User
 
 
@@ -139,7 +140,8 @@ class EventPage:
 
 def list_events(session: Session, *, category: Category | None = None, actor: str | None = None,
                 limit: int = PAGE_SIZE, offset: int = 0) -> EventPage:
-    """Newest first; `actor` matches a username in any case, or "command line"."""
+    """Newest first; `actor` matches a username in any case, or "command line"; BadInput for a
+    name no user has and no event keeps."""
     where = []
     if category is not None:
         where.append(AuditEvent.action.in_([a for a, c in ACTIONS.items() if c == category]))
@@ -148,9 +150,23 @@ def list_events(session: Session, *, category: Category | None = None, actor: st
                      if actor.strip().lower() == "command line"
                      else func.lower(AuditEvent.actor) == actor.strip().lower())
     total = session.scalar(select(func.count()).select_from(AuditEvent).where(*where)) or 0
+    if not total and actor and actor.strip().lower() != "command line":
+        _refuse_unknown_actor(session, actor.strip())
     events = session.scalars(select(AuditEvent).where(*where).order_by(AuditEvent.id.desc())
                              .offset(offset).limit(limit))
     return EventPage(events=list(events), total=total)
+
+
+def _refuse_unknown_actor(session: Session, actor: str) -> None:
+    """BadInput for a name neither a user has nor an event keeps (a deleted user's events keep
+    their name): an empty list for a typo read as "they did nothing", as other commands say "no
+    user named" for a name nobody has. A user who did nothing in these categories is no error."""
+    name = actor.lower()
+    if session.scalar(select(User.id).where(func.lower(User.username) == name).limit(1)) is not None:
+        return
+    if session.scalar(select(AuditEvent.id).where(func.lower(AuditEvent.actor) == name).limit(1)) is not None:
+        return
+    raise BadInput(f"no user named {actor!r}, now or in the audit trail", field="actor")
 
 
 def describe(event: AuditEvent) -> str:

@@ -282,6 +282,13 @@ def issue_api_token(session: Session, user: User, name: str, expires_in_days: in
     if not user.is_active:
         # Refused at every request until a reactivation would quietly bring it to life.
         raise Conflict(f"{user.username} is deactivated: reactivate them before making a token")
+    if user.must_change_password and (by is None or by.id != user.id):
+        # Until they choose their own password, a token's one use is POST /users/me/password:
+        # one made for them by someone else (the command line) would let its holder choose it
+        # in their place, and keep a login the change does not end. They make their own, with
+        # the password they were given (POST /auth/tokens), as an API-only user does.
+        raise Conflict(f"{user.username} must still choose their own password: a token made for them now would let "
+                       "its holder choose it for them; make it once they have logged in and chosen one")
     if read_only and user.must_change_password:
         # Its one use until then would be POST /users/me/password, which it may not make.
         raise Conflict(f"{user.username} must choose their own password first, which a read-only token could not "

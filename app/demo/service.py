@@ -6,6 +6,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 from sqlalchemy import func, select, update
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.security import new_password
 from app.demo.solutions import demo_solutions
-from app.errors import NotFound
+from app.errors import BadInput, NotFound
 from app.imports.service import import_file
 from app.models import Problem, Project, Role, Solution, User, utcnow
 from app.projects.schemas import ProjectCreate
@@ -62,8 +63,37 @@ class DemoReport:
         return "\n".join(lines)
 
 
+def read_problems(source: Path) -> list[dict[str, Any]]:
+    """The problems of a MATH-style JSONL file, one object a line (blank lines skipped). Read
+    before the database is touched (`stepwise demo` migrates it first), so that a wrong
+    STEPWISE_DEMO_PROBLEMS is named in one line, with the line at fault, and leaves no database
+    behind."""
+    if not source.is_file():
+        raise NotFound(
+            f"demo problems file {source} is missing: set STEPWISE_DEMO_PROBLEMS to a MATH-style "
+            "JSONL file, or unset it to load the MATH-500 copy shipped with Stepwise"
+        )
+    problems = []
+    for number, line in enumerate(source.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            problem = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            wrong = "not JSON"
+        else:
+            wrong = None if isinstance(problem, dict) else "not a JSON object"
+        if wrong:
+            raise BadInput(f"demo problems file {source}: line {number}: {wrong} "
+                           "(STEPWISE_DEMO_PROBLEMS must name a MATH-style JSONL file)")
+        problems.append(problem)
+    return problems
+
+
 def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport:
     """Create (or refresh) the demo project and users. Running it again adds nothing new."""
+    source = problems_file or default_problems_file()
+    problems = read_problems(source)
     project = session.scalar(select(Project).where(Project.name == DEMO_PROJECT))
     if project is None:
         project = create_project(
@@ -84,13 +114,6 @@ def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport
         # A demo made before projects had guidelines gets them too; a manager's own are kept.
         project.guidelines = GUIDELINES.read_text(encoding="utf-8")
         project.guidelines_updated_at = utcnow()
-    source = problems_file or default_problems_file()
-    if not source.is_file():
-        raise NotFound(
-            f"demo problems file {source} is missing: set STEPWISE_DEMO_PROBLEMS to a MATH-style "
-            "JSONL file, or unset it to load the MATH-500 copy shipped with Stepwise"
-        )
-    problems = [orjson.loads(line) for line in source.read_bytes().splitlines() if line.strip()]
     made = import_file(
         session,
         project,

@@ -7,6 +7,7 @@ through pg_dump's custom format, which pg_restore can restore selectively and in
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sqlite3
@@ -54,6 +55,42 @@ def restore(database_url: str, source: Path) -> str:
     revision = _known_revision(source, _dump_revisions(source))
     _postgres_restore(url, source)
     return revision
+
+
+# The "dead man switch" byte of SQLite's WAL index (the -shm file): SQLite's unix VFS locks byte
+# 128 (UNIX_SHM_BASE 120 + SQLITE_SHM_NLOCK 8) for as long as a connection has the index open.
+_SHM_DMS_BYTE = 128
+
+
+def sqlite_open_elsewhere(database_url: str) -> bool:
+    """Whether another process has the SQLite database open: a server or a worker, whose
+    connections would go on over the tables replaced under them. SQLite keeps no list of its
+    sessions; but every connection in WAL mode (Stepwise opens each so, app.db) holds a shared
+    lock on the WAL index's dead-man-switch byte while it is open, which SQLite itself relies on
+    to tell whether it is the first to open the database. An exclusive lock on that byte, taken
+    and let go at once, is refused while any other process holds one; a process that died lets
+    go of its lock with it, so an -shm file it left behind reads as unused. A program that opens
+    the file without WAL (none of Stepwise's) is not seen.
+
+    Run before this process opens the database: closing the descriptor ends every POSIX lock
+    this process holds on the file, its own SQLite connections' included."""
+    shm = _sqlite_path(make_url(database_url))
+    shm = shm.with_name(shm.name + "-shm")
+    try:
+        descriptor = os.open(shm, os.O_RDWR)
+    except FileNotFoundError:
+        return False  # nobody has it open in WAL mode: the first to open it makes the file
+    except OSError:
+        return False  # not ours to lock: the restore itself will say what is wrong
+    try:
+        fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_BYTE)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(descriptor, fcntl.LOCK_UN, 1, _SHM_DMS_BYTE)
+        return False
+    finally:
+        os.close(descriptor)
 
 
 # How each kind of backup begins: a SQLite database file, and pg_dump's custom format.

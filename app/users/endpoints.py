@@ -99,7 +99,7 @@ def create_user(body: UserCreate, request: Request, admin: AdminApiUser, session
              responses=error_responses(400))
 def create_users(body: UsersCreate, admin: AdminApiUser, session: SessionDep) -> list[NewUserRead]:
     """Accounts of one role (not admin) for up to 100 names, each with a generated password that
-    this answer alone holds; all or none (422 naming each name listed twice or taken)."""
+    this answer alone holds; all or none (one 422 naming every name malformed, listed twice or taken)."""
     return [NewUserRead(**UserRead.model_validate(made.user).model_dump(), password=made.password)
             for made in service.create_users(session, body, by=admin)]
 

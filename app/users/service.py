@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -13,10 +15,10 @@ from app.auth.security import guessable, hash_password, new_password
 from app.auth import throttle
 from app.auth.service import Principal, end_logins, log_in
 from app.db import RuleLock, end_reads, hold_rule, one_named
-from app.errors import BadInput, Conflict, NotFound
+from app.errors import BadInput, Conflict, NotFound, plain_message
 from app.quality.gate import release_leases_of
 from app.models import LoginKeyKind, Role, User, utcnow
-from app.users.schemas import PasswordChange, UserCreate, UsersCreate, UserUpdate
+from app.users.schemas import PasswordChange, UserCreate, Username, UsersCreate, UserUpdate
 
 
 def create_user(session: Session, data: UserCreate, *, by: User | None = None) -> User:
@@ -47,10 +49,13 @@ class NewAccount:
     password: str
 
 
-def create_users(session: Session, data: UsersCreate, *, by: User | None) -> list[NewAccount]:
+def create_users(session: Session, data: UsersCreate, *, by: User | None,
+                 listed_at: Callable[[int], str] = lambda index: f"as name {index + 1}") -> list[NewAccount]:
     """Accounts for a list of names, each with a generated password: all of them, or none when
-    a name is listed twice or taken (BadInput naming each, by its place in the list)."""
-    _refuse_names(data.usernames, _taken(session, data.usernames))
+    a name is malformed, listed twice or taken (one BadInput naming every such name: its field
+    is the list's 0-based `usernames.N`, its message names the name). `listed_at` words a name's
+    place in the list for a person, counted from one ("as name 3"; a file's "on line 4")."""
+    _refuse_names(data.usernames, _taken(session, data.usernames), listed_at)
     # The hashing, seconds of it, in no transaction: on SQLite an open one holds the database's
     # one write lock, and every labeler's submit would wait behind it.
     end_reads(session)
@@ -58,7 +63,7 @@ def create_users(session: Session, data: UsersCreate, *, by: User | None) -> lis
     hashes = [hash_password(password) for password in passwords]
     hold_rule(session, RuleLock.user_names)
     # Again under the lock: a name may have been taken while the passwords were hashed.
-    _refuse_names(data.usernames, _taken(session, data.usernames))
+    _refuse_names(data.usernames, _taken(session, data.usernames), listed_at)
     users = [User(username=name, role=data.role, password_hash=digest, must_change_password=data.must_change_password)
              for name, digest in zip(data.usernames, hashes)]
     session.add_all(users)
@@ -74,18 +79,34 @@ def _taken(session: Session, names: list[str]) -> dict[str, str]:
     return {taken.lower(): taken for taken in session.scalars(select(User.username).where(func.lower(User.username).in_(lowered)))}
 
 
-def _refuse_names(names: list[str], taken: dict[str, str]) -> None:
+_USERNAME = TypeAdapter(Username)
+
+
+def _refuse_names(names: list[str], taken: dict[str, str], listed_at: Callable[[int], str]) -> None:
+    """Every name of the batch that cannot be used, each for its first reason, in one BadInput."""
     problems: list[dict[str, str]] = []
     first: dict[str, int] = {}
     for index, name in enumerate(names):
         key = name.lower()
-        if key in first:
-            problems.append({"field": f"usernames.{index}", "message": f"{name!r} is listed already, as name {first[key] + 1}"})
-        elif key in taken:
-            problems.append({"field": f"usernames.{index}", "message": f"a user named {taken[key]!r} already exists"})
+        message = _malformed(name)
+        if message is None and key in first:
+            message = f"{name!r} is listed already, {listed_at(first[key])}"
+        elif message is None and key in taken:
+            message = f"a user named {taken[key]!r} already exists"
+        if message is not None:
+            problems.append({"field": f"usernames.{index}", "message": message})
         first.setdefault(key, index)
     if problems:
         raise BadInput(f"no user was created: {len(problems)} of the names cannot be used", problems)
+
+
+def _malformed(name: str) -> str | None:
+    """Why `name` cannot be a username, naming it; None if it can."""
+    try:
+        _USERNAME.validate_python(name)
+    except ValidationError as exc:
+        return f"{name!r} cannot be a username: {plain_message(exc.errors()[0])}"
+    return None
 
 
 def _first_login(user: User) -> dict[str, bool]:
@@ -94,7 +115,10 @@ def _first_login(user: User) -> dict[str, bool]:
 
 
 def list_users(session: Session) -> list[User]:
-    return list(session.scalars(select(User).order_by(User.username)))
+    """Every user, by name in any case (alice, Bob, FINN), as names are one name in any case
+    elsewhere: the database's own order put every capital first (FINN before bob) on
+    PostgreSQL's C collation and on SQLite. Two names alike but for case keep a fixed order."""
+    return list(session.scalars(select(User).order_by(func.lower(User.username), User.username, User.id)))
 
 
 def get_user(session: Session, user_id: int) -> User:

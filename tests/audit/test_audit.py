@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from app.audit.service import describe
 from app.db import session_scope
 from app.models import AuditEvent, Project
-from tests.cli.conftest import stepwise  # noqa: F401  (a fixture: runs the CLI)
+from tests.cli.conftest import refused, stepwise  # noqa: F401  (a fixture: runs the CLI)
 from tests.conftest import PASSWORD, api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes
 
@@ -175,8 +175,9 @@ def test_logins_and_wrong_passwords_are_recorded_with_their_address(app, session
     ], "the name as typed, in any case"
     api = TestClient(app)
     by_nobody = api.get("/api/v1/audit-events", headers=api_headers(api, "boss"),
-                        params={"actor": "nobody", "category": "logins"}).json()
-    assert by_nobody["total"] == 0
+                        params={"actor": "nobody", "category": "logins"})
+    # Tried against, never by: a name no user has, and which no event has as its actor.
+    assert by_nobody.status_code == 422 and "no user named 'nobody'" in by_nobody.json()["detail"]
     by_command_line = api.get("/api/v1/audit-events", headers=api_headers(api, "boss"),
                               params={"actor": "command line", "category": "logins"}).json()
     assert by_command_line["total"] == 0, "not the command line's either"
@@ -222,3 +223,31 @@ def test_exports_are_recorded_with_their_format_and_filters(app, stepwise, datab
     assert describe(events[0]) == "labels exported as trl (since=2020-01-01, qc=exclude)"
     assert describe(events[1]) == f"labels exported as prm800k: {events[1].details['count']:,} written"
     assert events[1].details["count"] > 0
+
+
+def test_an_actor_nobody_is_named_is_said_so_not_listed_as_nothing_done(app, stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    make_user(session_factory, "boss", "admin")
+    make_user(session_factory, "quiet", "labeler")
+    api, page = TestClient(app), TestClient(app)
+    boss = api_headers(api, "boss")
+    browser_login(page, "boss")
+    # A typo listed nothing, read as "they did nothing", where other commands say "no user named".
+    refused(stepwise(database_url, "audit", "--actor", "nobody"), "no user named 'nobody', now or in the audit trail")
+    unknown = api.get("/api/v1/audit-events", headers=boss, params={"actor": "nobody"})
+    assert unknown.status_code == 422
+    assert unknown.json()["errors"] == [{"field": "actor", "message": "no user named 'nobody', now or in the audit trail"}]
+    shown = page.get("/admin/activity", params={"actor": "nobody"})
+    assert shown.status_code == 422 and 'id="actor-error"' in shown.text
+    assert "No user named 'nobody', now or in the audit trail" in html.unescape(shown.text)
+    assert "Nothing is listed: correct the filters marked above." in shown.text
+
+    # A user who did nothing (here) is no error; nor is a deleted user, whose events keep the name.
+    quiet = stepwise(database_url, "audit", "--actor", "QUIET")
+    assert quiet.exit_code == 0 and quiet.stdout == ""
+    assert api.get("/api/v1/audit-events", headers=boss, params={"actor": "boss", "category": "rounds"}).json()["total"] == 0
+    with session_scope(session_factory) as session:
+        session.add(AuditEvent(actor_id=None, actor="gone", action="project.created", target="project X (id 9)",
+                               details={}))
+    assert api.get("/api/v1/audit-events", headers=boss, params={"actor": "Gone"}).json()["total"] == 1
+    assert api.get("/api/v1/audit-events", headers=boss,
+                   params={"actor": "gone", "category": "users"}).json() == {"total": 0, "events": []}

@@ -10,7 +10,8 @@ from sqlalchemy import func, select, text, update
 
 from app.auth.security import token_digest
 from app.db import session_scope
-from app.models import ApiToken, AuditEvent, utcnow
+from app.models import ApiToken, AuditEvent, User, utcnow
+from tests.cli.conftest import refused, stepwise  # noqa: F401 (a fixture)
 from tests.conftest import PASSWORD, api_headers, browser_login, make_project, make_user
 
 
@@ -205,3 +206,20 @@ def test_a_site_caps_how_long_a_token_lasts(client, session_factory) -> None:  #
     page = client.get("/account").text
     assert "In 30 days (the limit)" in page and "Never" not in page
     assert '<option value="90"' not in page and '<option value="30"' in page
+
+
+def test_nobody_makes_a_token_for_a_user_who_must_still_choose_their_password(stepwise, database_url, client, session_factory) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    make_user(session_factory, "ann", "labeler")
+    with session_scope(session_factory) as session:
+        session.scalars(select(User).where(User.username == "ann")).one().must_change_password = True
+    # A token's one use until then is POST /users/me/password: one made at the command line
+    # would let whoever holds it choose ann's password for her, and keep the login it ends.
+    result = stepwise(database_url, "tokens", "create", "--username", "ann")
+    refused(result, "ann must still choose their own password", "make it once they have logged in and chosen one")
+    with session_scope(session_factory) as session:
+        assert session.scalar(select(func.count()).select_from(ApiToken)) == 0
+        assert session.scalar(select(func.count()).select_from(AuditEvent)
+                              .where(AuditEvent.action == "token.created")) == 0
+    # Her own, traded for the password she was given, is how an API-only user gets to choose one.
+    own = client.post("/api/v1/auth/tokens", json={"username": "ann", "password": PASSWORD})
+    assert own.status_code == 201

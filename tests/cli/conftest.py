@@ -28,9 +28,10 @@ def stepwise(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
     return run
 
 
-def refused(result: Result, *words: str) -> None:
-    """Exit status 1 with a one-line message holding `words`, and no traceback."""
-    assert isinstance(result.exception, SystemExit) and result.exit_code == 1, result.output
+def refused(result: Result, *words: str, status: int = 1) -> None:
+    """Exit status 1 (2: bad arguments or bad lines) with a message whose first line starts
+    "Error: ", holding `words`, and no traceback."""
+    assert isinstance(result.exception, SystemExit) and result.exit_code == status, result.output
     assert result.stderr.startswith("Error: ") and "Traceback" not in result.output, result.output
     for word in words:
         assert word in result.stderr, result.stderr

@@ -129,7 +129,38 @@ def test_create_many_reads_names_and_prints_each_password_once(stepwise, databas
     assert "created 2 labelers" in result.stderr
     assert _user(session_factory, "bob").role == Role.labeler
     refused(stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="cy\ntaken\n"),
-            "no user was created", "name 2: a user named 'taken' already exists")
-    refused(stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="cy\nno way\n"), "name (value 2)")
+            "no user was created", "<stdin>:2 a user named 'taken' already exists", status=2)
+    refused(stepwise(database_url, "users", "create-many", "--role", "labeler", "-", input="cy\nno way\n"),
+            "<stdin>:2 'no way' cannot be a username", status=2)
     admins = stepwise(database_url, "users", "create-many", "--role", "admin", "-", input="cy\n")
     assert admins.exit_code == 2 and "'admin' is not one of" in admins.stderr
+
+
+def test_create_many_names_every_bad_name_at_once_by_its_line(stepwise, database_url, session_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    make_user(session_factory, "taken", "labeler")
+    names = tmp_path / "team.txt"
+    # A BOM, as Notepad writes one: it was read as part of the first name, which was refused.
+    names.write_bytes("\ufeffann\n\nbad name!\nTAKEN\n\nANN\nbo\n".encode())
+    result = stepwise(database_url, "users", "create-many", "--role", "labeler", names)
+    # Every problem in one answer (the malformed name hid the others until it was fixed), each
+    # by the file's line: the blank lines shifted the count.
+    refused(result, "no user was created: 3 of the names cannot be used", status=2)
+    assert result.stderr.splitlines()[1:] == [
+        f"  {names}:3 'bad name!' cannot be a username: use only 2-64 letters (A-Z, without accents), digits, _ . -",
+        f"  {names}:4 a user named 'taken' already exists",
+        f"  {names}:6 'ANN' is listed already, on line 1",
+    ], result.stderr
+    with session_factory() as session:
+        assert session.scalar(select(User).where(User.username == "ann")) is None
+    names.write_bytes("\ufeffann\n\nbo\n".encode())
+    made = stepwise(database_url, "users", "create-many", "--role", "labeler", names)
+    assert made.exit_code == 0, made.output
+    assert [line.split("\t")[0] for line in made.stdout.splitlines()] == ["ann", "bo"]
+
+
+def test_users_list_orders_names_in_any_case(stepwise, database_url, session_factory) -> None:  # type: ignore[no-untyped-def]
+    for name in ("bob", "FINN", "Alice"):
+        make_user(session_factory, name, "labeler")
+    # Names are one name in any case elsewhere: capitals first (Alice, FINN, bob) read as two lists.
+    listed = stepwise(database_url, "users", "list")
+    assert [line.split("\t")[1] for line in listed.stdout.splitlines()] == ["Alice", "bob", "FINN"]

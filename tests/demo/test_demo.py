@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sqlalchemy import func, select
 
 from app.auth.security import verify_password
@@ -14,6 +16,7 @@ from app.demo.solutions import demo_solutions, perturb_answer, split_steps
 from app.models import AnswerGrade, ApiToken, Assignment, Role, Solution, User
 from app.users.schemas import UserUpdate
 from app.users.service import get_user_by_name, update_user
+from tests.cli.conftest import refused, stepwise  # noqa: F401 (a fixture)
 from tests.conftest import make_user
 
 
@@ -110,3 +113,21 @@ def test_demo_logins_keep_the_user_rules(session_factory, tmp_path: Path) -> Non
         revoked = session.scalar(select(ApiToken.revoked_at).where(ApiToken.name == "notebook"))
         assert revoked is not None and token
         assert session.scalar(select(func.count()).select_from(User)) == 6
+
+
+def test_a_demo_problems_file_that_is_not_jsonl_is_named_before_any_database_is_made(stepwise, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    database = tmp_path / "demo.db"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("problems, one a line\n")
+    monkeypatch.setenv("STEPWISE_DEMO_PROBLEMS", str(notes))
+    result = stepwise(f"sqlite:///{database}", "demo", "--no-serve")
+    refused(result, f"demo problems file {notes}: line 1: not JSON", "STEPWISE_DEMO_PROBLEMS")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    # It was an orjson traceback, after `stepwise demo` had made and migrated the database.
+    assert not database.exists()
+
+    # The line at fault is the file's: blank lines count, and JSON that is no object is named too.
+    one = MATH500.read_text().splitlines()[0]
+    notes.write_text(f"{one}\n\n[1, 2]\n")
+    refused(stepwise(f"sqlite:///{database}", "demo", "--no-serve"), "line 3: not a JSON object")
+    assert not database.exists()

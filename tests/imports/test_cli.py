@@ -99,7 +99,7 @@ def test_upgrade_create_import_export_and_failures(fresh_database: str, tmp_path
     after = _ok(url, "export", "--project", "cli", "--format", "prm800k", "--output", tmp_path / "again.jsonl")
     assert "exported 9 labels" in after
     backwards = _run(url, "export", "--project", "cli", "--format", "trl", "--output", tmp_path / "x", "--since", "2023-02-01", "--until", "2023-01-01")
-    assert backwards.returncode == 1 and "since (labeled on or after) must be before until" in backwards.stderr
+    assert backwards.returncode == 2 and "since (labeled on or after) must be before until" in backwards.stderr
     nobody = _run(url, "export", "--project", "cli", "--format", "trl", "--output", tmp_path / "y", "--labeler", "nobody")
     assert nobody.returncode == 1 and "no label in this project is by 'nobody'" in nobody.stderr
     assert not (tmp_path / "y").exists()

@@ -19,10 +19,11 @@ from click.testing import CliRunner
 from sqlalchemy import delete, select
 
 from app.cli import cli
-from app.config import get_settings
+from app.config import Settings, get_settings
+from app.db import create_db_engine, create_session_factory
 from app.exports.schemas import ExportFilters
 from app.exports.service import write_export
-from app.migrate import heads
+from app.migrate import heads, upgrade
 from app.ops import backup as backup_module
 from app.models import Label, Project
 from tests.conftest import add_solutions, api_headers, make_project, make_user
@@ -243,3 +244,45 @@ def test_a_postgres_restore_is_refused_while_others_are_connected(monkeypatch, d
     assert forced.exit_code == 0, forced.output
     with session_factory() as session:
         assert [p.name for p in session.scalars(select(Project))] == ["kept"]
+
+
+def test_a_sqlite_restore_is_refused_while_another_process_has_the_database_open(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SQLite keeps no list of sessions: the lock every WAL connection holds on its index is
+    what says a server or worker has the database open. A database of its own, which no
+    connection of this test process (other tests' engines) holds."""
+    live = tmp_path / "live.db"
+    url = f"sqlite:///{live}"
+    upgrade(url)
+    engine = create_db_engine(Settings(database_url=url, STEPWISE_ENV="test"))
+    make_project(create_session_factory(engine), "kept")
+    backup = tmp_path / "stepwise.backup"
+    backup_module.backup(url, backup)
+    make_project(create_session_factory(engine), "made after the backup")
+    engine.dispose()
+
+    def projects() -> list[str]:
+        with closing(sqlite3.connect(live)) as db:
+            return [name for (name,) in db.execute("SELECT name FROM projects ORDER BY id")]
+
+    # A server's connection, as app.db opens it: in WAL mode, having read the database.
+    server = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"db = sqlite3.connect({str(live)!r}); db.execute('PRAGMA journal_mode=WAL')\n"
+        "db.execute('SELECT count(*) FROM projects').fetchall(); print('open', flush=True); time.sleep(120)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "open"
+        refused = _stepwise(url, "db", "restore", str(backup))
+        # It went ahead: the server went on over tables replaced under it.
+        assert refused.returncode == 1, refused.stderr
+        assert f"another process has the database at {url} open (a server or worker): stop the server and " \
+               "workers first, or pass --force" in refused.stderr
+        assert projects() == ["kept", "made after the backup"]
+    finally:
+        server.kill()
+        server.wait()
+    # The -shm file a killed server leaves behind holds no lock: no refusal.
+    assert live.with_name("live.db-shm").exists()
+    restored = _stepwise(url, "db", "restore", str(backup))
+    assert restored.returncode == 0, restored.stderr
+    assert projects() == ["kept"]

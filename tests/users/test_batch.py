@@ -49,6 +49,18 @@ def test_a_batch_with_a_bad_name_creates_nobody_and_names_each(client, session_f
         {"field": "usernames.1", "message": "a user named 'Ann' already exists"},
         {"field": "usernames.3", "message": "'DEE' is listed already, as name 1"},
     ]
+    # Every name to fix in one answer: a malformed one hid the names taken or listed twice.
+    # `field` is the list's 0-based index; the message names the name.
+    every = client.post("/api/v1/users/batch", headers=boss,
+                        json={"usernames": ["dee", "x!", "ann", "DEE"], "role": "labeler"})
+    assert every.status_code == 422
+    assert every.json()["detail"] == "no user was created: 3 of the names cannot be used"
+    assert every.json()["errors"] == [
+        {"field": "usernames.1",
+         "message": "'x!' cannot be a username: use only 2-64 letters (A-Z, without accents), digits, _ . -"},
+        {"field": "usernames.2", "message": "a user named 'Ann' already exists"},
+        {"field": "usernames.3", "message": "'DEE' is listed already, as name 1"},
+    ]
     for body, field in (({"usernames": ["x!", "ok"], "role": "labeler"}, "usernames.0"),
                         ({"usernames": ["zed"], "role": "admin"}, "role"),
                         ({"usernames": [], "role": "labeler"}, "usernames"),
@@ -64,12 +76,16 @@ def test_the_users_page_creates_a_team_and_shows_each_password_once(app, client,
     make_user(session_factory, "boss", "admin")
     make_user(session_factory, "taken", "labeler")
     csrf = browser_login(client, "boss")
-    bad = client.post("/admin/users/batch", data={"csrf_token": csrf, "usernames": "lu\nbad name!\n\ntaken\nmo", "role": "labeler"})
+    bad = client.post("/admin/users/batch", data={"csrf_token": csrf, "usernames": "lu\nbad name!\n\ntaken\nmo\nLU", "role": "labeler"})
     assert bad.status_code == 422
     said = html.unescape(re.sub(r"<[^>]+>", " ", bad.text.split('id="new-users-error"', 1)[1].split("</div>", 1)[0]))
-    assert "Name 2 (bad name!):" in said
+    # Every name to fix at once, counted from one as the list shows them (blank lines skipped):
+    # the name taken and the one listed twice were said only once the malformed one was fixed.
+    assert "Name 2 (bad name!): 'bad name!' cannot be a username" in said
+    assert "Name 3 (taken): a user named 'taken' already exists" in said
+    assert "Name 5 (LU): 'LU' is listed already, as name 1" in said
     assert "No user was created" in html.unescape(bad.text)
-    assert "lu\nbad name!\n\ntaken\nmo</textarea>" in html.unescape(bad.text), "what was typed stays to correct"
+    assert "lu\nbad name!\n\ntaken\nmo\nLU</textarea>" in html.unescape(bad.text), "what was typed stays to correct"
     assert _users(session_factory) == ["boss", "taken"]
     taken = client.post("/admin/users/batch", data={"csrf_token": csrf, "usernames": "lu\ntaken\nmo", "role": "labeler"})
     assert taken.status_code == 422

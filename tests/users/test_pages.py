@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -238,3 +239,13 @@ def test_an_admin_left_without_a_password_is_confirmed_before_one_is_generated(c
     password = _generated_password(done.text, "eve")
     with TestClient(app) as other:
         assert other.post("/api/v1/auth/tokens", json={"username": "eve", "password": password}).status_code == 201
+
+
+def test_users_are_listed_by_name_in_any_case(client, session_factory, admin) -> None:  # type: ignore[no-untyped-def]
+    for name in ("bob", "FINN", "Alice", "carl"):
+        make_user(session_factory, name, "labeler")
+    # Names are one name in any case elsewhere (logins, new names): the database's own order put
+    # every capital first, Alice and FINN before bob, on the page and in `stepwise users list`.
+    page = client.get("/admin/users").text
+    assert re.findall(r'<td class="username"><strong>([^<]+)</strong>', page) == ["Alice", "bob", "boss", "carl", "FINN"]
+    assert [u["username"] for u in client.get("/api/v1/users").json()] == ["Alice", "bob", "boss", "carl", "FINN"]
