@@ -879,10 +879,10 @@ def demo(ctx: _Context, host: str, port: int, no_serve: bool) -> None:
     # Read before the database is made or migrated: a wrong STEPWISE_DEMO_PROBLEMS stops here,
     # and leaves no database behind.
     source = default_problems_file()
-    read_problems(source)
+    problems = read_problems(source)
     upgrade(ctx.settings.database_url)
     with ctx.session() as session:
-        report = load_demo(session, source)
+        report = load_demo(session, source, problems)
     click.echo(report.describe())
     if not no_serve:
         # The first start would wait a minute for MATH-500's figures; they are drawn while the

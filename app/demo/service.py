@@ -90,10 +90,13 @@ def read_problems(source: Path) -> list[dict[str, Any]]:
     return problems
 
 
-def load_demo(session: Session, problems_file: Path | None = None) -> DemoReport:
-    """Create (or refresh) the demo project and users. Running it again adds nothing new."""
+def load_demo(session: Session, problems_file: Path | None = None,
+              problems: list[dict[str, Any]] | None = None) -> DemoReport:
+    """Create (or refresh) the demo project and users. Running it again adds nothing new.
+    `problems`: the file's, when the caller read them already (read_problems)."""
     source = problems_file or default_problems_file()
-    problems = read_problems(source)
+    if problems is None:
+        problems = read_problems(source)
     project = session.scalar(select(Project).where(Project.name == DEMO_PROJECT))
     if project is None:
         project = create_project(

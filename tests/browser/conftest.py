@@ -16,7 +16,9 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -117,22 +119,29 @@ def browser() -> Iterator[Browser]:
         browser.close()
 
 
-@pytest.fixture
-def page(browser: Browser, live_server: str, engine) -> Iterator[Page]:  # type: ignore[no-untyped-def]
-    """A fresh context; fails the test on any uncaught script error or off-site request."""
-    context = browser.new_context(base_url=live_server, viewport={"width": 1360, "height": 900})
+@contextmanager
+def watched_page(browser: Browser, base_url: str, **context_options: Any) -> Iterator[Page]:
+    """A page in a fresh context (a desktop's 1360x900 unless `context_options` say otherwise);
+    fails the test on any uncaught script error or off-site request."""
+    context = browser.new_context(base_url=base_url, **{"viewport": {"width": 1360, "height": 900}, **context_options})
     page = context.new_page()
     errors: list[str] = []
     foreign: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on(
         "request",
-        lambda request: None if request.url.startswith(live_server) else foreign.append(request.url),
+        lambda request: None if request.url.startswith(base_url) else foreign.append(request.url),
     )
     yield page
     context.close()
     assert not errors, f"script errors on the page: {errors}"
     assert not foreign, f"the page fetched from other sites: {foreign}"
+
+
+@pytest.fixture
+def page(browser: Browser, live_server: str, engine) -> Iterator[Page]:  # type: ignore[no-untyped-def]
+    with watched_page(browser, live_server) as page:
+        yield page
 
 
 def login(page: Page, username: str, next_path: str) -> None:

@@ -23,7 +23,7 @@ from app.config import Settings
 from app.db import create_db_engine, create_session_factory, session_scope
 from app.migrate import upgrade
 from app.models import Role, Round, RoundPick
-from tests.browser.conftest import ROOT, _free_port, _wait_until_up, login, screenshot
+from tests.browser.conftest import ROOT, _free_port, _wait_until_up, login, screenshot, watched_page
 from tests.conftest import PASSWORD, make_user
 from tests.rounds.conftest import kill_marked_processes, synthetic_project
 
@@ -71,13 +71,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, sessio
 @pytest.fixture
 def research_page(browser: Browser, site) -> Iterator[Page]:  # type: ignore[no-untyped-def]
     base_url, _, _ = site
-    context = browser.new_context(base_url=base_url, viewport={"width": 1360, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, f"script errors on the page: {errors}"
+    with watched_page(browser, base_url) as page:
+        yield page
 
 
 def rounds(factory: sessionmaker[Session]) -> int:

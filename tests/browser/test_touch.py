@@ -14,7 +14,7 @@ from app.db import session_scope
 from app.labeling.schemas import LabelSubmit
 from app.labeling.service import next_task, submit_label
 from app.models import Project, Skip
-from tests.browser.conftest import SCREENSHOTS, add_solution, login, screenshot
+from tests.browser.conftest import SCREENSHOTS, add_solution, login, screenshot, watched_page
 from tests.browser.test_phase1 import RECORD
 from tests.conftest import make_project, make_user
 from tests.imports.conftest import import_bytes, jsonl
@@ -27,14 +27,9 @@ STATEMENT = "Compute $\\frac{1}{2}+\\frac{1}{3}$ in lowest terms."
 
 @contextmanager
 def _phone(browser: Browser, live_server: str, viewport: dict[str, int] = PHONE) -> Iterator[Page]:
-    context = browser.new_context(base_url=live_server, viewport=viewport, device_scale_factor=2,
-                                  is_mobile=True, has_touch=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, f"script errors on the page: {errors}"
+    with watched_page(browser, live_server, viewport=viewport, device_scale_factor=2, is_mobile=True,
+                      has_touch=True) as page:
+        yield page
 
 
 def _busy_project(factory: sessionmaker[Session]) -> Project:
