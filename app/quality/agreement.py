@@ -341,7 +341,7 @@ def project_agreement(session: Session, project: Project) -> ProjectAgreement:
                 first_error_agreement=_share(tally.first_error_agreed, tally.first_error_pairs),
             )
         )
-    labelers.sort(key=lambda a: (-a.labels, a.name))
+    labelers.sort(key=lambda a: (-a.labels, a.name.casefold(), a.name))
     return ProjectAgreement(
         overlap=project.overlap,
         solutions=len(by_solution),

@@ -398,7 +398,8 @@ class Standing:
 
 
 def standings(session: Session, project: Project) -> list[Standing]:
-    """Every labeler with a label on a gold item or a decision in the project, by name."""
+    """Every labeler with a label on a gold item or a decision in the project, by name in any case
+    (as the users list sorts them)."""
     gold_solutions = gold_labels(project.id).with_only_columns(Label.solution_id)
     labelers = select(Label.user_id).where(
         Label.project_id == project.id,
@@ -410,7 +411,7 @@ def standings(session: Session, project: Project) -> list[Standing]:
     users = session.execute(
         select(User.id, User.username)
         .where(or_(User.id.in_(labelers), User.id.in_(decided)))
-        .order_by(User.username)
+        .order_by(func.lower(User.username), User.username)
     ).all()
     decisions = {
         s.user_id: s for s in session.scalars(select(LabelerStanding).where(LabelerStanding.project_id == project.id))

@@ -156,7 +156,7 @@ def labeler_accuracy(session: Session, project_id: int) -> list[LabelerAccuracy]
         LabelerAccuracy(user_id, foreign, name, compared, agreed)
         for (user_id, foreign), (name, compared, agreed) in tallies.items()
     ]
-    return sorted(found, key=lambda a: (-a.compared, a.name))
+    return sorted(found, key=lambda a: (-a.compared, a.name.casefold(), a.name))
 
 
 def _labeler_key(row: Any) -> tuple[int | None, str | None]:

@@ -611,3 +611,15 @@ def test_check_answers_fill_the_overlap_as_labels_do(client, session_factory) ->
         response = client.patch(f"/api/v1/projects/{project.id}", headers=manager, json={"overlap": overlap})
         assert response.status_code == 200, response.text
         assert ordinary_slots() == slots
+
+
+def test_standings_sort_names_in_any_case(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    # As the users list does: "Zoe" sorted before "ann" by code point.
+    project, _ = _project(session_factory, SCREENING, screening_items=2)
+    ids = {name: make_user(session_factory, name, "labeler").id for name in ("bob", "Zoe", "ann", "Carl")}
+    make_user(session_factory, "boss", "manager")
+    boss = api_headers(client, "boss")
+    url = f"/api/v1/projects/{project.id}/screening"
+    for user_id in ids.values():
+        assert client.post(f"{url}/{user_id}", headers=boss, json={"decision": "admit"}).status_code == 200
+    assert [s["username"] for s in client.get(url, headers=boss).json()] == ["ann", "bob", "Carl", "Zoe"]
