@@ -81,7 +81,7 @@ def test_a_dropped_file_is_guessed_and_an_unknown_one_is_left_to_the_manager(imp
     (b"\n" * (2 << 20) + b'{"problem": "2+2"}\n', "its first megabyte has only blank lines"),
     ('{"problem": "2+2"}\n'.encode("utf-16"), "the file is UTF-16 text, not UTF-8: save it as UTF-8"),
     (b'{"problem": "x\x00"}\n', "the file holds NUL bytes: it is not UTF-8 text"),
-    (gzip.compress(b'{"problem": "2+2"}\n'), "the file is gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
+    (gzip.compress(b'{"problem": "2+2"}\n', mtime=0), "the file is gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
     (b"PK\x03\x04\x14\x00\x00\x00", "the file is a zip archive: upload the .jsonl file inside it"),
     (b"PAR1\x15\x04", "the file is a Parquet file: imports read JSONL, one JSON object a line"),
     (b'{"problem": "' + b"y" * (2 << 20) + b'"}\n', "its first line is longer than the megabyte this page reads"),

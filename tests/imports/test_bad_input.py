@@ -217,7 +217,7 @@ MATH_LINE = '{"problem": "What is 2+2?", "answer": "4"}\n'
 
 @pytest.mark.parametrize(("data", "what"), [
     (_zipped(MATH_LINE.encode()), "a zip archive: upload the .jsonl file inside it"),
-    (gzip.compress(MATH_LINE.encode()), "gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
+    (gzip.compress(MATH_LINE.encode(), mtime=0), "gzip-compressed: decompress it (gunzip) and upload the .jsonl file"),
     (MATH_LINE.encode("utf-16"), "UTF-16 text: save it as UTF-8"),
     (MATH_LINE.encode("utf-16-le"), "UTF-16 text: save it as UTF-8"),
     (MATH_LINE.encode("utf-16-be"), "UTF-16 text: save it as UTF-8"),
