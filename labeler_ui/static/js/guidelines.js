@@ -21,6 +21,8 @@ export class GuidelinesDialog {
       if (event.detail > 0) event.currentTarget.blur();
       this.open();
     });
+    this.text = document.getElementById("guidelines");
+    this.dialog.addEventListener("keydown", (event) => this.scrollText(event));
     this.dialog.addEventListener("close", () => {
       this.acknowledge();
       this.closed?.();
@@ -38,6 +40,22 @@ export class GuidelinesDialog {
 
   open() {
     if (this.available && !this.dialog.open) this.dialog.showModal();
+  }
+
+  // The focus starts on "Got it", outside the text that scrolls, where the keys that scroll a page
+  // scrolled nothing: from anywhere in the dialog they scroll the text. In the text (the region
+  // itself, a link in it) they are the browser's, which scrolls it.
+  scrollText(event) {
+    const text = this.text;
+    if (event.ctrlKey || event.metaKey || event.altKey || text.contains(event.target)) return;
+    // The steps Chromium itself takes: 40px a line, seven eighths of the box a page.
+    const page = text.clientHeight * 0.875;
+    const by = { ArrowDown: 40, ArrowUp: -40, PageDown: page, PageUp: -page }[event.key];
+    if (by !== undefined) text.scrollBy({ top: by });
+    else if (event.key === "Home") text.scrollTo({ top: 0 });
+    else if (event.key === "End") text.scrollTo({ top: text.scrollHeight });
+    else return;
+    event.preventDefault();
   }
 
   // Resolves once the labeler has closed guidelines new to them, at once when there are none.

@@ -109,9 +109,12 @@ function setBusy(value) {
 
 // The notice is a live region that stays on the page, empty and drawn as nothing when there is
 // nothing to say (labeler.css): one un-hidden together with its words was often not read out.
-function notify(kind, text) {
+// `passing`: it answers the action just taken, and the next action ends it (act); other
+// warnings stand while what they warn of lasts.
+function notify(kind, text, { passing = kind === "info" } = {}) {
   const notice = $("notice");
   notice.className = `flash ${kind}`;
+  notice.classList.toggle("passing", passing);
   notice.textContent = text;
   clearTimeout(notify.timeout);
   if (kind === "success" || kind === "info") {
@@ -215,10 +218,12 @@ function introduce() {
   const n = state.n;
   const what = correction ? "Your label to correct" : "New solution";
   announce(`${what}, ${n} step${n === 1 ? "" : "s"}. Problem: ${spokenText($("problem-text"), 160)}`);
-  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  const node = cursorNode();
   if (!node || reasons.isOpen || guidelines.isOpen) return;
-  node.tabIndex = -1;
-  node.focus({ preventScroll: true });
+  focusStep(node);
+  // The page is back at its top, the problem in sight, but at 200% zoom step 1 lay below the
+  // screen with the focus on it: it comes up, no further than it must.
+  node.scrollIntoView({ block: "nearest" });
 }
 
 const figureUrl = (problemId, n) => `/api/v1/problems/${problemId}/figures/${n}`;
@@ -477,9 +482,18 @@ function scrollToY(top, behavior) {
   window.scrollTo({ top: goal, behavior });
 }
 
+// The step or alternative under the cursor.
+const cursorNode = () => (isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor]);
+
+// A step takes the focus without a scroll of its own: each caller scrolls as it needs to.
+function focusStep(node) {
+  node.tabIndex = -1;
+  node.focus({ preventScroll: true });
+}
+
 function focusCurrent() {
   const behavior = reducedMotion.matches ? "auto" : "smooth";
-  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  const node = cursorNode();
   if (!node) return;
   // Rating down a long solution by key, "nearest" kept the current step at the screen's very foot,
   // the steps after it out of sight: once it passes two thirds of the screen it comes up to a
@@ -504,10 +518,7 @@ function focusCurrent() {
   // Single keys move the cursor, not the focus: left on step 1, it ended far above the screen,
   // where Tab and a screen reader's cursor went on from. It follows, as the arrows take it to a
   // rating without single keys (focusRating); a control the labeler is using keeps it.
-  if (shortcuts.on && followsCursor(document.activeElement)) {
-    node.tabIndex = -1;
-    node.focus({ preventScroll: true });
-  }
+  if (shortcuts.on && followsCursor(document.activeElement)) focusStep(node);
 }
 
 // The page itself, or a step or alternative that the focus was left on by the cursor.
@@ -526,7 +537,7 @@ function act(change, said = null) {
     pendingChange = null;
     if ($("notice").classList.contains("warning")) clearNotice();
   }
-  if ($("notice").classList.contains("info")) clearNotice();
+  if ($("notice").classList.contains("passing")) clearNotice();
   if (!correction) drafts.save(draftKey(task), state, idempotencyKey, startedAt, timer.activeMs);
   render();
   focusCurrent();
@@ -653,7 +664,7 @@ function move(delta, describe) {
 // Without single keys the buttons are what rates: the focus follows the cursor to its step's
 // rating, or first button, so that Enter rates the step the arrows came to, not the one left.
 function focusRating() {
-  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  const node = cursorNode();
   const buttons = [...(node?.querySelectorAll(".rate:not(:disabled)") ?? [])];
   const button = buttons.find((b) => b.getAttribute("aria-pressed") === "true") ?? buttons[0];
   // The cursor's move scrolls it into view (focusCurrent): a second, sudden scroll would cut in.
@@ -763,7 +774,7 @@ function onKey(event) {
   // The browser's, to scroll a tall problem in focus.
   if ((key === "ArrowUp" || key === "ArrowDown") && problemPanel.contains(event.target) && problemScrolls()) return;
   // A held-down key must not rate step after step, nor, once a rating hands the focus to Submit
-  // (focusSubmit), submit.
+  // (followCursor), submit.
   if (event.repeat && !key.startsWith("Arrow")) {
     event.preventDefault();
     return;
@@ -801,7 +812,7 @@ function handleKey(key) {
 // focus, else the current step's, so that a labeler on the keyboard reads it to its end before
 // rating it. Nothing to scroll: the keys are the browser's.
 function scrollFormula(direction) {
-  const node = isPhase1() ? phase1View.rowNode(stepNodes, state.cursor) : stepNodes[state.cursor];
+  const node = cursorNode();
   const focused = document.activeElement?.closest?.(".katex-display.scrolls");
   const wide = focused ? [focused] : [...(node?.querySelectorAll(".katex-display.scrolls") ?? [])];
   const next = direction > 0 ? wide.find((d) => !d.classList.contains("at-end"))
@@ -825,7 +836,7 @@ async function skip() {
     skipAsked = true;
     // A phone has no S key to press: the button is what it has.
     const again = TOUCH_ONLY ? "Tap Skip again" : shortcuts.on ? "Press S again" : "Choose Skip again";
-    notify("warning", `Skipping drops the ratings you gave this solution. ${again} to skip it; anything else keeps them.`);
+    notify("warning", `Skipping drops the ratings you gave this solution. ${again} to skip it; anything else keeps them.`, { passing: true });
     return;
   }
   skipAsked = false;
@@ -844,10 +855,10 @@ async function skip() {
     }
     if (error.status === 409) {
       // A screening question: it stays, with the server's words.
-      notify("warning", `Not skipped: ${error.message}.`);
+      notify("warning", `Not skipped: ${error.message}.`, { passing: true });
       return;
     }
-    notify("warning", "Not skipped: this solution is no longer yours. Loading the next solution.");
+    notify("warning", "Not skipped: this solution is no longer yours. Loading the next solution.", { passing: true });
   }
   drafts.clear(draft);
   await loadNext();
@@ -968,9 +979,9 @@ function onPhase1Click(event) {
   const hit = phase1View.clickTarget(event.target);
   if (!hit || busy) return;
   if (event.detail > 0) event.target.closest("button")?.blur();
-  if (hit.action === "rate") focusSubmit(event, rateAlternative(hit.step, hit.alt, hit.rating));
+  if (hit.action === "rate") followCursor(event, rateAlternative(hit.step, hit.alt, hit.rating));
   else if (hit.action === "flag") flagAlternative(hit.step, hit.alt);
-  else if (hit.action === "choose") focusSubmit(event, chooseAlternative(hit.step, hit.alt));
+  else if (hit.action === "choose") followCursor(event, chooseAlternative(hit.step, hit.alt));
   else if (hit.action === "write") openEditor(hit.step);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(hit.step, hit.alt));
 }
@@ -984,19 +995,28 @@ function onStepClick(event) {
   if (!node || busy || !state) return;
   const i = Number(node.dataset.index);
   const button = event.target.closest("button");
-  // After a pointer's click focus goes back to the page, so that Enter afterwards submits
-  // instead of clicking again; a keyboard's activation (detail 0) keeps it where the user is.
+  // After a pointer's click focus leaves the button, so that Enter afterwards submits instead of
+  // clicking again; a keyboard's activation (detail 0) keeps it where the user is, unless a
+  // rating moves it on with the cursor (followCursor).
   if (event.detail > 0) button?.blur();
-  if (button?.classList.contains("rate")) focusSubmit(event, rate(i, Number(button.dataset.rating)));
+  if (button?.classList.contains("rate")) followCursor(event, rate(i, Number(button.dataset.rating)));
   else if (button?.classList.contains("flag-toggle")) toggleFlag(i);
   else if (!window.getSelection()?.toString()) act(() => state.setCursor(i));
 }
 
-// A rating or choice made on its button from the keyboard that leaves the solution complete hands
-// the focus to Submit: "Press Enter to submit", the status says, and on the button Enter would
-// only rate again. ↑ or Shift Tab go back to change a rating; each change comes back here.
-function focusSubmit(event, changed) {
-  if (changed && event.detail === 0 && state.isComplete()) $("finish-submit").focus();
+// A rating or choice made on its button moves the cursor on, to what is left to rate, and the focus
+// goes with it: left on the button, it had ↓ and ↑ go on from a cursor out of sight, and a screen
+// reader stay on the step done. From the keyboard it goes to the new step's rating, the buttons
+// being what rates without single keys, or, once the solution is complete, to Submit: "Press
+// Enter to submit", the status says, and on the button Enter would only rate again (↑ or Shift
+// Tab go back to change a rating; each change comes back here). A pointer's click hands it to the
+// step, where Enter submits.
+function followCursor(event, changed) {
+  if (!changed) return;
+  const keyboard = event.detail === 0;
+  if (keyboard && state.isComplete()) $("finish-submit").focus();
+  else if (keyboard && !shortcuts.on) focusRating();
+  else focusStep(cursorNode());
 }
 
 function onButton(id, handler) {

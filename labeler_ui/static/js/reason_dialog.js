@@ -35,7 +35,9 @@ export class ReasonDialog {
     });
     document.getElementById("reason-cancel").addEventListener("click", () => this.dialog.close());
     this.text.addEventListener("input", () => this.showError(false));
-    this.text.addEventListener("keydown", (event) => {
+    // Anywhere in the dialog, as the confirm button's hint promises: on a button too, which the
+    // key would otherwise click (Cancel, or the confirm button a second time).
+    this.dialog.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
         this.submit();
