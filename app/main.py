@@ -25,7 +25,7 @@ from app.audit import pages as audit_pages
 from app.auth import endpoints as auth_api
 from app.browse import endpoints as browse_api
 from app.auth import pages as auth_pages
-from app.body_guard import BodyGuard
+from app.body_guard import TOO_LARGE, BodyGuard
 from app.config import Settings, get_settings
 from app.browse import pages as browse_pages
 from app.db import create_db_engine, create_session_factory
@@ -49,6 +49,7 @@ from app.reports import endpoints as reports_api
 from app.reports import pages as reports_pages
 from app.rounds import endpoints as rounds_api
 from app.rounds import pages as rounds_pages
+from app.request_body import RepeatedKeys, is_json, media_type
 from app.rounds.worker import start_local_worker
 from app.templating import render
 from app.users import account as account_pages
@@ -68,6 +69,11 @@ API_PREFIX = "/api/v1"
 logger = logging.getLogger(__name__)
 # bench/faults.py: PostgreSQL back 0.5-2.5 s after `pg_ctl restart -m fast` began, on a busy 2-core machine.
 DATABASE_RETRY_AFTER_S = 2
+
+REPEATED_KEY = "is given more than once in its object: send each key once (a JSON parser keeps only one value)"
+# Starlette's words for a multipart Content-Type written by hand, without the boundary that
+# separates the parts.
+NO_BOUNDARY = "Missing boundary in multipart."
 
 # SQLSTATEs of a value the database cannot store or compare: too long, out of range, a
 # character the encoding lacks.
@@ -130,10 +136,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(router)
     api_docs.install(app)
+    _document_body_limit(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_error_handlers(app)
 
+    app.add_middleware(NoContentUntyped)
     app.add_middleware(HeadAsGet)
+    # Inside BodyGuard, which has bounded the body and looked for NUL, and inside
+    # UnhandledErrors, which answers its bugs.
+    app.add_middleware(RepeatedKeys, refuse=_repeated_keys_refusal)
     app.add_middleware(UnhandledErrors)
     app.add_middleware(BodyGuard, refuse=_body_refusal, caller_refusal=_caller_refusal, uploads=UPLOAD_PATHS)
     app.add_middleware(SecurityHeaders)
@@ -199,6 +210,20 @@ class HeadAsGet(HttpMiddleware):
             # scope they were given: without it a HEAD counted as a path nothing matched.
             if "route" in as_get:
                 scope["route"] = as_get["route"]
+
+
+class NoContentUntyped(HttpMiddleware):
+    """A 204 without Content-Type: it has no body to be of a type. FastAPI makes a route's 204
+    with the route's response class, JSONResponse, which names its type whatever the body."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_untyped(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 204:
+                headers = [(n, v) for n, v in message.get("headers", ()) if n.lower() != b"content-type"]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_untyped)
 
 
 class UnhandledErrors(HttpMiddleware):
@@ -277,6 +302,15 @@ async def _body_refusal(  # type: ignore[no-untyped-def]
     return refusal or _error_response(request, status_code, message, details, headers)
 
 
+def _invalid_request(errors: list[dict[str, str]]) -> str:
+    return "invalid request: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+
+
+async def _repeated_keys_refusal(request: Request, paths: list[str]) -> Response:
+    errors = [{"field": path, "message": REPEATED_KEY} for path in paths]
+    return await _body_refusal(request, 422, _invalid_request(errors), errors)
+
+
 async def _caller_refusal(request: Request) -> Response | None:
     """The answer of the route's login and role checks, asked before they run, where they would
     turn the caller away."""
@@ -307,13 +341,12 @@ def _install_error_handlers(app: FastAPI) -> None:
             # A page's address with no such id in it (/label/abc) names nothing, as any other
             # address that names nothing: the JSON API says which part is wrong.
             return await http_error(request, StarletteHTTPException(404))
-        errors = [_field_error(err, _content_type(request)) for err in exc.errors()]
-        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        errors = [_field_error(err, media_type(request.headers)) for err in exc.errors()]
         if _wants_json(request) or any(err.get("type") == "json_invalid" for err in exc.errors()):
             # FastAPI parses the body before any dependency runs, and the rest of the request
             # after dependencies that may not have made the route's own checks (the labeling
             # routes read only the credentials there, and ask the rest in their transaction).
-            return await _body_refusal(request, 422, f"invalid request: {summary}", errors)
+            return await _body_refusal(request, 422, _invalid_request(errors), errors)
         # A page lists each part once, by its name in the address or the form.
         in_query = request.method == "GET" and all(err.get("loc", ("",))[0] in ("query", "path") for err in exc.errors())
         named = [{**e, "field": e["field"].removeprefix("query.").removeprefix("path.").removeprefix("body.")}
@@ -390,6 +423,19 @@ def _install_error_handlers(app: FastAPI) -> None:
         allowed = _allowed_methods(request) if exc.status_code == 405 else ""
         if allowed:
             headers = {**(headers or {}), "Allow": allowed}
+        if exc.status_code == 405:
+            message = _not_allowed(request.method, (headers or {}).get("Allow", ""))
+        elif exc.status_code == 400 and message == NO_BOUNDARY:
+            message = ("the Content-Type multipart/form-data names no boundary between the parts: let the HTTP "
+                       "client write that header as it builds the multipart body (curl -F, requests' files=), "
+                       "rather than setting it by hand")
+            return await _body_refusal(request, exc.status_code, message, headers=headers)
+        elif exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError) and \
+                is_json(media_type(request.headers)):
+            # FastAPI's answer to a JSON body Python could not decode, in the words of the
+            # other encodings' refusal (app.body_guard).
+            message = f"the body is not valid UTF-8 (byte {exc.__cause__.start}): send JSON encoded as UTF-8"
+            return await _body_refusal(request, 422, message, [{"field": "body", "message": message}], headers)
         elif exc.status_code == 400 and message == "There was an error parsing the body":
             # FastAPI's answer to a body its parser gave up on for other reasons than a syntax
             # error: Python's limits on integer digits and on nesting.
@@ -397,6 +443,27 @@ def _install_error_handlers(app: FastAPI) -> None:
                        "a number of over 4,300 digits or nesting over a thousand levels deep")
             return await _body_refusal(request, exc.status_code, message, headers=headers)
         return _error_response(request, exc.status_code, message, headers=headers)
+
+
+def _document_body_limit(app: FastAPI) -> None:
+    """Lists app.body_guard's 413 in the schema of each operation that takes a body: the guard
+    answers it for all of them, before any route runs. An upload's own, larger limit is named
+    by its route and kept."""
+    documented = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        first = app.openapi_schema is None
+        schema = documented()
+        if first:
+            too_large = {"description": TOO_LARGE,
+                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    if "requestBody" in operation:
+                        operation["responses"].setdefault("413", too_large)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 # PostgreSQL's undefined_table and undefined_column.
@@ -420,10 +487,6 @@ def _schema_reason(engine: Engine) -> SchemaProblem | None:
         return None
 
 
-def _content_type(request: Request) -> str:
-    return request.headers.get("content-type", "").partition(";")[0].strip().lower()
-
-
 def _field_error(error: dict[str, Any], content_type: str) -> dict[str, str]:
     location = error.get("loc", ())
     if error.get("type") == "json_invalid":
@@ -431,14 +494,24 @@ def _field_error(error: dict[str, Any], content_type: str) -> dict[str, str]:
         offset = location[-1] if location else 0
         reason = error.get("ctx", {}).get("error", "invalid")
         return {"field": "body", "message": f"not valid JSON at character {offset}: {reason}"}
-    json_type = content_type == "application/json" or (
-        content_type.startswith("application/") and content_type.endswith("+json"))
-    if tuple(location) == ("body",) and content_type and not json_type:
-        # FastAPI reads a body JSON only under these types, and another as one string or a form
-        # it then calls no object, though the text may be one: the header is what is wrong.
-        return {"field": "body", "message": f"send the body as JSON, with Content-Type: application/json, "
-                                           f"not {content_type}"}
+    # A body sent without a type is there all the same: only one left out is missing.
+    sent = content_type or error.get("type") != "missing"
+    if tuple(location) == ("body",) and sent and not is_json(content_type):
+        # FastAPI reads a body JSON only under these types, and another, or one without a type,
+        # as one string or a form it then calls no object, though the text may be one: the
+        # header is what is wrong.
+        said = f", not {content_type}" if content_type else " (the request had no Content-Type)"
+        return {"field": "body", "message": f"send the body as JSON, with Content-Type: application/json{said}"}
     return field_error(error, whole="body")
+
+
+def _not_allowed(method: str, allow: str) -> str:
+    """A 405's sentence, naming the methods of its Allow header."""
+    methods = [name.strip() for name in allow.split(",") if name.strip()]
+    if not methods:
+        return f"{method} is not allowed here"
+    listed = f"{', '.join(methods[:-1])} or {methods[-1]}" if len(methods) > 1 else methods[0]
+    return f"{method} is not allowed here: use {listed}"
 
 
 def _allowed_methods(request: Request) -> str:

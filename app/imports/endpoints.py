@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, Request, Response, UploadFile, status
 
 from app.deps import DataApiUser, ManagerApiUser, RowId, SessionDep
 from app.errors import BadInput, error_responses
@@ -12,12 +12,23 @@ from app.imports.schemas import ImportBatchRead, ImportRemoval, ImportResult
 from app.imports.upload_form import ONE_FILE, FileParts
 from app.models import ImportFormat
 from app.projects.service import get_project
+from app.request_body import media_type
 
 router = APIRouter(
     prefix="/api/v1/projects/{project_id}/imports",
     tags=["imports"],
     responses=error_responses(401, 403, 404, 422),
 )
+
+
+async def _multipart(request: Request) -> None:
+    """Refuses a body of any other type: FastAPI reads one as a form without parts, and asked
+    for `file` and `format` as if they had been left out of it."""
+    kind = media_type(request.headers)
+    if kind != "multipart/form-data":
+        said = f", not {kind}" if kind else ": the request had no Content-Type"
+        raise BadInput("send the file as multipart/form-data with parts `file` and `format` (and `separator` "
+                       f"for solutions){said}", field="body")
 
 
 @router.post(
@@ -43,6 +54,8 @@ def import_upload(
     response: Response,
     user: ManagerApiUser,
     session: SessionDep,
+    # After the login and role checks, which answer a caller they turn away first.
+    multipart: Annotated[None, Depends(_multipart)],
     file_parts: FileParts,
     file: Annotated[UploadFile, File(description="JSONL, one record a line")],
     fmt: Annotated[ImportFormat, Form(alias="format", description="prm800k, math or solutions")],

@@ -194,7 +194,7 @@ def test_a_wrong_method_lists_every_allowed_one(client):  # type: ignore[no-unty
     response = client.put("/api/v1/projects")
     assert response.status_code == 405
     assert response.headers["allow"] == "GET, POST"
-    assert response.json() == {"detail": "Method Not Allowed"}
+    assert response.json() == {"detail": "PUT is not allowed here: use GET or POST"}
 
 
 def test_a_405_from_the_static_files_keeps_their_allow_header(client):  # type: ignore[no-untyped-def]
@@ -228,12 +228,12 @@ def test_a_start_time_with_no_instant_in_utc_or_in_the_future_is_a_422(client, s
     assert error["field"] == "started_at" and message in error["message"]
 
 
-def test_a_body_that_is_not_text_is_a_clear_400(client):  # type: ignore[no-untyped-def]
+def test_a_body_that_is_not_text_is_a_clear_422(client):  # type: ignore[no-untyped-def]
     response = client.post(
         "/api/v1/auth/tokens", content=b"\x80", headers={"Content-Type": "application/json"}
     )
-    assert response.status_code == 400
-    assert response.json()["detail"].startswith("the request body could not be read: it is not valid JSON or form data")
+    assert response.status_code == 422
+    assert response.json()["detail"] == "the body is not valid UTF-8 (byte 0): send JSON encoded as UTF-8"
 
 
 def test_a_body_that_is_not_json_names_the_place(client):  # type: ignore[no-untyped-def]
