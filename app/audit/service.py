@@ -205,8 +205,8 @@ def describe(event: AuditEvent) -> str:
         case "project.settings_changed":
             return "settings changed: " + "; ".join(_change(field, value) for field, value in sorted(d.items()))
         case "project.deleted":
-            return (f"deleted with its {d.get('problems', 0):,} problems, {d.get('solutions', 0):,} solutions "
-                    f"and {d.get('labels', 0):,} labels")
+            return (f"deleted with its {_n(d.get('problems', 0), 'problem')}, {_n(d.get('solutions', 0), 'solution')} "
+                    f"and {_n(d.get('labels', 0), 'label')}")
         case "member.added":
             return f"added to project {d.get('project')}"
         case "member.removed":

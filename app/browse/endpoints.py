@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.browse import problems
+from app.browse.labelers import check_labeling_here
 from app.browse.schemas import LabelList, LabelListItem, ProblemList, ProblemListItem
 from app.browse.service import LabelFilters, list_labels
 from app.deps import DataApiUser, RowId, SessionDep
@@ -20,8 +21,10 @@ router = APIRouter(prefix="/api/v1/projects/{project_id}", tags=["browse"], resp
 def labels(project_id: RowId, _: DataApiUser, session: SessionDep,
            filters: Annotated[LabelFilters, Query()]) -> LabelList:
     """The project's current labels, 50 a page, newest first unless `sort` says otherwise (the
-    Labels tab's list)."""
+    Labels tab's list). A `labeler` no label here is by is refused (422), as the export refuses it."""
     project = get_project(session, project_id)
+    if filters.labeler:
+        check_labeling_here(session, project.id, [filters.labeler])
     listing = list_labels(session, project.id, filters)
     return LabelList(total=listing.total, page=listing.page, pages=listing.pages, items=[
         LabelListItem(

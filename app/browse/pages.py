@@ -11,7 +11,8 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.browse import problems
-from app.browse.service import PAGE_SIZE, LabelFilters, labeled_here, labeler_names, labelers_like, list_labels
+from app.browse.labelers import not_labeling_here
+from app.browse.service import PAGE_SIZE, LabelFilters, labeler_names, labelers_like, list_labels
 from app.deps import MANAGE, DataPageUser, SessionDep, has_role
 from app.forms import FormInvalid, PageId, validate_form
 from app.models import AnswerGrade, FinishReason, LabelSource
@@ -58,7 +59,7 @@ def labels_page(
     # part of one (imported ids are matched exactly): say so, with the names it may have meant.
     labeler = filters.labeler if filters is not None else None
     unmatched = (listing is not None and listing.total == 0 and bool(labeler)
-                 and not labeled_here(session, project.id, labeler))
+                 and bool(not_labeling_here(session, project.id, [labeler])))
     chosen = {k: v for k, v in values.items() if v and k != "page" and k not in errors}
     return render(
         request,

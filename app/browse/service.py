@@ -12,9 +12,10 @@ from itertools import combinations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 
+from app.browse.labelers import labels_by
 from app.labeling.review import step_ratings
 from app.models import INT32_MAX, AnswerGrade, FinishReason, Label, LabelSource, Problem, Solution, User
 from app.quality.agreement import compared_labels, labels_disagree, of_labels, of_solutions
@@ -35,7 +36,8 @@ Sort = Literal["newest", "oldest", "quickest", "slowest", "solution"]
 class LabelFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    labeler: str | None = Field(default=None, max_length=100, description="a username or an imported labeler id")
+    labeler: str | None = Field(default=None, max_length=100,
+                                description="a username or labeler UUID (in any case), or an imported labeler id")
     outcome: FinishReason | None = None
     source: LabelSource | None = None
     kind: Literal["all", "ordinary", "qc", "screening"] = "all"
@@ -137,7 +139,7 @@ def overlap(session: Session, project_id: int) -> Overlap:
 def _conditions(project_id: int, filters: LabelFilters, found: Overlap) -> list[ColumnElement[bool]]:
     where = [Label.project_id == project_id, Label.superseded_at.is_(None)]
     if filters.labeler:
-        where.append(_labeler_is(filters.labeler))
+        where.append(labels_by([filters.labeler]))
     if filters.outcome is not None:
         where.append(Label.finish_reason == filters.outcome)
     if filters.source is not None:
@@ -252,17 +254,6 @@ def _solution_order(order: Sort) -> tuple[ColumnElement[Any], ...]:
         "solution": (func.min(Solution.problem_id).asc(),),
     }
     return (*key[order], Label.solution_id.asc())
-
-
-def _labeler_is(labeler: str) -> ColumnElement[bool]:
-    # Usernames are one name whatever their case (app.users.service); imported ids are as filed.
-    return or_(func.lower(User.username) == labeler.lower(), Label.foreign_labeler == labeler)
-
-
-def labeled_here(session: Session, project_id: int, labeler: str) -> bool:
-    """Whether a label of the project names this labeler, as the labeler filter matches them."""
-    return session.scalar(select(Label.id).outerjoin(User, User.id == Label.user_id)
-                          .where(Label.project_id == project_id, _labeler_is(labeler)).limit(1)) is not None
 
 
 def labelers_like(session: Session, project_id: int, typed: str, limit: int = 5) -> list[str]:

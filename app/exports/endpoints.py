@@ -110,6 +110,7 @@ def _query_parameter(field: str) -> str:
         }
     },
 )
+@router.head("/export", include_in_schema=False)
 def export(
     project_id: RowId,
     request: Request,
@@ -118,16 +119,22 @@ def export(
     fmt: Annotated[ExportFormat, Query(alias="format")],
     filters: Annotated[ExportFilters, Depends(export_filters)],
 ) -> StreamingResponse:
-    """Labels of the project as PRM800K JSONL, TRL stepwise supervision JSONL, or Parquet."""
+    """Labels of the project as PRM800K JSONL, TRL stepwise supervision JSONL, or Parquet. HEAD
+    answers as GET would, without the export."""
     refuse_unread(fmt.value, request.query_params.keys())
     project = get_project(session, project_id)
     check_labelers(session, project.id, filters)
     check_generations(session, project.id, filters)
+    filename = export_filename(project, fmt.value, utcnow().date())
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
+    if request.method == "HEAD":
+        # A monitor's check of the address: building the export would cost a download's work,
+        # and recording it would fill the audit trail with downloads nobody made.
+        return StreamingResponse(iter(()), media_type=MEDIA_TYPES[fmt], headers=headers)
     audit.record(session, user, "export.downloaded", audit.project_target(project), format=fmt.value,
                  filters=filters_query(filters))
-    filename = export_filename(project, fmt.value, utcnow().date())
     return ClosingStreamingResponse(
         stream_export(request.app.state.session_factory, project.id, fmt.value, filters),
         media_type=MEDIA_TYPES[fmt],
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers=headers,
     )

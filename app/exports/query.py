@@ -25,13 +25,13 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     cast,
-    func,
     or_,
     select,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
+from app.browse.labelers import check_labeling_here, labels_by
 from app.errors import BadInput
 from app.exports.schemas import ExportFilters
 from app.models import FinishReason, Label, Problem, Solution, User
@@ -107,16 +107,7 @@ def label_query(
     if filters.sources:
         query = query.where(Label.source.in_(filters.sources))
     if filters.labelers:
-        # Usernames are one name whatever their case (app.users.service), as on the Labels tab;
-        # imported labeler ids are as filed.
-        folded = [name.lower() for name in filters.labelers]
-        query = query.where(
-            or_(
-                Label.foreign_labeler.in_(filters.labelers),
-                func.lower(User.username).in_(folded),
-                func.lower(User.labeler_uuid).in_(folded),
-            )
-        )
+        query = query.where(labels_by(filters.labelers))
     if accurate is not None:
         # Gold labels are the yardstick, not measured by it: the qc filter decides about them.
         query = query.where(
@@ -142,30 +133,9 @@ def label_query(
 
 
 def check_labelers(session: Session, project_id: int, filters: ExportFilters) -> None:
-    """BadInput naming each labeler filter that no label of the project matches, as label_query
-    matches them: a mistyped name would otherwise give an empty export and no word why."""
-    wanted = set(filters.labelers or ())
-    if not wanted:
-        return
-    found = set(session.scalars(
-        select(Label.foreign_labeler).where(Label.project_id == project_id, Label.foreign_labeler.in_(wanted))
-        .distinct()
-    ))
-    folded = {name.lower() for name in wanted}
-    users = session.execute(
-        select(User.username, User.labeler_uuid).join(Label, Label.user_id == User.id)
-        .where(Label.project_id == project_id,
-               or_(func.lower(User.username).in_(folded), func.lower(User.labeler_uuid).in_(folded)))
-        .distinct()
-    )
-    known = {name.lower() for row in users for name in row}
-    unknown = sorted(name for name in wanted - found if name.lower() not in known)
-    if unknown:
-        raise BadInput(
-            f"no label in this project is by {', '.join(map(repr, unknown))}: give a username, a labeler UUID "
-            "or an imported labeler id, as the project's Labels tab lists them",
-            [{"field": "labeler", "message": f"no labels by {name!r} here"} for name in unknown],
-        )
+    """BadInput naming each labeler filter that no label of the project is by: a mistyped name
+    would otherwise give an empty export and no word why."""
+    check_labeling_here(session, project_id, filters.labelers or ())
 
 
 def check_generations(session: Session, project_id: int, filters: ExportFilters) -> None:

@@ -46,7 +46,8 @@ def refuse_unread(
 Generation = Annotated[int, Field(ge=-INT32_MAX, le=INT32_MAX)]
 # No NUL: PostgreSQL text cannot hold one, so no stored name has it.
 LabelerRef = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\x00]+$")]
-Accuracy = Annotated[float, Field(ge=0, le=1)]
+# Finite: NaN fails every comparison, and was refused as "must be at most 1".
+Accuracy = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 MAX_FILTER_VALUES = 1000
 
 

@@ -71,7 +71,9 @@ def check_alternatives(alternatives: list[list[str]], data: LabelSubmit) -> None
 def _check_step(i: int, step: AlternativesRated, n_alternatives: int) -> None:
     where = f"step {i + 1}"
     if len(step.ratings) != n_alternatives:
-        raise BadInput(f"{where}: {len(step.ratings)} ratings for {n_alternatives} alternatives; rate every one",
+        rated = f"{len(step.ratings)} rating{'' if len(step.ratings) == 1 else 's'}"
+        offered = f"{n_alternatives} alternative{'' if n_alternatives == 1 else 's'}"
+        raise BadInput(f"{where}: {rated} for {offered}; rate every one",
                        field=f"alternatives.{i}.ratings")
     if step.chosen is not None:
         if step.chosen >= n_alternatives:

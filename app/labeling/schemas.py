@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from active_learning.data import is_blank
 from app.models import FinishReason, LabelingMode
@@ -13,8 +13,9 @@ STARTED_AT_SKEW = timedelta(minutes=5)
 TOO_EARLY = "is too far in the past: it is before the year 1 in UTC"
 IN_THE_FUTURE = "is in the future: a label cannot start after it is sent"
 
-# Strict: a Literal of ints takes whatever equals one of them, and true == 1 == 1.0 in Python.
-Rating = Annotated[StrictInt, Field(ge=-1, le=1)]
+# An int, as every other whole-number field: 1.0 is 1 and 1.5 is refused. Not a Literal, which
+# takes whatever equals one of its values (true == 1); ScalarsAsWritten refuses true, false and text.
+Rating = Annotated[int, Field(ge=-1, le=1)]
 
 
 class StepRating(ScalarsAsWritten):
@@ -30,7 +31,7 @@ class HumanStep(ScalarsAsWritten):
 
     text: str = Field(min_length=1, max_length=5000, description="the step the labeler wrote")
     # A written step is one to continue with: a wrong one would be no step to write.
-    rating: Annotated[StrictInt, Field(ge=0, le=1)]
+    rating: Annotated[int, Field(ge=0, le=1)]
     flagged: bool = False
 
     @field_validator("text")

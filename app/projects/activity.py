@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.labeling import task_handles
 from app.labeling.review import step_ratings
 from app.models import Assignment, AssignmentStatus, FinishReason, Label, Skip, Solution, User, utcnow
 from app.projects.schemas import CHART_DAYS, DailyCount, LeaseList, LeaseRead
@@ -180,8 +181,10 @@ def leases_in_hand(session: Session, project_id: int, limit: int = 50) -> LeaseL
         .order_by(Assignment.leased_at, Assignment.id)
         .limit(limit)
     ).all()
+    # Named as the labeler's task is (tasks/next, renew, release), so a lease can be acted on.
     return LeaseList(total=total, leases=[
-        LeaseRead(assignment_id=lease.id, solution_id=lease.solution_id, problem_id=problem_id, user_id=lease.user_id,
-                  labeler=username, check_item=lease.slot < 0, leased_at=lease.leased_at, expires_at=lease.expires_at)
+        LeaseRead(assignment_id=task_handles.handle_of(session, lease.id), solution_id=lease.solution_id,
+                  problem_id=problem_id, user_id=lease.user_id, labeler=username, check_item=lease.slot < 0,
+                  leased_at=lease.leased_at, expires_at=lease.expires_at)
         for lease, username, problem_id in rows
     ])

@@ -207,7 +207,7 @@ class ProjectActivityRead(BaseModel):
 class LeaseRead(BaseModel):
     """A task a labeler holds now."""
 
-    assignment_id: int = Field(description="the queue slot's row id (labelers see another handle)")
+    assignment_id: int = Field(description="the task id its labeler holds (tasks/next's `assignment_id`)")
     solution_id: int
     problem_id: int
     user_id: int

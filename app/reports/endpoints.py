@@ -41,8 +41,10 @@ def list_reports(
     limit: Annotated[int, Query(ge=1, le=MAX_REPORTS_PER_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=INT32_MAX)] = 0,
 ) -> ReportPage:
-    """Give-ups, bad-problem reports and flagged steps, newest first."""
+    """Give-ups, bad-problem reports and flagged steps, newest first. A `labeler` no label here
+    is by is refused (422), as the export refuses it."""
     project = get_project(session, project_id)
+    service.check_labeler(session, project.id, filters)
     return service.list_reports(session, project.id, filters, limit=limit, offset=offset)
 
 
@@ -51,12 +53,12 @@ def list_skips(
     project_id: RowId,
     _: DataApiUser,
     session: SessionDep,
-    labeler: Annotated[str | None, Query(max_length=100, description="a username")] = None,
+    labeler: Annotated[str | None, Query(max_length=100, description="a username or labeler UUID, in any case")] = None,
     order: Annotated[skips.SkipOrder, Query(description="newest first, or the most skipped solutions first")] = "newest",
     page: Annotated[int, Query(ge=1, le=100_000, description=f"{skips.PAGE_SIZE} skips a page")] = 1,
 ) -> SkipPage:
     """The solutions labelers passed over unlabeled, and who; each row says how many labelers
-    skipped that solution."""
+    skipped that solution. A `labeler` that names no user is refused (422)."""
     project = get_project(session, project_id)
     return skips.list_skips(session, project.id, labeler, order, page)
 
@@ -66,7 +68,7 @@ def give_back_skips(
     project_id: RowId,
     user: ManagerApiUser,
     session: SessionDep,
-    labeler: Annotated[str, Query(min_length=1, max_length=100, description="a username")],
+    labeler: Annotated[str, Query(min_length=1, max_length=100, description="a username or labeler UUID, in any case")],
 ) -> SkipsGivenBack:
     """Take back every skip of one labeler in the project; 404 when they have none here."""
     return SkipsGivenBack(given_back=skips.give_back_all(session, get_project(session, project_id), labeler, user))
@@ -90,6 +92,7 @@ def dismiss_reports(
     listed. 0 when none is open."""
     project = get_project(session, project_id)
     filters = ReportFilters(kind=body.kind, labeler=body.labeler)
+    service.check_labeler(session, project.id, filters)
     return ReportsDismissed(dismissed=service.dismiss_reports(session, project, filters, body.through, user))
 
 

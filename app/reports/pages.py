@@ -13,14 +13,14 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from app.deps import MANAGE, DataPageUser, ManagerPageUser, SessionDep, has_role
-from app.errors import Conflict, NotFound
+from app.errors import BadInput, Conflict, NotFound
 from app.forms import FormInvalid, PageId, row_id, validate_form
 from app.models import INT32_MAX, Project, User
 from app.projects.service import get_project
 from app.quality.gold import set_gold
 from app.reports import service, skips
 from app.reports.csv_export import reports_csv
-from app.reports.schemas import ReportFilters, ReportPage
+from app.reports.schemas import ReportFilters, ReportPage, SkipPage
 from app.templating import render
 
 router = APIRouter(prefix="/manage/projects/{project_id}", include_in_schema=False)
@@ -58,6 +58,16 @@ class ProblemForm(FilterForm):
 
 def _filters(form: FilterForm) -> ReportFilters:
     return validate_form(ReportFilters, form.model_dump())
+
+
+def _checked_filters(session: Session, project_id: int, form: FilterForm) -> ReportFilters:
+    """The filters, with a labeler no label here is by refused as the API refuses it."""
+    filters = _filters(form)
+    try:
+        service.check_labeler(session, project_id, filters)
+    except BadInput as exc:
+        raise FormInvalid({"labeler": exc.message}) from exc
+    return filters
 
 
 def _back_to_reports(project_id: int, form: FilterForm, **extra: object) -> RedirectResponse:
@@ -98,7 +108,7 @@ def reports_page(
         messages.append({"kind": "success", "text": f"{n:,} report{'' if n == 1 else 's'} dismissed."} if n else
                         {"kind": "info", "text": "No open report matched: nothing was dismissed."})
     try:
-        filters = _filters(form)
+        filters = _checked_filters(session, project.id, form)
     except FormInvalid as exc:
         page = ReportPage(total=0, reports=[])
         return _render(request, session, user, project, form, page, (0, None), exc.errors, messages, 422)
@@ -151,7 +161,7 @@ def download_reports(
     """Every report the filters keep (not only the page's first rows), as CSV."""
     project = get_project(session, project_id)
     try:
-        filters = _filters(form)
+        filters = _checked_filters(session, project.id, form)
     except FormInvalid as exc:
         return Response(
             "; ".join(f"{k}: {v}" for k, v in exc.errors.items()),
@@ -178,7 +188,7 @@ def dismiss_all_reports(
 ) -> Response:
     project = get_project(session, project_id)
     try:
-        filters = _filters(form)
+        filters = _checked_filters(session, project.id, form)
     except FormInvalid as exc:
         view = ReportsView(**form.model_dump(exclude={"through"}))
         return _render(request, session, user, project, view, ReportPage(total=0, reports=[]), (0, None),
@@ -365,7 +375,13 @@ def skips_page(
     if all_given.isdigit() and form.labeler:
         messages.append({"kind": "success", "text": f"{int(all_given):,} skipped solution{'' if all_given == '1' else 's'} "
                          f"given back to {form.labeler}: each may be served to them again while it still needs labels."})
-    page = skips.list_skips(session, project.id, form.labeler or None, form.order, form.page)
+    try:
+        page = skips.list_skips(session, project.id, form.labeler or None, form.order, form.page)
+        status_code = 200
+    except BadInput as exc:
+        page = SkipPage(total=0, page=form.page, pages=1, skips=[])
+        messages.append({"kind": "error", "text": exc.message})
+        status_code = 422
     return render(
         request,
         "manage/skips.html",
@@ -379,6 +395,7 @@ def skips_page(
             "messages": messages,
             "query": urlencode(_skips_filters(form)),
         },
+        status_code=status_code,
     )
 
 

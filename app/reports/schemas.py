@@ -14,7 +14,8 @@ MAX_REPORTS_PER_PAGE = 500
 class ReportFilters(BaseModel):
     kind: ReportKind | None = None
     status: ReportStatus | None = None
-    labeler: str | None = Field(default=None, min_length=1, max_length=100, description="username")
+    labeler: str | None = Field(default=None, min_length=1, max_length=100,
+                                description="a username or labeler UUID, in any case")
 
 
 class ReportRead(BaseModel):
@@ -64,7 +65,8 @@ class ReportsDismissal(ScalarsAsWritten):
     model_config = ConfigDict(extra="forbid")
 
     kind: ReportKind | None = None
-    labeler: str | None = Field(default=None, min_length=1, max_length=100, description="username")
+    labeler: str | None = Field(default=None, min_length=1, max_length=100,
+                                description="a username or labeler UUID, in any case")
     through: int | None = Field(
         default=None, ge=1, le=INT32_MAX,
         description="the newest report id to dismiss, as listed when the choice was made: one sent since then "

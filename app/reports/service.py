@@ -9,6 +9,7 @@ from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.audit import service as audit
+from app.browse.labelers import check_labeling_here, users_named
 from app.errors import NotFound
 from app.exports.trajectory import RatedStep, trajectory
 from app.labeling.queue import add_slots
@@ -152,10 +153,14 @@ def _filtered(statement: Select[Any], project_id: int, filters: ReportFilters) -
     if filters.status is not None:
         statement = statement.where(Report.status == filters.status)
     if filters.labeler is not None:
-        # Usernames are one name whatever their case (app.users.service), as on the Labels tab.
-        named = select(User.id).where(func.lower(User.username) == filters.labeler.lower()).scalar_subquery()
-        statement = statement.where(Report.user_id == named)
+        statement = statement.where(Report.user_id.in_(select(User.id).where(users_named([filters.labeler]))))
     return statement
+
+
+def check_labeler(session: Session, project_id: int, filters: ReportFilters) -> None:
+    """BadInput when the labeler filter names no one who labeled here: reports come of labels."""
+    if filters.labeler is not None:
+        check_labeling_here(session, project_id, [filters.labeler])
 
 
 def _read(row: Row[Any]) -> ReportRead:

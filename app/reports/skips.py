@@ -10,6 +10,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, aliased
 
 from app.audit import service as audit
+from app.browse.labelers import check_users, users_named
 from app.errors import NotFound
 from app.labeling.review import snippet_of
 from app.models import Problem, Project, Skip, Solution, User
@@ -21,7 +22,8 @@ SkipOrder = Literal["newest", "most_skipped"]
 
 def list_skips(session: Session, project_id: int, labeler: str | None = None, order: SkipOrder = "newest",
                page: int = 1) -> SkipPage:
-    """The project's skips, newest first or the most skipped solutions first, a page at a time."""
+    """The project's skips, newest first or the most skipped solutions first, a page at a time;
+    BadInput for a `labeler` that names no user."""
     others = aliased(Skip)
     skipped_by = (
         select(func.count()).where(others.solution_id == Skip.solution_id).correlate(Skip).scalar_subquery()
@@ -34,7 +36,8 @@ def list_skips(session: Session, project_id: int, labeler: str | None = None, or
         .where(Skip.project_id == project_id)
     )
     if labeler:
-        query = query.where(User.username == labeler)
+        check_users(session, [labeler])
+        query = query.where(users_named([labeler]))
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     newest = (Skip.skipped_at.desc(), Skip.solution_id.desc(), Skip.user_id)
     ordered = query.order_by(*newest) if order == "newest" else query.order_by(skipped_by.desc(), *newest)
@@ -73,11 +76,10 @@ def give_back(session: Session, project: Project, solution_id: int, user_id: int
 
 def give_back_all(session: Session, project: Project, labeler: str, by: User) -> int:
     """Give back every skip of one labeler in the project (a labeler who skipped what they now
-    can label, say); how many. NotFound for a username that has none here."""
-    user_id = session.scalar(select(User.id).where(User.username == labeler))
-    given = session.execute(
-        delete(Skip).where(Skip.project_id == project.id, Skip.user_id == user_id)
-    ).rowcount if user_id is not None else 0
+    can label, say); how many. `labeler` names them as the skips filter does. NotFound for a
+    labeler who has none here."""
+    named = select(User.id).where(users_named([labeler]))
+    given = session.execute(delete(Skip).where(Skip.project_id == project.id, Skip.user_id.in_(named))).rowcount
     if not given:
         raise NotFound(f"{labeler} has no skips in this project")
     audit.record(session, by, "skip.given_back", f"user {labeler}", project=project.name, labeler=labeler,

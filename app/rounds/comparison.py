@@ -47,7 +47,7 @@ def request_comparison(session: Session, project_id: int, a_id: int, b_id: int,
     """Queue a comparison of versions `a_id` and `b_id`; the one already waiting for the same
     pair if there is one, so that a second click does not measure twice."""
     if a_id == b_id:
-        raise BadInput("compare two different model versions")
+        raise BadInput("compare two different model versions", field="version_b_id")
     for version_id in (a_id, b_id):
         project_version(session, project_id, version_id)
     waiting = session.scalar(select(ModelComparison).where(

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request, status
 
 from app.deps import DataApiUser, ResearcherApiUser, RowId, SessionDep
 from app.errors import error_responses
-from app.models import PickReason
+from app.models import INT32_MAX, PickReason
 from app.projects.service import get_project
 from app.rounds import service
 from app.rounds.comparison import get_comparison, list_comparisons, request_comparison
@@ -49,10 +49,13 @@ def list_rounds(
     project_id: RowId,
     _: DataApiUser,
     session: SessionDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    limit: Annotated[int, Query(ge=1, le=1000, description="rounds in the answer at most")] = 200,
+    offset: Annotated[int, Query(ge=0, le=INT32_MAX, description="newer rounds to pass over first")] = 0,
 ) -> list[RoundRead]:
+    """The project's rounds, the newest first: `limit` of them from `offset`; the next page is
+    at `offset` + `limit`."""
     get_project(session, project_id)
-    return [RoundRead.model_validate(r) for r in service.list_rounds(session, project_id, limit)]
+    return [RoundRead.model_validate(r) for r in service.list_rounds(session, project_id, limit, offset=offset)]
 
 
 @router.get("/rounds/{round_id}", response_model=RoundDetailRead)

@@ -80,12 +80,14 @@ def active_round(session: Session, project_id: int) -> Round | None:
     )
 
 
-def list_rounds(session: Session, project_id: int, limit: int = 200) -> list[Round]:
+def list_rounds(session: Session, project_id: int, limit: int = 200, *, offset: int = 0) -> list[Round]:
+    """The newest first, `limit` of them after the `offset` newest."""
     return list(
         session.scalars(
             select(Round)
             .where(Round.project_id == project_id)
             .order_by(Round.number.desc())
+            .offset(offset)
             .limit(limit)
         )
     )

@@ -108,7 +108,7 @@ def create_users(
         # Not validate_form, which says a list's first bad item: every bad name is said here.
         data = UsersCreate.model_validate({"usernames": names, "role": role,
                                            "must_change_password": values["must_change_password"]}, context=AS_TEXT)
-        made = service.create_users(session, data, by=admin)
+        made = service.create_users(session, data, by=admin, listed_at=lambda index: f"as name {index + 1}")
     except ValidationError as exc:
         problems = {".".join(map(str, e["loc"])): plain_message(e, UsersCreate) for e in exc.errors(include_url=False)}
         return _users_list(request, session, batch_values=values, batch_errors=_by_name(problems, names),

@@ -50,11 +50,12 @@ class NewAccount:
 
 
 def create_users(session: Session, data: UsersCreate, *, by: User | None,
-                 listed_at: Callable[[int], str] = lambda index: f"as name {index + 1}") -> list[NewAccount]:
+                 listed_at: Callable[[int], str] = lambda index: f"as usernames.{index}") -> list[NewAccount]:
     """Accounts for a list of names, each with a generated password: all of them, or none when
     a name is malformed, listed twice or taken (one BadInput naming every such name: its field
-    is the list's 0-based `usernames.N`, its message names the name). `listed_at` words a name's
-    place in the list for a person, counted from one ("as name 3"; a file's "on line 4")."""
+    is the list's 0-based `usernames.N`, its message names the name). `listed_at` words where
+    the name was listed first, as the caller counts places: by default as the field is named
+    ("as usernames.0", beside the field `usernames.3`); a form's "as name 1", a file's "on line 4"."""
     _refuse_names(data.usernames, _taken(session, data.usernames), listed_at)
     # The hashing, seconds of it, in no transaction: on SQLite an open one holds the database's
     # one write lock, and every labeler's submit would wait behind it.

@@ -14,10 +14,10 @@ from app.browse.service import PAGE_SIZE, LabelFilters
 from app.db import session_scope
 from app.labeling.schemas import StepRating
 from app.labeling.service import prm800k_step
-from app.models import FinishReason, Label, LabelSource, Problem, Project, Solution, utcnow
+from app.models import FinishReason, Label, LabelSource, Problem, Project, Solution, User, utcnow
 from app.quality.agreement import project_agreement
 from app.quality.gold import set_gold
-from tests.conftest import browser_login, make_project, make_user
+from tests.conftest import api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes
 from tests.reports.builders import add_problem, label_next
 
@@ -524,3 +524,35 @@ def test_column_headings_order_the_list_and_keep_the_filters(client, session_fac
     assert '<option value="slowest" selected>' in slowest
     bad = client.get(url, params={"sort": "random"})
     assert bad.status_code == 422 and "be one of" in html.unescape(bad.text).split('id="sort-error">', 1)[1].split("<", 1)[0]
+
+
+def test_the_labels_api_names_labelers_as_the_export_does_and_refuses_one_who_labeled_nothing(client, session_factory, overlapping) -> None:  # type: ignore[no-untyped-def]
+    project, (solution, *_), ann, bob = overlapping
+    mine = _label(session_factory, project.id, solution, ann, [1, 1, 1])
+    with session_scope(session_factory) as session:
+        uuid = session.get(User, ann).labeler_uuid
+        imported = Label(project_id=project.id, solution_id=solution, foreign_labeler="ext-7",
+                         steps=[{"completions": [{"rating": 1}], "chosen_completion": 0}], created_at=utcnow())
+        session.add(imported)
+        session.flush()
+        imported_id = imported.id
+    make_user(session_factory, "max", "manager")
+    url = f"/api/v1/projects/{project.id}/labels"
+    headers = api_headers(client, "max")
+
+    def listed(labeler: str) -> list[int]:
+        answer = client.get(url, headers=headers, params={"labeler": labeler})
+        assert answer.status_code == 200, answer.text
+        return [item["label_id"] for item in answer.json()["items"]]
+
+    assert listed(uuid) == listed(uuid.upper()) == listed("ANN") == [mine]
+    assert listed("ext-7") == [imported_id]
+    refused = client.get(url, headers=headers, params={"labeler": "nobody"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("no label in this project is by 'nobody'")
+    assert refused.json()["errors"] == [{"field": "labeler", "message": "no labels by 'nobody' here"}]
+    # bob labeled nothing here: the export refuses him too, and so does the list.
+    assert client.get(url, headers=headers, params={"labeler": "bob"}).status_code == 422
+    browser_login(client, "max")
+    page = html.unescape(client.get(f"/manage/projects/{project.id}/labels", params={"labeler": uuid}).text)
+    assert f'id="label-{mine}"' in page and "unmatched-labeler" not in page

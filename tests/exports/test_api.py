@@ -7,7 +7,12 @@ import io
 import orjson
 import pyarrow.parquet as pq
 import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from starlette.middleware.exceptions import ExceptionMiddleware
 
+from app.db import session_scope
+from app.models import AuditEvent
 from tests.conftest import api_headers, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes, sample_records
 
@@ -152,3 +157,42 @@ def test_the_check_names_parameters_as_its_caller_spells_them() -> None:
         refuse_unread("prm800k", ["qc", "completions"], formats=("prm800k", "trl", "parquet", "hf"),
                       spelled=lambda name: f"--{name}")
     assert refused.value.message == "--completions applies to --format trl or parquet or hf, not prm800k"
+
+
+def test_head_answers_the_headers_without_building_the_export_or_recording_a_download(client, app, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = _project_with_sample(session_factory)
+    make_user(session_factory, "rex", "researcher")
+    headers = api_headers(client, "rex")
+    url = f"/api/v1/projects/{project.id}/export"
+
+    # Past app.main's middleware, whose HEAD-as-GET shim hands a route a GET.
+    inner = app.middleware_stack
+    while not isinstance(inner, ExceptionMiddleware):
+        inner = inner.app
+
+    async def routed(scope, receive, send):  # type: ignore[no-untyped-def]
+        await inner({**scope, "app": app}, receive, send)
+
+    direct = TestClient(routed)
+    for fmt in ("prm800k", "parquet"):
+        got = client.get(url, params={"format": fmt}, headers=headers)
+        head = direct.head(url, params={"format": fmt}, headers=headers)
+        assert (head.status_code, head.content) == (200, b"")
+        for name in ("content-type", "content-disposition"):
+            assert head.headers[name] == got.headers[name]
+    assert direct.head(url, params={"format": "prm800k", "labeler": "nobody"}, headers=headers).status_code == 422
+    with session_scope(session_factory) as session:
+        downloads = session.scalar(select(func.count()).select_from(AuditEvent)
+                                   .where(AuditEvent.action == "export.downloaded"))
+    assert downloads == 2, "the GETs only"
+
+
+@pytest.mark.parametrize("value", ["NaN", "-inf"])
+def test_a_share_that_is_no_finite_number_is_said_to_be_one(client, session_factory, value) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory)
+    make_user(session_factory, "mia", "manager")
+    url = f"/api/v1/projects/{project.id}/export"
+    for name in ("min_labeler_accuracy", "min_agreement"):
+        refused = client.get(url, params={"format": "prm800k", name: value}, headers=api_headers(client, "mia"))
+        assert refused.status_code == 422
+        assert refused.json()["errors"] == [{"field": f"query.{name}", "message": "must be a finite number"}]

@@ -164,7 +164,7 @@ GOOD = [_step([1, -1], chosen=0), _step([-1, -1], human={"text": HUMAN, "rating"
 @pytest.mark.parametrize(
     ("changes", "status", "words"),
     [
-        ({"alternatives": [_step([1], chosen=0), *GOOD[1:]]}, 422, "1 ratings for 2 alternatives"),
+        ({"alternatives": [_step([1], chosen=0), *GOOD[1:]]}, 422, "1 rating for 2 alternatives"),
         ({"alternatives": [_step([1, -1], chosen=2), *GOOD[1:]]}, 422, "numbered 0 to 1"),
         ({"alternatives": [_step([-1, 1], chosen=0), *GOOD[1:]]}, 422, "chosen alternative is rated -1"),
         ({"alternatives": [_step([1, -1]), *GOOD[1:]]}, 422, "continues with nothing"),

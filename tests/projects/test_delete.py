@@ -9,8 +9,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+from app.audit.service import describe
 from app.db import session_scope
 from app.models import (
+    AuditEvent,
     Base,
     ComparisonStatus,
     ModelComparison,
@@ -27,7 +29,7 @@ from app.models import (
     utcnow,
 )
 from tests.cli.conftest import refused, stepwise  # noqa: F401  (stepwise: a fixture)
-from tests.conftest import api_headers, browser_login, make_project, make_user
+from tests.conftest import add_solutions, api_headers, browser_login, make_project, make_user
 from tests.imports.conftest import SAMPLE, import_bytes
 
 
@@ -141,3 +143,19 @@ def test_the_cli_asks_unless_told_yes(stepwise, database_url, session_factory, t
     assert stepwise(database_url, "projects", "delete", "doomed", "--yes").output.strip() == (
         "deleted doomed: 8 problems, 8 solutions, 9 labels")
     refused(stepwise(database_url, "projects", "delete", "doomed", "--yes"), "no project named 'doomed'")
+
+
+def test_the_audit_trail_counts_what_a_deleted_project_held_in_words_that_fit_the_count(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "doomed", overlap=1)
+    add_solutions(session_factory, project, 2)
+    make_user(session_factory, "max", "manager")
+    make_user(session_factory, "lena", "labeler")
+    headers = api_headers(client, "lena")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=headers).json()["task"]
+    body = {"idempotency_key": "one-label-1", "ratings": [{"rating": 1}] * 3, "finish_reason": "solution",
+            "total_time_ms": 10}
+    assert client.post(f"/api/v1/assignments/{task['assignment_id']}/submit", headers=headers, json=body).status_code == 200
+    assert client.delete(f"/api/v1/projects/{project.id}", headers=api_headers(client, "max")).status_code == 204
+    with session_scope(session_factory) as session:
+        event = session.scalars(select(AuditEvent).where(AuditEvent.action == "project.deleted")).one()
+        assert describe(event) == "deleted with its 1 problem, 2 solutions and 1 label"

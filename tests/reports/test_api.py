@@ -160,3 +160,20 @@ def test_open_reports_are_dismissed_at_once_by_kind_labeler_and_as_listed(client
     assert [(e.target, e.details["count"], e.details["filters"]) for e in events] == [
         ("1 report", 1, {"kind": "flagged_step"}), ("1 report", 1, {"labeler": "ann"})]
     assert said[1] == f"dismissed at once in project {project.name}, every open one with labeler ann up to report {newest}"
+
+
+def test_the_labeler_filter_takes_a_labeler_uuid_and_refuses_one_who_labeled_nothing(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _ = _setup(session_factory)
+    with session_scope(session_factory) as session:
+        uuid = session.scalar(select(User.labeler_uuid).where(User.username == "ann"))
+    headers = api_headers(client, "max")
+    url = f"/api/v1/projects/{project.id}/reports"
+    for name in (uuid, uuid.upper(), "ANN"):
+        assert [r["labeler"] for r in client.get(url, headers=headers, params={"labeler": name}).json()["reports"]] == ["ann"]
+    refused = client.get(url, headers=headers, params={"labeler": "nobody"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("no label in this project is by 'nobody'")
+    assert refused.json()["errors"] == [{"field": "labeler", "message": "no labels by 'nobody' here"}]
+    dismissed = client.post(f"{url}/dismiss", headers=headers, json={"labeler": "nobody"})
+    assert dismissed.status_code == 422 and dismissed.json()["errors"][0]["field"] == "labeler"
+    assert client.post(f"{url}/dismiss", headers=headers, json={"labeler": uuid}).json() == {"dismissed": 1}

@@ -295,3 +295,18 @@ def test_the_tab_pages_its_reports_and_a_dismiss_goes_back_to_the_page(client, p
     past = client.get(tab, params={"page": 3}).text
     assert "No reports on page 3" in past and 'href="?">Back to the newest' in past
     assert client.get(tab, params={"page": 0}).status_code == 422
+
+
+def test_a_labeler_filter_that_names_no_labeler_here_is_said_in_place(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, overlap=1)
+    add_problem(session_factory, project, "Broken", n_solutions=1)
+    label_next(session_factory, project.id, make_user(session_factory, "ann", "labeler").id, FinishReason.give_up,
+               ratings=[], note="lost")
+    make_user(session_factory, "max", "manager")
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/reports", params={"labeler": "nobody"})
+    assert page.status_code == 422
+    assert "No label in this project is by &#39;nobody&#39;" in page.text
+    download = client.get(f"/manage/projects/{project.id}/reports/download", params={"labeler": "nobody"})
+    assert download.status_code == 422 and "no label in this project is by 'nobody'" in download.text
+    assert client.get(f"/manage/projects/{project.id}/reports", params={"labeler": "ANN"}).status_code == 200

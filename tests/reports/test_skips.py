@@ -139,3 +139,21 @@ def test_the_skipped_tabs_pages_keep_the_filters_and_a_page_past_the_last_leads_
     assert 'href="?order=most_skipped&amp;page=2">Next →' in by_count
     past = client.get(f"{tab}?labeler=ann&page=3").text
     assert "No skips on page 3" in past and 'href="?labeler=ann">Back to the newest' in past
+
+
+def test_the_labeler_filter_takes_a_labeler_uuid_and_refuses_a_name_no_user_has(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project, _, users, h = _team(client, session_factory, overlap=2)
+    skipped = _skip_next(client, project, h["ann"])
+    url = f"/api/v1/projects/{project.id}/skips"
+    for name in (users["ann"].labeler_uuid, users["ann"].labeler_uuid.upper(), "ANN"):
+        assert [s["solution_id"] for s in client.get(url, params={"labeler": name}, headers=h["max"]).json()["skips"]] == [skipped]
+    refused = client.get(url, params={"labeler": "nobody"}, headers=h["max"])
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == "no user is named 'nobody': give a username or a labeler UUID"
+    assert refused.json()["errors"] == [{"field": "labeler", "message": "no user named 'nobody'"}]
+    # bob skipped nothing here: his list is empty, not refused.
+    assert client.get(url, params={"labeler": "bob"}, headers=h["max"]).json()["total"] == 0
+    assert client.delete(url, params={"labeler": users["ann"].labeler_uuid}, headers=h["max"]).json() == {"given_back": 1}
+    browser_login(client, "max")
+    page = client.get(f"/manage/projects/{project.id}/skips?labeler=nobody")
+    assert page.status_code == 422 and "no user is named &#39;nobody&#39;" in page.text

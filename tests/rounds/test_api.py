@@ -537,3 +537,24 @@ def test_a_running_round_whose_worker_stopped_answering_reads_stalled(client, se
     with session_scope(session_factory) as session:
         session.get(Round, round_id).lease_expires_at = datetime.now(UTC) + timedelta(minutes=1)
     assert client.get(f"/api/v1/rounds/{round_id}", headers=api_headers(client, "rita")).json()["status_text"] == "running"
+
+
+def test_rounds_list_a_page_at_a_time_so_that_older_ones_stay_reachable(client, session_factory, project) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(session_factory) as session:
+        session.add_all(Round(project_id=project.id, number=number, status=RoundStatus.done, stage=RoundStage.done,
+                              percent=100.0, metrics={}, promoted=False) for number in range(1, 6))
+    headers = api_headers(client, "rita")
+    url = f"/api/v1/projects/{project.id}/rounds"
+
+    def numbers(**params: int) -> list[int]:
+        answer = client.get(url, headers=headers, params=params)
+        assert answer.status_code == 200, answer.text
+        return [r["number"] for r in answer.json()]
+
+    assert numbers(limit=2) == [5, 4]
+    assert numbers(limit=2, offset=2) == [3, 2]
+    assert numbers(offset=4) == [1]
+    assert numbers(offset=5) == []
+    assert client.get(url, headers=headers, params={"offset": -1}).status_code == 422
+    schema = client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/projects/{project_id}/rounds"]["get"]
+    assert {p["name"] for p in schema["parameters"]} >= {"limit", "offset"}

@@ -294,3 +294,12 @@ def test_stepwise_worker_measures_a_queued_comparison(session_factory, database_
     done = subprocess.run([STEPWISE, "worker", "--once"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert [status for status, _ in statuses(session_factory)] == ["done"]
+
+
+def test_a_comparison_of_a_version_with_itself_names_the_field_to_change(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "same")
+    make_user(session_factory, "rita", "researcher")
+    same = client.post(f"/api/v1/projects/{project.id}/model-comparisons", headers=api_headers(client, "rita"),
+                          json={"version_a_id": 3, "version_b_id": 3})
+    assert same.status_code == 422
+    assert same.json()["errors"] == [{"field": "version_b_id", "message": "compare two different model versions"}]

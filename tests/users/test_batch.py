@@ -47,7 +47,7 @@ def test_a_batch_with_a_bad_name_creates_nobody_and_names_each(client, session_f
     assert refused.json()["detail"] == "no user was created: 2 of the names cannot be used"
     assert refused.json()["errors"] == [
         {"field": "usernames.1", "message": "a user named 'Ann' already exists"},
-        {"field": "usernames.3", "message": "'DEE' is listed already, as name 1"},
+        {"field": "usernames.3", "message": "'DEE' is listed already, as usernames.0"},
     ]
     # Every name to fix in one answer: a malformed one hid the names taken or listed twice.
     # `field` is the list's 0-based index; the message names the name.
@@ -59,7 +59,7 @@ def test_a_batch_with_a_bad_name_creates_nobody_and_names_each(client, session_f
         {"field": "usernames.1",
          "message": "'x!' cannot be a username: use only 2-64 letters (A-Z, without accents), digits, _ . -"},
         {"field": "usernames.2", "message": "a user named 'Ann' already exists"},
-        {"field": "usernames.3", "message": "'DEE' is listed already, as name 1"},
+        {"field": "usernames.3", "message": "'DEE' is listed already, as usernames.0"},
     ]
     for body, field in (({"usernames": ["x!", "ok"], "role": "labeler"}, "usernames.0"),
                         ({"usernames": ["zed"], "role": "admin"}, "role"),
