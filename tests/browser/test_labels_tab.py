@@ -35,7 +35,7 @@ def test_a_manager_filters_labels_and_opens_one(page: Page, session_factory) -> 
     # A label whose solution's other labeler disagrees: the other's rating stands under each
     # step, the differing one marked.
     rows.filter(has=page.locator(".badge", has_text="disagrees")).first.get_by_role(
-        "link", name=re.compile(r"^#\d+$")).first.click()
+        "link", name=re.compile(r"^Label \d+$")).first.click()
     others = page.locator(".viewed-steps .other-ratings")
     expect(others.first).to_be_visible()
     expect(page.locator(".viewed-steps .other-rating.differs")).not_to_have_count(0)
@@ -48,7 +48,7 @@ def test_a_manager_filters_labels_and_opens_one(page: Page, session_factory) -> 
     expect(page.get_by_text("3 current labels match these filters")).to_be_visible()
     # The phase-1 label whose second step its labeler wrote: the strip and the view follow that path.
     written = rows.filter(has=page.locator('.statement[title^="If $f(x) = 3x + 2$"]'))
-    written.get_by_role("link", name=re.compile(r"^#\d+$")).first.click()
+    written.get_by_role("link", name=re.compile(r"^Label \d+$")).first.click()
     expect(page.get_by_role("heading", name=re.compile(r"Label \d+"))).to_be_visible()
     expect(page.locator(".viewed-steps li")).to_have_count(3)
     expect(page.locator(".viewed-steps li").nth(1).get_by_text("labeler's own step")).to_be_visible()

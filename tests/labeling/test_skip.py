@@ -85,7 +85,7 @@ def test_skips_show_in_the_for_you_count_and_the_managers_activity(client, sessi
     assert (activity["username"], activity["labels"], activity["skips"]) == ("ann", 0, 1)
     browser_login(client, "boss")
     html = client.get(f"/manage/projects/{project.id}").text
-    assert re.search(rf'data-label="Skips"><a href="/manage/projects/{project.id}/skips\?labeler=ann">1</a><', html)
+    assert re.search(rf'data-label="Skips"><a href="/manage/projects/{project.id}/skips\?labeler=ann" aria-label="1 skip by ann">1</a><', html)
 
 
 def test_a_submitted_or_foreign_task_cannot_be_skipped(client, session_factory) -> None:  # type: ignore[no-untyped-def]

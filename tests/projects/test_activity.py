@@ -97,8 +97,8 @@ def test_the_project_page_shows_the_table_and_the_flag(client, session_factory, 
     assert f">{dan_id}</span></td>" in dan_row
     assert "too fast: review" in dan_row and "under a quarter of the project's 8.0 s" in dan_row
     # A count opens what it counts: eve's bad-problem report, bob's give-up.
-    assert f'href="/manage/projects/{project.id}/reports?kind=bad_problem&amp;labeler=eve">1</a>' in table
-    assert f'href="/manage/projects/{project.id}/reports?kind=give_up&amp;labeler=bob">1</a>' in table
+    assert f'href="/manage/projects/{project.id}/reports?kind=bad_problem&amp;labeler=eve" aria-label="1 bad-problem report by eve">1</a>' in table
+    assert f'href="/manage/projects/{project.id}/reports?kind=give_up&amp;labeler=bob" aria-label="1 give-up by bob">1</a>' in table
     # All of dan's labels were made today: the last of his 14 bars holds them.
     today = utcnow().date()
     assert f"<title>{today.isoformat()}: 3 labels</title>" in dan_row
@@ -207,3 +207,15 @@ def test_the_tasks_in_hand_say_who_holds_what_since_when(client, session_factory
     browser_login(client, "max")
     overview = client.get(f"/manage/projects/{project.id}").text
     assert "2 tasks in hand now: who holds what" in overview and f"#{tasks['bob']['solution']['id']}" in overview
+
+
+def test_a_lease_is_named_by_the_task_id_its_labeler_holds(client, session_factory) -> None:  # type: ignore[no-untyped-def]
+    project = make_project(session_factory, "handles", overlap=1)
+    add_solutions(session_factory, project, 2)
+    make_user(session_factory, "ann", "labeler")
+    make_user(session_factory, "max", "manager")
+    task = client.post(f"/api/v1/projects/{project.id}/tasks/next", headers=api_headers(client, "ann")).json()["task"]
+    [lease] = client.get(f"/api/v1/projects/{project.id}/leases", headers=api_headers(client, "max")).json()["leases"]
+    assert lease["assignment_id"] == task["assignment_id"]
+    renewed = client.post(f"/api/v1/assignments/{lease['assignment_id']}/renew", headers=api_headers(client, "ann"))
+    assert renewed.status_code == 200, renewed.text
