@@ -14,8 +14,11 @@ PORT ?= 8000
 demo: install assets
 	$(VENV)/bin/stepwise demo --host $(HOST) --port $(PORT)
 
+# Two processes, a test file to each in turn (its module fixtures made once); the slowest
+# tests are listed at the end, to see where the time goes.
+TEST_WORKERS ?= 2
 test: install assets chromium
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 test-heavy: install assets chromium
 	$(PY) -m pytest -m heavy
