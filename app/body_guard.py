@@ -1,5 +1,6 @@
-"""Refuses a JSON or form body that holds a NUL character, and any body but a file upload's that
-is larger than any route takes, before any route reads it.
+"""Refuses a JSON or form body that holds a NUL character, a JSON body in which an object names a
+key more than once (app.request_body), and any body but a file upload's that is larger than any
+route takes, before any route reads it.
 
 PostgreSQL text cannot hold NUL and refuses it on write; SQLite stores it, and a project's own
 export then failed to import back (the importer refuses NUL, as PostgreSQL would). One check at
@@ -25,6 +26,8 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.request_body import REPEATED_KEY, invalid_request_message, is_json, media_type, repeated_keys
 
 # An escaped NUL, not an escaped backslash followed by "u0000": an even run of backslashes
 # before it is backslashes.
@@ -54,7 +57,7 @@ def _wide(body: bytes) -> bool:
 
 
 def _pattern(kind: str) -> re.Pattern[bytes] | None:
-    if kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json")):
+    if is_json(kind):
         return _JSON_NUL
     if kind == "application/x-www-form-urlencoded":
         return _FORM_NUL
@@ -62,7 +65,8 @@ def _pattern(kind: str) -> re.Pattern[bytes] | None:
 
 
 class BodyGuard:
-    def __init__(self, app: ASGIApp, refuse: Callable[[Request, int, str], Awaitable[Response]],
+    def __init__(self, app: ASGIApp,
+                 refuse: Callable[[Request, int, str, list[dict[str, str]] | None], Awaitable[Response]],
                  caller_refusal: Callable[[Request], Awaitable[Response | None]],
                  uploads: re.Pattern[str]) -> None:
         self.app = app
@@ -80,7 +84,7 @@ class BodyGuard:
             return
         headers = Headers(scope=scope)
         # The first Content-Type, as the routes read it: a second one must not hide the body.
-        kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+        kind = media_type(headers)
         if kind == "multipart/form-data" and self.uploads.fullmatch(scope["path"]):
             await self._upload(scope, receive, send, headers)
             return
@@ -105,6 +109,11 @@ class BodyGuard:
                 body = b"".join(chunks)
                 if pattern is not None and (b"\x00" in body or pattern.search(body)):
                     await self._refuse(scope, receive, send, 422, NOT_UTF8 if _wide(body) else MESSAGE)
+                    return
+                repeated = repeated_keys(body) if pattern is _JSON_NUL else []
+                if repeated:
+                    errors = [{"field": path, "message": REPEATED_KEY} for path in repeated]
+                    await self._refuse(scope, receive, send, 422, invalid_request_message(errors), errors)
                     return
                 message = {"type": "http.request", "body": body, "more_body": False}
                 break
@@ -153,7 +162,8 @@ class BodyGuard:
         if stopped:
             await self._refuse(scope, receive, send, 413, too_large)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status_code: int, message: str) -> None:
-        response = await self.refuse(Request(scope), status_code, message)
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status_code: int, message: str,
+                      details: list[dict[str, str]] | None = None) -> None:
+        response = await self.refuse(Request(scope), status_code, message, details)
         await response(scope, receive, send)
 

@@ -17,7 +17,8 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import Engine
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import Message, Receive, Scope, Send
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import api_docs
 from app.audit import endpoints as audit_api
@@ -49,7 +50,7 @@ from app.reports import endpoints as reports_api
 from app.reports import pages as reports_pages
 from app.rounds import endpoints as rounds_api
 from app.rounds import pages as rounds_pages
-from app.request_body import RepeatedKeys, is_json, media_type
+from app.request_body import invalid_request_message, is_json, media_type
 from app.rounds.worker import start_local_worker
 from app.templating import render
 from app.users import account as account_pages
@@ -70,7 +71,6 @@ logger = logging.getLogger(__name__)
 # bench/faults.py: PostgreSQL back 0.5-2.5 s after `pg_ctl restart -m fast` began, on a busy 2-core machine.
 DATABASE_RETRY_AFTER_S = 2
 
-REPEATED_KEY = "is given more than once in its object: send each key once (a JSON parser keeps only one value)"
 # Starlette's words for a multipart Content-Type written by hand, without the boundary that
 # separates the parts.
 NO_BOUNDARY = "Missing boundary in multipart."
@@ -141,10 +141,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_error_handlers(app)
 
     app.add_middleware(NoContentUntyped)
-    app.add_middleware(HeadAsGet)
-    # Inside BodyGuard, which has bounded the body and looked for NUL, and inside
-    # UnhandledErrors, which answers its bugs.
-    app.add_middleware(RepeatedKeys, refuse=_repeated_keys_refusal)
+    app.add_middleware(HeadAsGet, routes=app.routes)
     app.add_middleware(UnhandledErrors)
     app.add_middleware(BodyGuard, refuse=_body_refusal, caller_refusal=_caller_refusal, uploads=UPLOAD_PATHS)
     app.add_middleware(SecurityHeaders)
@@ -190,10 +187,15 @@ class SecurityHeaders(HttpMiddleware):
 
 class HeadAsGet(HttpMiddleware):
     """HEAD answered as GET without the body, as HTTP has it: FastAPI routes a GET route's GET
-    alone, and monitors that check /healthz with HEAD read its 405 as the service down."""
+    alone, and monitors that check /healthz with HEAD read its 405 as the service down. A route
+    that answers HEAD itself (the export, which then builds nothing) is handed it as it came."""
+
+    def __init__(self, app: ASGIApp, routes: list[BaseRoute]) -> None:
+        super().__init__(app)
+        self.routes = routes
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "HEAD":
+        if scope["method"] != "HEAD" or "HEAD" in _route_methods(self.routes, scope["path"]):
             await self.app(scope, receive, send)
             return
 
@@ -302,15 +304,6 @@ async def _body_refusal(  # type: ignore[no-untyped-def]
     return refusal or _error_response(request, status_code, message, details, headers)
 
 
-def _invalid_request(errors: list[dict[str, str]]) -> str:
-    return "invalid request: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-
-
-async def _repeated_keys_refusal(request: Request, paths: list[str]) -> Response:
-    errors = [{"field": path, "message": REPEATED_KEY} for path in paths]
-    return await _body_refusal(request, 422, _invalid_request(errors), errors)
-
-
 async def _caller_refusal(request: Request) -> Response | None:
     """The answer of the route's login and role checks, asked before they run, where they would
     turn the caller away."""
@@ -346,7 +339,7 @@ def _install_error_handlers(app: FastAPI) -> None:
             # FastAPI parses the body before any dependency runs, and the rest of the request
             # after dependencies that may not have made the route's own checks (the labeling
             # routes read only the credentials there, and ask the rest in their transaction).
-            return await _body_refusal(request, 422, _invalid_request(errors), errors)
+            return await _body_refusal(request, 422, invalid_request_message(errors), errors)
         # A page lists each part once, by its name in the address or the form.
         in_query = request.method == "GET" and all(err.get("loc", ("",))[0] in ("query", "path") for err in exc.errors())
         named = [{**e, "field": e["field"].removeprefix("query.").removeprefix("path.").removeprefix("body.")}
@@ -518,11 +511,15 @@ def _allowed_methods(request: Request) -> str:
     """What a 405's Allow header must list: every method of every route at the address.
     Starlette's names only the first route that matched the path, and here one address is
     often served by several routes (GET and POST of /api/v1/projects, say)."""
-    path = request.scope["path"]
+    return ", ".join(sorted(_route_methods(request.app.routes, request.scope["path"])))
+
+
+def _route_methods(routes: list[BaseRoute], path: str) -> set[str]:
+    """The methods that the routes at `path` declare."""
     methods: set[str] = set()
     # iter_route_contexts: FastAPI keeps included routers nested in app.routes.
-    for route in iter_route_contexts(request.app.routes):
+    for route in iter_route_contexts(routes):
         pattern = getattr(route, "path_regex", None)
         if pattern is not None and route.methods and pattern.match(path):
             methods |= route.methods
-    return ", ".join(sorted(methods))
+    return methods

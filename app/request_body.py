@@ -4,30 +4,29 @@ JSON leaves a repeated key to the parser, and Python's keeps the last value: a p
 description sent twice stored the second unsaid, a submit that rated a step twice kept one
 rating, where the API refuses anything else it cannot take as sent. FastAPI parses a route's
 body itself, with Starlette's `json.loads`, and offers no hook into that parse but a route
-class, which each router would have to name. So a JSON body is parsed once more here, before
-the route, by the same C parser with a hook that only compares an object's keys with its
-pairs: tens of microseconds for a labeler's submit.
+class, which each router would have to name. So app.body_guard, which holds every JSON body
+whole before the route, parses it once more with the same C parser and a hook that only
+compares an object's keys with its pairs: tens of microseconds for a labeler's submit.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from starlette.datastructures import Headers
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-# Those whose bodies app.body_guard bounds: a body of any other method is not read here.
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REPEATED_KEY = "is given more than once in its object: send each key once (a JSON parser keeps only one value)"
 
 
 def media_type(headers: Mapping[str, str]) -> str:
     """The first Content-Type's media type, as FastAPI and Starlette read it; "" for none."""
     return headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+def invalid_request_message(errors: list[dict[str, str]]) -> str:
+    """A 422's sentence, naming the first few of its field errors."""
+    return "invalid request: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
 
 
 def is_json(kind: str) -> bool:
@@ -81,39 +80,3 @@ def _paths(document: Any, count: int) -> list[str]:
         stack.extend(((*path, key), value) for key, value in reversed(list(items))
                      if isinstance(value, (dict, list)))
     return found
-
-
-class RepeatedKeys:
-    """Refuses a JSON body in which an object names a key more than once, with `refuse`'s
-    answer to the paths of those keys (app.main's, so that this module need not import it)."""
-
-    def __init__(self, app: ASGIApp, refuse: Callable[[Request, list[str]], Awaitable[Response]]) -> None:
-        self.app = app
-        self.refuse = refuse
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in BODY_METHODS or \
-                not is_json(media_type(Headers(scope=scope))):
-            await self.app(scope, receive, send)
-            return
-        chunks = []
-        message = await receive()
-        while message["type"] == "http.request":
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-            message = await receive()
-        body = b"".join(chunks)
-        repeated = repeated_keys(body) if message["type"] == "http.request" else []
-        if repeated:
-            response = await self.refuse(Request(scope), repeated)
-            await response(scope, receive, send)
-            return
-        # What was read goes to the route as it came; a client that went away, as that.
-        pending = [{"type": "http.request", "body": body, "more_body": False}
-                   if message["type"] == "http.request" else message]
-
-        async def replay() -> Message:
-            return pending.pop() if pending else await receive()
-
-        await self.app(scope, replay, send)
